@@ -1,0 +1,58 @@
+//! Byte order of a producer. A kernel ring is always native; a perf.data file
+//! says its own order through its magic, and perfaux reads either.
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Endianness {
+    Little,
+    Big,
+}
+
+impl Endianness {
+    #[cfg(target_endian = "little")]
+    pub const NATIVE: Self = Self::Little;
+    #[cfg(target_endian = "big")]
+    pub const NATIVE: Self = Self::Big;
+
+    #[inline]
+    pub fn u16(self, b: [u8; 2]) -> u16 {
+        match self {
+            Self::Little => u16::from_le_bytes(b),
+            Self::Big => u16::from_be_bytes(b),
+        }
+    }
+    #[inline]
+    pub fn u32(self, b: [u8; 4]) -> u32 {
+        match self {
+            Self::Little => u32::from_le_bytes(b),
+            Self::Big => u32::from_be_bytes(b),
+        }
+    }
+    #[inline]
+    pub fn u64(self, b: [u8; 8]) -> u64 {
+        match self {
+            Self::Little => u64::from_le_bytes(b),
+            Self::Big => u64::from_be_bytes(b),
+        }
+    }
+    #[inline]
+    pub fn u16_bytes(self, v: u16) -> [u8; 2] {
+        match self {
+            Self::Little => v.to_le_bytes(),
+            Self::Big => v.to_be_bytes(),
+        }
+    }
+    #[inline]
+    pub fn u32_bytes(self, v: u32) -> [u8; 4] {
+        match self {
+            Self::Little => v.to_le_bytes(),
+            Self::Big => v.to_be_bytes(),
+        }
+    }
+    #[inline]
+    pub fn u64_bytes(self, v: u64) -> [u8; 8] {
+        match self {
+            Self::Little => v.to_le_bytes(),
+            Self::Big => v.to_be_bytes(),
+        }
+    }
+}

@@ -1,0 +1,19 @@
+//! perfaux-abi: one definition of every byte that the Linux perf_event ABI
+//! and perf.data share.
+//!
+//! - [`consts`]: the UAPI numbers, and perfaux's extension numbers in
+//!   [`consts::ext`];
+//! - [`header`]: `struct perf_event_header`;
+//! - [`mmap_page`]: `struct perf_event_mmap_page`, offsets checked at compile time;
+//! - [`endian`]: byte order of a producer.
+//!
+//! Depends on nothing of perfaux's.
+
+pub mod consts;
+pub mod endian;
+pub mod header;
+pub mod mmap_page;
+
+pub use endian::Endianness;
+pub use header::PerfEventHeader;
+pub use mmap_page::PerfEventMmapPage;
