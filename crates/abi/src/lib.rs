@@ -12,6 +12,7 @@
 //!
 //! Depends on nothing of perfaux's.
 
+pub mod attr;
 pub mod consts;
 pub mod endian;
 pub mod errno;
