@@ -1,0 +1,8 @@
+//! `-e` event lists with perf's syntax: [`parse`] reads the text,
+//! [`resolve`] looks the names up and applies perf's grouping rules.
+
+pub mod parse;
+pub mod resolve;
+
+pub use parse::{EventError, EventSpec, parse_events};
+pub use resolve::{Event, EventKind, resolve_events};

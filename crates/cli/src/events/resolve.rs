@@ -1,0 +1,284 @@
+//! From written events ([`EventSpec`]) to what `record` opens ([`Event`]):
+//! names looked up, terms checked and applied, groups formed, and perf's
+//! aux-action rules enforced (tools/perf/util/auxtrace.c,
+//! `auxtrace_parse_aux_action` and `auxtrace_parse_sample_options`).
+
+use perfaux_abi::attr::AuxAction;
+use perfaux_abi::consts::{PERF_COUNT_SW_CPU_CLOCK, PERF_COUNT_SW_DUMMY, PERF_COUNT_SW_TASK_CLOCK};
+
+use super::parse::{EventError, EventSpec, Term, TermValue, parse_events};
+
+/// The name of the software trace PMU in `-e` (`swtrace//`), like `intel_pt//`.
+pub const SWTRACE_PMU: &str = "swtrace";
+
+/// Software events by perf's names (tools/perf/util/parse-events.c
+/// `event_symbols_sw`) that perfaux's core counts per thread.
+pub const SOFTWARE_EVENTS: &[(&str, u64)] = &[
+    ("task-clock", PERF_COUNT_SW_TASK_CLOCK),
+    ("cpu-clock", PERF_COUNT_SW_CPU_CLOCK),
+    ("dummy", PERF_COUNT_SW_DUMMY),
+];
+
+/// Terms perfaux knows, with what their value must be.
+const TERMS: &[&str] = &[
+    "period",
+    "freq",
+    "config",
+    "name",
+    "aux-sample-size",
+    "aux-action",
+    "aux-output",
+];
+
+/// What an event counts or traces.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventKind {
+    /// The software trace PMU: the AUX event, one per traced thread.
+    SwTrace,
+    /// The uevent stream (`uevent`) or the count of one uevent type (`uevent:TYPE`).
+    Uevent { type_: Option<String> },
+    /// The probe-count event of an instrumented function, `probe:FUNC`.
+    Probe { func: String },
+    /// A perf software event (`task-clock`, ...), `config` from `perf_sw_ids`.
+    Software { config: u64 },
+}
+
+impl EventKind {
+    /// Whether the event owns an AUX area (perf's `evsel__is_aux_event`).
+    pub fn is_aux(&self) -> bool {
+        matches!(self, EventKind::SwTrace)
+    }
+}
+
+/// One event ready to be opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    pub kind: EventKind,
+    /// The name perf shows (EVENT_DESC): `name=` if given, else the text.
+    pub name: String,
+    pub config: Option<u64>,
+    pub period: Option<u64>,
+    pub freq: Option<u64>,
+    pub aux_sample_size: u32,
+    pub aux_action: AuxAction,
+    pub aux_output: bool,
+    /// Index of the group leader in the list (its own index for a leader).
+    pub leader: usize,
+    /// The event's text, for messages.
+    pub text: String,
+}
+
+impl Event {
+    pub fn is_leader(&self, idx: usize) -> bool {
+        self.leader == idx
+    }
+}
+
+/// Parses every `-e` argument, resolves the names, and applies perf's
+/// grouping rules; `aux_sample` is `--aux-sample`'s size if given.
+pub fn resolve_events(args: &[String], aux_sample: Option<u32>) -> Result<Vec<Event>, String> {
+    let mut specs: Vec<(usize, EventSpec)> = Vec::new();
+    for (a, arg) in args.iter().enumerate() {
+        for s in parse_events(arg, specs.len()).map_err(|e| e.to_string())? {
+            specs.push((a, s));
+        }
+    }
+    let mut events = Vec::with_capacity(specs.len());
+    for (idx, (a, spec)) in specs.iter().enumerate() {
+        events.push(resolve_one(&args[*a], spec, idx).map_err(|e| e.to_string())?);
+    }
+    apply_aux_rules(&mut events, aux_sample)?;
+    Ok(events)
+}
+
+fn term_err(input: &str, t: &Term, msg: impl Into<String>) -> EventError {
+    EventError {
+        input: input.to_string(),
+        pos: t.pos,
+        token: t.key.clone(),
+        msg: msg.into(),
+    }
+}
+
+fn resolve_one(input: &str, spec: &EventSpec, idx: usize) -> Result<Event, EventError> {
+    let name_err = |msg: String| EventError {
+        input: input.to_string(),
+        pos: spec.pos,
+        token: spec.name.clone(),
+        msg,
+    };
+    let kind = match (spec.name.as_str(), &spec.sub) {
+        (SWTRACE_PMU, None) if spec.pmu_form => EventKind::SwTrace,
+        (SWTRACE_PMU, None) => {
+            return Err(name_err(format!(
+                "the trace PMU is written '{SWTRACE_PMU}//' (with terms between the slashes)"
+            )));
+        }
+        ("uevent", sub) => EventKind::Uevent { type_: sub.clone() },
+        ("probe", Some(func)) => EventKind::Probe { func: func.clone() },
+        ("probe", None) => return Err(name_err("'probe' needs a function: probe:FUNC".into())),
+        (n, None) => match SOFTWARE_EVENTS.iter().find(|(s, _)| *s == n) {
+            Some(&(_, config)) => EventKind::Software { config },
+            None => {
+                let known: Vec<&str> = SOFTWARE_EVENTS.iter().map(|(s, _)| *s).collect();
+                return Err(name_err(format!(
+                    "unknown event (known: {SWTRACE_PMU}//, uevent, uevent:TYPE, probe:FUNC, {})",
+                    known.join(", ")
+                )));
+            }
+        },
+        (n, Some(_)) => return Err(name_err(format!("'{n}' takes no ':NAME' part"))),
+    };
+    let mut ev = Event {
+        kind,
+        name: spec.text.clone(),
+        config: None,
+        period: None,
+        freq: None,
+        aux_sample_size: 0,
+        aux_action: AuxAction::empty(),
+        aux_output: false,
+        leader: spec.group.unwrap_or(idx),
+        text: spec.text.clone(),
+    };
+    for t in &spec.terms {
+        let num = || match t.value {
+            TermValue::Num(n) => Ok(n),
+            _ => Err(term_err(
+                input,
+                t,
+                format!("term '{}' takes a number", t.key),
+            )),
+        };
+        match t.key.as_str() {
+            "period" => ev.period = Some(num()?),
+            "freq" => ev.freq = Some(num()?),
+            "config" => ev.config = Some(num()?),
+            "aux-sample-size" => {
+                let n = num()?;
+                // The sample's size field is a u16 record size (UPSTREAM.md s.3).
+                if n > u64::from(u16::MAX) {
+                    return Err(term_err(input, t, "aux-sample-size must be below 64 KiB"));
+                }
+                ev.aux_sample_size = n as u32;
+            }
+            "name" => match &t.value {
+                TermValue::Str(s) => ev.name = s.clone(),
+                TermValue::Num(n) => ev.name = n.to_string(),
+                TermValue::Flag => return Err(term_err(input, t, "term 'name' takes a value")),
+            },
+            "aux-action" => {
+                ev.aux_action = match &t.value {
+                    TermValue::Str(s) if s == "start-paused" => AuxAction::START_PAUSED,
+                    TermValue::Str(s) if s == "pause" => AuxAction::PAUSE,
+                    TermValue::Str(s) if s == "resume" => AuxAction::RESUME,
+                    _ => {
+                        return Err(term_err(
+                            input,
+                            t,
+                            "aux-action takes start-paused, pause or resume",
+                        ));
+                    }
+                }
+            }
+            "aux-output" => {
+                ev.aux_output = match t.value {
+                    TermValue::Flag | TermValue::Num(1) => true,
+                    TermValue::Num(0) => false,
+                    _ => return Err(term_err(input, t, "aux-output takes no value, 0 or 1")),
+                }
+            }
+            other => {
+                return Err(term_err(
+                    input,
+                    t,
+                    format!("unknown term '{other}' (known: {})", TERMS.join(", ")),
+                ));
+            }
+        }
+    }
+    if ev.period.is_some() && ev.freq.is_some() {
+        let t = spec.term("freq").map_or(spec.pos, |t| t.pos);
+        return Err(EventError {
+            input: input.to_string(),
+            pos: t,
+            token: "freq".into(),
+            msg: "period= and freq= exclude each other".into(),
+        });
+    }
+    let m = &spec.modifiers;
+    // perf: u alone excludes kernel and hv; k or h without u excludes user.
+    if (m.has('k') || m.has('h')) && !m.has('u') {
+        return Err(EventError {
+            input: input.to_string(),
+            pos: m.pos,
+            token: m.letters.clone(),
+            msg: "perfaux traces user space only: a kernel- or hypervisor-only event records nothing (use :u)".into(),
+        });
+    }
+    Ok(ev)
+}
+
+/// perf's rules for events that need the AUX event as their group leader.
+fn apply_aux_rules(events: &mut [Event], aux_sample: Option<u32>) -> Result<(), String> {
+    let mut last_aux: Option<usize> = None;
+    for i in 0..events.len() {
+        let is_aux = events[i].kind.is_aux();
+        if is_aux {
+            last_aux = Some(i);
+        }
+        let act = events[i].aux_action;
+        if act.contains(AuxAction::START_PAUSED) && !is_aux {
+            return Err(format!(
+                "event '{}': Only AUX area event can have aux-action=start-paused",
+                events[i].text
+            ));
+        }
+        let needs_leader = act.intersects(AuxAction::PAUSE | AuxAction::RESUME);
+        if needs_leader && is_aux {
+            return Err(format!(
+                "event '{}': an AUX area event cannot have aux-action=pause or resume",
+                events[i].text
+            ));
+        }
+        if needs_leader && events[i].leader == i {
+            // Auto-grouping: perf puts an aux-action event that is not in an
+            // explicit group behind the AUX event before it.
+            if let Some(a) = last_aux {
+                events[i].leader = events[a].leader;
+            }
+        }
+        let leader = events[i].leader;
+        if needs_leader && (leader == i || !events[leader].kind.is_aux()) {
+            return Err(format!(
+                "event '{}': Events with aux-action must have AUX area event group leader",
+                events[i].text
+            ));
+        }
+        if events[i].aux_sample_size != 0 && (leader == i || !events[leader].kind.is_aux()) {
+            return Err(format!(
+                "event '{}': Cannot add AUX area sampling because group leader is not an AUX area event",
+                events[i].text
+            ));
+        }
+    }
+    if let Some(size) = aux_sample {
+        let mut any = false;
+        for i in 0..events.len() {
+            let leader = events[i].leader;
+            if leader != i && events[leader].kind.is_aux() {
+                if events[i].aux_sample_size == 0 {
+                    events[i].aux_sample_size = size;
+                }
+                any = true;
+            }
+        }
+        if !any {
+            return Err("--aux-sample needs an event grouped behind an AUX area event, e.g. -e '{swtrace//,uevent}'".into());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,194 @@
+//! Parser and resolver tests: the grammar of perf's `-e` (perf-record.txt,
+//! perf-list.txt) and the aux-action rules of UPSTREAM.md section 4.
+
+use super::*;
+use crate::events::parse::{TermValue, parse_events};
+
+fn one(s: &str) -> EventSpec {
+    let mut v = parse_events(s, 0).unwrap();
+    assert_eq!(v.len(), 1, "{s}");
+    v.remove(0)
+}
+
+fn args(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn pmu_form_with_terms_and_modifiers() {
+    let e = one("swtrace/period=0x10,name=tr,aux-output/u");
+    assert_eq!(e.name, "swtrace");
+    assert!(e.pmu_form);
+    assert_eq!(e.terms.len(), 3);
+    assert_eq!(e.terms[0].value, TermValue::Num(16));
+    assert_eq!(e.terms[1].value, TermValue::Str("tr".into()));
+    assert_eq!(e.terms[2].value, TermValue::Flag);
+    assert_eq!(e.terms[2].pos, "swtrace/period=0x10,name=tr,".len());
+    assert_eq!(e.modifiers.letters, "u");
+}
+
+#[test]
+fn empty_pmu_terms() {
+    let e = one("swtrace//");
+    assert!(e.pmu_form && e.terms.is_empty() && e.sub.is_none());
+}
+
+#[test]
+fn subsystem_names_versus_modifiers() {
+    // `probe:FUNC` is a name like a tracepoint; `task-clock:u` is a modifier.
+    let e = one("probe:fib:u");
+    assert_eq!(
+        (
+            e.name.as_str(),
+            e.sub.as_deref(),
+            e.modifiers.letters.as_str()
+        ),
+        ("probe", Some("fib"), "u")
+    );
+    let e = one("task-clock:u");
+    assert_eq!((e.sub, e.modifiers.letters.as_str()), (None, "u"));
+    let e = one("uevent:7");
+    assert_eq!(e.sub.as_deref(), Some("7"));
+}
+
+#[test]
+fn groups_and_lists_span_several_arguments() {
+    let v = parse_events("{swtrace//,uevent},task-clock", 0).unwrap();
+    assert_eq!(
+        v.iter().map(|e| e.group).collect::<Vec<_>>(),
+        [Some(0), Some(0), None]
+    );
+    // A second -e continues the numbering.
+    let v = parse_events("{swtrace//,probe:a}", 5).unwrap();
+    assert_eq!(v[1].group, Some(5));
+    let v = parse_events("{swtrace//,uevent}:u", 0).unwrap();
+    assert!(v.iter().all(|e| e.modifiers.has('u')));
+}
+
+#[test]
+fn syntax_errors_name_the_token_and_position() {
+    let e = parse_events("swtrace/period=1", 0).unwrap_err();
+    assert_eq!(e.pos, 7, "{e}");
+    let e = parse_events("task-clock,,uevent", 0).unwrap_err();
+    assert_eq!(e.pos, 11, "{e}");
+    let e = parse_events("task-clock:q", 0).unwrap_err();
+    assert_eq!((e.pos, e.token.as_str()), (11, "q"));
+    let e = parse_events("{swtrace//,uevent", 0).unwrap_err();
+    assert_eq!(e.pos, 0);
+    let e = parse_events("", 0).unwrap_err();
+    assert_eq!(e.pos, 0);
+    let e = parse_events("swtrace/period=/", 0).unwrap_err();
+    assert_eq!(e.pos, 15, "{e}");
+    assert!(e.to_string().contains("position 15"));
+}
+
+#[test]
+fn unknown_event_and_term_are_one_line_errors_with_position() {
+    let e = resolve_events(&args(&["task-clock,bogus"]), None).unwrap_err();
+    assert!(
+        e.contains("position 11") && e.contains("'bogus'") && e.contains("unknown event"),
+        "{e}"
+    );
+    assert!(!e.contains('\n'));
+    let e = resolve_events(&args(&["swtrace/frobnicate=3/"]), None).unwrap_err();
+    assert!(
+        e.contains("position 8") && e.contains("'frobnicate'") && e.contains("unknown term"),
+        "{e}"
+    );
+    let e = resolve_events(&args(&["swtrace/aux-action=sometimes/"]), None).unwrap_err();
+    assert!(e.contains("aux-action"), "{e}");
+    let e = resolve_events(&args(&["swtrace/period=abc/"]), None).unwrap_err();
+    assert!(e.contains("takes a number"), "{e}");
+    let e = resolve_events(&args(&["task-clock:k"]), None).unwrap_err();
+    assert!(e.contains("user space"), "{e}");
+}
+
+#[test]
+fn names_resolve_to_kinds_and_terms_apply() {
+    let v = resolve_events(
+        &args(&[
+            "swtrace/aux-action=start-paused/",
+            "probe:fib/period=3,name=fibs/",
+            "uevent:2",
+            "task-clock",
+        ]),
+        None,
+    )
+    .unwrap();
+    assert_eq!(v[0].kind, EventKind::SwTrace);
+    assert_eq!(v[0].aux_action, AuxAction::START_PAUSED);
+    assert_eq!(v[1].kind, EventKind::Probe { func: "fib".into() });
+    assert_eq!((v[1].period, v[1].name.as_str()), (Some(3), "fibs"));
+    assert_eq!(
+        v[2].kind,
+        EventKind::Uevent {
+            type_: Some("2".into())
+        }
+    );
+    assert_eq!(
+        v[3].kind,
+        EventKind::Software {
+            config: PERF_COUNT_SW_TASK_CLOCK
+        }
+    );
+}
+
+#[test]
+fn aux_action_events_are_auto_grouped_behind_the_preceding_aux_event() {
+    // perf-record.txt: "-e intel_pt/aux-action=start-paused/k -e
+    // syscalls:sys_enter_newuname/aux-action=resume/ ...": no braces needed.
+    let v = resolve_events(
+        &args(&[
+            "swtrace/aux-action=start-paused/",
+            "probe:a/aux-action=resume/",
+            "probe:b/aux-action=pause/",
+        ]),
+        None,
+    )
+    .unwrap();
+    assert_eq!(v.iter().map(|e| e.leader).collect::<Vec<_>>(), [0, 0, 0]);
+    assert_eq!(v[1].aux_action, AuxAction::RESUME);
+}
+
+#[test]
+fn aux_action_without_aux_leader_is_perfs_error() {
+    let e = resolve_events(&args(&["probe:a/aux-action=pause/,swtrace//"]), None).unwrap_err();
+    assert!(
+        e.contains("Events with aux-action must have AUX area event group leader"),
+        "{e}"
+    );
+    // In an explicit group led by a non-AUX event there is no auto-grouping.
+    let e = resolve_events(
+        &args(&["swtrace//", "{task-clock,probe:a/aux-action=pause/}"]),
+        None,
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("Events with aux-action must have AUX area event group leader"),
+        "{e}"
+    );
+    let e = resolve_events(&args(&["task-clock/aux-action=start-paused/"]), None).unwrap_err();
+    assert!(
+        e.contains("Only AUX area event can have aux-action=start-paused"),
+        "{e}"
+    );
+}
+
+#[test]
+fn aux_sample_size_goes_to_members_of_aux_led_groups() {
+    let v = resolve_events(
+        &args(&["{swtrace//,uevent,task-clock}", "probe:x"]),
+        Some(4096),
+    )
+    .unwrap();
+    assert_eq!(
+        v.iter().map(|e| e.aux_sample_size).collect::<Vec<_>>(),
+        [0, 4096, 4096, 0]
+    );
+    let v = resolve_events(&args(&["{swtrace//,uevent/aux-sample-size=64/}"]), None).unwrap();
+    assert_eq!(v[1].aux_sample_size, 64);
+    let e = resolve_events(&args(&["uevent/aux-sample-size=64/"]), None).unwrap_err();
+    assert!(e.contains("group leader is not an AUX area event"), "{e}");
+    let e = resolve_events(&args(&["swtrace//,uevent"]), Some(4096)).unwrap_err();
+    assert!(e.contains("--aux-sample"), "{e}");
+}
