@@ -12,12 +12,20 @@
 //!
 //! Depends on nothing of perfaux's.
 
+pub mod array;
 pub mod attr;
 pub mod consts;
 pub mod endian;
 pub mod errno;
+pub mod error;
 pub mod header;
 pub mod mmap_page;
+pub mod parse_info;
+pub mod raw;
+pub mod read_format;
+pub mod records;
+pub mod sample;
+pub mod sample_id;
 pub mod sink;
 pub mod user;
 

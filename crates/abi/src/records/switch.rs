@@ -1,0 +1,145 @@
+//! Context switches (attr.context_switch):
+//! - PERF_RECORD_SWITCH: `{ hdr; sample_id }` (per-task events);
+//! - PERF_RECORD_SWITCH_CPU_WIDE: `{ hdr; u32 next_prev_pid; u32 next_prev_tid; sample_id }`.
+//!
+//! `misc & PERF_RECORD_MISC_SWITCH_OUT` says out (else in);
+//! `PERF_RECORD_MISC_SWITCH_OUT_PREEMPT` says the task was preempted.
+
+use super::{EncodeRecord, split_trailer, write_trailer};
+use crate::consts::{PERF_RECORD_SWITCH, PERF_RECORD_SWITCH_CPU_WIDE};
+use crate::endian::Endianness;
+use crate::error::ParseError;
+use crate::parse_info::RecordParseInfo;
+use crate::raw::RawData;
+use crate::sample_id::SampleId;
+use crate::sink::ByteSink;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SwitchRecord {
+    pub misc: u16,
+    pub sample_id: SampleId,
+}
+
+impl SwitchRecord {
+    pub fn parse(
+        misc: u16,
+        body: RawData<'_>,
+        info: &RecordParseInfo,
+        e: Endianness,
+    ) -> Result<Self, ParseError> {
+        let (_, sample_id) = split_trailer(PERF_RECORD_SWITCH, body, info, e)?;
+        Ok(Self { misc, sample_id })
+    }
+}
+
+impl EncodeRecord for SwitchRecord {
+    fn record_type(&self) -> u32 {
+        PERF_RECORD_SWITCH
+    }
+    fn misc(&self) -> u16 {
+        self.misc
+    }
+    fn body_len(&self, info: &RecordParseInfo) -> usize {
+        info.sample_id_len(PERF_RECORD_SWITCH)
+    }
+    fn write_body<S: ByteSink + ?Sized>(
+        &self,
+        info: &RecordParseInfo,
+        e: Endianness,
+        sink: &mut S,
+    ) {
+        write_trailer(PERF_RECORD_SWITCH, &self.sample_id, info, e, sink);
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SwitchCpuWideRecord {
+    pub misc: u16,
+    /// The task switched to (on out) or from (on in).
+    pub next_prev_pid: u32,
+    pub next_prev_tid: u32,
+    pub sample_id: SampleId,
+}
+
+impl SwitchCpuWideRecord {
+    pub fn parse(
+        misc: u16,
+        body: RawData<'_>,
+        info: &RecordParseInfo,
+        e: Endianness,
+    ) -> Result<Self, ParseError> {
+        let (mut r, sample_id) = split_trailer(PERF_RECORD_SWITCH_CPU_WIDE, body, info, e)?;
+        Ok(Self {
+            misc,
+            next_prev_pid: r.u32("next_prev_pid")?,
+            next_prev_tid: r.u32("next_prev_tid")?,
+            sample_id,
+        })
+    }
+}
+
+impl EncodeRecord for SwitchCpuWideRecord {
+    fn record_type(&self) -> u32 {
+        PERF_RECORD_SWITCH_CPU_WIDE
+    }
+    fn misc(&self) -> u16 {
+        self.misc
+    }
+    fn body_len(&self, info: &RecordParseInfo) -> usize {
+        8 + info.sample_id_len(PERF_RECORD_SWITCH_CPU_WIDE)
+    }
+    fn write_body<S: ByteSink + ?Sized>(
+        &self,
+        info: &RecordParseInfo,
+        e: Endianness,
+        sink: &mut S,
+    ) {
+        sink.put(&e.u32_bytes(self.next_prev_pid));
+        sink.put(&e.u32_bytes(self.next_prev_tid));
+        write_trailer(PERF_RECORD_SWITCH_CPU_WIDE, &self.sample_id, info, e, sink);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::consts::{PERF_RECORD_MISC_SWITCH_OUT, PERF_RECORD_MISC_SWITCH_OUT_PREEMPT};
+    use crate::records::Record;
+    use crate::records::testutil::*;
+
+    #[test]
+    fn layouts() {
+        let out = PERF_RECORD_MISC_SWITCH_OUT | PERF_RECORD_MISC_SWITCH_OUT_PREEMPT;
+        let rec = SwitchRecord {
+            misc: out,
+            sample_id: sid(),
+        };
+        check_layout(
+            &Record::Switch(rec),
+            &sid_info(),
+            &Le::new().sid().with_header(PERF_RECORD_SWITCH, out),
+        );
+        // Without sample_id_all a switch is a bare header.
+        let bare = SwitchRecord {
+            misc: 0,
+            sample_id: SampleId::default(),
+        };
+        check_layout(
+            &Record::Switch(bare),
+            &RecordParseInfo::default(),
+            &Le::new().with_header(PERF_RECORD_SWITCH, 0),
+        );
+        let wide = SwitchCpuWideRecord {
+            misc: out,
+            next_prev_pid: 4,
+            next_prev_tid: 5,
+            sample_id: sid(),
+        };
+        let want = Le::new()
+            .u32(4)
+            .u32(5)
+            .sid()
+            .with_header(PERF_RECORD_SWITCH_CPU_WIDE, out);
+        check_layout(&Record::SwitchCpuWide(wide), &sid_info(), &want);
+    }
+}

@@ -1,0 +1,467 @@
+//! PERF_RECORD_SAMPLE: every sample_type field, in the kernel's order
+//! (`perf_output_sample()`; UPSTREAM.md "PERF_RECORD_SAMPLE body order").
+//!
+//! Variable parts borrow the record's bytes ([`RawData`], [`Array`]), so
+//! parsing allocates nothing.
+
+use crate::array::{Array, ArrayItem};
+use crate::consts::*;
+use crate::endian::Endianness;
+use crate::error::ParseError;
+use crate::parse_info::RecordParseInfo;
+use crate::raw::{RawData, RawReader};
+use crate::read_format::ReadFormat;
+use crate::records::EncodeRecord;
+use crate::sample_id::{CpuRes, PidTid};
+use crate::sink::ByteSink;
+
+/// `struct perf_branch_entry`: from, to, and the packed flags word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct BranchEntry {
+    pub from: u64,
+    pub to: u64,
+    /// mispred:1 predicted:1 in_tx:1 abort:1 cycles:16 type:4 spec:2
+    /// new_type:4 priv:3 reserved:31, as the kernel packs them.
+    pub flags: u64,
+}
+
+impl ArrayItem for BranchEntry {
+    type Ctx = ();
+    #[inline]
+    fn size(_: ()) -> usize {
+        24
+    }
+    #[inline]
+    fn read(r: &mut RawReader<'_>, _: ()) -> Result<Self, ParseError> {
+        Ok(Self {
+            from: r.u64("branch from")?,
+            to: r.u64("branch to")?,
+            flags: r.u64("branch flags")?,
+        })
+    }
+    #[inline]
+    fn write<S: ByteSink + ?Sized>(&self, _: (), e: Endianness, sink: &mut S) {
+        sink.put(&e.u64_bytes(self.from));
+        sink.put(&e.u64_bytes(self.to));
+        sink.put(&e.u64_bytes(self.flags));
+    }
+}
+
+/// PERF_SAMPLE_BRANCH_STACK: `u64 nr; [u64 hw_idx]; entries[nr]; [u64 counters[nr]]`.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct BranchStack<'a> {
+    /// Present iff branch_sample_type has PERF_SAMPLE_BRANCH_HW_INDEX.
+    pub hw_idx: Option<u64>,
+    pub entries: Array<'a, BranchEntry>,
+    /// Present iff branch_sample_type has PERF_SAMPLE_BRANCH_COUNTERS; as
+    /// many as entries when written.
+    pub counters: Option<Array<'a, u64>>,
+}
+
+/// REGS_USER / REGS_INTR: `u64 abi; u64 regs[popcount(mask)]`, no regs when abi is 0.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Regs<'a> {
+    /// PERF_SAMPLE_REGS_ABI_NONE (0), _32 (1) or _64 (2).
+    pub abi: u64,
+    pub regs: Array<'a, u64>,
+}
+
+/// PERF_SAMPLE_STACK_USER: `u64 size; char data[size]; u64 dyn_size` (no
+/// dyn_size when size is 0).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct StackUser<'a> {
+    pub data: RawData<'a>,
+    /// Bytes of `data` that hold stack (the rest is padding).
+    pub dyn_size: u64,
+}
+
+/// A decoded sample. A field is `Some` iff its sample_type bit is set
+/// (WEIGHT and WEIGHT_STRUCT share `weight`).
+///
+/// Writing follows the [`RecordParseInfo`]'s sample_type: a selected field
+/// that is `None` is written as zero (an empty block for variable parts), a
+/// field whose bit is clear is not written. Writing pads RAW so that
+/// `size + 4` is a multiple of 8, and AUX and STACK_USER data to a multiple
+/// of 8, with zeros, the size fields counting the padding, as the kernel does.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct SampleRecord<'a> {
+    pub misc: u16,
+    pub identifier: Option<u64>,
+    pub ip: Option<u64>,
+    pub tid: Option<PidTid>,
+    pub time: Option<u64>,
+    pub addr: Option<u64>,
+    pub id: Option<u64>,
+    pub stream_id: Option<u64>,
+    pub cpu: Option<CpuRes>,
+    pub period: Option<u64>,
+    pub read: Option<ReadFormat<'a>>,
+    pub callchain: Option<Array<'a, u64>>,
+    pub raw: Option<RawData<'a>>,
+    pub branch_stack: Option<BranchStack<'a>>,
+    pub regs_user: Option<Regs<'a>>,
+    pub stack_user: Option<StackUser<'a>>,
+    pub weight: Option<u64>,
+    pub data_src: Option<u64>,
+    pub transaction: Option<u64>,
+    pub regs_intr: Option<Regs<'a>>,
+    pub phys_addr: Option<u64>,
+    pub cgroup: Option<u64>,
+    pub data_page_size: Option<u64>,
+    pub code_page_size: Option<u64>,
+    pub aux: Option<RawData<'a>>,
+}
+
+#[inline]
+fn opt_u64(
+    r: &mut RawReader<'_>,
+    st: u64,
+    bit: u64,
+    what: &'static str,
+) -> Result<Option<u64>, ParseError> {
+    if st & bit != 0 {
+        r.u64(what).map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
+fn parse_regs<'a>(
+    r: &mut RawReader<'a>,
+    count: u32,
+    what: &'static str,
+) -> Result<Regs<'a>, ParseError> {
+    let abi = r.u64(what)?;
+    let n = if abi == 0 { 0 } else { u64::from(count) };
+    Ok(Regs {
+        abi,
+        regs: Array::parse(r, n, (), what)?,
+    })
+}
+
+fn regs_len(regs: Option<&Regs<'_>>, count: u32) -> usize {
+    match regs {
+        Some(r) if r.abi != 0 => 8 + count as usize * 8,
+        _ => 8,
+    }
+}
+
+fn write_regs<S: ByteSink + ?Sized>(
+    regs: Option<&Regs<'_>>,
+    count: u32,
+    e: Endianness,
+    sink: &mut S,
+) {
+    let Some(r) = regs else {
+        sink.put(&e.u64_bytes(0));
+        return;
+    };
+    sink.put(&e.u64_bytes(r.abi));
+    if r.abi == 0 {
+        return;
+    }
+    let count = count as usize;
+    if r.regs.len() == count {
+        r.regs.write((), e, sink);
+    } else {
+        // The mask decides how many registers follow: extra ones are
+        // dropped, missing ones are zero.
+        let mut n = 0;
+        for v in r.regs.iter().take(count) {
+            sink.put(&e.u64_bytes(v));
+            n += 1;
+        }
+        sink.put_zeros((count - n) * 8);
+    }
+}
+
+/// `RAW`'s size field for `n` data bytes: padded so `size + 4` is a multiple of 8.
+#[inline]
+fn raw_size(n: usize) -> usize {
+    (n + 4).next_multiple_of(8) - 4
+}
+
+impl<'a> SampleRecord<'a> {
+    /// Decodes a SAMPLE body (the bytes after the header).
+    pub fn parse(
+        misc: u16,
+        body: RawData<'a>,
+        info: &RecordParseInfo,
+        endian: Endianness,
+    ) -> Result<Self, ParseError> {
+        let r = &mut RawReader::new(body, endian);
+        let st = info.sample_type;
+        let mut s = SampleRecord {
+            misc,
+            identifier: opt_u64(r, st, PERF_SAMPLE_IDENTIFIER, "identifier")?,
+            ip: opt_u64(r, st, PERF_SAMPLE_IP, "ip")?,
+            tid: if st & PERF_SAMPLE_TID != 0 {
+                Some(PidTid::read(r)?)
+            } else {
+                None
+            },
+            time: opt_u64(r, st, PERF_SAMPLE_TIME, "time")?,
+            addr: opt_u64(r, st, PERF_SAMPLE_ADDR, "addr")?,
+            id: opt_u64(r, st, PERF_SAMPLE_ID, "id")?,
+            stream_id: opt_u64(r, st, PERF_SAMPLE_STREAM_ID, "stream_id")?,
+            cpu: if st & PERF_SAMPLE_CPU != 0 {
+                Some(CpuRes::read(r)?)
+            } else {
+                None
+            },
+            period: opt_u64(r, st, PERF_SAMPLE_PERIOD, "period")?,
+            ..Default::default()
+        };
+        // The common samples stop here; skip the bit tests for the rest.
+        const TAIL: u64 = !(PERF_SAMPLE_IDENTIFIER
+            | PERF_SAMPLE_IP
+            | PERF_SAMPLE_TID
+            | PERF_SAMPLE_TIME
+            | PERF_SAMPLE_ADDR
+            | PERF_SAMPLE_ID
+            | PERF_SAMPLE_STREAM_ID
+            | PERF_SAMPLE_CPU
+            | PERF_SAMPLE_PERIOD);
+        if st & TAIL != 0 {
+            s.parse_tail(r, info)?;
+        }
+        Ok(s)
+    }
+
+    fn parse_tail(
+        &mut self,
+        r: &mut RawReader<'a>,
+        info: &RecordParseInfo,
+    ) -> Result<(), ParseError> {
+        let st = info.sample_type;
+        if st & PERF_SAMPLE_READ != 0 {
+            self.read = Some(ReadFormat::parse(r, info.read_format)?);
+        }
+        if st & PERF_SAMPLE_CALLCHAIN != 0 {
+            let nr = r.u64("callchain nr")?;
+            self.callchain = Some(Array::parse(r, nr, (), "callchain ips")?);
+        }
+        if st & PERF_SAMPLE_RAW != 0 {
+            let size = r.u32("raw size")?;
+            self.raw = Some(r.bytes(size as usize, "raw data")?);
+        }
+        if st & PERF_SAMPLE_BRANCH_STACK != 0 {
+            let nr = r.u64("branch nr")?;
+            let hw_idx = if info.branch_sample_type & PERF_SAMPLE_BRANCH_HW_INDEX != 0 {
+                Some(r.u64("branch hw_idx")?)
+            } else {
+                None
+            };
+            let entries = Array::parse(r, nr, (), "branch entries")?;
+            let counters = if info.branch_sample_type & PERF_SAMPLE_BRANCH_COUNTERS != 0 {
+                Some(Array::parse(r, nr, (), "branch counters")?)
+            } else {
+                None
+            };
+            self.branch_stack = Some(BranchStack {
+                hw_idx,
+                entries,
+                counters,
+            });
+        }
+        if st & PERF_SAMPLE_REGS_USER != 0 {
+            self.regs_user = Some(parse_regs(r, info.regs_user_count, "regs_user")?);
+        }
+        if st & PERF_SAMPLE_STACK_USER != 0 {
+            let size = r.u64("stack_user size")?;
+            let data = r.items(size, 1, "stack_user data")?;
+            let dyn_size = if size != 0 {
+                r.u64("stack_user dyn_size")?
+            } else {
+                0
+            };
+            self.stack_user = Some(StackUser { data, dyn_size });
+        }
+        if st & (PERF_SAMPLE_WEIGHT | PERF_SAMPLE_WEIGHT_STRUCT) != 0 {
+            self.weight = Some(r.u64("weight")?);
+        }
+        self.data_src = opt_u64(r, st, PERF_SAMPLE_DATA_SRC, "data_src")?;
+        self.transaction = opt_u64(r, st, PERF_SAMPLE_TRANSACTION, "transaction")?;
+        if st & PERF_SAMPLE_REGS_INTR != 0 {
+            self.regs_intr = Some(parse_regs(r, info.regs_intr_count, "regs_intr")?);
+        }
+        self.phys_addr = opt_u64(r, st, PERF_SAMPLE_PHYS_ADDR, "phys_addr")?;
+        self.cgroup = opt_u64(r, st, PERF_SAMPLE_CGROUP, "cgroup")?;
+        self.data_page_size = opt_u64(r, st, PERF_SAMPLE_DATA_PAGE_SIZE, "data_page_size")?;
+        self.code_page_size = opt_u64(r, st, PERF_SAMPLE_CODE_PAGE_SIZE, "code_page_size")?;
+        if st & PERF_SAMPLE_AUX != 0 {
+            let size = r.u64("aux size")?;
+            self.aux = Some(r.items(size, 1, "aux data")?);
+        }
+        Ok(())
+    }
+}
+
+/// sample_type bits that are one u64 (or two u32) each.
+const FIXED_WORDS: u64 = PERF_SAMPLE_IDENTIFIER
+    | PERF_SAMPLE_IP
+    | PERF_SAMPLE_TID
+    | PERF_SAMPLE_TIME
+    | PERF_SAMPLE_ADDR
+    | PERF_SAMPLE_ID
+    | PERF_SAMPLE_STREAM_ID
+    | PERF_SAMPLE_CPU
+    | PERF_SAMPLE_PERIOD
+    | PERF_SAMPLE_DATA_SRC
+    | PERF_SAMPLE_TRANSACTION
+    | PERF_SAMPLE_PHYS_ADDR
+    | PERF_SAMPLE_CGROUP
+    | PERF_SAMPLE_DATA_PAGE_SIZE
+    | PERF_SAMPLE_CODE_PAGE_SIZE;
+
+impl EncodeRecord for SampleRecord<'_> {
+    fn record_type(&self) -> u32 {
+        PERF_RECORD_SAMPLE
+    }
+
+    fn misc(&self) -> u16 {
+        self.misc
+    }
+
+    fn body_len(&self, info: &RecordParseInfo) -> usize {
+        let st = info.sample_type;
+        let mut n = (st & FIXED_WORDS).count_ones() as usize * 8;
+        if st & (PERF_SAMPLE_WEIGHT | PERF_SAMPLE_WEIGHT_STRUCT) != 0 {
+            n += 8;
+        }
+        if st & PERF_SAMPLE_READ != 0 {
+            n += self.read.unwrap_or_default().encoded_len(info.read_format);
+        }
+        if st & PERF_SAMPLE_CALLCHAIN != 0 {
+            n += 8 + self.callchain.map_or(0, |c| c.encoded_len(()));
+        }
+        if st & PERF_SAMPLE_RAW != 0 {
+            n += 4 + raw_size(self.raw.map_or(0, |d| d.len()));
+        }
+        if st & PERF_SAMPLE_BRANCH_STACK != 0 {
+            let b = self.branch_stack.unwrap_or_default();
+            let nr = b.entries.len();
+            n += 8 + nr * 24;
+            if info.branch_sample_type & PERF_SAMPLE_BRANCH_HW_INDEX != 0 {
+                n += 8;
+            }
+            if info.branch_sample_type & PERF_SAMPLE_BRANCH_COUNTERS != 0 {
+                n += nr * 8;
+            }
+        }
+        if st & PERF_SAMPLE_REGS_USER != 0 {
+            n += regs_len(self.regs_user.as_ref(), info.regs_user_count);
+        }
+        if st & PERF_SAMPLE_STACK_USER != 0 {
+            let size = self
+                .stack_user
+                .map_or(0, |s| s.data.len())
+                .next_multiple_of(8);
+            n += 8 + size + if size != 0 { 8 } else { 0 };
+        }
+        if st & PERF_SAMPLE_REGS_INTR != 0 {
+            n += regs_len(self.regs_intr.as_ref(), info.regs_intr_count);
+        }
+        if st & PERF_SAMPLE_AUX != 0 {
+            n += 8 + self.aux.map_or(0, |d| d.len()).next_multiple_of(8);
+        }
+        n
+    }
+
+    fn write_body<S: ByteSink + ?Sized>(
+        &self,
+        info: &RecordParseInfo,
+        e: Endianness,
+        sink: &mut S,
+    ) {
+        let st = info.sample_type;
+        let word = |bit: u64, v: Option<u64>, sink: &mut S| {
+            if st & bit != 0 {
+                sink.put(&e.u64_bytes(v.unwrap_or(0)));
+            }
+        };
+        word(PERF_SAMPLE_IDENTIFIER, self.identifier, sink);
+        word(PERF_SAMPLE_IP, self.ip, sink);
+        if st & PERF_SAMPLE_TID != 0 {
+            self.tid.unwrap_or_default().write(e, sink);
+        }
+        word(PERF_SAMPLE_TIME, self.time, sink);
+        word(PERF_SAMPLE_ADDR, self.addr, sink);
+        word(PERF_SAMPLE_ID, self.id, sink);
+        word(PERF_SAMPLE_STREAM_ID, self.stream_id, sink);
+        if st & PERF_SAMPLE_CPU != 0 {
+            self.cpu.unwrap_or_default().write(e, sink);
+        }
+        word(PERF_SAMPLE_PERIOD, self.period, sink);
+        if st & PERF_SAMPLE_READ != 0 {
+            self.read
+                .unwrap_or_default()
+                .write(info.read_format, e, sink);
+        }
+        if st & PERF_SAMPLE_CALLCHAIN != 0 {
+            let c = self.callchain.unwrap_or_default();
+            sink.put(&e.u64_bytes(c.len() as u64));
+            c.write((), e, sink);
+        }
+        if st & PERF_SAMPLE_RAW != 0 {
+            let d = self.raw.unwrap_or_default();
+            let size = raw_size(d.len());
+            sink.put(&e.u32_bytes(size as u32));
+            d.write_to(sink);
+            sink.put_zeros(size - d.len());
+        }
+        if st & PERF_SAMPLE_BRANCH_STACK != 0 {
+            let b = self.branch_stack.unwrap_or_default();
+            let nr = b.entries.len();
+            sink.put(&e.u64_bytes(nr as u64));
+            if info.branch_sample_type & PERF_SAMPLE_BRANCH_HW_INDEX != 0 {
+                sink.put(&e.u64_bytes(b.hw_idx.unwrap_or(0)));
+            }
+            b.entries.write((), e, sink);
+            if info.branch_sample_type & PERF_SAMPLE_BRANCH_COUNTERS != 0 {
+                let c = b.counters.unwrap_or_default();
+                let mut k = 0;
+                for v in c.iter().take(nr) {
+                    sink.put(&e.u64_bytes(v));
+                    k += 1;
+                }
+                sink.put_zeros((nr - k) * 8);
+            }
+        }
+        if st & PERF_SAMPLE_REGS_USER != 0 {
+            write_regs(self.regs_user.as_ref(), info.regs_user_count, e, sink);
+        }
+        if st & PERF_SAMPLE_STACK_USER != 0 {
+            let s = self.stack_user.unwrap_or_default();
+            let size = s.data.len().next_multiple_of(8);
+            sink.put(&e.u64_bytes(size as u64));
+            if size != 0 {
+                s.data.write_to(sink);
+                sink.put_zeros(size - s.data.len());
+                sink.put(&e.u64_bytes(s.dyn_size));
+            }
+        }
+        if st & (PERF_SAMPLE_WEIGHT | PERF_SAMPLE_WEIGHT_STRUCT) != 0 {
+            sink.put(&e.u64_bytes(self.weight.unwrap_or(0)));
+        }
+        word(PERF_SAMPLE_DATA_SRC, self.data_src, sink);
+        word(PERF_SAMPLE_TRANSACTION, self.transaction, sink);
+        if st & PERF_SAMPLE_REGS_INTR != 0 {
+            write_regs(self.regs_intr.as_ref(), info.regs_intr_count, e, sink);
+        }
+        word(PERF_SAMPLE_PHYS_ADDR, self.phys_addr, sink);
+        word(PERF_SAMPLE_CGROUP, self.cgroup, sink);
+        word(PERF_SAMPLE_DATA_PAGE_SIZE, self.data_page_size, sink);
+        word(PERF_SAMPLE_CODE_PAGE_SIZE, self.code_page_size, sink);
+        if st & PERF_SAMPLE_AUX != 0 {
+            let d = self.aux.unwrap_or_default();
+            let size = d.len().next_multiple_of(8);
+            sink.put(&e.u64_bytes(size as u64));
+            d.write_to(sink);
+            sink.put_zeros(size - d.len());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
