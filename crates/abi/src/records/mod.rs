@@ -369,6 +369,8 @@ impl EncodeRecord for Record<'_> {
 }
 
 #[cfg(test)]
+mod proptests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 pub(crate) mod testutil;
