@@ -1,1 +1,55 @@
-//! Work in progress: see docs/ARCHITECTURE.md.
+//! perfaux-ring: the perf buffer (`struct perf_buffer`), over any memory.
+//!
+//! A perf buffer is a user page (`struct perf_event_mmap_page`), a data
+//! area of `2^n` pages after it, and an AUX area of `2^m` pages at
+//! `aux_offset`. This crate has both halves:
+//!
+//! - the **producer** ([`PerfBuffer`], [`OutputHandle`], [`AuxBuffer`],
+//!   [`AuxHandle`]): what kernel/events/ring_buffer.c does —
+//!   `perf_output_begin/end` with nesting, LOST records, watermarks,
+//!   overwrite and `write_backward`, and `perf_aux_output_begin/end/skip`;
+//! - the **consumer** ([`PerfMmap`], [`AuxMmap`]): what `perf record` does
+//!   with the mapping (tools/lib/perf/mmap.c, tools/perf/util/auxtrace.c),
+//!   never trusting the producer's memory;
+//!
+//! over a [`RingMemory`]: heap memory, a memfd shared by two processes, or
+//! the mmap of a kernel perf event fd (consumer only).
+//!
+//! The ring does not know events: where the kernel's ring writes a record
+//! of its own, it takes the event's id and `sample_id` from the caller
+//! (`PERF_RECORD_LOST`, [`LostInfo`]) or hands the fields back for the
+//! caller to write (`PERF_RECORD_AUX`, [`AuxRecord`]).
+
+pub mod error;
+pub mod layout;
+pub mod protocol;
+pub mod sync;
+
+#[cfg(not(loom))]
+pub mod aux;
+#[cfg(not(loom))]
+pub mod aux_consumer;
+#[cfg(not(loom))]
+pub mod consumer;
+#[cfg(not(loom))]
+pub mod memory;
+#[cfg(not(loom))]
+pub mod producer;
+#[cfg(not(loom))]
+pub mod wakeup;
+
+pub use error::RingError;
+pub use layout::RingLayout;
+
+#[cfg(not(loom))]
+pub use aux::{AuxBuffer, AuxConfig, AuxHandle, AuxRecord};
+#[cfg(not(loom))]
+pub use aux_consumer::{AuxMmap, AuxRead, AuxSnapshot};
+#[cfg(not(loom))]
+pub use consumer::{PerfMmap, Record, Records, Snapshot};
+#[cfg(not(loom))]
+pub use memory::{KernelAux, RingMemory};
+#[cfg(not(loom))]
+pub use producer::{DataConfig, LostInfo, OutputError, OutputHandle, PerfBuffer};
+#[cfg(not(loom))]
+pub use wakeup::Wakeup;

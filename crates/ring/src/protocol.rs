@@ -1,0 +1,273 @@
+//! The head/tail protocol of the data area, alone, over [`crate::sync`]
+//! atomics, so that the loom model check (`tests/loom.rs`) runs the very
+//! code the producer and consumer run.
+//!
+//! # The state word
+//!
+//! The kernel keeps `rb->head` (reserved bytes) and `rb->nest` (writers in
+//! flight) in two per-CPU words: the writers that nest on one CPU are
+//! interrupts, which finish before the code they interrupted resumes, so
+//! `perf_output_put_handle()` can publish with `nest == 1`, clear `nest`,
+//! and re-check `head` (its `again:` loop). In user space the writers of one
+//! ring are also threads on other CPUs, which do not finish in stack order:
+//! between the outermost writer's "clear nest" and its "re-check head" a
+//! thread may reserve space and still be writing it, and the kernel's
+//! re-check would then publish unwritten bytes.
+//!
+//! So here `head` and `nest` share one `AtomicU64`, the *state word*: bits
+//! 0..48 the reserved position (`pos`, bytes ever reserved, modulo 2^48),
+//! bits 48..64 `nest`. Then
+//!
+//! - `perf_output_begin` is one CAS that checks space and takes `pos +=
+//!   size, nest += 1` together ([`reserve`]);
+//! - `perf_output_end` is one `fetch_sub` of one nest unit ([`leave`]). The
+//!   value it returns is the state at the instant this writer left: if its
+//!   `nest` was 1, every writer that had reserved bytes below its `pos` has
+//!   already left, so all of `[.., pos)` is written, and this writer
+//!   publishes `pos`. If `nest` was higher, a later leaver will publish.
+//! - Two publishers can race (a leaver that saw `nest == 1` is overtaken by
+//!   a whole later writer), so `data_head` only moves forward: [`publish`]
+//!   is a CAS loop that stores `pos` only if it is ahead of the published
+//!   head. This replaces the kernel's `again:` loop: no published byte is
+//!   unwritten and `data_head` never goes back.
+//!
+//! # Memory ordering
+//!
+//! The kernel's comment in `perf_output_put_handle()` pairs four barriers:
+//!
+//! ```text
+//!   producer                               consumer
+//!   if (LOAD ->data_tail) {                LOAD ->data_head
+//!        (A) control dependency            (C) smp_rmb()
+//!     STORE $data                          LOAD $data
+//!        (B) smp_wmb()                     (D) smp_mb()
+//!     STORE ->data_head                    STORE ->data_tail
+//!   }
+//! ```
+//!
+//! Here: (A) is an `Acquire` load of `data_tail` in [`reserve`] (Rust has no
+//! control-dependency ordering), pairing with the consumer's `Release` store
+//! of `data_tail` in [`store_tail`] (D): bytes the consumer read before
+//! giving them back happen-before the producer overwrites them. (B) is the
+//! `Release` half of every writer's `fetch_sub` in [`leave`] plus the
+//! `Release` CAS in [`publish`]: a writer's data stores are released by its
+//! `fetch_sub`; the publishing writer's `fetch_sub` is `AcqRel` and, since
+//! every later change of the state word is a read-modify-write, it
+//! acquires all earlier writers' releases (release sequences), then releases
+//! them again with the `data_head` CAS. (C) is the consumer's `Acquire` load
+//! of `data_head` in [`load_head`]. A signal handler interrupting a writer
+//! is just one more writer with its own reservation: nothing here blocks,
+//! allocates or depends on which writer finishes first.
+//!
+//! # Limits
+//!
+//! 48-bit positions order correctly while no publisher is stalled for
+//! 2^47 bytes of other writers' output (hours at memory speed), and while
+//! the area is below 2^47 bytes ([`crate::layout::MAX_AREA`] is 2^40).
+//! At most 65535 writers can be in flight; one more is refused as if the
+//! ring were full.
+
+use crate::sync::{AtomicU64, Ordering};
+
+/// Bits of the state word holding the position.
+pub const POS_BITS: u32 = 48;
+/// Mask of the position bits.
+pub const POS_MASK: u64 = (1 << POS_BITS) - 1;
+/// One writer in the nest count.
+pub const NEST_ONE: u64 = 1 << POS_BITS;
+/// The largest nest count.
+pub const NEST_MAX: u64 = u64::MAX >> POS_BITS;
+
+/// The position field of a state word.
+#[inline]
+pub fn state_pos(state: u64) -> u64 {
+    state & POS_MASK
+}
+
+/// The nest field of a state word.
+#[inline]
+pub fn state_nest(state: u64) -> u64 {
+    state >> POS_BITS
+}
+
+/// `CIRC_SPACE(head, tail, size)` of `include/linux/circ_buf.h`: free bytes
+/// between a head and a tail that grow without bound, one byte kept free.
+#[inline]
+pub fn circ_space(head: u64, tail: u64, size: u64) -> u64 {
+    tail.wrapping_sub(head.wrapping_add(1)) & size.wrapping_sub(1)
+}
+
+/// `ring_buffer_has_space()`: `pos` is the forward position; a backward
+/// ring's head is `-pos`, and its free space lies the other way round.
+#[inline]
+pub fn has_space(pos: u64, tail: u64, data_size: u64, size: u64, backward: bool) -> bool {
+    if data_size == 0 {
+        return false;
+    }
+    if backward {
+        circ_space(tail, pos.wrapping_neg(), data_size) >= size
+    } else {
+        circ_space(pos, tail, data_size) >= size
+    }
+}
+
+/// A reservation: the positions (modulo 2^48) before and after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reserved {
+    pub start: u64,
+    pub end: u64,
+}
+
+/// `perf_output_begin()`'s `do { ... } while (!local_try_cmpxchg(&rb->head,
+/// ...))`: reserves `size` bytes and enters the nest in one CAS. With
+/// `check_space` false (overwrite: the consumer's mapping is read-only), the
+/// tail is ignored. `None`: no space, or the nest count is full.
+#[inline]
+pub fn reserve(
+    state: &AtomicU64,
+    data_tail: &AtomicU64,
+    size: u64,
+    data_size: u64,
+    check_space: bool,
+    backward: bool,
+) -> Option<Reserved> {
+    let mut cur = state.load(Ordering::Relaxed);
+    loop {
+        let nest = state_nest(cur);
+        if nest == NEST_MAX {
+            return None;
+        }
+        let pos = state_pos(cur);
+        // (A): pairs with the consumer's Release store of data_tail.
+        if check_space
+            && !has_space(
+                pos,
+                data_tail.load(Ordering::Acquire),
+                data_size,
+                size,
+                backward,
+            )
+        {
+            return None;
+        }
+        let end = (pos + size) & POS_MASK;
+        let new = ((nest + 1) << POS_BITS) | end;
+        match state.compare_exchange_weak(cur, new, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return Some(Reserved { start: pos, end }),
+            Err(seen) => cur = seen,
+        }
+    }
+}
+
+/// Enters the nest without reserving (the kernel's
+/// `perf_output_get_handle()` on its own), for a writer that must publish
+/// on the way out even though it wrote nothing. Returns `false` if the nest
+/// count is full.
+#[inline]
+pub fn enter(state: &AtomicU64) -> bool {
+    let mut cur = state.load(Ordering::Relaxed);
+    loop {
+        if state_nest(cur) == NEST_MAX {
+            return false;
+        }
+        match state.compare_exchange_weak(cur, cur + NEST_ONE, Ordering::Relaxed, Ordering::Relaxed)
+        {
+            Ok(_) => return true,
+            Err(seen) => cur = seen,
+        }
+    }
+}
+
+/// Leaves the nest (the first half of `perf_output_put_handle()`). Returns
+/// the position to publish if this writer was the last one in flight.
+#[inline]
+pub fn leave(state: &AtomicU64) -> Option<u64> {
+    // Release: this writer's data stores; Acquire: every earlier writer's
+    // (they are all in this word's release sequence).
+    let prev = state.fetch_sub(NEST_ONE, Ordering::AcqRel);
+    (state_nest(prev) == 1).then_some(state_pos(prev))
+}
+
+/// Publishes `pos` (modulo 2^48) into `data_head` if it is ahead of what is
+/// there (the `smp_wmb(); WRITE_ONCE(user_page->data_head, head)` of
+/// `perf_output_put_handle()`, made monotonic). Returns the head now
+/// published, or `None` if `data_head` was already at or ahead of `pos`.
+#[inline]
+pub fn publish(data_head: &AtomicU64, pos: u64) -> Option<u64> {
+    let mut cur = data_head.load(Ordering::Relaxed);
+    loop {
+        let delta = pos.wrapping_sub(cur) & POS_MASK;
+        if delta == 0 || delta > POS_MASK / 2 {
+            return None;
+        }
+        let new = cur.wrapping_add(delta);
+        match data_head.compare_exchange_weak(cur, new, Ordering::Release, Ordering::Relaxed) {
+            Ok(_) => return Some(new),
+            Err(seen) => cur = seen,
+        }
+    }
+}
+
+/// The consumer's `LOAD ->data_head; smp_rmb()` (C).
+#[inline]
+pub fn load_head(data_head: &AtomicU64) -> u64 {
+    data_head.load(Ordering::Acquire)
+}
+
+/// The consumer's `smp_mb(); STORE ->data_tail` (D): every read of the
+/// released bytes happens before the producer may overwrite them.
+#[inline]
+pub fn store_tail(data_tail: &AtomicU64, tail: u64) {
+    data_tail.store(tail, Ordering::Release);
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn circ_space_keeps_one_byte_free() {
+        // include/linux/circ_buf.h: an empty ring of 64 has 63 free bytes.
+        assert_eq!(circ_space(0, 0, 64), 63);
+        assert_eq!(circ_space(64, 8, 64), 7);
+        assert_eq!(circ_space(8, 8, 64), 63);
+        assert!(has_space(0, 0, 64, 56, false));
+        assert!(!has_space(0, 0, 64, 64, false));
+        // Backward: head is -pos; the tail sits above it.
+        assert!(has_space(0, 0, 64, 56, true));
+        assert!(!has_space(56, 0, 64, 16, true));
+    }
+
+    #[test]
+    fn the_last_writer_out_publishes_everything_reserved() {
+        let state = AtomicU64::new(0);
+        let tail = AtomicU64::new(0);
+        let head = AtomicU64::new(0);
+        let a = reserve(&state, &tail, 16, 64, true, false).unwrap();
+        let b = reserve(&state, &tail, 24, 64, true, false).unwrap();
+        assert_eq!((a.start, a.end, b.start, b.end), (0, 16, 16, 40));
+        // a leaves first: b is in flight, so a must not publish.
+        assert_eq!(leave(&state), None);
+        assert_eq!(leave(&state), Some(40));
+        assert_eq!(publish(&head, 40), Some(40));
+        // A stale publisher never moves data_head back.
+        assert_eq!(publish(&head, 16), None);
+        assert_eq!(head.load(Ordering::Relaxed), 40);
+        // 40 + 24 would leave no free byte.
+        assert_eq!(reserve(&state, &tail, 24, 64, true, false), None);
+    }
+
+    #[test]
+    fn positions_wrap_at_48_bits_and_publish_stays_monotonic() {
+        let start = POS_MASK - 7;
+        let state = AtomicU64::new(start);
+        let tail = AtomicU64::new(start);
+        let head = AtomicU64::new(start);
+        let r = reserve(&state, &tail, 16, 64, true, false).unwrap();
+        assert_eq!(r.end, 8);
+        assert_eq!(state_nest(state.load(Ordering::Relaxed)), 1);
+        let pos = leave(&state).unwrap();
+        // The full 64-bit data_head keeps growing past 2^48.
+        assert_eq!(publish(&head, pos), Some(start + 16));
+    }
+}
