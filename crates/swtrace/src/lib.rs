@@ -1,1 +1,52 @@
-//! Work in progress: see docs/ARCHITECTURE.md.
+//! perfaux's software trace: Intel PT's job done by instrumented Rust code.
+//!
+//! Instrumented functions enter [`Probe`]s; while the thread's trace PMU (in `perfaux-core`)
+//! has a writer installed, each entry and return writes a compact packet into the AUX area of
+//! the thread's perf event. The crate has three parts:
+//!
+//! - [`format`]: the packet format, specified byte by byte (ENTER/EXIT, SYNC with the shadow
+//!   stack, PAUSED/RESUMED/STOPPED boundaries, LOST);
+//! - the runtime: [`probe`] (statics, guards, the [`probe!`], [`trace_fn!`] and [`traced!`]
+//!   macros), [`registry`] (ids, the probe table, hooks for counting events and `aux_action`
+//!   triggers), [`writer`] (the per-thread writer the core installs over an AUX region, with its
+//!   contract) and [`shadow`] (the per-thread shadow stack);
+//! - the reader: [`decode`] (any window to events, resyncing at SYNC packets), [`table`] (the
+//!   probe table stored beside the trace) and [`calltrace`] (`perf script --call-trace` lines).
+//!
+//! ```
+//! use perfaux_swtrace::{decode, writer, CallTrace, CallTraceOptions, WriterConfig, AuxRegion};
+//!
+//! fn leaf() { let _g = perfaux_swtrace::probe!("doc_leaf"); }
+//! fn root() { let _g = perfaux_swtrace::probe!("doc_root"); leaf(); }
+//!
+//! let mut aux = vec![0u8; 4096];
+//! // SAFETY: `aux` outlives the writer (uninstalled below) and nothing else writes it.
+//! let region = unsafe { AuxRegion::new(aux.as_mut_ptr(), aux.len()) }.unwrap();
+//! writer::install(WriterConfig::full_trace(region, None)).unwrap();
+//! root();
+//! let end = writer::uninstall().unwrap().aux_head as usize;
+//! let events = decode::decode(&aux[..end]);
+//! let table = perfaux_swtrace::probe_table();
+//! let text = CallTrace::new(&table, CallTraceOptions::default()).format(&events);
+//! assert!(text.contains("    doc_leaf"));
+//! ```
+
+pub mod calltrace;
+pub mod clock;
+pub mod decode;
+pub mod format;
+pub mod probe;
+pub mod registry;
+pub mod shadow;
+pub mod table;
+pub mod writer;
+
+pub use calltrace::{CallTrace, CallTraceOptions};
+pub use clock::ClockSource;
+pub use decode::{Decoder, Event, SkipReason, decode};
+pub use probe::{Probe, ProbeEvent, ProbeGuard, ProbeId};
+pub use registry::{
+    HookError, HookFn, HookTarget, lookup, probe_by_id, probe_table, set_hook, set_hook_handler,
+};
+pub use table::{ProbeInfo, ProbeTable, TableError};
+pub use writer::{AuxMode, AuxRegion, OnFull, WriterConfig, WriterError, WriterStatus};

@@ -1,0 +1,340 @@
+//! The decoder: any window of a stream (a full-trace chunk, an AUX sample, an overwrite
+//! snapshot that starts mid-packet) to events.
+//!
+//! The decoder scans for the first valid SYNC (magic, checksum and field constraints, see
+//! [`crate::format`]), reports the bytes before it as [`Event::Skipped`], and decodes packet by
+//! packet from there. A packet that does not parse loses the sync: the bytes up to the next
+//! valid SYNC are skipped and reported with the reason. It never panics and always makes
+//! progress, whatever the bytes; memory grows at most linearly with the input.
+//!
+//! Times are CLOCK_MONOTONIC nanoseconds. Depths count the open traced calls: an ENTER at depth
+//! `d` is matched by the EXIT at depth `d`. Calls the window saw open at its first SYNC but whose
+//! ids it does not know (the SYNC lists at most 16) exit with `id: None`.
+
+use crate::format::{self, LostKind, Packet, PacketError, SYNC_MAGIC, TimeConv};
+
+/// Why bytes were skipped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SkipReason {
+    /// Before the first SYNC of the window.
+    NoSync,
+    /// A packet did not parse; decoding resumed at the next SYNC.
+    Corrupt(PacketError),
+    /// The window ends inside a packet.
+    Truncated,
+}
+
+/// A decoded event. `offset` is the stream position of the packet's first byte (the window's
+/// start position plus the index in the window).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// A SYNC: state is known from here.
+    Sync {
+        /// Stream position.
+        offset: u64,
+        /// Traced thread.
+        tid: u32,
+        /// Open traced calls.
+        depth: u32,
+        /// CLOCK_MONOTONIC ns.
+        time: u64,
+    },
+    /// A call began.
+    Enter {
+        /// Stream position.
+        offset: u64,
+        /// Probe id.
+        id: u32,
+        /// Open calls before this one.
+        depth: u32,
+        /// CLOCK_MONOTONIC ns.
+        time: u64,
+    },
+    /// A call returned.
+    Exit {
+        /// Stream position.
+        offset: u64,
+        /// Probe id, when the decoder knows which call this was.
+        id: Option<u32>,
+        /// Open calls besides this one (the depth of its ENTER).
+        depth: u32,
+        /// CLOCK_MONOTONIC ns.
+        time: u64,
+    },
+    /// Tracing paused.
+    Paused {
+        /// Stream position.
+        offset: u64,
+        /// CLOCK_MONOTONIC ns.
+        time: u64,
+    },
+    /// Tracing resumed.
+    Resumed {
+        /// Stream position.
+        offset: u64,
+        /// CLOCK_MONOTONIC ns.
+        time: u64,
+    },
+    /// The writer was removed.
+    Stopped {
+        /// Stream position.
+        offset: u64,
+        /// CLOCK_MONOTONIC ns.
+        time: u64,
+    },
+    /// Probe events were not written.
+    Lost {
+        /// Stream position.
+        offset: u64,
+        /// Why.
+        kind: LostKind,
+        /// How many.
+        count: u64,
+        /// CLOCK_MONOTONIC ns.
+        time: u64,
+    },
+    /// Bytes that were not decoded.
+    Skipped {
+        /// Stream position of the first skipped byte.
+        offset: u64,
+        /// How many.
+        bytes: u64,
+        /// Why.
+        reason: SkipReason,
+    },
+}
+
+/// Iterator of [`Event`]s over a window.
+#[derive(Clone, Debug)]
+pub struct Decoder<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    start_offset: u64,
+    synced: bool,
+    skip_reason: SkipReason,
+    queued: Option<Event>,
+    /// Open calls below `frames`, ids unknown.
+    base: u64,
+    frames: Vec<Option<u32>>,
+    ticks: u64,
+    conv: TimeConv,
+    tid: u32,
+}
+
+/// Decodes a whole window that starts at stream position 0.
+pub fn decode(bytes: &[u8]) -> Vec<Event> {
+    Decoder::new(bytes).collect()
+}
+
+impl<'a> Decoder<'a> {
+    /// A decoder over `bytes`, whose first byte is stream position 0.
+    pub fn new(bytes: &'a [u8]) -> Decoder<'a> {
+        Decoder::with_offset(bytes, 0)
+    }
+
+    /// A decoder over `bytes`, whose first byte is stream position `offset` (e.g. the AUX
+    /// record's offset), so that event offsets are stream positions.
+    pub fn with_offset(bytes: &'a [u8], offset: u64) -> Decoder<'a> {
+        Decoder {
+            bytes,
+            pos: 0,
+            start_offset: offset,
+            synced: false,
+            skip_reason: SkipReason::NoSync,
+            queued: None,
+            base: 0,
+            frames: Vec::new(),
+            ticks: 0,
+            conv: TimeConv::IDENTITY,
+            tid: 0,
+        }
+    }
+
+    /// The thread id of the last SYNC (0 before the first).
+    pub fn tid(&self) -> u32 {
+        self.tid
+    }
+
+    /// Open calls as the decoder sees them.
+    pub fn depth(&self) -> u32 {
+        u32::try_from(self.base + self.frames.len() as u64).unwrap_or(u32::MAX)
+    }
+
+    fn offset(&self, pos: usize) -> u64 {
+        self.start_offset.wrapping_add(pos as u64)
+    }
+
+    fn advance(&mut self, delta: u64) -> u64 {
+        self.ticks = self.ticks.saturating_add(delta);
+        self.conv.to_ns(self.ticks)
+    }
+
+    fn apply_sync(&mut self, s: &format::Sync) {
+        let depth = u64::from(s.depth);
+        let first = u64::from(s.first);
+        let listed_end = first + s.frames.len() as u64;
+        let prev_total = self.base + self.frames.len() as u64;
+        // Keep what the decoder already knows when it agrees with the SYNC (it may know frames
+        // the SYNC does not list); otherwise the SYNC is the truth.
+        let agrees = self.synced
+            && prev_total == depth
+            && listed_end == depth
+            && self.base <= first
+            && self.frames[(first - self.base) as usize..]
+                .iter()
+                .zip(&s.frames)
+                .all(|(a, b)| *a == Some(*b));
+        if !agrees {
+            if listed_end == depth {
+                self.base = first;
+                self.frames = s.frames.iter().map(|&id| Some(id)).collect();
+            } else {
+                // The writer's shadow stack overflowed: the listed frames are not the innermost,
+                // and the ones above them are unknown.
+                self.base = depth;
+                self.frames.clear();
+            }
+        }
+        self.ticks = s.ticks;
+        self.conv = s.conv;
+        self.tid = s.tid;
+    }
+
+    /// Scans for the next valid SYNC at or after `self.pos`.
+    fn resync(&mut self) -> Event {
+        let from = self.pos;
+        let mut at = from;
+        while let Some(i) = self.bytes[at..].iter().position(|&b| b == SYNC_MAGIC[0]) {
+            let cand = at + i;
+            match format::parse_sync(&self.bytes[cand..]) {
+                Ok((sync, len)) => {
+                    self.apply_sync(&sync);
+                    self.synced = true;
+                    let sync_event = Event::Sync {
+                        offset: self.offset(cand),
+                        tid: sync.tid,
+                        depth: sync.depth,
+                        time: self.conv.to_ns(self.ticks),
+                    };
+                    self.pos = cand + len;
+                    if cand == from {
+                        return sync_event;
+                    }
+                    self.queued = Some(sync_event);
+                    return Event::Skipped {
+                        offset: self.offset(from),
+                        bytes: (cand - from) as u64,
+                        reason: self.skip_reason,
+                    };
+                }
+                Err(PacketError::Truncated { .. }) => break,
+                Err(_) => at = cand + 1,
+            }
+        }
+        self.pos = self.bytes.len();
+        Event::Skipped {
+            offset: self.offset(from),
+            bytes: (self.bytes.len() - from) as u64,
+            reason: self.skip_reason,
+        }
+    }
+
+    fn lose_sync(&mut self, reason: SkipReason) {
+        self.synced = false;
+        self.skip_reason = reason;
+    }
+}
+
+impl Iterator for Decoder<'_> {
+    type Item = Event;
+
+    fn next(&mut self) -> Option<Event> {
+        if let Some(e) = self.queued.take() {
+            return Some(e);
+        }
+        loop {
+            if self.pos >= self.bytes.len() {
+                return None;
+            }
+            if !self.synced {
+                return Some(self.resync());
+            }
+            let at = self.pos;
+            let offset = self.offset(at);
+            let (packet, len) = match format::parse_packet(&self.bytes[at..]) {
+                Ok(p) => p,
+                Err(PacketError::Truncated { .. }) => {
+                    self.pos = self.bytes.len();
+                    return Some(Event::Skipped {
+                        offset,
+                        bytes: (self.bytes.len() - at) as u64,
+                        reason: SkipReason::Truncated,
+                    });
+                }
+                Err(e) => {
+                    self.lose_sync(SkipReason::Corrupt(e));
+                    continue;
+                }
+            };
+            self.pos = at + len;
+            let event = match packet {
+                Packet::Pad => continue,
+                Packet::Sync(s) => {
+                    self.apply_sync(&s);
+                    Event::Sync {
+                        offset,
+                        tid: s.tid,
+                        depth: s.depth,
+                        time: self.conv.to_ns(self.ticks),
+                    }
+                }
+                Packet::Enter { id, delta } => {
+                    let time = self.advance(delta);
+                    let depth = self.depth();
+                    self.frames.push(Some(id));
+                    Event::Enter {
+                        offset,
+                        id,
+                        depth,
+                        time,
+                    }
+                }
+                Packet::Exit { delta } => {
+                    let time = self.advance(delta);
+                    let id = match self.frames.pop() {
+                        Some(id) => id,
+                        None => {
+                            self.base = self.base.saturating_sub(1);
+                            None
+                        }
+                    };
+                    Event::Exit {
+                        offset,
+                        id,
+                        depth: self.depth(),
+                        time,
+                    }
+                }
+                Packet::Paused { delta } => Event::Paused {
+                    offset,
+                    time: self.advance(delta),
+                },
+                Packet::Resumed { delta } => Event::Resumed {
+                    offset,
+                    time: self.advance(delta),
+                },
+                Packet::Stopped { delta } => Event::Stopped {
+                    offset,
+                    time: self.advance(delta),
+                },
+                Packet::Lost { kind, count, delta } => Event::Lost {
+                    offset,
+                    kind,
+                    count,
+                    time: self.advance(delta),
+                },
+            };
+            return Some(event);
+        }
+    }
+}

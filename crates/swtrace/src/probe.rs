@@ -1,0 +1,311 @@
+//! Probes: the statics instrumented code enters, and the guards whose drop marks the return.
+//!
+//! The hot path when nothing observes the thread or the probe is one thread-local load (the
+//! writer slot), one relaxed load (the probe's hook word) and a branch; the guard's drop tests
+//! one byte of the guard. A probe's hook word starts non-zero ([`HOOK_UNREGISTERED`]), so the
+//! first entry of every probe takes the cold path once: it gets its id and joins the global
+//! table there, and picks up hooks that were asked for by name before it ever ran.
+
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
+
+use crate::registry;
+use crate::writer::{self, ThreadTrace};
+
+/// Hook word bit: the probe has no id yet.
+pub const HOOK_UNREGISTERED: u32 = 1;
+/// Hook word bit: the core's hook handler is called on entry and exit.
+pub const HOOK_ON: u32 = 2;
+
+/// A process-wide probe id (1, 2, ...; never reused).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ProbeId(pub u32);
+
+impl std::fmt::Display for ProbeId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// What happened at a hooked probe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ProbeEvent {
+    /// The probe was entered (called before the ENTER packet is written).
+    Enter,
+    /// The probe's guard was dropped (called after the EXIT packet is written).
+    Exit,
+}
+
+/// How a probe knows its name: given, or the path of the function it sits in (computed once,
+/// on registration, by [`trace_fn!`](crate::trace_fn)).
+#[derive(Clone, Copy, Debug)]
+pub enum ProbeName {
+    /// A name given by the instrumented code.
+    Static(&'static str),
+    /// A function returning the enclosing function's path.
+    FnPath(fn() -> &'static str),
+}
+
+/// An instrumentation point. Declare it as a `static` (the macros do), enter it with
+/// [`Probe::enter`].
+#[derive(Debug)]
+pub struct Probe {
+    pub(crate) hook: AtomicU32,
+    pub(crate) id: AtomicU32,
+    pub(crate) addr: AtomicUsize,
+    name: ProbeName,
+    file: &'static str,
+    line: u32,
+}
+
+impl Probe {
+    /// A probe named `name`, with no source location.
+    pub const fn new(name: &'static str) -> Probe {
+        Probe::with_location(name, "", 0)
+    }
+
+    /// A probe named `name` at `file:line`.
+    pub const fn with_location(name: &'static str, file: &'static str, line: u32) -> Probe {
+        Probe::build(ProbeName::Static(name), file, line)
+    }
+
+    /// A probe named after the function path `name` returns (see [`trace_fn!`](crate::trace_fn)).
+    pub const fn from_fn_path(name: fn() -> &'static str, file: &'static str, line: u32) -> Probe {
+        Probe::build(ProbeName::FnPath(name), file, line)
+    }
+
+    const fn build(name: ProbeName, file: &'static str, line: u32) -> Probe {
+        Probe {
+            hook: AtomicU32::new(HOOK_UNREGISTERED),
+            id: AtomicU32::new(0),
+            addr: AtomicUsize::new(0),
+            name,
+            file,
+            line,
+        }
+    }
+
+    /// The probe's name.
+    pub fn name(&self) -> &'static str {
+        match self.name {
+            ProbeName::Static(s) => s,
+            ProbeName::FnPath(f) => f(),
+        }
+    }
+
+    /// Source file ("" when unknown).
+    pub fn file(&self) -> &'static str {
+        self.file
+    }
+
+    /// Source line (0 when unknown).
+    pub fn line(&self) -> u32 {
+        self.line
+    }
+
+    /// An address inside the instrumented function, captured on the first entry (0 before,
+    /// and on targets where it cannot be read).
+    pub fn addr(&self) -> usize {
+        self.addr.load(Relaxed)
+    }
+
+    /// The probe's id, registering the probe if it never ran (`None` only if the probe table
+    /// stayed locked, see [`crate::registry`]).
+    pub fn id(&'static self) -> Option<ProbeId> {
+        match self.id.load(Relaxed) {
+            0 => registry::register(self, 0),
+            id => Some(ProbeId(id)),
+        }
+    }
+
+    /// Enters the probe: the returned guard marks the return when dropped (also on early
+    /// return and unwinding). Keep the guard in a named binding (`let _g = ...`), not `_`.
+    #[inline(always)]
+    #[must_use = "the probe's call ends when the guard drops: bind it with `let _g = ...`"]
+    pub fn enter(&'static self) -> ProbeGuard {
+        let tt = writer::slot();
+        let hook = self.hook.load(Relaxed);
+        if hook != 0 {
+            return self.enter_cold(hook, current_ip());
+        }
+        if tt.is_null() {
+            return ProbeGuard::idle(self);
+        }
+        // SAFETY: a non-null slot points to this thread's live ThreadTrace (writer::slot's
+        // contract: the slot is cleared before the ThreadTrace is freed).
+        unsafe { &*tt }.enter(self, 0)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn enter_cold(&'static self, hook: u32, ip: usize) -> ProbeGuard {
+        let mut hook = hook;
+        if hook & HOOK_UNREGISTERED != 0 {
+            if registry::register(self, ip).is_none() {
+                // Without an id there is nothing to write: this one entry goes unobserved.
+                return ProbeGuard::idle(self);
+            }
+            hook = self.hook.load(Relaxed);
+        }
+        let mut flags = 0;
+        if hook & HOOK_ON != 0 && registry::call_hook(self, ProbeEvent::Enter) {
+            flags |= GUARD_HOOKED;
+        }
+        // The hook may have installed, paused or removed this thread's writer: reload.
+        let tt = writer::slot();
+        if tt.is_null() {
+            return ProbeGuard {
+                flags,
+                ..ProbeGuard::idle(self)
+            };
+        }
+        // SAFETY: as in `enter`.
+        unsafe { &*tt }.enter(self, flags)
+    }
+
+    #[inline(always)]
+    pub(crate) fn current_id(&self) -> u32 {
+        self.id.load(Relaxed)
+    }
+}
+
+/// Guard flag: the entry was recorded in the thread's shadow stack.
+pub(crate) const GUARD_OBSERVED: u8 = 1;
+/// Guard flag: the entry called the hook handler, so the exit does too.
+pub(crate) const GUARD_HOOKED: u8 = 2;
+
+/// The open call of a probe; dropping it marks the return. Not `Send`: a call returns on the
+/// thread it was made on.
+#[derive(Debug)]
+pub struct ProbeGuard {
+    pub(crate) probe: &'static Probe,
+    pub(crate) depth: u32,
+    pub(crate) epoch: u32,
+    pub(crate) flags: u8,
+    pub(crate) _not_send: PhantomData<*const ()>,
+}
+
+impl ProbeGuard {
+    #[inline(always)]
+    pub(crate) fn idle(probe: &'static Probe) -> ProbeGuard {
+        ProbeGuard {
+            probe,
+            depth: 0,
+            epoch: 0,
+            flags: 0,
+            _not_send: PhantomData,
+        }
+    }
+}
+
+impl Drop for ProbeGuard {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if self.flags == 0 {
+            return;
+        }
+        if self.flags & GUARD_OBSERVED != 0 {
+            let tt = writer::slot();
+            if !tt.is_null() {
+                // SAFETY: as in `Probe::enter`.
+                let t: &ThreadTrace = unsafe { &*tt };
+                t.exit(self);
+            }
+        }
+        if self.flags & GUARD_HOOKED != 0 {
+            registry::call_hook(self.probe, ProbeEvent::Exit);
+        }
+    }
+}
+
+/// An address inside the function this is inlined into.
+#[inline(always)]
+fn current_ip() -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let ip: usize;
+        // SAFETY: `lea` of the instruction pointer reads no memory and changes nothing but
+        // the output register.
+        unsafe {
+            core::arch::asm!("lea {}, [rip]", out(reg) ip, options(nomem, nostack, preserves_flags));
+        }
+        ip
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        0
+    }
+}
+
+/// The enclosing function's path from the `type_name` of a function item declared in it
+/// (used by [`trace_fn!`](crate::trace_fn)): drops the item's own name and closure segments.
+pub fn fn_path_of(item_type_name: &'static str) -> &'static str {
+    let mut s = item_type_name;
+    if let Some(i) = s.rfind("::") {
+        s = &s[..i];
+    }
+    while let Some(rest) = s.strip_suffix("::{{closure}}") {
+        s = rest;
+    }
+    s
+}
+
+/// Enters a probe named by a string literal declared on the spot; evaluates to the guard.
+///
+/// ```
+/// fn work() -> u32 {
+///     let _g = perfaux_swtrace::probe!("work");
+///     42
+/// }
+/// assert_eq!(work(), 42);
+/// ```
+#[macro_export]
+macro_rules! probe {
+    ($name:expr) => {{
+        static PROBE: $crate::Probe = $crate::Probe::with_location($name, file!(), line!());
+        PROBE.enter()
+    }};
+}
+
+/// Enters a probe named after the enclosing function's path; evaluates to the guard.
+///
+/// ```
+/// fn parse() {
+///     let _g = perfaux_swtrace::trace_fn!();
+/// }
+/// parse();
+/// ```
+#[macro_export]
+macro_rules! trace_fn {
+    () => {{
+        fn __swtrace_here() {}
+        fn __swtrace_name() -> &'static str {
+            $crate::probe::fn_path_of(::core::any::type_name_of_val(&__swtrace_here))
+        }
+        static PROBE: $crate::Probe = $crate::Probe::from_fn_path(__swtrace_name, file!(), line!());
+        PROBE.enter()
+    }};
+}
+
+/// Wraps whole functions in a probe named after them (an attribute-like `macro_rules`
+/// wrapper; functions without generics or `where` clauses).
+///
+/// ```
+/// perfaux_swtrace::traced! {
+///     /// Adds.
+///     pub fn add(a: u32, b: u32) -> u32 { a + b }
+/// }
+/// assert_eq!(add(1, 2), 3);
+/// ```
+#[macro_export]
+macro_rules! traced {
+    ($($(#[$meta:meta])* $vis:vis fn $name:ident ( $($args:tt)* ) $(-> $ret:ty)? $body:block)*) => {
+        $(
+            $(#[$meta])*
+            $vis fn $name($($args)*) $(-> $ret)? {
+                let _swtrace_guard = $crate::probe!(stringify!($name));
+                $body
+            }
+        )*
+    };
+}

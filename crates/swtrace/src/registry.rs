@@ -1,0 +1,224 @@
+//! The process-wide probe table: id assignment, lookup by name, and the hooks the core uses to
+//! count probe entries (software events, samplers, `aux_action` triggers).
+//!
+//! Everything here runs on cold paths: a probe's first entry, and the core's control calls.
+//! A `Mutex` guards the table; the hot path never takes it.
+
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use thiserror::Error;
+
+use crate::probe::{HOOK_ON, Probe, ProbeEvent, ProbeId};
+use crate::table::{ProbeInfo, ProbeTable};
+
+/// The core's hook slow path: called on entry and exit of every hooked probe, on the thread
+/// that runs it (possibly inside a signal handler that hit a probe).
+pub type HookFn = fn(ProbeId, ProbeEvent);
+
+/// Which probes a hook applies to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HookTarget<'a> {
+    /// The probe with this id.
+    Id(ProbeId),
+    /// Every probe with this name, including probes that have not run yet.
+    Name(&'a str),
+}
+
+/// Errors of the hook and lookup calls.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum HookError {
+    /// No probe has this id.
+    #[error("no probe with id {0}")]
+    UnknownId(ProbeId),
+    /// `set_hook(.., false)` without a matching `set_hook(.., true)`.
+    #[error("hook on {0} turned off more often than on")]
+    NotHooked(String),
+    /// The hook handler is set once per process.
+    #[error("the probe hook handler is already set")]
+    HandlerAlreadySet,
+}
+
+#[derive(Default)]
+struct Registry {
+    /// Index `id - 1`.
+    probes: Vec<&'static Probe>,
+    /// Hook subscriptions per probe by id, index `id - 1`.
+    id_subs: Vec<u32>,
+    /// Hook subscriptions by name (also for probes that have not registered yet).
+    name_subs: BTreeMap<String, u32>,
+}
+
+static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
+    probes: Vec::new(),
+    id_subs: Vec::new(),
+    name_subs: BTreeMap::new(),
+});
+
+static HOOK_HANDLER: OnceLock<HookFn> = OnceLock::new();
+
+thread_local! {
+    /// Set while this thread runs the hook handler: probes entered by the handler itself (or a
+    /// signal handler interrupting it) do not call it again, like the kernel's swevent
+    /// recursion context.
+    static IN_HOOK: Cell<bool> = const { Cell::new(false) };
+}
+
+fn lock() -> MutexGuard<'static, Registry> {
+    // A panic while holding the lock leaves the table consistent (every update is a single
+    // push or store), so a poisoned lock is still usable.
+    REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Registry {
+    fn update_hook_word(&self, idx: usize) {
+        let p = self.probes[idx];
+        let subs = self.id_subs[idx] + self.name_subs.get(p.name()).copied().unwrap_or(0);
+        p.hook.store(if subs > 0 { HOOK_ON } else { 0 }, Relaxed);
+    }
+}
+
+/// Takes the table lock for a probe's first entry without risking a deadlock: that entry may
+/// come from a signal handler that interrupted this very thread inside the lock. Spins, then
+/// yields, then gives up (the probe then stays unregistered for this one entry and retries on
+/// the next).
+fn lock_for_register() -> Option<MutexGuard<'static, Registry>> {
+    for attempt in 0..2000u32 {
+        match REGISTRY.try_lock() {
+            Ok(g) => return Some(g),
+            Err(std::sync::TryLockError::Poisoned(e)) => return Some(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                if attempt < 1000 {
+                    std::hint::spin_loop();
+                } else {
+                    std::thread::yield_now();
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Gives `probe` its id (if another thread did not just do it) and applies pending hooks.
+/// `None` if the table stayed locked (see [`lock_for_register`]).
+pub(crate) fn register(probe: &'static Probe, ip: usize) -> Option<ProbeId> {
+    let mut reg = lock_for_register()?;
+    let id = probe.id.load(Relaxed);
+    if id != 0 {
+        return Some(ProbeId(id));
+    }
+    reg.probes.push(probe);
+    reg.id_subs.push(0);
+    let id = u32::try_from(reg.probes.len()).unwrap_or(u32::MAX);
+    if ip != 0 {
+        probe.addr.store(ip, Relaxed);
+    }
+    // The id is stored before the hook word loses HOOK_UNREGISTERED: a thread that sees the
+    // cleared hook word under the lock's release finds the id.
+    probe.id.store(id, Relaxed);
+    reg.update_hook_word(reg.probes.len() - 1);
+    Some(ProbeId(id))
+}
+
+/// Sets the core's hook handler (once per process).
+pub fn set_hook_handler(handler: HookFn) -> Result<(), HookError> {
+    HOOK_HANDLER
+        .set(handler)
+        .map_err(|_| HookError::HandlerAlreadySet)
+}
+
+/// Calls the hook handler for `probe`; false if it was not called (no handler, or this thread
+/// is already inside it).
+pub(crate) fn call_hook(probe: &'static Probe, event: ProbeEvent) -> bool {
+    let Some(handler) = HOOK_HANDLER.get() else {
+        return false;
+    };
+    if IN_HOOK.with(|h| h.replace(true)) {
+        return false;
+    }
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            IN_HOOK.with(|h| h.set(false));
+        }
+    }
+    let _reset = Reset;
+    handler(ProbeId(probe.current_id()), event);
+    true
+}
+
+/// Turns the hook of `target` on or off. Hooks count: two `on` need two `off`. A name that no
+/// probe has yet is remembered and applied when such a probe first runs. Returns how many
+/// registered probes the target matches now.
+pub fn set_hook(target: HookTarget<'_>, on: bool) -> Result<usize, HookError> {
+    let mut reg = lock();
+    match target {
+        HookTarget::Id(id) => {
+            let idx = (id.0 as usize).wrapping_sub(1);
+            let Some(subs) = reg.id_subs.get_mut(idx) else {
+                return Err(HookError::UnknownId(id));
+            };
+            if on {
+                *subs += 1;
+            } else if *subs == 0 {
+                return Err(HookError::NotHooked(format!("probe id {id}")));
+            } else {
+                *subs -= 1;
+            }
+            reg.update_hook_word(idx);
+            Ok(1)
+        }
+        HookTarget::Name(name) => {
+            let subs = reg.name_subs.entry(name.to_owned()).or_insert(0);
+            if on {
+                *subs += 1;
+            } else if *subs == 0 {
+                reg.name_subs.remove(name);
+                return Err(HookError::NotHooked(format!("probe name {name:?}")));
+            } else {
+                *subs -= 1;
+            }
+            if reg.name_subs.get(name) == Some(&0) {
+                reg.name_subs.remove(name);
+            }
+            let matching: Vec<usize> = (0..reg.probes.len())
+                .filter(|&i| reg.probes[i].name() == name)
+                .collect();
+            for &i in &matching {
+                reg.update_hook_word(i);
+            }
+            Ok(matching.len())
+        }
+    }
+}
+
+/// Ids of the registered probes named `name` (probes that never ran have no id yet).
+pub fn lookup(name: &str) -> Vec<ProbeId> {
+    let reg = lock();
+    reg.probes
+        .iter()
+        .filter(|p| p.name() == name)
+        .map(|p| ProbeId(p.current_id()))
+        .collect()
+}
+
+/// The probe with id `id`.
+pub fn probe_by_id(id: ProbeId) -> Option<&'static Probe> {
+    let reg = lock();
+    reg.probes.get((id.0 as usize).wrapping_sub(1)).copied()
+}
+
+/// A snapshot of every registered probe: what the recorder stores beside the trace so that the
+/// decoder's user can name ids.
+pub fn probe_table() -> ProbeTable {
+    let reg = lock();
+    ProbeTable::from_entries(reg.probes.iter().map(|p| ProbeInfo {
+        id: p.current_id(),
+        name: p.name().to_owned(),
+        addr: p.addr() as u64,
+        file: p.file().to_owned(),
+        line: p.line(),
+    }))
+}

@@ -1,0 +1,178 @@
+//! The probe table: probe id -> name, address, file:line. The trace stream carries ids only;
+//! the recorder stores this table beside the trace (a side file or a perf.data section) in the
+//! byte format below, and the decoder's user names ids with it.
+//!
+//! # Byte format
+//!
+//! Little-endian: magic `"SWTPROBE"` (8 bytes), `u32 version` (1), `u32 count`, then `count`
+//! entries: `u32 id`, `u32 line`, `u64 addr`, `u16 name_len`, `u16 file_len`, the name's UTF-8
+//! bytes, the file's UTF-8 bytes. Ids are unique and non-zero.
+
+use std::collections::BTreeMap;
+
+use thiserror::Error;
+
+/// One probe.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProbeInfo {
+    /// Probe id (>= 1).
+    pub id: u32,
+    /// Name.
+    pub name: String,
+    /// An address inside the instrumented function (0 when unknown).
+    pub addr: u64,
+    /// Source file ("" when unknown).
+    pub file: String,
+    /// Source line (0 when unknown).
+    pub line: u32,
+}
+
+/// Probe ids to their descriptions.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProbeTable {
+    by_id: BTreeMap<u32, ProbeInfo>,
+}
+
+/// Why a probe table's bytes did not parse.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum TableError {
+    /// The bytes end early.
+    #[error("probe table truncated at byte {0}")]
+    Truncated(usize),
+    /// Wrong magic.
+    #[error("probe table magic is not \"SWTPROBE\"")]
+    BadMagic,
+    /// Unknown version.
+    #[error("probe table version {0} is not 1")]
+    BadVersion(u32),
+    /// A name or file is not UTF-8.
+    #[error("probe table entry at byte {0}: name or file is not UTF-8")]
+    BadUtf8(usize),
+    /// An id is 0 or repeats.
+    #[error("probe table entry at byte {at}: id {id} is 0 or repeated")]
+    BadId {
+        /// Offset of the entry.
+        at: usize,
+        /// The id.
+        id: u32,
+    },
+}
+
+const MAGIC: &[u8; 8] = b"SWTPROBE";
+
+impl ProbeTable {
+    /// A table of `entries` (a later entry with the same id replaces an earlier one).
+    pub fn from_entries(entries: impl IntoIterator<Item = ProbeInfo>) -> ProbeTable {
+        ProbeTable {
+            by_id: entries.into_iter().map(|e| (e.id, e)).collect(),
+        }
+    }
+
+    /// Adds or replaces an entry.
+    pub fn insert(&mut self, info: ProbeInfo) {
+        self.by_id.insert(info.id, info);
+    }
+
+    /// The entry for `id`.
+    pub fn get(&self, id: u32) -> Option<&ProbeInfo> {
+        self.by_id.get(&id)
+    }
+
+    /// The name of `id`.
+    pub fn name(&self, id: u32) -> Option<&str> {
+        self.get(id).map(|p| p.name.as_str())
+    }
+
+    /// Entries by id.
+    pub fn iter(&self) -> impl Iterator<Item = &ProbeInfo> {
+        self.by_id.values()
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.by_id.is_empty()
+    }
+
+    /// The table's bytes (format in the module doc). Names and files longer than 65535 bytes
+    /// are cut at a character boundary.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        fn cut(s: &str) -> &str {
+            let mut end = s.len().min(u16::MAX as usize);
+            while !s.is_char_boundary(end) {
+                end -= 1;
+            }
+            &s[..end]
+        }
+        let mut out = Vec::new();
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&1u32.to_le_bytes());
+        out.extend_from_slice(&(self.by_id.len() as u32).to_le_bytes());
+        for p in self.by_id.values() {
+            let (name, file) = (cut(&p.name), cut(&p.file));
+            out.extend_from_slice(&p.id.to_le_bytes());
+            out.extend_from_slice(&p.line.to_le_bytes());
+            out.extend_from_slice(&p.addr.to_le_bytes());
+            out.extend_from_slice(&(name.len() as u16).to_le_bytes());
+            out.extend_from_slice(&(file.len() as u16).to_le_bytes());
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(file.as_bytes());
+        }
+        out
+    }
+
+    /// Parses a table's bytes.
+    pub fn from_bytes(bytes: &[u8]) -> Result<ProbeTable, TableError> {
+        let take = |at: usize, n: usize| -> Result<&[u8], TableError> {
+            bytes
+                .get(at..at.checked_add(n).ok_or(TableError::Truncated(at))?)
+                .ok_or(TableError::Truncated(at))
+        };
+        if take(0, 8)? != MAGIC {
+            return Err(TableError::BadMagic);
+        }
+        let u32_at = |at: usize| -> Result<u32, TableError> {
+            let b = take(at, 4)?;
+            Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        };
+        let version = u32_at(8)?;
+        if version != 1 {
+            return Err(TableError::BadVersion(version));
+        }
+        let count = u32_at(12)?;
+        let mut at = 16;
+        let mut table = ProbeTable::default();
+        for _ in 0..count {
+            let start = at;
+            let id = u32_at(at)?;
+            let line = u32_at(at + 4)?;
+            let a = take(at + 8, 8)?;
+            let addr = u64::from_le_bytes([a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]]);
+            let l = take(at + 16, 4)?;
+            let name_len = usize::from(u16::from_le_bytes([l[0], l[1]]));
+            let file_len = usize::from(u16::from_le_bytes([l[2], l[3]]));
+            at += 20;
+            let name =
+                std::str::from_utf8(take(at, name_len)?).map_err(|_| TableError::BadUtf8(start))?;
+            at += name_len;
+            let file =
+                std::str::from_utf8(take(at, file_len)?).map_err(|_| TableError::BadUtf8(start))?;
+            at += file_len;
+            if id == 0 || table.by_id.contains_key(&id) {
+                return Err(TableError::BadId { at: start, id });
+            }
+            table.insert(ProbeInfo {
+                id,
+                name: name.to_owned(),
+                addr,
+                file: file.to_owned(),
+                line,
+            });
+        }
+        Ok(table)
+    }
+}

@@ -1,0 +1,971 @@
+//! The per-thread writer: the producer half of the trace, and its contract with the core.
+//!
+//! # Contract with the core (the trace PMU)
+//!
+//! Everything here acts on the **calling thread**, like a PMU's `start`/`stop` running on the
+//! CPU of its event. The core:
+//!
+//! - [`install`]s a writer over the AUX area of the calling thread's event (`pmu::start`): an
+//!   [`AuxRegion`] (raw pointer + power-of-two size, built with an `unsafe` constructor whose
+//!   safety contract the core upholds), a start position (`aux_head`), and a mode:
+//!   [`AuxMode::Overwrite`] (wrap freely: the flight recorder) or [`AuxMode::FullTrace`] (never
+//!   write at or beyond `limit`; when the next packet does not fit, call the writer's
+//!   [`OnFull`] slow path, which may publish the data (perf_aux_output_end) and grant new space
+//!   (perf_aux_output_begin) by returning a new limit, or return `None`: the writer then stops
+//!   and counts what it drops until [`set_limit`] gives space again, and the trace says so with a
+//!   LOST packet);
+//! - [`pause`]s and [`resume`]s it (`pmu::stop(PERF_EF_PAUSE)` / `pmu::start(PERF_EF_RESUME)`):
+//!   paused = nothing written; PAUSED and RESUMED packets mark the boundaries;
+//! - reads [`aux_head`], the position after the last complete packet, to copy into the user
+//!   page's aux_head at perf_aux_output_end. The head is stored after the packet's bytes, so it
+//!   is always at a packet boundary, also when read from a signal handler that interrupted the
+//!   writer in the middle of a packet;
+//! - [`uninstall`]s it (`pmu::stop`/`del`), which writes STOPPED and returns the final head.
+//!
+//! Positions (`aux_head`, limits) are 64-bit stream offsets that only grow, like the kernel's
+//! aux_head; byte `p` of the stream lives at `base[p & (size - 1)]`.
+//!
+//! # Signal safety (the trace's NMI)
+//!
+//! A signal handler may enter probes while its thread is in the middle of writing a packet. Each
+//! packet is written inside a `busy` section of the thread's state; a probe event that finds the
+//! section busy (it can only be a signal handler on the same thread) writes nothing and is counted
+//! as lost ([`crate::format::LostKind::Nested`]), reported by a LOST packet before the next SYNC.
+//! Control calls ([`pause`], [`resume`], [`set_limit`]) made while busy are recorded and applied
+//! when the interrupted packet is complete; [`uninstall`] while busy fails with
+//! [`WriterError::Busy`]. The shadow stack is updated depth-first (the new depth is stored before
+//! the frame), so a handler always sees a consistent prefix and leaves the outer frames alone.
+//! All fields are atomics accessed with relaxed loads and stores (plain moves on x86_64: no
+//! read-modify-write on the hot path) with compiler fences, which is what makes the signal
+//! handler's view well defined.
+//!
+//! # Hot path
+//!
+//! ENTER/EXIT: read the clock, compare the head with the next SYNC position and the limit, encode
+//! into a 16-byte stack buffer and store it with one unaligned 16-byte store when it does not
+//! straddle the end of the region. Only the packet's own bytes are meaningful: up to 15 bytes
+//! after the head are scratch (in full-trace mode they are within the granted space; in overwrite
+//! mode they are the oldest bytes, which a snapshot reader resyncs past anyway).
+
+use std::cell::Cell;
+use std::ptr::{self, NonNull};
+use std::sync::atomic::Ordering::{Relaxed, Release, SeqCst};
+use std::sync::atomic::{
+    AtomicBool, AtomicPtr, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, compiler_fence,
+};
+
+use thiserror::Error;
+
+use crate::clock::{self, ClockSource};
+use crate::format::{self, LostKind, MAX_EVENT, SyncHeader, TimeConv};
+use crate::probe::{GUARD_OBSERVED, Probe, ProbeGuard, ProbeId};
+use crate::shadow::{SHADOW_CAP, ShadowStack};
+
+/// Smallest AUX region the writer accepts: room for the largest SYNC and many packets.
+pub const MIN_REGION: usize = 256;
+/// Default `sync_period`: a SYNC at least every 512 bytes of stream.
+pub const DEFAULT_SYNC_PERIOD: u32 = 512;
+/// Ticks after which a SYNC re-measures its clock anchor (about 5 ms of TSC at 3 GHz).
+const ANCHOR_REFRESH_TICKS: u64 = 1 << 24;
+
+/// Errors of the writer's control calls.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum WriterError {
+    /// The region's size is not a power of two of at least [`MIN_REGION`] bytes.
+    #[error("AUX region size {0} is not a power of two >= 256")]
+    BadRegionSize(usize),
+    /// The region's base pointer is null.
+    #[error("AUX region base is null")]
+    NullRegion,
+    /// This thread already has a writer.
+    #[error("this thread already has a trace writer installed")]
+    AlreadyInstalled,
+    /// This thread has no writer.
+    #[error("this thread has no trace writer installed")]
+    NotInstalled,
+    /// The call came from a signal handler (or the on_full slow path) that interrupted the
+    /// writer in the middle of a packet.
+    #[error("the trace writer is in the middle of a packet (called from a signal handler?)")]
+    Busy,
+    /// A full-trace limit lies before the head or more than the region's size beyond it.
+    #[error("full-trace limit {limit} outside [aux_head {head}, aux_head + size {size}]")]
+    BadLimit {
+        /// The limit asked for.
+        limit: u64,
+        /// The writer's head.
+        head: u64,
+        /// The region's size.
+        size: usize,
+    },
+    /// `sync_period` below the largest SYNC would make a stream of SYNCs.
+    #[error("sync_period {0} is below the minimum of 128 bytes")]
+    BadSyncPeriod(u32),
+}
+
+/// The AUX memory a writer fills.
+#[derive(Debug)]
+pub struct AuxRegion {
+    base: NonNull<u8>,
+    size: usize,
+}
+
+// SAFETY: an AuxRegion is only an address and a size; the constructor's contract makes the
+// memory the writer's while installed, whichever thread built the region.
+unsafe impl Send for AuxRegion {}
+
+impl AuxRegion {
+    /// A region of `size` bytes at `base`.
+    ///
+    /// # Safety
+    ///
+    /// From [`install`] until [`uninstall`] returns (or the installing thread exits), `base ..
+    /// base + size` must stay valid for writes, and nothing else may write it. In full-trace
+    /// mode the writer only writes stream positions below the limit the core grants, so the
+    /// core may hand out and read back the rest (the consumer's unread data) concurrently.
+    /// Readers of bytes the writer may be writing (an overwrite-mode snapshot) must stop or
+    /// pause the writer first, or read from a signal handler of the writer's own thread.
+    pub unsafe fn new(base: *mut u8, size: usize) -> Result<AuxRegion, WriterError> {
+        if !size.is_power_of_two() || size < MIN_REGION {
+            return Err(WriterError::BadRegionSize(size));
+        }
+        let base = NonNull::new(base).ok_or(WriterError::NullRegion)?;
+        Ok(AuxRegion { base, size })
+    }
+
+    /// Size in bytes.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Base address.
+    pub fn base(&self) -> *mut u8 {
+        self.base.as_ptr()
+    }
+}
+
+/// How the writer treats the end of its space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AuxMode {
+    /// Wrap freely, overwriting the oldest bytes (PERF_AUX_FLAG_OVERWRITE, snapshot mode).
+    Overwrite,
+    /// Never write at or beyond `limit` (a stream position, at most `aux_head + size`).
+    FullTrace {
+        /// The first stream position the writer may not write.
+        limit: u64,
+    },
+}
+
+/// The full-trace slow path: called with the head and the bytes the next packet needs when they
+/// do not fit below the limit. Returns the new limit (after perf_aux_output_end/begin), or
+/// `None` to stop writing until [`set_limit`]. Runs inside the writer's busy section: probes it
+/// enters are counted as lost, and control calls it makes are deferred.
+pub type OnFull = fn(aux_head: u64, needed: u64) -> Option<u64>;
+
+/// What [`install`] sets up.
+#[derive(Debug)]
+pub struct WriterConfig {
+    /// The AUX memory.
+    pub region: AuxRegion,
+    /// Overwrite or full-trace.
+    pub mode: AuxMode,
+    /// Stream position of the first byte to write (the AUX area's aux_head).
+    pub aux_head: u64,
+    /// Bytes of stream after which a SYNC is due (>= 128; [`DEFAULT_SYNC_PERIOD`]).
+    pub sync_period: u32,
+    /// Start paused (`aux_start_paused`): nothing is written before [`resume`].
+    pub start_paused: bool,
+    /// The timestamp clock.
+    pub clock: ClockSource,
+    /// Full-trace slow path.
+    pub on_full: Option<OnFull>,
+}
+
+impl WriterConfig {
+    /// An overwrite-mode configuration over `region` with the defaults.
+    pub fn overwrite(region: AuxRegion) -> WriterConfig {
+        WriterConfig {
+            region,
+            mode: AuxMode::Overwrite,
+            aux_head: 0,
+            sync_period: DEFAULT_SYNC_PERIOD,
+            start_paused: false,
+            clock: ClockSource::default(),
+            on_full: None,
+        }
+    }
+
+    /// A full-trace configuration over `region`, with the whole region as space.
+    pub fn full_trace(region: AuxRegion, on_full: Option<OnFull>) -> WriterConfig {
+        let limit = region.size as u64;
+        WriterConfig {
+            region,
+            mode: AuxMode::FullTrace { limit },
+            aux_head: 0,
+            sync_period: DEFAULT_SYNC_PERIOD,
+            start_paused: false,
+            clock: ClockSource::default(),
+            on_full,
+        }
+    }
+}
+
+/// The writer's counters, from [`status`] and [`uninstall`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct WriterStatus {
+    /// Position after the last complete packet.
+    pub aux_head: u64,
+    /// Current full-trace limit (`u64::MAX` in overwrite mode).
+    pub limit: u64,
+    /// Paused by [`pause`].
+    pub paused: bool,
+    /// Stopped for lack of space (full-trace).
+    pub full_stopped: bool,
+    /// Probe events dropped because a signal handler hit a busy writer.
+    pub lost_nested: u64,
+    /// Probe events dropped for lack of space.
+    pub lost_full: u64,
+    /// SYNC packets written.
+    pub syncs: u64,
+}
+
+/// Mode byte values; the hot path only tests `== TRACING` and `== FULL`.
+const TRACING: u8 = 0;
+const PAUSED: u8 = 1;
+const FULL: u8 = 2;
+const SHADOW_ONLY: u8 = 3;
+
+/// Pending request bits (set while busy, applied after the packet).
+const REQ_PAUSE: u32 = 1;
+const REQ_RESUME: u32 = 2;
+const REQ_LIMIT: u32 = 4;
+
+/// Everything the probes of one thread touch. Reached through the thread's slot only, by the
+/// thread itself and its signal handlers.
+pub(crate) struct ThreadTrace {
+    // Hot fields first.
+    mode: AtomicU8,
+    busy: AtomicU8,
+    epoch: AtomicU32,
+    base: AtomicPtr<u8>,
+    mask: AtomicU64,
+    head: AtomicU64,
+    limit: AtomicU64,
+    next_sync: AtomicU64,
+    last_ticks: AtomicU64,
+    pending: AtomicU32,
+    clock_tsc: AtomicBool,
+    pub(crate) shadow: ShadowStack,
+    // Cold fields.
+    installed: AtomicBool,
+    paused: AtomicBool,
+    full_stopped: AtomicBool,
+    shadow_users: AtomicU32,
+    sync_period: AtomicU64,
+    on_full: AtomicUsize,
+    pending_limit: AtomicU64,
+    conv_anchor_ticks: AtomicU64,
+    conv_anchor_ns: AtomicU64,
+    conv_mult: AtomicU32,
+    conv_shift: AtomicU8,
+    tid: u32,
+    lost_nested: AtomicU64,
+    lost_full: AtomicU64,
+    reported_nested: AtomicU64,
+    reported_full: AtomicU64,
+    syncs: AtomicU64,
+}
+
+thread_local! {
+    /// The writer slot: this thread's ThreadTrace while something observes the thread, else
+    /// null. No destructor, so reading it is one thread-local load.
+    static SLOT: Cell<*const ThreadTrace> = const { Cell::new(ptr::null()) };
+    /// Owns the ThreadTrace; its destructor clears the slot before freeing.
+    static OWNER: Owner = const { Owner(Cell::new(None)) };
+}
+
+struct Owner(Cell<Option<Box<ThreadTrace>>>);
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        // Probes run by later thread-local destructors must find the slot empty.
+        let _ = SLOT.try_with(|s| s.set(ptr::null()));
+        drop(self.0.take());
+    }
+}
+
+/// The calling thread's writer slot (null when nothing observes the thread).
+#[inline(always)]
+pub(crate) fn slot() -> *const ThreadTrace {
+    SLOT.with(|s| s.get())
+}
+
+fn gettid() -> u32 {
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::gettid() };
+    tid as u32
+}
+
+/// The calling thread's ThreadTrace, created on first use (cold: control calls only).
+fn thread_trace() -> Option<&'static ThreadTrace> {
+    OWNER
+        .try_with(|o| {
+            let mut b = o.0.take();
+            let tt: *const ThreadTrace = &**b.get_or_insert_with(|| Box::new(ThreadTrace::new()));
+            o.0.set(b);
+            // SAFETY: the Box lives until the thread's OWNER destructor runs, which first clears
+            // the slot; callers are this thread's own control calls, which do not outlive it.
+            unsafe { &*tt }
+        })
+        .ok()
+}
+
+/// The calling thread's ThreadTrace if one was ever created.
+fn existing() -> Option<&'static ThreadTrace> {
+    OWNER
+        .try_with(|o| {
+            let b = o.0.take();
+            let tt = b.as_deref().map(|t| t as *const ThreadTrace);
+            o.0.set(b);
+            // SAFETY: as in `thread_trace`.
+            tt.map(|t| unsafe { &*t })
+        })
+        .ok()
+        .flatten()
+}
+
+impl ThreadTrace {
+    fn new() -> ThreadTrace {
+        ThreadTrace {
+            mode: AtomicU8::new(SHADOW_ONLY),
+            busy: AtomicU8::new(0),
+            epoch: AtomicU32::new(0),
+            base: AtomicPtr::new(ptr::null_mut()),
+            mask: AtomicU64::new(0),
+            head: AtomicU64::new(0),
+            limit: AtomicU64::new(0),
+            next_sync: AtomicU64::new(0),
+            last_ticks: AtomicU64::new(0),
+            pending: AtomicU32::new(0),
+            clock_tsc: AtomicBool::new(false),
+            shadow: ShadowStack::new(),
+            installed: AtomicBool::new(false),
+            paused: AtomicBool::new(false),
+            full_stopped: AtomicBool::new(false),
+            shadow_users: AtomicU32::new(0),
+            sync_period: AtomicU64::new(u64::from(DEFAULT_SYNC_PERIOD)),
+            on_full: AtomicUsize::new(0),
+            pending_limit: AtomicU64::new(0),
+            conv_anchor_ticks: AtomicU64::new(0),
+            conv_anchor_ns: AtomicU64::new(0),
+            conv_mult: AtomicU32::new(1),
+            conv_shift: AtomicU8::new(0),
+            tid: gettid(),
+            lost_nested: AtomicU64::new(0),
+            lost_full: AtomicU64::new(0),
+            reported_nested: AtomicU64::new(0),
+            reported_full: AtomicU64::new(0),
+            syncs: AtomicU64::new(0),
+        }
+    }
+
+    // ---- the probes' side ----
+
+    #[inline(always)]
+    pub(crate) fn enter(&self, probe: &'static Probe, flags: u8) -> ProbeGuard {
+        let depth = self.shadow.push(probe);
+        match self.mode.load(Relaxed) {
+            TRACING => self.write_enter(probe.current_id()),
+            FULL => self.count_lost_full(),
+            _ => {}
+        }
+        ProbeGuard {
+            probe,
+            depth,
+            epoch: self.epoch.load(Relaxed),
+            flags: flags | GUARD_OBSERVED,
+            _not_send: std::marker::PhantomData,
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn exit(&self, guard: &ProbeGuard) {
+        // A guard from before the last install belongs to another stream and shadow stack.
+        if self.epoch.load(Relaxed) != guard.epoch {
+            return;
+        }
+        self.shadow.pop_to(guard.depth);
+        match self.mode.load(Relaxed) {
+            TRACING => self.write_exit(),
+            FULL => self.count_lost_full(),
+            _ => {}
+        }
+    }
+
+    #[cold]
+    fn count_lost_full(&self) {
+        self.lost_full.fetch_add(1, Relaxed);
+    }
+
+    #[cold]
+    fn count_lost_nested(&self) {
+        self.lost_nested.fetch_add(1, Relaxed);
+        // Report it soon: the next packet starts with LOST + SYNC.
+        self.next_sync.store(0, Relaxed);
+    }
+
+    #[inline(never)]
+    fn write_enter(&self, id: u32) {
+        self.emit_event(|buf, delta| format::encode_enter(buf, id, delta));
+    }
+
+    #[inline(never)]
+    fn write_exit(&self) {
+        self.emit_event(format::encode_exit);
+    }
+
+    #[inline(always)]
+    fn now(&self) -> u64 {
+        if self.clock_tsc.load(Relaxed) {
+            clock::tsc()
+        } else {
+            clock::monotonic_ns()
+        }
+    }
+
+    /// Enters the busy section; false if it was busy (a signal handler on a busy writer).
+    #[inline(always)]
+    fn begin(&self) -> bool {
+        if self.busy.load(Relaxed) != 0 {
+            return false;
+        }
+        self.busy.store(1, Relaxed);
+        // A signal handler that ran before this point has finished; one that runs after it
+        // sees busy. Keep the compiler from moving the section's accesses above the store.
+        compiler_fence(SeqCst);
+        true
+    }
+
+    #[inline(always)]
+    fn end(&self) {
+        compiler_fence(SeqCst);
+        self.busy.store(0, Relaxed);
+        compiler_fence(SeqCst);
+        if self.pending.load(Relaxed) != 0 {
+            self.apply_pending();
+        }
+    }
+
+    #[inline(always)]
+    fn emit_event(&self, encode: impl FnOnce(&mut [u8], u64) -> usize) {
+        if !self.begin() {
+            self.count_lost_nested();
+            return;
+        }
+        let now = self.now();
+        let mut head = self.head.load(Relaxed);
+        if head >= self.next_sync.load(Relaxed)
+            || head + MAX_EVENT as u64 > self.limit.load(Relaxed)
+        {
+            match self.prepare_cold(head, now) {
+                Some(h) => head = h,
+                None => {
+                    self.lost_full.fetch_add(1, Relaxed);
+                    self.end();
+                    return;
+                }
+            }
+        }
+        let last = self.last_ticks.load(Relaxed);
+        let mut buf = [0u8; MAX_EVENT];
+        let n = encode(&mut buf, now.saturating_sub(last));
+        self.store_event(head, &buf, n);
+        if now > last {
+            self.last_ticks.store(now, Relaxed);
+        }
+        self.publish(head + n as u64);
+        self.end();
+    }
+
+    /// Stores the head after the packet's bytes (see the module doc).
+    #[inline(always)]
+    fn publish(&self, head: u64) {
+        compiler_fence(Release);
+        self.head.store(head, Release);
+    }
+
+    #[inline(always)]
+    fn store_event(&self, head: u64, buf: &[u8; MAX_EVENT], n: usize) {
+        let mask = self.mask.load(Relaxed);
+        let base = self.base.load(Relaxed);
+        let off = (head & mask) as usize;
+        if off + MAX_EVENT <= mask as usize + 1 {
+            // SAFETY: off + 16 <= size, so the 16 bytes are inside the region, which the core
+            // lent to this writer (AuxRegion::new's contract); in full-trace mode the caller
+            // checked head + MAX_EVENT <= limit, so the scratch bytes are granted space too.
+            unsafe { ptr::write_unaligned(base.wrapping_add(off).cast::<[u8; MAX_EVENT]>(), *buf) };
+        } else {
+            self.store_bytes(head, &buf[..n]);
+        }
+    }
+
+    /// Stores `bytes` at stream position `head`, wrapping at the end of the region.
+    fn store_bytes(&self, head: u64, bytes: &[u8]) {
+        let mask = self.mask.load(Relaxed);
+        let base = self.base.load(Relaxed);
+        let size = mask as usize + 1;
+        let off = (head & mask) as usize;
+        let first = bytes.len().min(size - off);
+        // SAFETY: off < size and first <= size - off: the copy stays inside the region lent by
+        // the core; `bytes` is a local buffer that cannot overlap it.
+        unsafe { ptr::copy_nonoverlapping(bytes.as_ptr(), base.wrapping_add(off), first) };
+        let rest = bytes.len() - first;
+        if rest > 0 {
+            // SAFETY: rest <= bytes.len() <= MAX_SYNC < MIN_REGION <= size, so it fits at the
+            // region's start.
+            unsafe { ptr::copy_nonoverlapping(bytes[first..].as_ptr(), base, rest) };
+        }
+    }
+
+    /// Makes room for the next event (full-trace) and writes the due LOST and SYNC packets.
+    /// Returns the head to write the event at, or None when there is no space.
+    #[cold]
+    #[inline(never)]
+    fn prepare_cold(&self, head: u64, now: u64) -> Option<u64> {
+        let need_sync = head >= self.next_sync.load(Relaxed);
+        let needed = if need_sync {
+            (format::MAX_SYNC + 2 * format::MAX_LOST) as u64
+        } else {
+            0
+        } + MAX_EVENT as u64;
+        if !self.ensure_space(head, needed) {
+            return None;
+        }
+        if need_sync {
+            self.write_lost_and_sync(now);
+        }
+        Some(self.head.load(Relaxed))
+    }
+
+    /// True when `needed` bytes fit below the limit, asking the core's on_full if they do not.
+    fn ensure_space(&self, head: u64, needed: u64) -> bool {
+        if head.saturating_add(needed) <= self.limit.load(Relaxed) {
+            return true;
+        }
+        let f = self.on_full.load(Relaxed);
+        if f != 0 {
+            // SAFETY: on_full holds either 0 or an `OnFull` fn pointer stored by `install`.
+            let on_full: OnFull = unsafe { std::mem::transmute::<usize, OnFull>(f) };
+            if let Some(limit) = on_full(head, needed) {
+                self.limit.store(limit, Relaxed);
+                if head.saturating_add(needed) <= limit {
+                    return true;
+                }
+            }
+        }
+        self.full_stopped.store(true, Relaxed);
+        self.update_mode();
+        false
+    }
+
+    /// Writes LOST for unreported drops, then a SYNC. Caller is in the busy section and made
+    /// room for both.
+    fn write_lost_and_sync(&self, now: u64) {
+        let mut head = self.head.load(Relaxed);
+        let mut last = self.last_ticks.load(Relaxed);
+        for (kind, lost, reported) in [
+            (LostKind::Nested, &self.lost_nested, &self.reported_nested),
+            (LostKind::Full, &self.lost_full, &self.reported_full),
+        ] {
+            let total = lost.load(Relaxed);
+            let done = reported.load(Relaxed);
+            if total != done {
+                let mut buf = [0u8; format::MAX_LOST];
+                let n = format::encode_lost(&mut buf, kind, total - done, now.saturating_sub(last));
+                self.store_bytes(head, &buf[..n]);
+                head += n as u64;
+                last = last.max(now);
+                reported.store(total, Relaxed);
+            }
+        }
+        let conv = self.refresh_anchor(now);
+        let mut ids = [0u32; format::MAX_SYNC_FRAMES];
+        let (depth, first, n) = self.shadow.sync_frames(&mut ids);
+        let mut buf = [0u8; format::MAX_SYNC];
+        let header = SyncHeader {
+            flags: if self.clock_tsc.load(Relaxed) {
+                format::SYNC_FLAG_TSC
+            } else {
+                0
+            },
+            tid: self.tid,
+            depth,
+            first,
+            ticks: now.max(last),
+            conv,
+        };
+        let n = format::encode_sync(&mut buf, &header, &ids[..n]);
+        self.store_bytes(head, &buf[..n]);
+        head += n as u64;
+        self.last_ticks.store(now.max(last), Relaxed);
+        self.next_sync
+            .store(head + self.sync_period.load(Relaxed), Relaxed);
+        self.syncs.fetch_add(1, Relaxed);
+        self.publish(head);
+    }
+
+    fn refresh_anchor(&self, now: u64) -> TimeConv {
+        if self.clock_tsc.load(Relaxed)
+            && now.wrapping_sub(self.conv_anchor_ticks.load(Relaxed)) > ANCHOR_REFRESH_TICKS
+        {
+            self.set_conv(clock::anchor(ClockSource::Tsc));
+        }
+        TimeConv {
+            anchor_ticks: self.conv_anchor_ticks.load(Relaxed),
+            anchor_ns: self.conv_anchor_ns.load(Relaxed),
+            mult: self.conv_mult.load(Relaxed),
+            shift: self.conv_shift.load(Relaxed),
+        }
+    }
+
+    fn set_conv(&self, c: TimeConv) {
+        self.conv_anchor_ticks.store(c.anchor_ticks, Relaxed);
+        self.conv_anchor_ns.store(c.anchor_ns, Relaxed);
+        self.conv_mult.store(c.mult, Relaxed);
+        self.conv_shift.store(c.shift, Relaxed);
+    }
+
+    /// Writes a PAUSED/RESUMED/STOPPED packet (busy section held by the caller); false when
+    /// there was no space.
+    fn write_boundary(&self, header: u8) -> bool {
+        let head = self.head.load(Relaxed);
+        if !self.full_stopped.load(Relaxed)
+            && head.saturating_add(format::MAX_BOUNDARY as u64) <= self.limit.load(Relaxed)
+        {
+            let now = self.now();
+            let last = self.last_ticks.load(Relaxed);
+            let mut buf = [0u8; format::MAX_BOUNDARY];
+            let n = format::encode_boundary(&mut buf, header, now.saturating_sub(last));
+            self.store_bytes(head, &buf[..n]);
+            self.last_ticks.store(now.max(last), Relaxed);
+            self.publish(head + n as u64);
+            true
+        } else {
+            false
+        }
+    }
+
+    fn update_mode(&self) {
+        let mode = if !self.installed.load(Relaxed) {
+            SHADOW_ONLY
+        } else if self.paused.load(Relaxed) {
+            PAUSED
+        } else if self.full_stopped.load(Relaxed) {
+            FULL
+        } else {
+            TRACING
+        };
+        self.mode.store(mode, Relaxed);
+    }
+
+    /// Starts observing on this thread (slot set, fresh shadow stack) if it was not.
+    fn observe(&'static self) {
+        if slot().is_null() {
+            self.epoch
+                .store(self.epoch.load(Relaxed).wrapping_add(1).max(1), Relaxed);
+            self.shadow.reset();
+            SLOT.with(|s| s.set(self));
+        }
+    }
+
+    fn unobserve_if_idle(&self) {
+        if !self.installed.load(Relaxed) && self.shadow_users.load(Relaxed) == 0 {
+            SLOT.with(|s| s.set(ptr::null()));
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn apply_pending(&self) {
+        let req = self.pending.swap(0, Relaxed);
+        if req & REQ_LIMIT != 0 {
+            let _ = self.set_limit_now(self.pending_limit.load(Relaxed));
+        }
+        if req & REQ_PAUSE != 0 {
+            self.pause_now();
+        }
+        if req & REQ_RESUME != 0 {
+            self.resume_now();
+        }
+    }
+
+    fn pause_now(&self) -> bool {
+        if !self.installed.load(Relaxed) || self.paused.load(Relaxed) {
+            return false;
+        }
+        if !self.begin() {
+            self.pending.fetch_or(REQ_PAUSE, Relaxed);
+            return true;
+        }
+        if self.mode.load(Relaxed) == TRACING {
+            self.write_boundary(format::PAUSED);
+        }
+        self.paused.store(true, Relaxed);
+        self.update_mode();
+        self.end();
+        true
+    }
+
+    fn resume_now(&self) -> bool {
+        if !self.installed.load(Relaxed) || !self.paused.load(Relaxed) {
+            return false;
+        }
+        if !self.begin() {
+            self.pending.fetch_or(REQ_RESUME, Relaxed);
+            return true;
+        }
+        self.paused.store(false, Relaxed);
+        self.update_mode();
+        if self.mode.load(Relaxed) == TRACING {
+            self.write_resume_sync(true);
+        }
+        self.end();
+        true
+    }
+
+    /// RESUMED (if `boundary`) then LOST/SYNC: the start of a decodable stretch. Busy held.
+    fn write_resume_sync(&self, boundary: bool) {
+        let head = self.head.load(Relaxed);
+        let needed =
+            (format::MAX_BOUNDARY + format::MAX_SYNC + 2 * format::MAX_LOST + MAX_EVENT) as u64;
+        if !self.ensure_space(head, needed) {
+            return;
+        }
+        if boundary {
+            self.write_boundary(format::RESUMED);
+        }
+        let now = self.now();
+        self.write_lost_and_sync(now);
+    }
+
+    fn set_limit_now(&self, limit: u64) -> Result<(), WriterError> {
+        if !self.installed.load(Relaxed) {
+            return Err(WriterError::NotInstalled);
+        }
+        if self.limit.load(Relaxed) == u64::MAX {
+            // Overwrite mode has no limit to move.
+            return Ok(());
+        }
+        if !self.begin() {
+            self.pending_limit.store(limit, Relaxed);
+            self.pending.fetch_or(REQ_LIMIT, Relaxed);
+            return Ok(());
+        }
+        self.limit.store(limit, Relaxed);
+        if self.full_stopped.load(Relaxed)
+            && self
+                .head
+                .load(Relaxed)
+                .saturating_add((format::MAX_SYNC + 2 * format::MAX_LOST + MAX_EVENT) as u64)
+                <= limit
+        {
+            self.full_stopped.store(false, Relaxed);
+            self.update_mode();
+            if self.mode.load(Relaxed) == TRACING {
+                // The dropped stretch is reported and a SYNC restarts the stream.
+                self.write_resume_sync(false);
+            }
+        }
+        self.end();
+        Ok(())
+    }
+
+    fn status(&self) -> WriterStatus {
+        WriterStatus {
+            aux_head: self.head.load(Relaxed),
+            limit: self.limit.load(Relaxed),
+            paused: self.paused.load(Relaxed),
+            full_stopped: self.full_stopped.load(Relaxed),
+            lost_nested: self.lost_nested.load(Relaxed),
+            lost_full: self.lost_full.load(Relaxed),
+            syncs: self.syncs.load(Relaxed),
+        }
+    }
+}
+
+/// Installs a writer on the calling thread (`pmu::start`). Unless `start_paused`, the stream
+/// starts with a SYNC at once.
+pub fn install(config: WriterConfig) -> Result<(), WriterError> {
+    let tt = thread_trace().ok_or(WriterError::NotInstalled)?;
+    if tt.installed.load(Relaxed) {
+        return Err(WriterError::AlreadyInstalled);
+    }
+    if tt.busy.load(Relaxed) != 0 {
+        return Err(WriterError::Busy);
+    }
+    if config.sync_period < 128 {
+        return Err(WriterError::BadSyncPeriod(config.sync_period));
+    }
+    let size = config.region.size;
+    let head = config.aux_head;
+    let limit = match config.mode {
+        AuxMode::Overwrite => u64::MAX,
+        AuxMode::FullTrace { limit } => {
+            if limit < head || limit - head > size as u64 {
+                return Err(WriterError::BadLimit { limit, head, size });
+            }
+            limit
+        }
+    };
+    let source = config.clock.effective();
+    tt.clock_tsc.store(source == ClockSource::Tsc, Relaxed);
+    tt.set_conv(clock::anchor(source));
+    tt.base.store(config.region.base.as_ptr(), Relaxed);
+    tt.mask.store(size as u64 - 1, Relaxed);
+    tt.head.store(head, Release);
+    tt.limit.store(limit, Relaxed);
+    tt.next_sync.store(0, Relaxed);
+    tt.last_ticks.store(0, Relaxed);
+    tt.sync_period.store(u64::from(config.sync_period), Relaxed);
+    tt.on_full
+        .store(config.on_full.map_or(0, |f| f as usize), Relaxed);
+    tt.lost_nested.store(0, Relaxed);
+    tt.lost_full.store(0, Relaxed);
+    tt.reported_nested.store(0, Relaxed);
+    tt.reported_full.store(0, Relaxed);
+    tt.syncs.store(0, Relaxed);
+    tt.pending.store(0, Relaxed);
+    tt.paused.store(config.start_paused, Relaxed);
+    tt.full_stopped.store(false, Relaxed);
+    tt.installed.store(true, Relaxed);
+    tt.observe();
+    tt.update_mode();
+    if tt.mode.load(Relaxed) == TRACING && tt.begin() {
+        tt.write_resume_sync(false);
+        tt.end();
+    }
+    Ok(())
+}
+
+/// Removes the calling thread's writer (`pmu::stop`/`del`): writes STOPPED (when there is
+/// space) and returns the final counters; `aux_head` is the end of the stream.
+pub fn uninstall() -> Result<WriterStatus, WriterError> {
+    let tt = existing().ok_or(WriterError::NotInstalled)?;
+    if !tt.installed.load(Relaxed) {
+        return Err(WriterError::NotInstalled);
+    }
+    if !tt.begin() {
+        return Err(WriterError::Busy);
+    }
+    tt.write_boundary(format::STOPPED);
+    tt.installed.store(false, Relaxed);
+    tt.update_mode();
+    let status = tt.status();
+    tt.base.store(ptr::null_mut(), Relaxed);
+    tt.end();
+    tt.pending.store(0, Relaxed);
+    tt.unobserve_if_idle();
+    Ok(status)
+}
+
+/// Pauses the calling thread's writer (`pmu::stop(PERF_EF_PAUSE)`): writes PAUSED, then
+/// nothing until [`resume`]. The shadow stack keeps following calls meanwhile, so the SYNC at
+/// resume knows the open calls. Returns whether the state changed (or the change was deferred
+/// because the call interrupted a packet).
+pub fn pause() -> bool {
+    existing().is_some_and(ThreadTrace::pause_now)
+}
+
+/// Resumes the calling thread's writer (`pmu::start(PERF_EF_RESUME)`): writes RESUMED and a
+/// SYNC. Returns whether the state changed (or the change was deferred).
+pub fn resume() -> bool {
+    existing().is_some_and(ThreadTrace::resume_now)
+}
+
+/// Gives a stopped or running full-trace writer space up to `limit` (perf_aux_output_begin's
+/// new handle). A writer stopped for lack of space writes LOST and SYNC and continues.
+pub fn set_limit(limit: u64) -> Result<(), WriterError> {
+    let tt = existing().ok_or(WriterError::NotInstalled)?;
+    let head = tt.head.load(Relaxed);
+    let size = tt.mask.load(Relaxed) + 1;
+    if tt.installed.load(Relaxed) && (limit < head || limit - head > size) {
+        return Err(WriterError::BadLimit {
+            limit,
+            head,
+            size: size as usize,
+        });
+    }
+    tt.set_limit_now(limit)
+}
+
+/// The calling thread's writer head: the position after the last complete packet (what the
+/// core copies into aux_head). Safe to call from a signal handler.
+pub fn aux_head() -> Option<u64> {
+    let tt = slot();
+    if tt.is_null() {
+        return None;
+    }
+    // SAFETY: as in `Probe::enter`: the slot points to this thread's live ThreadTrace.
+    let t = unsafe { &*tt };
+    t.installed.load(Relaxed).then(|| t.head.load(Relaxed))
+}
+
+/// The calling thread's writer counters.
+pub fn status() -> Option<WriterStatus> {
+    existing()
+        .filter(|t| t.installed.load(Relaxed))
+        .map(ThreadTrace::status)
+}
+
+/// Keeps the calling thread's shadow stack maintained without a writer (for callchains of
+/// samples taken at hooked probes). Counted: pair with [`disable_shadow_stack`].
+pub fn enable_shadow_stack() {
+    if let Some(tt) = thread_trace() {
+        tt.shadow_users.fetch_add(1, Relaxed);
+        tt.observe();
+    }
+}
+
+/// Undoes one [`enable_shadow_stack`].
+pub fn disable_shadow_stack() {
+    if let Some(tt) = existing() {
+        let n = tt.shadow_users.load(Relaxed);
+        tt.shadow_users.store(n.saturating_sub(1), Relaxed);
+        tt.unobserve_if_idle();
+    }
+}
+
+/// One frame of a callchain built from the shadow stack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Frame {
+    /// The probe of the open call.
+    pub id: ProbeId,
+    /// An address inside the instrumented function (see [`Probe::addr`]).
+    pub addr: u64,
+}
+
+/// What [`callchain`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Callchain {
+    /// Open traced calls.
+    pub depth: u32,
+    /// Frames written to the caller's buffer, innermost first.
+    pub written: usize,
+    /// Calls that went deeper than the shadow stack's bound since it was reset.
+    pub overflows: u64,
+}
+
+/// Copies the calling thread's open calls into `out`, innermost first (PERF_SAMPLE_CALLCHAIN
+/// order). Frames deeper than the shadow stack's bound ([`SHADOW_CAP`]) are not known. Safe to
+/// call from a signal handler; allocates nothing.
+pub fn callchain(out: &mut [Frame]) -> Callchain {
+    let tt = slot();
+    if tt.is_null() {
+        return Callchain::default();
+    }
+    // SAFETY: as in `Probe::enter`.
+    let t = unsafe { &*tt };
+    t.shadow.callchain(out)
+}
+
+/// The shadow stack's bound.
+pub const SHADOW_DEPTH: usize = SHADOW_CAP;
