@@ -147,7 +147,8 @@ impl PerfMmap {
     /// producer was paused: the bytes written since the last snapshot (at
     /// most the whole area) with their record boundaries.
     ///
-    /// - `write_backward`: records lie from `-data_head` upwards, newest
+    /// - `write_backward`: `data_head` moves down (the kernel publishes
+    ///   `rb->head` as it is); records lie from `data_head` upwards, newest
     ///   first; the oldest one may have been partly overwritten by the wrap
     ///   and is dropped (`Snapshot::truncated`), as perf's
     ///   `overwrite_rb_find_range()` drops it.
@@ -159,10 +160,6 @@ impl PerfMmap {
         let tail = self.prev;
         if !head.is_multiple_of(8) {
             return Err(RingError::UnalignedHead { head });
-        }
-        let written = head.wrapping_sub(tail);
-        if (written as i64) < 0 {
-            return Err(RingError::HeadBehindTail { head, tail });
         }
         if !write_backward {
             let avail = self.check_head(head)?;
@@ -179,9 +176,15 @@ impl PerfMmap {
                 truncated: false,
             });
         }
+        // A backward ring's data_head moves down: bytes written since the
+        // last snapshot are tail - head.
+        let written = tail.wrapping_sub(head);
+        if (written as i64) < 0 {
+            return Err(RingError::HeadBehindTail { head, tail });
+        }
         let wrapped = written > self.data_size;
         let len = written.min(self.data_size);
-        let start = head.wrapping_neg();
+        let start = head;
         self.copy_out(start, len);
         // overwrite_rb_find_range(): walk headers from the newest; stop
         // before the record that runs past the bytes still intact. Only a

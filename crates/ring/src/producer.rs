@@ -28,9 +28,9 @@
 //!   its `sample_id` trailer in [`LostInfo`].
 //! - **Overwrite** (the consumer mapped the data area read-only, so
 //!   `RING_BUFFER_WRITABLE` is clear): `data_tail` is ignored and old
-//!   records are overwritten. **write_backward**: the head moves down;
-//!   `data_head` is published as the negated head (the bytes written so
-//!   far), and records lie from the head upwards, newest first.
+//!   records are overwritten. **write_backward**: the head moves down and
+//!   is published as it is (`rb->head`, so `data_head` is the negated count
+//!   of bytes written); records lie from the head upwards, newest first.
 //! - **Pause** (`PERF_EVENT_IOC_PAUSE_OUTPUT`): a paused ring drops and
 //!   counts every record.
 //! - **Wakeups**: `rb->wakeup` moves by `rb->watermark` whenever the head
@@ -169,7 +169,13 @@ impl PerfBuffer {
         if watermark == 0 {
             watermark = data_size / 2;
         }
-        let head = mem.user_word(offsets::DATA_HEAD).load(Ordering::Relaxed);
+        let data_head = mem.user_word(offsets::DATA_HEAD).load(Ordering::Relaxed);
+        // Bytes written so far: a backward ring's head is their negation.
+        let head = if config.write_backward {
+            data_head.wrapping_neg()
+        } else {
+            data_head
+        };
         Ok(PerfBuffer {
             data: mem.data_ptr(),
             data_size,
@@ -210,6 +216,29 @@ impl PerfBuffer {
     /// Records dropped and not yet reported in a `PERF_RECORD_LOST`.
     pub fn lost(&self) -> u64 {
         self.lost.load(Ordering::Relaxed)
+    }
+
+    /// Free bytes now (`CIRC_SPACE` of the reserved head and `data_tail`;
+    /// the whole area in overwrite mode). A user-space writer that would
+    /// rather wait than drop checks this before `output_begin`; the kernel
+    /// never waits.
+    pub fn data_space(&self) -> u64 {
+        if self.data_size == 0 {
+            return 0;
+        }
+        if self.overwrite {
+            return self.data_size;
+        }
+        let pos = protocol::state_pos(self.state.load(Ordering::Relaxed));
+        let tail = self
+            .mem
+            .user_word(offsets::DATA_TAIL)
+            .load(Ordering::Acquire);
+        if self.backward {
+            protocol::circ_space(tail, pos.wrapping_neg(), self.data_size)
+        } else {
+            protocol::circ_space(pos, tail, self.data_size)
+        }
     }
 
     /// `PERF_EVENT_IOC_PAUSE_OUTPUT`: while paused, every record is dropped
@@ -322,7 +351,7 @@ impl PerfBuffer {
         let Some(pos) = protocol::leave(&self.state) else {
             return;
         };
-        protocol::publish(self.mem.user_word(offsets::DATA_HEAD), pos);
+        protocol::publish(self.mem.user_word(offsets::DATA_HEAD), pos, self.backward);
         if handle_wakeup != self.wakeup_pos.load(Ordering::Relaxed) {
             self.wakeup.wake();
         }

@@ -190,17 +190,26 @@ pub fn leave(state: &AtomicU64) -> Option<u64> {
 
 /// Publishes `pos` (modulo 2^48) into `data_head` if it is ahead of what is
 /// there (the `smp_wmb(); WRITE_ONCE(user_page->data_head, head)` of
-/// `perf_output_put_handle()`, made monotonic). Returns the head now
-/// published, or `None` if `data_head` was already at or ahead of `pos`.
+/// `perf_output_put_handle()`, made monotonic). A `write_backward` ring
+/// publishes its head as the kernel does, `rb->head` itself: `-pos`,
+/// moving down. Returns the `data_head` now published, or `None` if
+/// `data_head` was already at or beyond `pos`.
 #[inline]
-pub fn publish(data_head: &AtomicU64, pos: u64) -> Option<u64> {
+pub fn publish(data_head: &AtomicU64, pos: u64, backward: bool) -> Option<u64> {
     let mut cur = data_head.load(Ordering::Relaxed);
     loop {
-        let delta = pos.wrapping_sub(cur) & POS_MASK;
+        // Bytes written, as published so far.
+        let written = if backward { cur.wrapping_neg() } else { cur };
+        let delta = pos.wrapping_sub(written) & POS_MASK;
         if delta == 0 || delta > POS_MASK / 2 {
             return None;
         }
-        let new = cur.wrapping_add(delta);
+        let new_written = written.wrapping_add(delta);
+        let new = if backward {
+            new_written.wrapping_neg()
+        } else {
+            new_written
+        };
         match data_head.compare_exchange_weak(cur, new, Ordering::Release, Ordering::Relaxed) {
             Ok(_) => return Some(new),
             Err(seen) => cur = seen,
@@ -249,9 +258,9 @@ mod tests {
         // a leaves first: b is in flight, so a must not publish.
         assert_eq!(leave(&state), None);
         assert_eq!(leave(&state), Some(40));
-        assert_eq!(publish(&head, 40), Some(40));
+        assert_eq!(publish(&head, 40, false), Some(40));
         // A stale publisher never moves data_head back.
-        assert_eq!(publish(&head, 16), None);
+        assert_eq!(publish(&head, 16, false), None);
         assert_eq!(head.load(Ordering::Relaxed), 40);
         // 40 + 24 would leave no free byte.
         assert_eq!(reserve(&state, &tail, 24, 64, true, false), None);
@@ -268,6 +277,16 @@ mod tests {
         assert_eq!(state_nest(state.load(Ordering::Relaxed)), 1);
         let pos = leave(&state).unwrap();
         // The full 64-bit data_head keeps growing past 2^48.
-        assert_eq!(publish(&head, pos), Some(start + 16));
+        assert_eq!(publish(&head, pos, false), Some(start + 16));
+    }
+
+    #[test]
+    fn a_backward_ring_publishes_its_head_moving_down() {
+        // ring_buffer.c: perf_output_put_handle() publishes rb->head, which
+        // a write_backward ring decrements.
+        let head = AtomicU64::new(0);
+        assert_eq!(publish(&head, 40, true), Some(40u64.wrapping_neg()));
+        assert_eq!(publish(&head, 16, true), None);
+        assert_eq!(publish(&head, 48, true), Some(48u64.wrapping_neg()));
     }
 }

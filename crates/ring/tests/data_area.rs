@@ -248,6 +248,8 @@ fn write_backward_overwrite_snapshot_is_newest_first() {
         rb.output_record(&record(0, seq, 40), &NO_LOST).unwrap();
     }
     rb.pause_output(true);
+    // data_head is rb->head, moving down from 0.
+    assert_eq!(md.data_head(), (10u64 * 40).wrapping_neg());
     let snap = md.read_overwrite(true).unwrap();
     assert!(!snap.wrapped && !snap.truncated);
     let seqs: Vec<u64> = snap.records.map(|r| parse(r.unwrap().bytes).1).collect();
