@@ -178,9 +178,8 @@ impl<'a> Decoder<'a> {
         // the SYNC does not list); otherwise the SYNC is the truth.
         let agrees = self.synced
             && prev_total == depth
-            && listed_end == depth
             && self.base <= first
-            && self.frames[(first - self.base) as usize..]
+            && self.frames[(first - self.base) as usize..(listed_end - self.base) as usize]
                 .iter()
                 .zip(&s.frames)
                 .all(|(a, b)| *a == Some(*b));

@@ -7,12 +7,13 @@
 //! table there, and picks up hooks that were asked for by name before it ever ran.
 
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::Relaxed};
 
 use crate::registry;
 use crate::writer::{self, ThreadTrace};
 
-/// Hook word bit: the probe has no id yet.
+/// Hook word bit: the probe was never entered (it may have no id yet, and its address is not
+/// known): the next entry takes the cold path.
 pub const HOOK_UNREGISTERED: u32 = 1;
 /// Hook word bit: the core's hook handler is called on entry and exit.
 pub const HOOK_ON: u32 = 2;
@@ -53,6 +54,7 @@ pub struct Probe {
     pub(crate) hook: AtomicU32,
     pub(crate) id: AtomicU32,
     pub(crate) addr: AtomicUsize,
+    pub(crate) entered: AtomicBool,
     name: ProbeName,
     file: &'static str,
     line: u32,
@@ -79,6 +81,7 @@ impl Probe {
             hook: AtomicU32::new(HOOK_UNREGISTERED),
             id: AtomicU32::new(0),
             addr: AtomicUsize::new(0),
+            entered: AtomicBool::new(false),
             name,
             file,
             line,
@@ -104,7 +107,7 @@ impl Probe {
     }
 
     /// An address inside the instrumented function, captured on the first entry (0 before,
-    /// and on targets where it cannot be read).
+    /// and on targets other than x86_64).
     pub fn addr(&self) -> usize {
         self.addr.load(Relaxed)
     }
@@ -113,7 +116,7 @@ impl Probe {
     /// stayed locked, see [`crate::registry`]).
     pub fn id(&'static self) -> Option<ProbeId> {
         match self.id.load(Relaxed) {
-            0 => registry::register(self, 0),
+            0 => registry::register(self, None),
             id => Some(ProbeId(id)),
         }
     }
@@ -141,7 +144,7 @@ impl Probe {
     fn enter_cold(&'static self, hook: u32, ip: usize) -> ProbeGuard {
         let mut hook = hook;
         if hook & HOOK_UNREGISTERED != 0 {
-            if registry::register(self, ip).is_none() {
+            if registry::register(self, Some(ip)).is_none() {
                 // Without an id there is nothing to write: this one entry goes unobserved.
                 return ProbeGuard::idle(self);
             }

@@ -11,7 +11,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use thiserror::Error;
 
-use crate::probe::{HOOK_ON, Probe, ProbeEvent, ProbeId};
+use crate::probe::{HOOK_ON, HOOK_UNREGISTERED, Probe, ProbeEvent, ProbeId};
 use crate::table::{ProbeInfo, ProbeTable};
 
 /// The core's hook slow path: called on entry and exit of every hooked probe, on the thread
@@ -76,7 +76,11 @@ impl Registry {
     fn update_hook_word(&self, idx: usize) {
         let p = self.probes[idx];
         let subs = self.id_subs[idx] + self.name_subs.get(p.name()).copied().unwrap_or(0);
-        p.hook.store(if subs > 0 { HOOK_ON } else { 0 }, Relaxed);
+        let mut word = if subs > 0 { HOOK_ON } else { 0 };
+        if !p.entered.load(Relaxed) {
+            word |= HOOK_UNREGISTERED;
+        }
+        p.hook.store(word, Relaxed);
     }
 }
 
@@ -102,23 +106,27 @@ fn lock_for_register() -> Option<MutexGuard<'static, Registry>> {
 }
 
 /// Gives `probe` its id (if another thread did not just do it) and applies pending hooks.
+/// `first_entry` is the address of the entering code when called from the probe's first
+/// entry (None from [`Probe::id`]): it is recorded, and the probe leaves the cold path.
 /// `None` if the table stayed locked (see [`lock_for_register`]).
-pub(crate) fn register(probe: &'static Probe, ip: usize) -> Option<ProbeId> {
+pub(crate) fn register(probe: &'static Probe, first_entry: Option<usize>) -> Option<ProbeId> {
     let mut reg = lock_for_register()?;
-    let id = probe.id.load(Relaxed);
-    if id != 0 {
-        return Some(ProbeId(id));
+    if let Some(ip) = first_entry {
+        if probe.addr.load(Relaxed) == 0 {
+            probe.addr.store(ip, Relaxed);
+        }
+        probe.entered.store(true, Relaxed);
     }
-    reg.probes.push(probe);
-    reg.id_subs.push(0);
-    let id = u32::try_from(reg.probes.len()).unwrap_or(u32::MAX);
-    if ip != 0 {
-        probe.addr.store(ip, Relaxed);
+    let mut id = probe.id.load(Relaxed);
+    if id == 0 {
+        reg.probes.push(probe);
+        reg.id_subs.push(0);
+        id = u32::try_from(reg.probes.len()).unwrap_or(u32::MAX);
+        // The id is stored before the hook word loses HOOK_UNREGISTERED: a thread that sees
+        // the cleared hook word under the lock's release finds the id.
+        probe.id.store(id, Relaxed);
     }
-    // The id is stored before the hook word loses HOOK_UNREGISTERED: a thread that sees the
-    // cleared hook word under the lock's release finds the id.
-    probe.id.store(id, Relaxed);
-    reg.update_hook_word(reg.probes.len() - 1);
+    reg.update_hook_word(id as usize - 1);
     Some(ProbeId(id))
 }
 

@@ -372,12 +372,23 @@ impl ThreadTrace {
 
     #[inline(always)]
     pub(crate) fn enter(&self, probe: &'static Probe, flags: u8) -> ProbeGuard {
-        let depth = self.shadow.push(probe);
-        match self.mode.load(Relaxed) {
-            TRACING => self.write_enter(probe.current_id()),
-            FULL => self.count_lost_full(),
-            _ => {}
-        }
+        let depth = match self.mode.load(Relaxed) {
+            TRACING => match self.trace_enter(probe) {
+                Some(depth) => depth,
+                // A signal handler on a busy writer: its call is neither written nor pushed.
+                None => {
+                    return ProbeGuard {
+                        flags,
+                        ..ProbeGuard::idle(probe)
+                    };
+                }
+            },
+            FULL => {
+                self.count_lost_full();
+                self.shadow.push(probe)
+            }
+            _ => self.shadow.push(probe),
+        };
         ProbeGuard {
             probe,
             depth,
@@ -393,12 +404,44 @@ impl ThreadTrace {
         if self.epoch.load(Relaxed) != guard.epoch {
             return;
         }
-        self.shadow.pop_to(guard.depth);
         match self.mode.load(Relaxed) {
-            TRACING => self.write_exit(),
-            FULL => self.count_lost_full(),
-            _ => {}
+            TRACING => self.trace_exit(guard.depth),
+            FULL => {
+                self.count_lost_full();
+                self.shadow.pop_to(guard.depth);
+            }
+            _ => self.shadow.pop_to(guard.depth),
         }
+    }
+
+    /// ENTER and the shadow push in one busy section, so that a SYNC written before the ENTER
+    /// shows the stack without the new frame, and a signal handler never sees one without the
+    /// other. None when busy (counted as lost).
+    #[inline(never)]
+    fn trace_enter(&self, probe: &'static Probe) -> Option<u32> {
+        if !self.begin() {
+            self.count_lost_nested();
+            return None;
+        }
+        let id = probe.current_id();
+        self.emit_event(|buf, delta| format::encode_enter(buf, id, delta));
+        let depth = self.shadow.push(probe);
+        self.end();
+        Some(depth)
+    }
+
+    /// EXIT then the shadow pop in one busy section (a SYNC before the EXIT still lists the
+    /// returning frame).
+    #[inline(never)]
+    fn trace_exit(&self, depth: u32) {
+        if !self.begin() {
+            self.count_lost_nested();
+            self.shadow.pop_to(depth);
+            return;
+        }
+        self.emit_event(format::encode_exit);
+        self.shadow.pop_to(depth);
+        self.end();
     }
 
     #[cold]
@@ -411,16 +454,6 @@ impl ThreadTrace {
         self.lost_nested.fetch_add(1, Relaxed);
         // Report it soon: the next packet starts with LOST + SYNC.
         self.next_sync.store(0, Relaxed);
-    }
-
-    #[inline(never)]
-    fn write_enter(&self, id: u32) {
-        self.emit_event(|buf, delta| format::encode_enter(buf, id, delta));
-    }
-
-    #[inline(never)]
-    fn write_exit(&self) {
-        self.emit_event(format::encode_exit);
     }
 
     #[inline(always)]
@@ -455,12 +488,9 @@ impl ThreadTrace {
         }
     }
 
+    /// Writes one ENTER or EXIT (busy section held by the caller).
     #[inline(always)]
     fn emit_event(&self, encode: impl FnOnce(&mut [u8], u64) -> usize) {
-        if !self.begin() {
-            self.count_lost_nested();
-            return;
-        }
         let now = self.now();
         let mut head = self.head.load(Relaxed);
         if head >= self.next_sync.load(Relaxed)
@@ -470,7 +500,6 @@ impl ThreadTrace {
                 Some(h) => head = h,
                 None => {
                     self.lost_full.fetch_add(1, Relaxed);
-                    self.end();
                     return;
                 }
             }
@@ -483,7 +512,6 @@ impl ThreadTrace {
             self.last_ticks.store(now, Relaxed);
         }
         self.publish(head + n as u64);
-        self.end();
     }
 
     /// Stores the head after the packet's bytes (see the module doc).
@@ -732,7 +760,8 @@ impl ThreadTrace {
         true
     }
 
-    /// RESUMED (if `boundary`) then LOST/SYNC: the start of a decodable stretch. Busy held.
+    /// LOST/SYNC then RESUMED (if `boundary`): the start of a decodable stretch, with the
+    /// boundary visible to a decoder that starts at that SYNC. Busy held.
     fn write_resume_sync(&self, boundary: bool) {
         let head = self.head.load(Relaxed);
         let needed =
@@ -740,11 +769,11 @@ impl ThreadTrace {
         if !self.ensure_space(head, needed) {
             return;
         }
+        let now = self.now();
+        self.write_lost_and_sync(now);
         if boundary {
             self.write_boundary(format::RESUMED);
         }
-        let now = self.now();
-        self.write_lost_and_sync(now);
     }
 
     fn set_limit_now(&self, limit: u64) -> Result<(), WriterError> {
@@ -875,8 +904,8 @@ pub fn pause() -> bool {
     existing().is_some_and(ThreadTrace::pause_now)
 }
 
-/// Resumes the calling thread's writer (`pmu::start(PERF_EF_RESUME)`): writes RESUMED and a
-/// SYNC. Returns whether the state changed (or the change was deferred).
+/// Resumes the calling thread's writer (`pmu::start(PERF_EF_RESUME)`): writes a SYNC and
+/// RESUMED. Returns whether the state changed (or the change was deferred).
 pub fn resume() -> bool {
     existing().is_some_and(ThreadTrace::resume_now)
 }
