@@ -176,6 +176,9 @@ impl Probe {
 pub(crate) const GUARD_OBSERVED: u8 = 1;
 /// Guard flag: the entry called the hook handler, so the exit does too.
 pub(crate) const GUARD_HOOKED: u8 = 2;
+/// Guard flag: the entry hit a busy writer (a signal handler) and was counted lost; so is the
+/// exit.
+pub(crate) const GUARD_LOST: u8 = 4;
 
 /// The open call of a probe; dropping it marks the return. Not `Send`: a call returns on the
 /// thread it was made on.
@@ -207,7 +210,7 @@ impl Drop for ProbeGuard {
         if self.flags == 0 {
             return;
         }
-        if self.flags & GUARD_OBSERVED != 0 {
+        if self.flags & (GUARD_OBSERVED | GUARD_LOST) != 0 {
             let tt = writer::slot();
             if !tt.is_null() {
                 // SAFETY: as in `Probe::enter`.

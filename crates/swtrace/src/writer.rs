@@ -58,7 +58,7 @@ use thiserror::Error;
 
 use crate::clock::{self, ClockSource};
 use crate::format::{self, LostKind, MAX_EVENT, SyncHeader, TimeConv};
-use crate::probe::{GUARD_OBSERVED, Probe, ProbeGuard, ProbeId};
+use crate::probe::{GUARD_LOST, GUARD_OBSERVED, Probe, ProbeGuard, ProbeId};
 use crate::shadow::{SHADOW_CAP, ShadowStack};
 
 /// Smallest AUX region the writer accepts: room for the largest SYNC and many packets.
@@ -375,10 +375,12 @@ impl ThreadTrace {
         let depth = match self.mode.load(Relaxed) {
             TRACING => match self.trace_enter(probe) {
                 Some(depth) => depth,
-                // A signal handler on a busy writer: its call is neither written nor pushed.
+                // A signal handler on a busy writer: its call is neither written nor pushed,
+                // and its return is counted lost too.
                 None => {
                     return ProbeGuard {
-                        flags,
+                        flags: flags | GUARD_LOST,
+                        epoch: self.epoch.load(Relaxed),
                         ..ProbeGuard::idle(probe)
                     };
                 }
@@ -402,6 +404,10 @@ impl ThreadTrace {
     pub(crate) fn exit(&self, guard: &ProbeGuard) {
         // A guard from before the last install belongs to another stream and shadow stack.
         if self.epoch.load(Relaxed) != guard.epoch {
+            return;
+        }
+        if guard.flags & GUARD_OBSERVED == 0 {
+            self.count_lost_nested();
             return;
         }
         match self.mode.load(Relaxed) {
