@@ -1,0 +1,339 @@
+//! `struct perf_event`: an event, its state, its group and its links.
+//!
+//! Lifetimes follow the kernel's: an event is shared (`Arc`) by its fd and
+//! by every event that refers to it. A group member holds its leader, an
+//! event with an `aux_action` or AUX sampling holds its `aux_event`, an
+//! event opened with `PERF_FLAG_FD_SAMPLE` holds its sampler, an event whose
+//! output was redirected holds the buffer (not the event). A leader refers
+//! to its members only weakly, so closing in any order leaves no cycle:
+//! closing a leader turns its members into singletons (`perf_group_detach`)
+//! and tears down the `aux_event` links to it (`perf_put_aux_event`).
+
+use std::sync::atomic::{AtomicBool, AtomicI8, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+
+use perfaux_abi::attr::{AttrFlags, AuxAction, PerfEventAttr};
+
+use crate::buffer::Buffer;
+use crate::clock::Clock;
+use crate::grave::GraveCell;
+use crate::pmu::{Pmu, PmuCaps, PmuPrivate};
+use crate::rcu::RcuCell;
+
+/// What an event observes: one thread of this process, or every thread of
+/// it (the kernel's `pid == -1`, meaningful with a CPU: a per-CPU event).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// The thread with this tid (`gettid()`), which must belong to the
+    /// process.
+    Thread(i32),
+    /// Any thread of the process (per-CPU event; needs `cpu >= 0`).
+    AnyThread,
+}
+
+impl Target {
+    /// The calling thread.
+    pub fn current() -> Self {
+        Target::Thread(crate::thread::gettid())
+    }
+
+    /// The tid, if this is a thread target.
+    pub fn tid(self) -> Option<i32> {
+        match self {
+            Target::Thread(t) => Some(t),
+            Target::AnyThread => None,
+        }
+    }
+}
+
+/// `enum perf_event_state`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(i8)]
+pub enum EventState {
+    /// Closed: the fd is gone.
+    Dead = -4,
+    /// Put into error by the teardown of a link it needed.
+    Error = -2,
+    /// Disabled.
+    Off = -1,
+    /// Enabled but not scheduled in (its group leader is off).
+    Inactive = 0,
+    /// Scheduled in: the PMU counts or traces.
+    Active = 1,
+}
+
+impl EventState {
+    fn from_i8(v: i8) -> Self {
+        match v {
+            -4 => Self::Dead,
+            -2 => Self::Error,
+            -1 => Self::Off,
+            0 => Self::Inactive,
+            _ => Self::Active,
+        }
+    }
+}
+
+/// A list of events, swapped as a whole (sibling lists, context lists).
+pub(crate) struct EventList(pub(crate) Vec<Arc<Event>>);
+
+/// `struct hw_perf_event` and the counters the core keeps per event.
+#[derive(Default)]
+pub struct Hw {
+    /// `event->count`.
+    pub(crate) count: AtomicU64,
+    /// `hwc->sample_period`.
+    pub(crate) sample_period: AtomicU64,
+    /// `hwc->period_left`.
+    pub(crate) period_left: AtomicI64,
+    /// `hwc->last_period`: the period of the last overflow.
+    pub(crate) last_period: AtomicU64,
+    /// Frequency mode: the target rate (`attr.sample_freq`, or the value of
+    /// the last `PERF_EVENT_IOC_PERIOD`), and the time of the last period
+    /// adjustment.
+    pub(crate) sample_freq: AtomicU64,
+    pub(crate) freq_time_stamp: AtomicU64,
+    /// `hwc->interrupts`.
+    pub(crate) interrupts: AtomicU64,
+    /// `hwc->aux_paused` (AUX events): the last pause/resume that was not
+    /// dropped.
+    pub(crate) aux_paused: AtomicBool,
+    /// `event->event_limit` (`PERF_EVENT_IOC_REFRESH`).
+    pub(crate) event_limit: AtomicI64,
+    /// `PERF_ATTACH_ITRACE`: ITRACE_START was logged.
+    pub(crate) itrace_started: AtomicBool,
+    /// `event->pending_disable`: disabled from the overflow path.
+    pub(crate) pending_disable: AtomicBool,
+    /// The PMU has been `add`ed (scheduled in) and not `del`eted.
+    pub(crate) added: AtomicBool,
+    /// Time accounting: ns enabled and running, and when that began.
+    pub(crate) time_enabled: AtomicU64,
+    pub(crate) time_running: AtomicU64,
+    pub(crate) tstamp: AtomicU64,
+}
+
+/// Counters the core keeps beyond the kernel's, readable by the user.
+#[derive(Default)]
+pub struct EventCounters {
+    /// Samples this event wrote.
+    pub samples: AtomicU64,
+    /// Records this event could not write (data area full or output
+    /// paused); the ring reports them in PERF_RECORD_LOST too.
+    pub lost: AtomicU64,
+    /// AUX samples that carried no data (sampler inactive, elsewhere, or a
+    /// snapshot already in progress).
+    pub aux_samples_empty: AtomicU64,
+    /// Pause requests dropped by the `aux_in_pause_resume` guard (counted
+    /// on the AUX event; the kernel drops them silently).
+    pub dropped_pause: AtomicU64,
+    /// Resume requests dropped by the same guard.
+    pub dropped_resume: AtomicU64,
+    /// Uevents delivered to this event.
+    pub uevents: AtomicU64,
+}
+
+/// A snapshot of an event's counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CountersSnapshot {
+    pub samples: u64,
+    pub lost: u64,
+    pub aux_samples_empty: u64,
+    pub dropped_pause: u64,
+    pub dropped_resume: u64,
+    pub uevents: u64,
+}
+
+/// `struct perf_event`.
+pub struct Event {
+    pub(crate) id: u64,
+    pub(crate) attr: PerfEventAttr,
+    pub(crate) pmu: Arc<dyn Pmu>,
+    pub(crate) pmu_type: u32,
+    pub(crate) target: Target,
+    pub(crate) cpu: i32,
+    pub(crate) clock: Clock,
+    pub(crate) state: AtomicI8,
+    /// `event->group_leader`, `None` when the event leads its own group.
+    pub(crate) group_leader: RcuCell<Event>,
+    /// `sibling_list` of a leader. The leader holds its members until they
+    /// leave (close) or it closes (detach): the control path breaks the
+    /// links, so no cycle outlives a close.
+    pub(crate) sibling_list: RcuCell<EventList>,
+    /// `event->aux_event`: the AUX leader this event pauses, resumes or
+    /// samples (or the `PERF_FLAG_FD_SAMPLE` sampler of seed 000).
+    pub(crate) aux_event: RcuCell<Event>,
+    /// `event->rb`: the buffer records go to (own mapping or redirected).
+    pub(crate) rb: GraveCell<Buffer>,
+    /// Mappings of this event's own buffer (`event->mmap_count`).
+    pub(crate) mmap_count: AtomicU64,
+    pub(crate) hw: Hw,
+    pub(crate) counters: EventCounters,
+    pub(crate) private: OnceLock<PmuPrivate>,
+    pub(crate) weak_self: Weak<Event>,
+}
+
+impl Event {
+    /// The event's id (`PERF_EVENT_IOC_ID`, `PERF_SAMPLE_ID`).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The attr it was opened with (after `perf_copy_attr`).
+    pub fn attr(&self) -> &PerfEventAttr {
+        &self.attr
+    }
+
+    /// The PMU's type.
+    pub fn pmu_type(&self) -> u32 {
+        self.pmu_type
+    }
+
+    /// What the event observes.
+    pub fn target(&self) -> Target {
+        self.target
+    }
+
+    /// The CPU it is bound to, or -1.
+    pub fn cpu(&self) -> i32 {
+        self.cpu
+    }
+
+    /// The current state.
+    pub fn state(&self) -> EventState {
+        EventState::from_i8(self.state.load(Ordering::Acquire))
+    }
+
+    pub(crate) fn set_state(&self, s: EventState) {
+        self.state.store(s as i8, Ordering::Release);
+    }
+
+    /// The PMU's per-event state, if it is a `T`.
+    pub fn pmu_private<T: 'static>(&self) -> Option<&T> {
+        self.private.get()?.downcast_ref::<T>()
+    }
+
+    /// The PMU's capabilities.
+    pub fn pmu_caps(&self) -> PmuCaps {
+        self.pmu.capabilities()
+    }
+
+    /// `has_aux(event)`: the PMU has an AUX area.
+    pub fn has_aux(&self) -> bool {
+        self.pmu.has_aux()
+    }
+
+    /// `is_sampling_event()`: a non-zero period or frequency.
+    pub fn is_sampling(&self) -> bool {
+        self.attr.sample_period != 0
+    }
+
+    /// Whether `attr.flags` has `f`.
+    pub(crate) fn flag(&self, f: AttrFlags) -> bool {
+        self.attr.flags.contains(f)
+    }
+
+    /// Whether `attr.aux_action` has `a`.
+    pub(crate) fn aux_action(&self, a: AuxAction) -> bool {
+        self.attr.aux_action.contains(a)
+    }
+
+    /// Whether the AUX event is paused (`hw.aux_paused`): the state the last
+    /// pause or resume that was not dropped left.
+    pub fn aux_paused(&self) -> bool {
+        self.hw.aux_paused.load(Ordering::Acquire)
+    }
+
+    /// The count (`read()` value), brought up to date by the PMU.
+    pub fn count(&self) -> u64 {
+        self.pmu.read(self);
+        self.hw.count.load(Ordering::Relaxed)
+    }
+
+    /// The event's counters.
+    pub fn counters(&self) -> CountersSnapshot {
+        let c = &self.counters;
+        CountersSnapshot {
+            samples: c.samples.load(Ordering::Relaxed),
+            lost: c.lost.load(Ordering::Relaxed),
+            aux_samples_empty: c.aux_samples_empty.load(Ordering::Relaxed),
+            dropped_pause: c.dropped_pause.load(Ordering::Relaxed),
+            dropped_resume: c.dropped_resume.load(Ordering::Relaxed),
+            uevents: c.uevents.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The group leader (itself for a singleton or a leader).
+    pub fn group_leader(&self) -> Arc<Event> {
+        self.group_leader.get().unwrap_or_else(|| self.arc())
+    }
+
+    /// Whether the event leads its group (`event->group_leader == event`).
+    pub fn is_group_leader(&self) -> bool {
+        !self.group_leader.is_some()
+    }
+
+    /// The members of the group this event leads.
+    pub fn siblings(&self) -> Vec<Arc<Event>> {
+        self.sibling_list
+            .read(|l| l.map(|l| l.0.clone()).unwrap_or_default())
+    }
+
+    /// The AUX event this one pauses, resumes or samples, if linked.
+    pub fn aux_event(&self) -> Option<Arc<Event>> {
+        self.aux_event.get()
+    }
+
+    pub(crate) fn arc(&self) -> Arc<Event> {
+        self.weak_self
+            .upgrade()
+            .expect("an event is only reached through a live Arc")
+    }
+
+    /// Whether the event observes the thread `tid` running on `cpu`
+    /// (`event_filter_match` plus the task context).
+    #[inline]
+    pub(crate) fn observes(&self, tid: i32, cpu: i32) -> bool {
+        (self.cpu == -1 || self.cpu == cpu)
+            && match self.target {
+                Target::Thread(t) => t == tid,
+                Target::AnyThread => true,
+            }
+    }
+
+    /// Whether the event is ACTIVE for the calling thread on its CPU: what
+    /// the kernel checks as `state == ACTIVE && oncpu == smp_processor_id()`.
+    #[inline]
+    pub(crate) fn active_here(&self, tid: i32, cpu: i32) -> bool {
+        self.state() == EventState::Active && self.observes(tid, cpu)
+    }
+}
+
+impl std::fmt::Debug for Event {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Event")
+            .field("id", &self.id)
+            .field("pmu", &self.pmu.name())
+            .field("config", &self.attr.config)
+            .field("target", &self.target)
+            .field("cpu", &self.cpu)
+            .field("state", &self.state())
+            .finish()
+    }
+}
+
+/// Event ids, unique in the process (`perf_event_id`).
+pub(crate) fn next_event_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// A weak reference to an event, for checking that closing released it.
+#[derive(Clone)]
+pub struct WeakEvent(pub(crate) Weak<Event>);
+
+impl WeakEvent {
+    /// Whether the event object still exists.
+    pub fn is_alive(&self) -> bool {
+        self.0.strong_count() > 0
+    }
+}

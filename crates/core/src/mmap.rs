@@ -1,0 +1,333 @@
+//! `perf_mmap` and `perf_mmap_aux`: mapping an event's data area and AUX
+//! area, with the kernel's rules (UPSTREAM.md section 3, "mmap rules").
+//!
+//! The "mapping" is a [`Mmap`] handle over the buffer's memory in this
+//! process: dropping it is `munmap`. The data mapping comes first
+//! (`pgoff` 0, `1 + 2^n` pages); then the user writes `aux_offset` and
+//! `aux_size` into its user page ([`Mmap::set_aux_area`]) and maps the AUX
+//! area at that offset (`2^m` pages). Mapping the AUX area read-only
+//! selects overwrite mode.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use perfaux_abi::attr::AttrFlags;
+use perfaux_abi::errno;
+use perfaux_abi::mmap_page::offsets;
+use perfaux_ring::{
+    AuxBuffer, AuxConfig, AuxMmap, DataConfig, PerfBuffer, PerfMmap, RingLayout, RingMemory, Wakeup,
+};
+
+use crate::buffer::{AuxArea, Buffer};
+use crate::error::{Error, Result, einval, eopnotsupp};
+use crate::event::Event;
+use crate::fd::EventFd;
+
+/// `mmap(2)` protection and sharing, as far as perf cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Prot {
+    /// `PROT_WRITE`: the consumer owns the tail (full-trace / non-overwrite).
+    pub write: bool,
+    /// `MAP_SHARED` (required).
+    pub shared: bool,
+}
+
+impl Prot {
+    /// `PROT_READ | PROT_WRITE, MAP_SHARED`.
+    pub const READ_WRITE: Prot = Prot {
+        write: true,
+        shared: true,
+    };
+    /// `PROT_READ, MAP_SHARED` (overwrite mode).
+    pub const READ_ONLY: Prot = Prot {
+        write: false,
+        shared: true,
+    };
+}
+
+/// The page size perf buffers are counted in (`PAGE_SIZE`).
+pub fn page_size() -> usize {
+    perfaux_ring::layout::page_size()
+}
+
+/// A mapping of an event's data area or AUX area. Dropping it unmaps.
+pub struct Mmap {
+    event: Arc<Event>,
+    buffer: Arc<Buffer>,
+    kind: Kind,
+}
+
+enum Kind {
+    Data { reader: PerfMmap, writable: bool },
+    Aux { reader: AuxMmap },
+}
+
+impl EventFd {
+    /// `mmap(NULL, nr_pages * PAGE_SIZE, prot, flags, fd, pgoff * PAGE_SIZE)`.
+    pub fn mmap(&self, pgoff: u64, nr_pages: usize, prot: Prot) -> Result<Mmap> {
+        perf_mmap(&self.event, pgoff, nr_pages, prot)
+    }
+}
+
+fn perf_mmap(event: &Arc<Event>, pgoff: u64, nr_pages: usize, prot: Prot) -> Result<Mmap> {
+    if !prot.shared {
+        return Err(einval("perf_mmap: mapping must be MAP_SHARED"));
+    }
+    // Per-task inherited events (cpu == -1 && inherit) cannot be mapped.
+    if event.cpu == -1 && event.flag(AttrFlags::INHERIT) {
+        return Err(einval("perf_mmap: per-task inherited event"));
+    }
+    if pgoff == 0 {
+        perf_mmap_data(event, nr_pages, prot)
+    } else {
+        perf_mmap_aux(event, pgoff, nr_pages, prot)
+    }
+}
+
+fn perf_mmap_data(event: &Arc<Event>, nr_pages: usize, prot: Prot) -> Result<Mmap> {
+    // 1 + 2^n pages (n may be 0 pages of data).
+    let Some(data_pages) = nr_pages.checked_sub(1) else {
+        return Err(einval("perf_mmap: zero pages"));
+    };
+    if data_pages != 0 && !data_pages.is_power_of_two() {
+        return Err(einval("perf_mmap: data area must be 1 + 2^n pages"));
+    }
+    let _g = crate::control::mmap_lock();
+    if let Some(rb) = event.rb.load() {
+        // A second mapping of the same buffer must have its size.
+        if rb.data_pages != data_pages {
+            return Err(einval("perf_mmap: buffer exists with another size"));
+        }
+        let buffer = event
+            .rb
+            .get()
+            .ok_or_else(|| einval("perf_mmap: buffer vanished"))?;
+        buffer.mmap_count.fetch_add(1, Ordering::AcqRel);
+        event.mmap_count.fetch_add(1, Ordering::AcqRel);
+        let reader = PerfMmap::new(buffer.mem.clone());
+        return Ok(Mmap {
+            event: event.clone(),
+            buffer,
+            kind: Kind::Data {
+                reader,
+                writable: prot.write,
+            },
+        });
+    }
+    let layout = RingLayout::new(data_pages, 0).map_err(ring_err)?;
+    let mem = Arc::new(RingMemory::heap(layout).map_err(ring_err)?);
+    let wakeup = Arc::new(Wakeup::new());
+    let watermark = if event.flag(AttrFlags::WATERMARK) {
+        event.attr.wakeup_watermark()
+    } else {
+        0
+    };
+    let data = PerfBuffer::with_wakeup(
+        mem.clone(),
+        DataConfig {
+            writable: prot.write,
+            write_backward: event.flag(AttrFlags::WRITE_BACKWARD),
+            wakeup_watermark: watermark,
+        },
+        wakeup.clone(),
+    )
+    .map_err(ring_err)?;
+    let buffer = Arc::new(Buffer {
+        mem: mem.clone(),
+        data,
+        wakeup,
+        data_pages,
+        aux: Default::default(),
+        mmap_count: 1.into(),
+        aux_mmap_count: 0.into(),
+        aux_in_sampling: false.into(),
+        aux_in_pause_resume: false.into(),
+    });
+    event.rb.store(Some(buffer.clone()));
+    event.mmap_count.fetch_add(1, Ordering::AcqRel);
+    Ok(Mmap {
+        event: event.clone(),
+        buffer,
+        kind: Kind::Data {
+            reader: PerfMmap::new(mem),
+            writable: prot.write,
+        },
+    })
+}
+
+fn perf_mmap_aux(event: &Arc<Event>, pgoff: u64, nr_pages: usize, prot: Prot) -> Result<Mmap> {
+    let _g = crate::control::mmap_lock();
+    let Some(buffer) = event.rb.get() else {
+        return Err(einval("perf_mmap_aux: the data area must be mapped first"));
+    };
+    let page = page_size() as u64;
+    let data_size = buffer.data_pages as u64 * page;
+    let aux_offset = buffer
+        .mem
+        .user_word(offsets::AUX_OFFSET)
+        .load(Ordering::Acquire);
+    let aux_size = buffer
+        .mem
+        .user_word(offsets::AUX_SIZE)
+        .load(Ordering::Acquire);
+    if aux_offset < data_size + page {
+        return Err(einval(
+            "perf_mmap_aux: user page aux_offset overlaps the data area",
+        ));
+    }
+    if pgoff.checked_mul(page) != Some(aux_offset) {
+        return Err(einval(
+            "perf_mmap_aux: mmap offset differs from user page aux_offset",
+        ));
+    }
+    if (nr_pages as u64).checked_mul(page) != Some(aux_size) {
+        return Err(einval(
+            "perf_mmap_aux: mapping length differs from user page aux_size",
+        ));
+    }
+    if !nr_pages.is_power_of_two() {
+        return Err(einval("perf_mmap_aux: AUX area must be 2^n pages"));
+    }
+    if let Some(existing) = buffer.aux() {
+        if existing.pgoff != pgoff || existing.nr_pages != nr_pages {
+            return Err(einval(
+                "perf_mmap_aux: AUX area exists with another offset or size",
+            ));
+        }
+        buffer.aux_mmap_count.fetch_add(1, Ordering::AcqRel);
+        let reader = AuxMmap::new(existing.mem.clone()).map_err(ring_err)?;
+        return Ok(Mmap {
+            event: event.clone(),
+            buffer,
+            kind: Kind::Aux { reader },
+        });
+    }
+    // rb_alloc_aux
+    if !event.has_aux() {
+        return Err(eopnotsupp(
+            "rb_alloc_aux: the PMU has no AUX area (no setup_aux)",
+        ));
+    }
+    let overwrite = !prot.write;
+    let layout = RingLayout::new(0, nr_pages).map_err(ring_err)?;
+    let mem = Arc::new(RingMemory::heap(layout).map_err(ring_err)?);
+    let aux = AuxBuffer::new(
+        mem.clone(),
+        AuxConfig {
+            writable: prot.write,
+            aux_watermark: event.attr.aux_watermark,
+        },
+        buffer.wakeup.clone(),
+    )
+    .map_err(ring_err)?;
+    let area = Arc::new(AuxArea {
+        mem: mem.clone(),
+        aux,
+        overwrite,
+        nr_pages,
+        pgoff,
+        aux_priv: Default::default(),
+        pmu: event.pmu.clone(),
+    });
+    let aux_priv = event.pmu.setup_aux(event, &area, overwrite)?;
+    let _ = area.aux_priv.set(aux_priv);
+    buffer.aux.store(Some(area));
+    buffer.aux_mmap_count.store(1, Ordering::Release);
+    let reader = AuxMmap::new(mem).map_err(ring_err)?;
+    Ok(Mmap {
+        event: event.clone(),
+        buffer,
+        kind: Kind::Aux { reader },
+    })
+}
+
+fn ring_err(e: perfaux_ring::RingError) -> Error {
+    let errno = match e {
+        perfaux_ring::RingError::Os { errno, .. } => errno,
+        _ => errno::EINVAL,
+    };
+    Error::new(errno, "perf buffer memory refused the layout")
+}
+
+impl Mmap {
+    /// Whether this maps the AUX area.
+    pub fn is_aux(&self) -> bool {
+        matches!(self.kind, Kind::Aux { .. })
+    }
+
+    /// The buffer behind the mapping.
+    pub fn buffer(&self) -> &Arc<Buffer> {
+        &self.buffer
+    }
+
+    /// Writes `aux_offset` and `aux_size` into the user page, as a user
+    /// does before mapping the AUX area. EACCES (the kernel's SIGSEGV) if
+    /// this is not a writable data mapping.
+    pub fn set_aux_area(&self, aux_offset: u64, aux_size: u64) -> Result<()> {
+        match &self.kind {
+            Kind::Data { writable: true, .. } => {
+                let m = &self.buffer.mem;
+                m.user_word(offsets::AUX_OFFSET)
+                    .store(aux_offset, Ordering::Release);
+                m.user_word(offsets::AUX_SIZE)
+                    .store(aux_size, Ordering::Release);
+                Ok(())
+            }
+            _ => Err(Error::new(
+                errno::EACCES,
+                "user page is not mapped writable: cannot store aux_offset/aux_size",
+            )),
+        }
+    }
+
+    /// The data-area reader (`perf record`'s side of the ring).
+    pub fn data_reader(&mut self) -> Option<&mut PerfMmap> {
+        match &mut self.kind {
+            Kind::Data { reader, .. } => Some(reader),
+            Kind::Aux { .. } => None,
+        }
+    }
+
+    /// The AUX-area reader.
+    pub fn aux_reader(&mut self) -> Option<&mut AuxMmap> {
+        match &mut self.kind {
+            Kind::Aux { reader } => Some(reader),
+            Kind::Data { .. } => None,
+        }
+    }
+
+    /// The event this maps.
+    pub fn event(&self) -> &Arc<Event> {
+        &self.event
+    }
+}
+
+impl Drop for Mmap {
+    /// `perf_mmap_close`: the last AUX unmap stops the PMU's output and
+    /// frees the AUX area; the last data unmap detaches the buffer from the
+    /// event.
+    fn drop(&mut self) {
+        let _g = crate::control::mmap_lock();
+        match self.kind {
+            Kind::Aux { .. } => {
+                if self.buffer.aux_mmap_count.fetch_sub(1, Ordering::AcqRel) == 1 {
+                    crate::control::perf_pmu_output_stop(&self.event);
+                    self.buffer.aux.store(None);
+                }
+            }
+            Kind::Data { .. } => {
+                self.event.mmap_count.fetch_sub(1, Ordering::AcqRel);
+                if self.buffer.mmap_count.fetch_sub(1, Ordering::AcqRel) == 1 {
+                    let owns = self
+                        .event
+                        .rb
+                        .load()
+                        .is_some_and(|rb| std::ptr::eq(rb, Arc::as_ptr(&self.buffer)));
+                    if owns {
+                        self.event.rb.store(None);
+                    }
+                }
+            }
+        }
+    }
+}

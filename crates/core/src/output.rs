@@ -1,0 +1,94 @@
+//! Writing records into an event's buffer: `perf_output_begin`/`end` around
+//! the records the core emits itself (ITRACE_START, AUX, UEVENT, SAMPLE).
+//!
+//! The kernel's `perf_output_begin` counts a record it cannot place in
+//! `rb->lost` and in `event->lost_samples`; perfaux-ring does the first and
+//! writes the PERF_RECORD_LOST with the event's id and `sample_id` that the
+//! core hands it, the core does the second.
+
+use std::sync::atomic::Ordering;
+
+use perfaux_abi::PerfEventHeader;
+use perfaux_abi::consts::{PERF_RECORD_AUX, PERF_RECORD_ITRACE_START};
+use perfaux_ring::{LostInfo, OutputHandle};
+
+use crate::event::Event;
+use crate::pmu::PmuCaps;
+use crate::sample::SampleId;
+use crate::wire::{SinkExt, StackSink};
+
+/// `perf_output_begin(handle, event, size)` + `write` + `perf_output_end`.
+/// `write` gets the handle and the `sample_id` taken for this record.
+/// Returns whether the record was written; a record that did not fit is
+/// counted in the event's `lost`.
+#[inline]
+pub(crate) fn perf_output(
+    event: &Event,
+    size: usize,
+    sample_id: &SampleId,
+    write: impl FnOnce(&mut OutputHandle<'_>),
+) -> bool {
+    let Some(rb) = event.rb.load() else {
+        return false;
+    };
+    let mut trailer = StackSink::<64>::new();
+    sample_id.write(event, &mut trailer);
+    let lost = LostInfo {
+        id: event.id,
+        sample_id: trailer.bytes(),
+    };
+    match rb.data.output_begin(size, &lost) {
+        Ok(mut h) => {
+            write(&mut h);
+            h.end();
+            true
+        }
+        Err(_) => {
+            event.counters.lost.fetch_add(1, Ordering::Relaxed);
+            false
+        }
+    }
+}
+
+/// `perf_log_itrace_start`: PERF_RECORD_ITRACE_START `{pid, tid}` for PMUs
+/// with `PERF_PMU_CAP_ITRACE`, until the PMU reports it started tracing.
+pub(crate) fn perf_log_itrace_start(event: &Event) {
+    if !event.pmu_caps().contains(PmuCaps::ITRACE)
+        || event.hw.itrace_started.load(Ordering::Acquire)
+    {
+        return;
+    }
+    let tid = event.target.tid().unwrap_or_else(crate::thread::gettid);
+    let id = SampleId::now(event);
+    let size = 16 + SampleId::len(event);
+    perf_output(event, size, &id, |h| {
+        h.put_header(PerfEventHeader::new(
+            PERF_RECORD_ITRACE_START,
+            0,
+            size as u16,
+        ));
+        h.put_u32(std::process::id());
+        h.put_u32(tid as u32);
+        id.write(event, h);
+    });
+}
+
+/// `perf_event_itrace_started`: the PMU began tracing, ITRACE_START is no
+/// longer due.
+pub fn perf_event_itrace_started(event: &Event) {
+    event.hw.itrace_started.store(true, Ordering::Release);
+}
+
+/// The PERF_RECORD_AUX that `perf_aux_output_end` emits, with the event's
+/// `sample_id`.
+pub(crate) fn perf_output_aux_record(event: &Event, rec: &perfaux_ring::AuxRecord) {
+    let id = SampleId::now(event);
+    let size = 32 + SampleId::len(event);
+    perf_output(event, size, &id, |h| {
+        h.put_header(PerfEventHeader::new(PERF_RECORD_AUX, 0, size as u16));
+        h.put_u64(rec.aux_offset);
+        h.put_u64(rec.aux_size);
+        h.put_u64(rec.flags);
+        id.write(event, h);
+    });
+}

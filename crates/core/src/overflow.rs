@@ -1,0 +1,253 @@
+//! Counting and overflow: `perf_swevent_event`, `perf_swevent_set_period`,
+//! `__perf_event_overflow` with its `aux_action` hooks, `perf_adjust_period`
+//! for `sample_freq`, `perf_event_period`, and the pending disable.
+//!
+//! This is the overflow path: it runs on the observed thread, at a probe or
+//! in a signal handler (our NMI). No lock, no allocation.
+//!
+//! Differences from the kernel, on purpose: the swevent shortcut that
+//! samples every event when PERF_SAMPLE_PERIOD is set is not copied (our
+//! counting PMUs behave like hardware counters: one sample per period), and
+//! there is no interrupt throttling (no MAX_INTERRUPTS per tick).
+
+use std::sync::atomic::Ordering;
+
+use perfaux_abi::attr::{AttrFlags, AuxAction};
+
+use crate::error::{Result, einval};
+use crate::event::{Event, EventState};
+use crate::open::MAX_SAMPLE_RATE;
+use crate::output::perf_output;
+use crate::pmu::ef;
+use crate::sample::{SampleData, SampleId, perf_output_sample, perf_prepare_sample};
+
+/// `TICK_NSEC` for HZ=250: the window in which a frequency event's period
+/// is adjusted per interrupt.
+const TICK_NSEC: u64 = 4_000_000;
+
+/// Sets up the period at open: `hwc->sample_period` is `attr.sample_period`,
+/// or 1 for a frequency event, which `perf_adjust_period` then tunes.
+pub(crate) fn init_period(event: &Event) {
+    let hw = &event.hw;
+    let period = if event.flag(AttrFlags::FREQ) {
+        u64::from(event.attr.sample_freq() != 0)
+    } else {
+        event.attr.sample_period
+    };
+    hw.sample_period.store(period, Ordering::Relaxed);
+    hw.last_period.store(period, Ordering::Relaxed);
+    hw.period_left.store(0, Ordering::Relaxed);
+    if period != 0 {
+        perf_swevent_set_period(event);
+    }
+    hw.freq_time_stamp
+        .store(event.clock.now(), Ordering::Relaxed);
+    if event.flag(AttrFlags::FREQ) {
+        hw.sample_freq
+            .store(event.attr.sample_freq(), Ordering::Relaxed);
+    }
+}
+
+/// `perf_swevent_set_period`: re-arms `period_left` (kept negative until
+/// the next overflow) and returns how many periods elapsed.
+fn perf_swevent_set_period(event: &Event) -> u64 {
+    let hw = &event.hw;
+    let period = hw.last_period.load(Ordering::Relaxed).max(1);
+    hw.last_period
+        .store(hw.sample_period.load(Ordering::Relaxed), Ordering::Relaxed);
+    let mut old = hw.period_left.load(Ordering::Relaxed);
+    loop {
+        if old < 0 {
+            return 0;
+        }
+        let nr = (period + old as u64) / period;
+        let val = old - (nr * period) as i64;
+        match hw
+            .period_left
+            .compare_exchange_weak(old, val, Ordering::AcqRel, Ordering::Relaxed)
+        {
+            Ok(_) => return nr,
+            Err(v) => old = v,
+        }
+    }
+}
+
+/// `perf_swevent_event`: counts `nr` occurrences and takes a sample for
+/// every period that elapsed. `data` carries what the PMU knows (ip, raw,
+/// callchain). The caller has checked that the event is ACTIVE here.
+#[inline]
+pub fn perf_swevent_event(event: &Event, nr: u64, data: &mut SampleData<'_>) {
+    let hw = &event.hw;
+    hw.count.fetch_add(nr, Ordering::Relaxed);
+    if !event.is_sampling() {
+        return;
+    }
+    let left = hw.period_left.fetch_add(nr as i64, Ordering::AcqRel) + nr as i64;
+    if left < 0 {
+        return;
+    }
+    let overflows = perf_swevent_set_period(event);
+    for _ in 0..overflows {
+        data.period = hw.last_period.load(Ordering::Relaxed);
+        if perf_event_overflow(event, data) {
+            break;
+        }
+    }
+}
+
+/// `__perf_event_account_interrupt`'s frequency part: adjust the period
+/// toward `sample_freq` from the time since the last interrupt.
+fn perf_account_interrupt(event: &Event) {
+    let hw = &event.hw;
+    hw.interrupts.fetch_add(1, Ordering::Relaxed);
+    if !event.flag(AttrFlags::FREQ) {
+        return;
+    }
+    let now = event.clock.now();
+    let then = hw.freq_time_stamp.swap(now, Ordering::Relaxed);
+    let delta = now.saturating_sub(then);
+    if delta > 0 && delta < 2 * TICK_NSEC {
+        perf_adjust_period(event, delta, hw.last_period.load(Ordering::Relaxed));
+    }
+}
+
+/// `perf_calculate_period`: the period that gives `sample_freq` samples per
+/// second when `count` events took `nsec`.
+fn perf_calculate_period(freq: u64, nsec: u64, count: u64) -> u64 {
+    let div = u128::from(nsec) * u128::from(freq);
+    if div == 0 {
+        return 1;
+    }
+    let p = u128::from(count) * 1_000_000_000 / div;
+    p.clamp(1, u128::from(u64::MAX >> 1)) as u64
+}
+
+/// `perf_adjust_period`: move `sample_period` an eighth of the way to the
+/// computed period (the kernel's low-pass filter), and cut a `period_left`
+/// that is far longer than the new period.
+fn perf_adjust_period(event: &Event, nsec: u64, count: u64) {
+    let hw = &event.hw;
+    let period = perf_calculate_period(hw.sample_freq.load(Ordering::Relaxed), nsec, count);
+    let cur = hw.sample_period.load(Ordering::Relaxed);
+    let mut delta = period as i64 - cur as i64;
+    delta += if delta >= 0 { 7 } else { -7 };
+    delta /= 8;
+    let mut sp = (cur as i64 + delta).max(0) as u64;
+    if sp == 0 {
+        sp = 1;
+    }
+    hw.sample_period.store(sp, Ordering::Relaxed);
+    if -hw.period_left.load(Ordering::Relaxed) > 8 * sp as i64 {
+        hw.period_left.store(-(sp as i64), Ordering::Relaxed);
+    }
+}
+
+/// The current sample period (`hwc->sample_period`).
+pub fn sample_period(event: &Event) -> u64 {
+    event.hw.sample_period.load(Ordering::Relaxed)
+}
+
+/// `__perf_event_overflow`: account the interrupt, pause the AUX event
+/// (aux_pause), apply the REFRESH limit, write the sample, resume the AUX
+/// event (aux_resume) last. Returns true when the event must stop
+/// overflowing (its limit was reached).
+pub fn perf_event_overflow(event: &Event, data: &mut SampleData<'_>) -> bool {
+    if !event.is_sampling() {
+        return false;
+    }
+    let events = event.hw.event_limit.load(Ordering::Acquire);
+    perf_account_interrupt(event);
+
+    if event.aux_action(AuxAction::PAUSE) {
+        event.aux_event.read(|a| {
+            if let Some(a) = a {
+                crate::aux::perf_event_aux_pause(a, true);
+            }
+        });
+    }
+
+    let mut ret = false;
+    if events != 0 && event.hw.event_limit.fetch_sub(1, Ordering::AcqRel) == 1 {
+        ret = true;
+        perf_event_disable_inatomic(event);
+    }
+
+    perf_event_output(event, data);
+
+    if event.aux_action(AuxAction::RESUME) {
+        event.aux_event.read(|a| {
+            if let Some(a) = a {
+                crate::aux::perf_event_aux_pause(a, false);
+            }
+        });
+    }
+    ret
+}
+
+/// `perf_event_output_forward`: prepare, reserve, write one sample.
+pub fn perf_event_output(event: &Event, data: &mut SampleData<'_>) {
+    let size = perf_prepare_sample(event, data);
+    let id = SampleId::from_sample(event, data);
+    let watermark = event.flag(AttrFlags::WATERMARK);
+    let written = perf_output(event, size, &id, |h| {
+        perf_output_sample(event, data, size, h);
+        if !watermark {
+            h.count_wakeup_event(event.attr.wakeup_events);
+        }
+    });
+    if written {
+        event.counters.samples.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// `perf_event_disable_inatomic`: stop now, finish the disable on the
+/// control path (`pending_disable`). Async-signal-safe.
+pub fn perf_event_disable_inatomic(event: &Event) {
+    if event.state() <= EventState::Off {
+        return;
+    }
+    event.hw.pending_disable.store(true, Ordering::Release);
+    event.set_state(EventState::Off);
+    if event.hw.added.load(Ordering::Acquire) {
+        event.pmu.stop(event, 0);
+    }
+}
+
+/// `perf_event_period` (`PERF_EVENT_IOC_PERIOD`): a new period or
+/// frequency for a sampling event.
+pub(crate) fn perf_event_period(event: &Event, value: u64) -> Result<()> {
+    if !event.is_sampling() {
+        return Err(einval("PERF_EVENT_IOC_PERIOD: not a sampling event"));
+    }
+    if value == 0 {
+        return Err(einval("PERF_EVENT_IOC_PERIOD: zero period"));
+    }
+    if event.flag(AttrFlags::FREQ) {
+        if value > MAX_SAMPLE_RATE {
+            return Err(einval(
+                "PERF_EVENT_IOC_PERIOD: frequency above kernel.perf_event_max_sample_rate",
+            ));
+        }
+        // The kernel stores the new rate in attr.sample_freq; the period
+        // then adapts to it at the next interrupts.
+        event.hw.sample_freq.store(value, Ordering::Relaxed);
+    } else {
+        if value & (1 << 63) != 0 {
+            return Err(einval("PERF_EVENT_IOC_PERIOD: period has bit 63 set"));
+        }
+        let added = event.hw.added.load(Ordering::Acquire);
+        if added {
+            event.pmu.stop(event, ef::UPDATE);
+        }
+        event.hw.sample_period.store(value, Ordering::Relaxed);
+        event.hw.last_period.store(value, Ordering::Relaxed);
+        event
+            .hw
+            .period_left
+            .store(-(value as i64), Ordering::Relaxed);
+        if added {
+            event.pmu.start(event, ef::RELOAD);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,52 @@
+//! The `software` PMU (type `PERF_TYPE_SOFTWARE`): the kernel's software
+//! events that a process can observe of itself.
+//!
+//! - `PERF_COUNT_SW_DUMMY`: counts nothing; carries sideband and uevents.
+//! - `PERF_COUNT_SW_TASK_CLOCK`: the thread's CPU time in ns (see
+//!   [`super::cpu_clock`]).
+//!
+//! Other software ids exist in the kernel but measure what only the kernel
+//! sees (page faults, context switches): EOPNOTSUPP here. Ids beyond the
+//! kernel's are ENOENT, as `perf_swevent_init` returns.
+
+use perfaux_abi::consts::{PERF_COUNT_SW_DUMMY, PERF_COUNT_SW_TASK_CLOCK};
+
+use crate::error::{Result, enoent, eopnotsupp};
+use crate::event::Event;
+use crate::pmu::{Pmu, PmuCaps, PmuPrivate};
+
+/// `PERF_COUNT_SW_MAX`.
+const PERF_COUNT_SW_MAX: u64 = 12;
+
+/// The software PMU.
+pub struct SoftwarePmu;
+
+impl Pmu for SoftwarePmu {
+    fn name(&self) -> &'static str {
+        "software"
+    }
+
+    fn capabilities(&self) -> PmuCaps {
+        PmuCaps::NO_NMI
+    }
+
+    fn event_init(&self, event: &Event) -> Result<PmuPrivate> {
+        if event.attr().type_ != crate::registry::SOFTWARE_TYPE {
+            return Err(enoent("not a software event"));
+        }
+        match event.attr().config {
+            PERF_COUNT_SW_DUMMY => Ok(Box::new(())),
+            PERF_COUNT_SW_TASK_CLOCK => Err(eopnotsupp("task-clock: not built yet")),
+            c if c >= PERF_COUNT_SW_MAX => {
+                Err(enoent("software event id beyond PERF_COUNT_SW_MAX"))
+            }
+            _ => Err(eopnotsupp(
+                "software event measures what only the kernel sees",
+            )),
+        }
+    }
+
+    fn start(&self, _event: &Event, _flags: u32) {}
+
+    fn stop(&self, _event: &Event, _flags: u32) {}
+}

@@ -1,0 +1,385 @@
+//! The `swtrace` PMU: an AUX-area PMU that traces the real execution of one
+//! thread through perfaux-swtrace, as Intel PT traces a CPU.
+//!
+//! - `setup_aux` accepts the AUX area in either mode;
+//! - `start` (on the traced thread, see [`crate::remote`]) opens an AUX
+//!   transaction (`perf_aux_output_begin`) and installs the thread's writer
+//!   over the AUX memory: overwrite mode wraps freely (the flight
+//!   recorder), full-trace mode writes up to the handle's space, and when it
+//!   runs out the writer's slow path ends the transaction (PERF_RECORD_AUX)
+//!   and begins the next; no space left disables the event (pending
+//!   disable) and wakes the consumer, as `perf_aux_output_begin` does;
+//! - `stop` uninstalls the writer and ends the transaction
+//!   (`perf_aux_output_end`, PERF_RECORD_AUX with the event's sample_id);
+//! - `stop(PERF_EF_PAUSE)` / `start(PERF_EF_RESUME)` pause and resume the
+//!   writer (`PERF_PMU_CAP_AUX_PAUSE`); `aux_start_paused` installs it
+//!   paused;
+//! - `snapshot_aux` copies the newest bytes up to the writer's head (AUX
+//!   sampling);
+//! - PERF_RECORD_ITRACE_START is due until the first start
+//!   (`PERF_PMU_CAP_ITRACE`).
+//!
+//! An event traces one thread (a thread target; EINVAL otherwise), and a
+//! thread has one writer: a second live swtrace event for the same thread
+//! is EBUSY, as an exclusive PMU's second event is.
+
+use std::cell::Cell;
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use perfaux_abi::ByteSink;
+use perfaux_ring::AuxHandle;
+use perfaux_swtrace::writer::{self, AuxMode, AuxRegion, WriterConfig, WriterError};
+
+use crate::aux::{AuxArea, perf_aux_output_begin, perf_aux_output_end};
+use crate::buffer::Buffer;
+use crate::error::{Error, Result, einval};
+use crate::event::{Event, Target};
+use crate::pmu::{Pmu, PmuCaps, PmuPrivate, ef};
+use crate::{output, remote};
+
+/// The trace PMU.
+pub struct SwtracePmu;
+
+/// Per-event state.
+pub(crate) struct TraceState {
+    tid: i32,
+    /// The open AUX transaction and the buffer it borrows from. Touched only
+    /// on the traced thread (start, stop, the full slow path); `try_lock`
+    /// keeps a signal handler from waiting on the code it interrupted.
+    tx: Mutex<Option<Transaction>>,
+    /// A writer is installed for this event.
+    running: AtomicBool,
+    /// Bytes the writer dropped (nested or full), from its last status.
+    lost: AtomicU64,
+}
+
+struct Transaction {
+    // Field order: the handle borrows from the buffer, so it drops first.
+    handle: AuxHandle<'static>,
+    start_head: u64,
+    _buffer: Arc<Buffer>,
+}
+
+thread_local! {
+    /// The event whose writer runs on this thread (for the writer's
+    /// full-trace slow path, which gets no context).
+    static CURRENT: Cell<*const Event> = const { Cell::new(std::ptr::null()) };
+}
+
+fn traced_tids() -> &'static Mutex<HashSet<i32>> {
+    static T: std::sync::OnceLock<Mutex<HashSet<i32>>> = std::sync::OnceLock::new();
+    T.get_or_init(|| Mutex::new(HashSet::new()))
+}
+
+impl TraceState {
+    fn of(event: &Event) -> Option<&TraceState> {
+        event.pmu_private::<TraceState>()
+    }
+}
+
+impl Pmu for SwtracePmu {
+    fn name(&self) -> &'static str {
+        "swtrace"
+    }
+
+    fn capabilities(&self) -> PmuCaps {
+        PmuCaps::ITRACE | PmuCaps::AUX_PAUSE | PmuCaps::EXCLUSIVE
+    }
+
+    fn event_init(&self, event: &Event) -> Result<PmuPrivate> {
+        if event.attr().type_ != event.pmu_type() {
+            return Err(crate::error::enoent("not a swtrace event"));
+        }
+        if event.attr().config != 0 {
+            return Err(einval("swtrace: config must be 0"));
+        }
+        let Target::Thread(tid) = event.target() else {
+            return Err(einval("swtrace traces one thread: needs a thread target"));
+        };
+        if event.is_sampling() {
+            return Err(einval("swtrace does not sample"));
+        }
+        if !traced_tids()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(tid)
+        {
+            return Err(Error::new(
+                perfaux_abi::errno::EBUSY,
+                "swtrace: the thread already has a trace event",
+            ));
+        }
+        Ok(Box::new(TraceState {
+            tid,
+            tx: Mutex::new(None),
+            running: AtomicBool::new(false),
+            lost: AtomicU64::new(0),
+        }))
+    }
+
+    fn destroy(&self, event: &Event) {
+        if let Some(st) = TraceState::of(event) {
+            traced_tids()
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&st.tid);
+        }
+    }
+
+    fn add(&self, event: &Event, flags: u32) -> Result<()> {
+        if flags & ef::START != 0 {
+            self.start(event, 0);
+        }
+        Ok(())
+    }
+
+    fn del(&self, event: &Event, _flags: u32) {
+        self.stop(event, ef::UPDATE);
+    }
+
+    fn start(&self, event: &Event, flags: u32) {
+        let Some(st) = TraceState::of(event) else {
+            return;
+        };
+        if flags & ef::RESUME != 0 {
+            // Only on the traced thread: a resume from elsewhere would need
+            // a remote call, which the overflow path cannot wait for.
+            if crate::thread::gettid() == st.tid && st.running.load(Ordering::Acquire) {
+                writer::resume();
+            }
+            return;
+        }
+        on_thread(st.tid, || start_here(event, st));
+    }
+
+    fn stop(&self, event: &Event, flags: u32) {
+        let Some(st) = TraceState::of(event) else {
+            return;
+        };
+        if flags & ef::PAUSE != 0 {
+            if crate::thread::gettid() == st.tid && st.running.load(Ordering::Acquire) {
+                writer::pause();
+            }
+            return;
+        }
+        on_thread(st.tid, || stop_here(event, st));
+    }
+
+    fn has_aux(&self) -> bool {
+        true
+    }
+
+    fn setup_aux(&self, _event: &Event, aux: &AuxArea, _overwrite: bool) -> Result<PmuPrivate> {
+        if (aux.aux_size() as usize) < writer::MIN_REGION {
+            return Err(einval("swtrace: AUX area below the writer's minimum"));
+        }
+        Ok(Box::new(()))
+    }
+
+    fn has_snapshot_aux(&self) -> bool {
+        true
+    }
+
+    /// Copies the `size` bytes before the writer's head. Called on the
+    /// traced thread (AUX sampling requires the sampler to be active here),
+    /// so the head is at a packet boundary even inside a signal handler.
+    fn snapshot_aux(&self, event: &Event, out: &mut dyn ByteSink, size: usize) -> usize {
+        let Some(st) = TraceState::of(event) else {
+            return 0;
+        };
+        if crate::thread::gettid() != st.tid {
+            return 0;
+        }
+        let Some(head) = writer::aux_head() else {
+            return 0;
+        };
+        let Some(rb) = event.rb.load() else { return 0 };
+        let Some(aux) = rb.aux() else { return 0 };
+        let size = (size as u64).min(aux.aux_size());
+        let mut sink = DynSink(out);
+        match aux
+            .aux_buffer()
+            .copy_aux(head.wrapping_sub(size), head, &mut sink)
+        {
+            Ok(n) => n as usize,
+            Err(_) => 0,
+        }
+    }
+}
+
+struct DynSink<'a>(&'a mut dyn ByteSink);
+
+impl ByteSink for DynSink<'_> {
+    fn put(&mut self, bytes: &[u8]) {
+        self.0.put(bytes);
+    }
+}
+
+/// Runs `f` on the traced thread; retries while the writer is busy (the
+/// signal landed in the middle of a packet).
+fn on_thread(tid: i32, f: impl Fn() -> bool) {
+    for _ in 0..1000 {
+        let mut done = false;
+        let mut call = || done = f();
+        if remote::run_on(tid, &mut call).is_err() {
+            return;
+        }
+        if done {
+            return;
+        }
+        if tid == crate::thread::gettid() {
+            return;
+        }
+        std::thread::yield_now();
+    }
+}
+
+/// `pmu->start` on the traced thread. Returns false to be retried.
+fn start_here(event: &Event, st: &TraceState) -> bool {
+    if st.running.load(Ordering::Acquire) {
+        return true;
+    }
+    let Ok(mut tx) = st.tx.try_lock() else {
+        return false;
+    };
+    let Some(buffer) = event.rb.get() else {
+        return true;
+    };
+    let Some(handle) = perf_aux_output_begin(event) else {
+        return true;
+    };
+    // SAFETY: the handle borrows the AuxArea kept by `buffer`'s grave
+    // until `buffer` is dropped; the Transaction holds `buffer` and drops
+    // the handle first (field order).
+    let handle: AuxHandle<'static> = unsafe { std::mem::transmute(handle) };
+    let Some(aux) = buffer.aux() else { return true };
+    let start_head = handle.head();
+    let mode = if aux.overwrite() {
+        AuxMode::Overwrite
+    } else {
+        AuxMode::FullTrace {
+            limit: start_head + handle.size(),
+        }
+    };
+    // SAFETY: the AUX memory stays allocated while `buffer` lives (the
+    // Transaction holds it until after the writer is uninstalled), and only
+    // this writer writes it: the handle holds the area's aux_nest.
+    let region = match unsafe { AuxRegion::new(aux_base(aux), aux.aux_size() as usize) } {
+        Ok(r) => r,
+        Err(_) => return true,
+    };
+    let config = WriterConfig {
+        region,
+        mode,
+        aux_head: start_head,
+        sync_period: writer::DEFAULT_SYNC_PERIOD,
+        start_paused: event.aux_paused(),
+        clock: Default::default(),
+        on_full: Some(on_full),
+    };
+    match writer::install(config) {
+        Ok(()) => {}
+        Err(WriterError::Busy) => return false,
+        Err(_) => return true,
+    }
+    *tx = Some(Transaction {
+        handle,
+        start_head,
+        _buffer: buffer,
+    });
+    CURRENT.with(|c| c.set(event));
+    st.running.store(true, Ordering::Release);
+    output::perf_event_itrace_started(event);
+    true
+}
+
+/// `pmu->stop` on the traced thread. Returns false to be retried.
+fn stop_here(event: &Event, st: &TraceState) -> bool {
+    if !st.running.load(Ordering::Acquire) {
+        return true;
+    }
+    let Ok(mut tx) = st.tx.try_lock() else {
+        return false;
+    };
+    let status = match writer::uninstall() {
+        Ok(s) => s,
+        Err(WriterError::Busy) => return false,
+        Err(_) => {
+            st.running.store(false, Ordering::Release);
+            return true;
+        }
+    };
+    st.running.store(false, Ordering::Release);
+    CURRENT.with(|c| c.set(std::ptr::null()));
+    st.lost
+        .store(status.lost_nested + status.lost_full, Ordering::Relaxed);
+    if let Some(t) = tx.take() {
+        let Transaction {
+            mut handle,
+            start_head,
+            _buffer,
+        } = t;
+        let written = status.aux_head.wrapping_sub(start_head);
+        let overwrite = _buffer.aux().is_some_and(AuxArea::overwrite);
+        if overwrite {
+            handle.set_head(status.aux_head);
+        }
+        let size = if overwrite {
+            written.min(handle.buffer().aux_size())
+        } else {
+            written
+        };
+        perf_aux_output_end(event, handle, size);
+    }
+    true
+}
+
+/// The writer's full-trace slow path: end the transaction (PERF_RECORD_AUX)
+/// and begin the next. No space: the event is disabled (pending disable,
+/// done by `perf_aux_output_begin`) and the writer stops.
+fn on_full(aux_head: u64, needed: u64) -> Option<u64> {
+    let ev = CURRENT.with(Cell::get);
+    if ev.is_null() {
+        return None;
+    }
+    // SAFETY: CURRENT is set while this thread's writer is installed for
+    // the event, and the event outlives its writer (stop runs before the
+    // event is released).
+    let event = unsafe { &*ev };
+    let st = TraceState::of(event)?;
+    let mut tx = st.tx.try_lock().ok()?;
+    let old = tx.take()?;
+    let written = aux_head.wrapping_sub(old.start_head);
+    let buffer = old._buffer;
+    perf_aux_output_end(event, old.handle, written);
+    let handle = perf_aux_output_begin(event)?;
+    if handle.size() < needed {
+        // Less space than one packet: as full.
+        perf_aux_output_end(event, handle, 0);
+        crate::overflow::perf_event_disable_inatomic(event);
+        return None;
+    }
+    // SAFETY: as in start_here.
+    let handle: AuxHandle<'static> = unsafe { std::mem::transmute(handle) };
+    let limit = handle.head() + handle.size();
+    *tx = Some(Transaction {
+        start_head: handle.head(),
+        handle,
+        _buffer: buffer,
+    });
+    Some(limit)
+}
+
+/// The AUX area's first byte. perfaux-ring exposes no accessor for it
+/// (requested); its heap memory lays the user page and the area out back to
+/// back, with the area at `layout().aux_offset`.
+fn aux_base(aux: &AuxArea) -> *mut u8 {
+    let mem = aux.memory();
+    let user = mem.user_word(0) as *const std::sync::atomic::AtomicU64 as *mut u8;
+    // SAFETY: heap ring memory is one allocation holding the user page at
+    // offset 0 and the AUX area at aux_offset (RingMemory::heap); the AUX
+    // memory the core allocates is always heap memory.
+    unsafe { user.add(mem.layout().aux_offset) }
+}
