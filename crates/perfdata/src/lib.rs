@@ -1,1 +1,38 @@
-//! Work in progress: see docs/ARCHITECTURE.md.
+//! perfaux-perfdata: perf.data files, read and written as Linux perf does.
+//!
+//! - [`PerfDataReader`]: file mode (seekable input) and pipe mode (any
+//!   `Read`), either byte order, the old "PERFFILE" magic, zstd-compressed
+//!   chunks (COMPRESSED and COMPRESSED2, records spanning chunks included),
+//!   AUXTRACE payloads handed out with their record. File metadata
+//!   ([`Metadata`]: header, attrs with ids and names, feature sections) is
+//!   kept apart from the record stream, which is read with bounded memory.
+//! - [`PerfDataWriter`]: file mode (header rewritten at finish, feature
+//!   sections, AUXTRACE index) and pipe mode (HEADER_ATTR and HEADER_FEATURE
+//!   records), with feature values taken from the machine or given.
+//!
+//! Record layouts are perfaux-abi's ([`perfaux_abi::user`] for the tool's
+//! own records).
+
+pub mod error;
+pub mod events;
+pub mod feature;
+pub mod feature_data;
+pub mod features;
+pub mod header;
+pub mod host;
+pub mod reader;
+pub mod record;
+pub mod writer;
+
+mod decompress;
+mod input;
+
+pub use error::{Error, Result};
+pub use events::EventAttr;
+pub use feature::{Feature, FeatureSet};
+pub use features::FeatureSections;
+pub use header::{FileHeader, FileSection};
+pub use host::HostInfo;
+pub use reader::{DataFormat, Metadata, PerfDataReader, ReaderOptions};
+pub use record::{RawRecord, RecordLocation, UserRecord};
+pub use writer::{PerfDataWriter, PerfPipeWriter, WriterEvent, WriterOptions};

@@ -1,0 +1,106 @@
+//! The events of a file (attrs with their sample ids and names) and the
+//! lookup from a record's sample id to its event, as perf's
+//! `evlist__event2evsel` does it.
+
+use perfaux_abi::attr::PerfEventAttr;
+use perfaux_abi::consts::{
+    PERF_RECORD_SAMPLE, PERF_RECORD_USER_TYPE_START, PERF_SAMPLE_ADDR, PERF_SAMPLE_CPU,
+    PERF_SAMPLE_ID, PERF_SAMPLE_IDENTIFIER, PERF_SAMPLE_IP, PERF_SAMPLE_STREAM_ID, PERF_SAMPLE_TID,
+    PERF_SAMPLE_TIME,
+};
+use perfaux_abi::{Endianness, PerfEventHeader};
+use std::collections::HashMap;
+
+/// One event: its attr, the sample ids of its instances, and its name if
+/// the file says it (EVENT_DESC, or EVENT_UPDATE in a pipe).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventAttr {
+    pub attr: PerfEventAttr,
+    pub ids: Vec<u64>,
+    pub name: Option<String>,
+}
+
+/// perf's `__perf_evsel__calc_id_pos`: the u64 index of the sample id in a
+/// SAMPLE body, or `None` if samples carry no id.
+pub fn id_pos(sample_type: u64) -> Option<usize> {
+    if sample_type & PERF_SAMPLE_IDENTIFIER != 0 {
+        return Some(0);
+    }
+    if sample_type & PERF_SAMPLE_ID == 0 {
+        return None;
+    }
+    let before = [
+        PERF_SAMPLE_IP,
+        PERF_SAMPLE_TID,
+        PERF_SAMPLE_TIME,
+        PERF_SAMPLE_ADDR,
+    ];
+    Some(before.iter().filter(|&&b| sample_type & b != 0).count())
+}
+
+/// perf's `__perf_evsel__calc_is_pos`: the id's position counted in u64s
+/// from the end of a non-sample record's `sample_id` trailer.
+pub fn is_pos(sample_type: u64) -> Option<usize> {
+    if sample_type & PERF_SAMPLE_IDENTIFIER != 0 {
+        return Some(1);
+    }
+    if sample_type & PERF_SAMPLE_ID == 0 {
+        return None;
+    }
+    let after = [PERF_SAMPLE_CPU, PERF_SAMPLE_STREAM_ID];
+    Some(1 + after.iter().filter(|&&b| sample_type & b != 0).count())
+}
+
+/// id → attr index, with the positions taken from the first attr (perf
+/// refuses files whose events disagree on them, `evlist__valid_sample_type`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct IdMap {
+    n_attrs: usize,
+    id_pos: Option<usize>,
+    is_pos: Option<usize>,
+    sample_id_all: bool,
+    ids: HashMap<u64, usize>,
+}
+
+impl IdMap {
+    pub(crate) fn add(&mut self, index: usize, attr: &PerfEventAttr, ids: &[u64]) {
+        if self.n_attrs == 0 {
+            self.id_pos = id_pos(attr.sample_type);
+            self.is_pos = is_pos(attr.sample_type);
+            self.sample_id_all = attr.sample_id_all();
+        }
+        self.n_attrs = self.n_attrs.max(index + 1);
+        for &id in ids {
+            self.ids.insert(id, index);
+        }
+    }
+
+    /// The attr index of a record (`bytes` = the whole record).
+    #[inline]
+    pub(crate) fn lookup(&self, h: PerfEventHeader, bytes: &[u8], e: Endianness) -> Option<usize> {
+        if self.n_attrs <= 1 {
+            return (self.n_attrs == 1).then_some(0);
+        }
+        if h.type_ >= PERF_RECORD_USER_TYPE_START {
+            return None;
+        }
+        let at = if h.type_ == PERF_RECORD_SAMPLE {
+            8 + 8 * self.id_pos?
+        } else {
+            if !self.sample_id_all {
+                return Some(0);
+            }
+            bytes
+                .len()
+                .checked_sub(8 * self.is_pos?)
+                .filter(|&a| a >= 8)?
+        };
+        let b = bytes.get(at..at + 8)?;
+        let id = e.u64(b.try_into().ok()?);
+        // Synthesized records carry id 0: perf gives them the first event.
+        if id == 0 {
+            return Some(0);
+        }
+        self.ids.get(&id).copied()
+    }
+}

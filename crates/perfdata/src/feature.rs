@@ -1,0 +1,149 @@
+//! Feature numbers (`HEADER_*` of tools/perf/util/header.h) and the 256-bit
+//! `adds_features` bitmap of the file header.
+
+use perfaux_abi::Endianness;
+
+/// A feature number: a bit of `adds_features`, or a `HEADER_FEATURE`
+/// record's `feat_id`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Feature(pub u32);
+
+impl Feature {
+    pub const TRACING_DATA: Self = Self(1);
+    pub const BUILD_ID: Self = Self(2);
+    pub const HOSTNAME: Self = Self(3);
+    pub const OSRELEASE: Self = Self(4);
+    pub const VERSION: Self = Self(5);
+    pub const ARCH: Self = Self(6);
+    pub const NRCPUS: Self = Self(7);
+    pub const CPUDESC: Self = Self(8);
+    pub const CPUID: Self = Self(9);
+    pub const TOTAL_MEM: Self = Self(10);
+    pub const CMDLINE: Self = Self(11);
+    pub const EVENT_DESC: Self = Self(12);
+    pub const CPU_TOPOLOGY: Self = Self(13);
+    pub const NUMA_TOPOLOGY: Self = Self(14);
+    pub const BRANCH_STACK: Self = Self(15);
+    pub const PMU_MAPPINGS: Self = Self(16);
+    pub const GROUP_DESC: Self = Self(17);
+    pub const AUXTRACE: Self = Self(18);
+    pub const STAT: Self = Self(19);
+    pub const CACHE: Self = Self(20);
+    pub const SAMPLE_TIME: Self = Self(21);
+    pub const MEM_TOPOLOGY: Self = Self(22);
+    pub const CLOCKID: Self = Self(23);
+    pub const DIR_FORMAT: Self = Self(24);
+    pub const BPF_PROG_INFO: Self = Self(25);
+    pub const BPF_BTF: Self = Self(26);
+    pub const COMPRESSED: Self = Self(27);
+    pub const CPU_PMU_CAPS: Self = Self(28);
+    pub const CLOCK_DATA: Self = Self(29);
+    pub const HYBRID_TOPOLOGY: Self = Self(30);
+    pub const PMU_CAPS: Self = Self(31);
+    /// simpleperf numbers its own features from 128 (`FEAT_SIMPLEPERF_START`).
+    pub const SIMPLEPERF_START: Self = Self(128);
+
+    /// perf's name for the feature (`feat_ops[].name`), or simpleperf's.
+    pub fn name(self) -> &'static str {
+        const NAMES: [&str; 32] = [
+            "RESERVED",
+            "TRACING_DATA",
+            "BUILD_ID",
+            "HOSTNAME",
+            "OSRELEASE",
+            "VERSION",
+            "ARCH",
+            "NRCPUS",
+            "CPUDESC",
+            "CPUID",
+            "TOTAL_MEM",
+            "CMDLINE",
+            "EVENT_DESC",
+            "CPU_TOPOLOGY",
+            "NUMA_TOPOLOGY",
+            "BRANCH_STACK",
+            "PMU_MAPPINGS",
+            "GROUP_DESC",
+            "AUXTRACE",
+            "STAT",
+            "CACHE",
+            "SAMPLE_TIME",
+            "MEM_TOPOLOGY",
+            "CLOCKID",
+            "DIR_FORMAT",
+            "BPF_PROG_INFO",
+            "BPF_BTF",
+            "COMPRESSED",
+            "CPU_PMU_CAPS",
+            "CLOCK_DATA",
+            "HYBRID_TOPOLOGY",
+            "PMU_CAPS",
+        ];
+        const SIMPLEPERF: [&str; 8] = [
+            "simpleperf FILE",
+            "simpleperf META_INFO",
+            "simpleperf DEBUG_UNWIND",
+            "simpleperf DEBUG_UNWIND_FILE",
+            "simpleperf FILE2",
+            "simpleperf ETM_BRANCH_LIST",
+            "simpleperf INIT_MAP",
+            "simpleperf unknown",
+        ];
+        match self.0 {
+            n @ 0..=31 => NAMES[n as usize],
+            n @ 128..=134 => SIMPLEPERF[(n - 128) as usize],
+            128.. => SIMPLEPERF[7],
+            _ => "unknown",
+        }
+    }
+}
+
+/// `adds_features`: `DECLARE_BITMAP(adds_features, HEADER_FEAT_BITS = 256)`
+/// stored as four u64 words in the file's byte order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FeatureSet(pub [u64; 4]);
+
+impl FeatureSet {
+    pub const BITS: u32 = 256;
+
+    pub fn contains(&self, f: Feature) -> bool {
+        f.0 < Self::BITS && self.0[(f.0 / 64) as usize] >> (f.0 % 64) & 1 == 1
+    }
+
+    pub fn insert(&mut self, f: Feature) {
+        if f.0 < Self::BITS {
+            self.0[(f.0 / 64) as usize] |= 1 << (f.0 % 64);
+        }
+    }
+
+    /// The set features in bit order, the order of the section table.
+    pub fn iter(&self) -> impl Iterator<Item = Feature> + '_ {
+        (0..Self::BITS).map(Feature).filter(|&f| self.contains(f))
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0 == [0; 4]
+    }
+
+    pub(crate) fn parse(b: &[u8; 32], e: Endianness) -> Self {
+        let mut w = [0u64; 4];
+        for (i, word) in w.iter_mut().enumerate() {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&b[i * 8..i * 8 + 8]);
+            *word = e.u64(a);
+        }
+        Self(w)
+    }
+
+    pub(crate) fn to_bytes(self, e: Endianness) -> [u8; 32] {
+        let mut b = [0u8; 32];
+        for (i, word) in self.0.iter().enumerate() {
+            b[i * 8..i * 8 + 8].copy_from_slice(&e.u64_bytes(*word));
+        }
+        b
+    }
+}

@@ -1,0 +1,282 @@
+//! The contents of the feature sections: parsed forms of the common ones and
+//! their encoders for the writer (tools/perf/util/header.c, `write_*` and
+//! `process_*`).
+//!
+//! Strings are stored as perf's `do_write_string` writes them: a u32 length
+//! (the string, its NUL and zero padding up to a multiple of 64,
+//! `NAME_ALIGN`) and then those bytes; a reader takes the bytes up to the
+//! first NUL. Every count read from a section is checked against the bytes
+//! left before anything is allocated for it.
+
+use crate::error::{Error, Result};
+use perfaux_abi::Endianness;
+use perfaux_abi::attr::PerfEventAttr;
+
+/// perf's `NAME_ALIGN`.
+const NAME_ALIGN: usize = 64;
+
+/// A read position in one feature section; errors name file offsets.
+pub(crate) struct SectionCursor<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    endian: Endianness,
+    /// File offset of `bytes[0]`.
+    base: u64,
+    what: &'static str,
+}
+
+impl<'a> SectionCursor<'a> {
+    pub(crate) fn new(bytes: &'a [u8], endian: Endianness, base: u64, what: &'static str) -> Self {
+        Self {
+            bytes,
+            pos: 0,
+            endian,
+            base,
+            what,
+        }
+    }
+
+    fn at(&self) -> u64 {
+        self.base + self.pos as u64
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        if n > self.bytes.len() - self.pos {
+            return Err(Error::corrupt(
+                self.at(),
+                format!(
+                    "{} section: needs {n} more bytes, {} left",
+                    self.what,
+                    self.bytes.len() - self.pos
+                ),
+            ));
+        }
+        let b = &self.bytes[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(b)
+    }
+
+    pub(crate) fn u32(&mut self) -> Result<u32> {
+        let b = self.take(4)?;
+        Ok(self.endian.u32([b[0], b[1], b[2], b[3]]))
+    }
+
+    pub(crate) fn u64(&mut self) -> Result<u64> {
+        let b = self.take(8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(self.endian.u64(a))
+    }
+
+    /// A count of `elem`-byte items, checked to fit the bytes left.
+    fn count(&self, n: u64, elem: usize) -> Result<usize> {
+        let left = self.bytes.len() - self.pos;
+        usize::try_from(n)
+            .ok()
+            .filter(|&n| n.checked_mul(elem).is_some_and(|b| b <= left))
+            .ok_or_else(|| {
+                Error::corrupt(
+                    self.at(),
+                    format!(
+                        "{} section: count {n} of {elem}-byte items exceeds the {left} bytes left",
+                        self.what
+                    ),
+                )
+            })
+    }
+
+    pub(crate) fn string(&mut self) -> Result<String> {
+        let len = self.u32()?;
+        let n = self.count(u64::from(len), 1)?;
+        let b = self.take(n)?;
+        let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+        Ok(String::from_utf8_lossy(&b[..end]).into_owned())
+    }
+}
+
+/// `HEADER_NRCPUS`: `{u32 nr_cpus_available; u32 nr_cpus_online}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NrCpus {
+    pub nr_cpus_available: u32,
+    pub nr_cpus_online: u32,
+}
+
+/// One entry of `HEADER_EVENT_DESC`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventDesc {
+    pub attr: PerfEventAttr,
+    pub name: String,
+    pub ids: Vec<u64>,
+}
+
+/// One entry of `HEADER_AUXTRACE`: where a PERF_RECORD_AUXTRACE is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AuxtraceIndexEntry {
+    /// File offset of the AUXTRACE record (its header).
+    pub file_offset: u64,
+    /// The record's `header.size` (perf's `auxtrace_index__auxtrace_event`
+    /// stores that, not counting the payload).
+    pub sz: u64,
+}
+
+/// `HEADER_COMPRESSED`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompressedInfo {
+    pub version: u32,
+    /// `PERF_COMP_ZSTD` = 1.
+    pub type_: u32,
+    pub level: u32,
+    pub ratio: u32,
+    pub mmap_len: u32,
+}
+
+/// One entry of `HEADER_GROUP_DESC`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupDesc {
+    pub name: String,
+    pub leader_idx: u32,
+    pub nr_members: u32,
+}
+
+/// `HEADER_CLOCK_DATA`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClockData {
+    pub version: u32,
+    pub clockid: u32,
+    pub wall_clock_ns: u64,
+    pub clockid_time_ns: u64,
+}
+
+pub(crate) fn parse_string(c: &mut SectionCursor<'_>) -> Result<String> {
+    c.string()
+}
+
+pub(crate) fn parse_nrcpus(c: &mut SectionCursor<'_>) -> Result<NrCpus> {
+    Ok(NrCpus {
+        nr_cpus_available: c.u32()?,
+        nr_cpus_online: c.u32()?,
+    })
+}
+
+pub(crate) fn parse_cmdline(c: &mut SectionCursor<'_>) -> Result<Vec<String>> {
+    let nr = c.u32()?;
+    // Each string is at least its 4-byte length.
+    let n = c.count(u64::from(nr), 4)?;
+    (0..n).map(|_| c.string()).collect()
+}
+
+pub(crate) fn parse_event_desc(c: &mut SectionCursor<'_>) -> Result<Vec<EventDesc>> {
+    let nre = c.u32()?;
+    let sz = c.u32()? as usize;
+    let n = c.count(u64::from(nre), sz.saturating_add(8))?;
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let at = c.at();
+        let raw = c.take(sz)?;
+        let (attr, _) = PerfEventAttr::parse(raw, c.endian)
+            .map_err(|e| Error::corrupt(at, format!("EVENT_DESC attr: {e}")))?;
+        let nr_ids = c.u32()?;
+        let name = c.string()?;
+        let k = c.count(u64::from(nr_ids), 8)?;
+        let ids = (0..k).map(|_| c.u64()).collect::<Result<Vec<_>>>()?;
+        out.push(EventDesc { attr, name, ids });
+    }
+    Ok(out)
+}
+
+pub(crate) fn parse_auxtrace_index(c: &mut SectionCursor<'_>) -> Result<Vec<AuxtraceIndexEntry>> {
+    let nr = c.u64()?;
+    let n = c.count(nr, 16)?;
+    (0..n)
+        .map(|_| {
+            Ok(AuxtraceIndexEntry {
+                file_offset: c.u64()?,
+                sz: c.u64()?,
+            })
+        })
+        .collect()
+}
+
+pub(crate) fn parse_compressed(c: &mut SectionCursor<'_>) -> Result<CompressedInfo> {
+    Ok(CompressedInfo {
+        version: c.u32()?,
+        type_: c.u32()?,
+        level: c.u32()?,
+        ratio: c.u32()?,
+        mmap_len: c.u32()?,
+    })
+}
+
+pub(crate) fn parse_group_desc(c: &mut SectionCursor<'_>) -> Result<Vec<GroupDesc>> {
+    let nr = c.u32()?;
+    let n = c.count(u64::from(nr), 12)?;
+    (0..n)
+        .map(|_| {
+            Ok(GroupDesc {
+                name: c.string()?,
+                leader_idx: c.u32()?,
+                nr_members: c.u32()?,
+            })
+        })
+        .collect()
+}
+
+pub(crate) fn parse_pmu_mappings(c: &mut SectionCursor<'_>) -> Result<Vec<(u32, String)>> {
+    let nr = c.u32()?;
+    let n = c.count(u64::from(nr), 8)?;
+    (0..n).map(|_| Ok((c.u32()?, c.string()?))).collect()
+}
+
+pub(crate) fn parse_clock_data(c: &mut SectionCursor<'_>) -> Result<ClockData> {
+    Ok(ClockData {
+        version: c.u32()?,
+        clockid: c.u32()?,
+        wall_clock_ns: c.u64()?,
+        clockid_time_ns: c.u64()?,
+    })
+}
+
+/// Encoders: each returns the section bytes in `endian`.
+pub(crate) struct SectionBuf {
+    pub(crate) bytes: Vec<u8>,
+    endian: Endianness,
+}
+
+impl SectionBuf {
+    pub(crate) fn new(endian: Endianness) -> Self {
+        Self {
+            bytes: Vec::new(),
+            endian,
+        }
+    }
+
+    pub(crate) fn u32(&mut self, v: u32) -> &mut Self {
+        self.bytes.extend_from_slice(&self.endian.u32_bytes(v));
+        self
+    }
+
+    pub(crate) fn u64(&mut self, v: u64) -> &mut Self {
+        self.bytes.extend_from_slice(&self.endian.u64_bytes(v));
+        self
+    }
+
+    /// perf's `do_write_string`: the string is cut at an interior NUL.
+    pub(crate) fn string(&mut self, s: &str) -> &mut Self {
+        let s = s.split('\0').next().unwrap_or("");
+        let olen = s.len() + 1;
+        let len = olen.div_ceil(NAME_ALIGN) * NAME_ALIGN;
+        self.u32(len as u32);
+        self.bytes.extend_from_slice(s.as_bytes());
+        self.bytes.resize(self.bytes.len() + len - s.len(), 0);
+        self
+    }
+
+    pub(crate) fn raw(&mut self, b: &[u8]) -> &mut Self {
+        self.bytes.extend_from_slice(b);
+        self
+    }
+
+    pub(crate) fn endian(&self) -> Endianness {
+        self.endian
+    }
+}

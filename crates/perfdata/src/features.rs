@@ -1,0 +1,129 @@
+//! The feature sections of a file (or the HEADER_FEATURE records of a pipe):
+//! raw bytes per feature, and parsed forms of the common ones on demand.
+
+use crate::error::Result;
+use crate::feature::Feature;
+use crate::feature_data::{
+    AuxtraceIndexEntry, ClockData, CompressedInfo, EventDesc, GroupDesc, NrCpus, SectionCursor,
+    parse_auxtrace_index, parse_clock_data, parse_cmdline, parse_compressed, parse_event_desc,
+    parse_group_desc, parse_nrcpus, parse_pmu_mappings, parse_string,
+};
+use perfaux_abi::Endianness;
+use std::collections::BTreeMap;
+
+/// One feature's bytes and where they were found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FeatureSection {
+    /// File offset of the first byte (the section, or the record's data).
+    pub offset: u64,
+    pub data: Vec<u8>,
+}
+
+/// Every feature a file carries, keyed by feature number.
+#[derive(Debug, Clone)]
+pub struct FeatureSections {
+    endian: Endianness,
+    sections: BTreeMap<Feature, FeatureSection>,
+}
+
+impl FeatureSections {
+    pub(crate) fn new(endian: Endianness) -> Self {
+        Self {
+            endian,
+            sections: BTreeMap::new(),
+        }
+    }
+
+    pub(crate) fn insert(&mut self, f: Feature, offset: u64, data: Vec<u8>) {
+        self.sections.insert(f, FeatureSection { offset, data });
+    }
+
+    /// The features present, in bit order.
+    pub fn features(&self) -> impl Iterator<Item = Feature> + '_ {
+        self.sections.keys().copied()
+    }
+
+    pub fn contains(&self, f: Feature) -> bool {
+        self.sections.contains_key(&f)
+    }
+
+    /// A feature's raw bytes, in the file's byte order.
+    pub fn raw(&self, f: Feature) -> Option<&FeatureSection> {
+        self.sections.get(&f)
+    }
+
+    fn with<T>(
+        &self,
+        f: Feature,
+        what: &'static str,
+        parse: impl FnOnce(&mut SectionCursor<'_>) -> Result<T>,
+    ) -> Option<Result<T>> {
+        let s = self.sections.get(&f)?;
+        Some(parse(&mut SectionCursor::new(
+            &s.data,
+            self.endian,
+            s.offset,
+            what,
+        )))
+    }
+
+    pub fn hostname(&self) -> Option<Result<String>> {
+        self.with(Feature::HOSTNAME, "HOSTNAME", parse_string)
+    }
+    pub fn osrelease(&self) -> Option<Result<String>> {
+        self.with(Feature::OSRELEASE, "OSRELEASE", parse_string)
+    }
+    pub fn version(&self) -> Option<Result<String>> {
+        self.with(Feature::VERSION, "VERSION", parse_string)
+    }
+    pub fn arch(&self) -> Option<Result<String>> {
+        self.with(Feature::ARCH, "ARCH", parse_string)
+    }
+    pub fn cpudesc(&self) -> Option<Result<String>> {
+        self.with(Feature::CPUDESC, "CPUDESC", parse_string)
+    }
+    pub fn cpuid(&self) -> Option<Result<String>> {
+        self.with(Feature::CPUID, "CPUID", parse_string)
+    }
+    pub fn nrcpus(&self) -> Option<Result<NrCpus>> {
+        self.with(Feature::NRCPUS, "NRCPUS", parse_nrcpus)
+    }
+    /// `HEADER_TOTAL_MEM` in kB, as /proc/meminfo's MemTotal.
+    pub fn total_mem(&self) -> Option<Result<u64>> {
+        self.with(Feature::TOTAL_MEM, "TOTAL_MEM", |c| c.u64())
+    }
+    pub fn cmdline(&self) -> Option<Result<Vec<String>>> {
+        self.with(Feature::CMDLINE, "CMDLINE", parse_cmdline)
+    }
+    /// Event names and ids per attr (in attr order).
+    pub fn event_desc(&self) -> Option<Result<Vec<EventDesc>>> {
+        self.with(Feature::EVENT_DESC, "EVENT_DESC", parse_event_desc)
+    }
+    /// `HEADER_CLOCKID`: the resolution of the clock in ns.
+    pub fn clockid_res_ns(&self) -> Option<Result<u64>> {
+        self.with(Feature::CLOCKID, "CLOCKID", |c| c.u64())
+    }
+    pub fn clock_data(&self) -> Option<Result<ClockData>> {
+        self.with(Feature::CLOCK_DATA, "CLOCK_DATA", parse_clock_data)
+    }
+    /// The index of AUXTRACE records (file mode).
+    pub fn auxtrace_index(&self) -> Option<Result<Vec<AuxtraceIndexEntry>>> {
+        self.with(Feature::AUXTRACE, "AUXTRACE", parse_auxtrace_index)
+    }
+    pub fn compressed(&self) -> Option<Result<CompressedInfo>> {
+        self.with(Feature::COMPRESSED, "COMPRESSED", parse_compressed)
+    }
+    pub fn group_desc(&self) -> Option<Result<Vec<GroupDesc>>> {
+        self.with(Feature::GROUP_DESC, "GROUP_DESC", parse_group_desc)
+    }
+    /// `(pmu type, pmu name)` pairs.
+    pub fn pmu_mappings(&self) -> Option<Result<Vec<(u32, String)>>> {
+        self.with(Feature::PMU_MAPPINGS, "PMU_MAPPINGS", parse_pmu_mappings)
+    }
+    /// `HEADER_SAMPLE_TIME`: first and last sample time.
+    pub fn sample_time(&self) -> Option<Result<(u64, u64)>> {
+        self.with(Feature::SAMPLE_TIME, "SAMPLE_TIME", |c| {
+            Ok((c.u64()?, c.u64()?))
+        })
+    }
+}

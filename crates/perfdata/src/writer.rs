@@ -1,0 +1,458 @@
+//! The perf.data writer: file mode (seekable output, header rewritten at
+//! [`PerfDataWriter::finish`]) and pipe mode ([`PerfPipeWriter`], any
+//! `Write`), laid out as `perf record` lays them out so that Linux perf
+//! reads them (tools/perf/util/header.c `perf_session__do_write_header`,
+//! `perf_header__adds_write`, `perf_event__synthesize_attrs/features`).
+//!
+//! File layout: header (104 bytes, zeros until finish), the id arrays of
+//! every event, the attrs section (`attr_size` = attr + 16-byte ids
+//! section per event), the data section (records as given), then the
+//! feature table (`{offset, size}` per set bit, in bit order) and the
+//! feature sections.
+
+use crate::error::{Error, Result};
+use crate::feature::{Feature, FeatureSet};
+use crate::feature_data::{AuxtraceIndexEntry, SectionBuf};
+use crate::header::{FILE_HEADER_SIZE, FileHeader, FileSection, Magic, pipe_header_bytes};
+use crate::host::HostInfo;
+use perfaux_abi::attr::{AttrFlags, PerfEventAttr};
+use perfaux_abi::consts::*;
+use perfaux_abi::user::{AuxtraceRecord, HeaderAttrRecord, HeaderFeatureRecord};
+use perfaux_abi::{Endianness, PerfEventHeader};
+use std::collections::BTreeMap;
+use std::io::{Seek, SeekFrom, Write};
+
+/// perf 6.1's `HEADER_LAST_FEATURE`: the `feat_id` of the empty
+/// HEADER_FEATURE record that ends the features of a pipe (perf prints the
+/// header when it sees it).
+pub const HEADER_LAST_FEATURE: u64 = 32;
+
+/// One event of the file: its attr, the sample ids of its instances (one
+/// per CPU or thread it was opened on) and its name for EVENT_DESC.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriterEvent {
+    pub attr: PerfEventAttr,
+    pub ids: Vec<u64>,
+    pub name: String,
+}
+
+/// What goes into the header besides the events.
+#[derive(Debug, Clone)]
+pub struct WriterOptions {
+    pub endian: Endianness,
+    /// Bytes per attr. `None`: 128 (VER7, perf 6.1's `sizeof(struct
+    /// perf_event_attr)`; perf refuses larger attrs than it knows) unless an
+    /// event uses config3/config4, which need 136/144.
+    pub attr_size: Option<u32>,
+    pub host: HostInfo,
+    /// `HEADER_CLOCKID`: the clock's resolution in ns. Written when set, or
+    /// (as 1 ns, CLOCK_MONOTONIC's hrtimer resolution) when an event sets
+    /// `use_clockid`.
+    pub clockid_res_ns: Option<u64>,
+    /// Further feature sections, already encoded in `endian`; they replace
+    /// computed sections of the same number (except the AUXTRACE index,
+    /// which the file writer always computes from what it wrote).
+    pub raw_features: BTreeMap<Feature, Vec<u8>>,
+}
+
+impl WriterOptions {
+    pub fn new(host: HostInfo) -> Self {
+        Self {
+            endian: Endianness::NATIVE,
+            attr_size: None,
+            host,
+            clockid_res_ns: None,
+            raw_features: BTreeMap::new(),
+        }
+    }
+}
+
+impl Default for WriterOptions {
+    /// Native byte order and this machine's values.
+    fn default() -> Self {
+        Self::new(HostInfo::from_machine())
+    }
+}
+
+fn choose_attr_size(events: &[WriterEvent], opts: &WriterOptions) -> Result<u32> {
+    let need = if events.iter().any(|e| e.attr.config4 != 0) {
+        PERF_ATTR_SIZE_VER9
+    } else if events.iter().any(|e| e.attr.config3 != 0) {
+        PERF_ATTR_SIZE_VER8
+    } else {
+        PERF_ATTR_SIZE_VER0
+    };
+    let size = opts.attr_size.unwrap_or(need.max(PERF_ATTR_SIZE_VER7));
+    if size < need || !size.is_multiple_of(8) || size > perfaux_abi::attr::PERF_ATTR_SIZE_MAX {
+        return Err(Error::write(format!(
+            "attr_size {size} cannot hold the events' attrs (needs {need}, a multiple of 8)"
+        )));
+    }
+    Ok(size)
+}
+
+/// The feature sections both writers share, encoded in `opts.endian`.
+fn feature_sections(
+    events: &[WriterEvent],
+    opts: &WriterOptions,
+    attr_size: u32,
+) -> BTreeMap<Feature, Vec<u8>> {
+    let e = opts.endian;
+    let h = &opts.host;
+    let mut m = BTreeMap::new();
+    let string = |s: &str| SectionBuf::new(e).string(s).bytes.clone();
+    m.insert(Feature::HOSTNAME, string(&h.hostname));
+    m.insert(Feature::OSRELEASE, string(&h.osrelease));
+    m.insert(Feature::VERSION, string(&h.version));
+    m.insert(Feature::ARCH, string(&h.arch));
+    let mut b = SectionBuf::new(e);
+    b.u32(h.nr_cpus_available).u32(h.nr_cpus_online);
+    m.insert(Feature::NRCPUS, b.bytes);
+    m.insert(Feature::CPUDESC, string(&h.cpudesc));
+    m.insert(Feature::CPUID, string(&h.cpuid));
+    let mut b = SectionBuf::new(e);
+    b.u64(h.total_mem_kb);
+    m.insert(Feature::TOTAL_MEM, b.bytes);
+    let mut b = SectionBuf::new(e);
+    b.u32(h.cmdline.len() as u32);
+    for a in &h.cmdline {
+        b.string(a);
+    }
+    m.insert(Feature::CMDLINE, b.bytes);
+    // EVENT_DESC: u32 nre; u32 sz; per event {attr[sz]; u32 nr_ids; string name; u64 ids[]}.
+    let mut b = SectionBuf::new(e);
+    b.u32(events.len() as u32).u32(attr_size);
+    for ev in events {
+        b.raw(&ev.attr.to_bytes(attr_size, b.endian()));
+        b.u32(ev.ids.len() as u32);
+        b.string(&ev.name);
+        for &id in &ev.ids {
+            b.u64(id);
+        }
+    }
+    m.insert(Feature::EVENT_DESC, b.bytes);
+    let uses_clockid = events
+        .iter()
+        .any(|ev| ev.attr.flags.contains(AttrFlags::USE_CLOCKID));
+    if let Some(res) = opts.clockid_res_ns.or(uses_clockid.then_some(1)) {
+        let mut b = SectionBuf::new(e);
+        b.u64(res);
+        m.insert(Feature::CLOCKID, b.bytes);
+    }
+    for (f, data) in &opts.raw_features {
+        m.insert(*f, data.clone());
+    }
+    m
+}
+
+fn check_record(record: &[u8], payload: &[u8], e: Endianness) -> Result<PerfEventHeader> {
+    let Some(h) = record.first_chunk::<8>() else {
+        return Err(Error::write(format!(
+            "a record of {} bytes has no header",
+            record.len()
+        )));
+    };
+    let h = PerfEventHeader::parse(*h, e);
+    if usize::from(h.size) != record.len() {
+        return Err(Error::write(format!(
+            "record type {}: header.size {} but {} bytes given",
+            h.type_,
+            h.size,
+            record.len()
+        )));
+    }
+    let expect = crate::decompress::payload_len(h, record, e).ok_or_else(|| {
+        Error::write(format!(
+            "record type {} is too short for its payload size",
+            h.type_
+        ))
+    })?;
+    if expect != payload.len() as u64 {
+        return Err(Error::write(format!(
+            "record type {} announces a {expect}-byte payload but {} bytes were given",
+            h.type_,
+            payload.len()
+        )));
+    }
+    Ok(h)
+}
+
+/// Buffered output that knows its file offset.
+struct Out<W> {
+    w: W,
+    buf: Vec<u8>,
+    pos: u64,
+}
+
+impl<W: Write> Out<W> {
+    const FLUSH_AT: usize = 256 * 1024;
+
+    fn put(&mut self, b: &[u8]) -> Result<()> {
+        self.buf.extend_from_slice(b);
+        self.pos += b.len() as u64;
+        if self.buf.len() >= Self::FLUSH_AT {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        let at = self.pos - self.buf.len() as u64;
+        self.w.write_all(&self.buf).map_err(|e| Error::io(at, e))?;
+        self.buf.clear();
+        Ok(())
+    }
+}
+
+/// Writes a file-mode perf.data to a seekable output.
+pub struct PerfDataWriter<W: Write + Seek> {
+    out: Out<W>,
+    events: Vec<WriterEvent>,
+    opts: WriterOptions,
+    attr_size: u32,
+    attrs: FileSection,
+    data_offset: u64,
+    auxtrace_index: Vec<AuxtraceIndexEntry>,
+}
+
+impl<W: Write + Seek> PerfDataWriter<W> {
+    /// Writes the ids and attrs and positions for the data section.
+    pub fn new(mut w: W, events: Vec<WriterEvent>, opts: WriterOptions) -> Result<Self> {
+        let attr_size = choose_attr_size(&events, &opts)?;
+        let e = opts.endian;
+        w.seek(SeekFrom::Start(0))
+            .map_err(|err| Error::io(0, err))?;
+        let mut out = Out {
+            w,
+            buf: Vec::new(),
+            pos: 0,
+        };
+        out.put(&[0u8; FILE_HEADER_SIZE as usize])?;
+        let mut id_sections = Vec::with_capacity(events.len());
+        for ev in &events {
+            let sec = FileSection {
+                offset: out.pos,
+                size: 8 * ev.ids.len() as u64,
+            };
+            for &id in &ev.ids {
+                out.put(&e.u64_bytes(id))?;
+            }
+            id_sections.push(sec);
+        }
+        let attrs_start = out.pos;
+        for (ev, sec) in events.iter().zip(&id_sections) {
+            out.put(&ev.attr.to_bytes(attr_size, e))?;
+            out.put(&sec.to_bytes(e))?;
+        }
+        let attrs = FileSection {
+            offset: attrs_start,
+            size: out.pos - attrs_start,
+        };
+        let data_offset = out.pos;
+        Ok(Self {
+            out,
+            events,
+            opts,
+            attr_size,
+            attrs,
+            data_offset,
+            auxtrace_index: Vec::new(),
+        })
+    }
+
+    pub fn endian(&self) -> Endianness {
+        self.opts.endian
+    }
+
+    /// File offset the next record will have.
+    pub fn offset(&self) -> u64 {
+        self.out.pos
+    }
+
+    /// Writes one complete record (`header.size` bytes, in the writer's byte
+    /// order); returns its file offset. AUXTRACE records go through
+    /// [`Self::write_record_with_payload`] or [`Self::write_auxtrace`].
+    pub fn write_record(&mut self, record: &[u8]) -> Result<u64> {
+        self.write_record_with_payload(record, &[])
+    }
+
+    /// Writes a record and the payload that follows it uncounted (AUXTRACE,
+    /// HEADER_TRACING_DATA); AUXTRACE records enter the AUXTRACE index.
+    pub fn write_record_with_payload(&mut self, record: &[u8], payload: &[u8]) -> Result<u64> {
+        let h = check_record(record, payload, self.opts.endian)?;
+        let at = self.out.pos;
+        self.out.put(record)?;
+        self.out.put(payload)?;
+        if h.type_ == PERF_RECORD_AUXTRACE {
+            // perf's index holds the record's header.size, not the payload.
+            self.auxtrace_index.push(AuxtraceIndexEntry {
+                file_offset: at,
+                sz: record.len() as u64,
+            });
+        }
+        Ok(at)
+    }
+
+    /// Writes a PERF_RECORD_AUXTRACE and its data, zero-padded to `rec.size`.
+    pub fn write_auxtrace(&mut self, rec: &AuxtraceRecord, data: &[u8]) -> Result<u64> {
+        let mut v = Vec::with_capacity(AuxtraceRecord::SIZE + data.len() + 8);
+        rec.write_with_payload(&mut v, self.opts.endian, data)
+            .map_err(|err| Error::write(err.to_string()))?;
+        let (r, p) = v.split_at(AuxtraceRecord::SIZE);
+        self.write_record_with_payload(r, p)
+    }
+
+    /// Writes the feature sections and the final header; returns the output.
+    pub fn finish(mut self) -> Result<W> {
+        let e = self.opts.endian;
+        let data = FileSection {
+            offset: self.data_offset,
+            size: self.out.pos - self.data_offset,
+        };
+        let mut sections = feature_sections(&self.events, &self.opts, self.attr_size);
+        sections.remove(&Feature::AUXTRACE);
+        if !self.auxtrace_index.is_empty() {
+            let mut b = SectionBuf::new(e);
+            b.u64(self.auxtrace_index.len() as u64);
+            for ent in &self.auxtrace_index {
+                b.u64(ent.file_offset).u64(ent.sz);
+            }
+            sections.insert(Feature::AUXTRACE, b.bytes);
+        }
+        let mut features = FeatureSet::default();
+        for f in sections.keys() {
+            features.insert(*f);
+        }
+        // Feature table right after the data, sections after the table.
+        let table_at = self.out.pos;
+        let mut off = table_at + (sections.len() * FileSection::SIZE) as u64;
+        let mut table = Vec::new();
+        for data in sections.values() {
+            table.extend_from_slice(
+                &FileSection {
+                    offset: off,
+                    size: data.len() as u64,
+                }
+                .to_bytes(e),
+            );
+            off += data.len() as u64;
+        }
+        self.out.put(&table)?;
+        for data in sections.values() {
+            self.out.put(data)?;
+        }
+        self.out.flush()?;
+        let header = FileHeader {
+            magic: Magic::V2,
+            endian: e,
+            size: FILE_HEADER_SIZE,
+            attr_size: u64::from(self.attr_size) + FileSection::SIZE as u64,
+            attrs: self.attrs,
+            data,
+            event_types: FileSection::default(),
+            features,
+        };
+        let mut w = self.out.w;
+        w.seek(SeekFrom::Start(0))
+            .map_err(|err| Error::io(0, err))?;
+        w.write_all(&header.to_bytes())
+            .map_err(|err| Error::io(0, err))?;
+        w.seek(SeekFrom::Start(off))
+            .map_err(|err| Error::io(off, err))?;
+        w.flush().map_err(|err| Error::io(off, err))?;
+        Ok(w)
+    }
+}
+
+/// Writes a pipe-mode perf.data: the 16-byte header, a HEADER_ATTR per
+/// event, the features as HEADER_FEATURE records (ended by
+/// [`HEADER_LAST_FEATURE`]), then records as given.
+pub struct PerfPipeWriter<W: Write> {
+    out: Out<W>,
+    endian: Endianness,
+}
+
+impl<W: Write> PerfPipeWriter<W> {
+    pub fn new(w: W, events: Vec<WriterEvent>, opts: WriterOptions) -> Result<Self> {
+        let attr_size = choose_attr_size(&events, &opts)?;
+        let e = opts.endian;
+        let mut out = Out {
+            w,
+            buf: Vec::new(),
+            pos: 0,
+        };
+        out.put(&pipe_header_bytes(e))?;
+        let mut rec = Vec::new();
+        for ev in &events {
+            let mut attr = ev.attr;
+            attr.size = attr_size;
+            rec.clear();
+            HeaderAttrRecord {
+                attr,
+                ids: ev.ids.clone(),
+            }
+            .write(&mut rec, e)
+            .map_err(|err| Error::write(err.to_string()))?;
+            out.put(&rec)?;
+        }
+        let mut sections = feature_sections(&events, &opts, attr_size);
+        // No offsets to index in a pipe; perf does not write it there either.
+        sections.remove(&Feature::AUXTRACE);
+        for (f, data) in &sections {
+            rec.clear();
+            HeaderFeatureRecord {
+                feat_id: u64::from(f.0),
+                data,
+            }
+            .write(&mut rec, e)
+            .map_err(|err| Error::write(format!("feature {}: {err}", f.name())))?;
+            out.put(&rec)?;
+        }
+        rec.clear();
+        HeaderFeatureRecord {
+            feat_id: HEADER_LAST_FEATURE,
+            data: &[],
+        }
+        .write(&mut rec, e)
+        .map_err(|err| Error::write(err.to_string()))?;
+        out.put(&rec)?;
+        Ok(Self { out, endian: e })
+    }
+
+    pub fn endian(&self) -> Endianness {
+        self.endian
+    }
+
+    /// Stream offset the next record will have.
+    pub fn offset(&self) -> u64 {
+        self.out.pos
+    }
+
+    pub fn write_record(&mut self, record: &[u8]) -> Result<u64> {
+        self.write_record_with_payload(record, &[])
+    }
+
+    pub fn write_record_with_payload(&mut self, record: &[u8], payload: &[u8]) -> Result<u64> {
+        check_record(record, payload, self.endian)?;
+        let at = self.out.pos;
+        self.out.put(record)?;
+        self.out.put(payload)?;
+        Ok(at)
+    }
+
+    pub fn write_auxtrace(&mut self, rec: &AuxtraceRecord, data: &[u8]) -> Result<u64> {
+        let mut v = Vec::with_capacity(AuxtraceRecord::SIZE + data.len() + 8);
+        rec.write_with_payload(&mut v, self.endian, data)
+            .map_err(|err| Error::write(err.to_string()))?;
+        let (r, p) = v.split_at(AuxtraceRecord::SIZE);
+        self.write_record_with_payload(r, p)
+    }
+
+    /// Flushes and returns the output.
+    pub fn finish(mut self) -> Result<W> {
+        self.out.flush()?;
+        let at = self.out.pos;
+        self.out.w.flush().map_err(|e| Error::io(at, e))?;
+        Ok(self.out.w)
+    }
+}
