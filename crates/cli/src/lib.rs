@@ -1,8 +1,21 @@
 //! perfaux's command line as a library: the `perfaux` binary is a thin
 //! `main` over these modules, and the benches and tests call them directly.
 //!
+//! - [`cli`]: the subcommands and options (clap);
 //! - [`events`]: `-e` with perf's event syntax;
-//! - [`dump`]: `report -D`, perf's raw dump of every record.
+//! - [`dump`]: `report -D`, perf's raw dump of every record;
+//! - [`script`]: `script`, one line per event, and `--call-trace`;
+//! - [`auxdata`]: perfaux's private feature section (the trace bytes);
+//! - [`uevent`]: uevents as BPF-output samples perf 6.1 reads;
+//! - [`workload`]: the built-in instrumented workload;
+//! - [`error`], [`progress`]: one-line errors, progress on stderr.
 
+pub mod auxdata;
+pub mod cli;
 pub mod dump;
+pub mod error;
 pub mod events;
+pub mod progress;
+pub mod script;
+pub mod uevent;
+pub mod workload;

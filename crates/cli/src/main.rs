@@ -1,3 +1,50 @@
 //! `perfaux`: record, report -D and script for the perf AUX area.
 
-fn main() {}
+use std::io::BufWriter;
+use std::process::ExitCode;
+
+use clap::Parser;
+use perfaux::cli::{Cli, Command, ReportArgs, ScriptArgs};
+use perfaux::error::CliError;
+use perfaux::progress::Progress;
+
+fn report(args: &ReportArgs, verbose: bool) -> Result<(), CliError> {
+    if !args.dump_raw_trace {
+        return Err(CliError::msg(
+            "report: only the raw dump is implemented: use 'perfaux report -D -i FILE'",
+        ));
+    }
+    let stdout = std::io::stdout().lock();
+    let mut out = BufWriter::with_capacity(1 << 16, stdout);
+    let mut progress = Progress::new("report -D", verbose);
+    let shown = args.input.to_string_lossy();
+    perfaux::dump::dump(&args.input, &shown, &mut out, &mut progress)?;
+    Ok(())
+}
+
+fn script(args: &ScriptArgs, verbose: bool) -> Result<(), CliError> {
+    let stdout = std::io::stdout().lock();
+    let mut out = BufWriter::with_capacity(1 << 16, stdout);
+    let mut progress = Progress::new("script", verbose);
+    perfaux::script::script(&args.input, args.call_trace, &mut out, &mut progress)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let r = match &cli.cmd {
+        Command::Report(a) => report(a, cli.verbose),
+        Command::Script(a) => script(a, cli.verbose),
+        Command::Record(_) => Err(CliError::msg("not yet")),
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // A closed stdout (perfaux report -D | head) is not an error to report.
+            if e.0.contains("Broken pipe") {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("perfaux: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

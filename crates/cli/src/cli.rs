@@ -1,0 +1,224 @@
+//! The command line: perf's subcommands and option letters (perf-record.txt,
+//! perf-report.txt, perf-script.txt), parsed with clap's derive API.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// perfaux: the Linux perf AUX area in user space.
+///
+/// Records a built-in, instrumented multi-threaded workload with a software
+/// trace PMU (the AUX area, like intel_pt//) and userspace events, writes a
+/// perf.data that Linux perf reads, and dumps or scripts it.
+#[derive(Debug, Parser)]
+#[command(name = "perfaux", version, propagate_version = true)]
+pub struct Cli {
+    /// Be verbose: progress on stderr even when it is not a terminal.
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
+    #[command(subcommand)]
+    pub cmd: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the built-in workload and record it into perf.data (like perf record).
+    Record(RecordArgs),
+    /// Read perf.data and display it: -D dumps every record (like perf report -D).
+    Report(ReportArgs),
+    /// Read perf.data and print one line per event in time order (like perf script).
+    Script(ScriptArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Events (-e), with perf's syntax:
+  swtrace//                 the software trace PMU: an AUX area event tracing every
+                            call and return of the workload's instrumented functions
+  uevent, uevent:TYPE       userspace events (all, or the count of one type)
+  probe:FUNC                count the calls of an instrumented function
+  task-clock, cpu-clock, dummy
+  {a,b}                     a group (a is the leader); a,b a list
+  pmu/term=value,.../mods   terms: period= freq= config= name= aux-sample-size=
+                            aux-action=start-paused|pause|resume aux-output
+Default: -e swtrace// -e uevent (the trace PMU on each workload thread and the
+uevent stream).
+
+Examples:
+  perfaux record -o perf.data
+  perfaux record -S -e swtrace// -e uevent        (snapshot on SIGUSR2)
+  perfaux record -e swtrace/aux-action=start-paused/ \\
+                 -e probe:handle_request/aux-action=resume/ \\
+                 -e probe:request_done/aux-action=pause/
+  perfaux record --aux-sample -e '{swtrace//,uevent}'")]
+pub struct RecordArgs {
+    /// Output file name.
+    #[arg(short, long, default_value = "perf.data")]
+    pub output: PathBuf,
+    /// Event selector (perf's syntax; repeatable).
+    #[arg(short, long = "event", value_name = "EVENTS")]
+    pub events: Vec<String>,
+    /// AUX area tracing snapshot mode: the AUX area is mapped read-only
+    /// (overwrite) and a snapshot is taken on SIGUSR2; `-Se` also at exit.
+    #[arg(
+        short = 'S',
+        long = "snapshot",
+        value_name = "e",
+        num_args = 0..=1,
+        default_missing_value = ""
+    )]
+    pub snapshot: Option<String>,
+    /// Sample AUX area: samples of events grouped behind the AUX event carry
+    /// SIZE bytes of trace (default 4096; K/M suffixes).
+    #[arg(
+        long = "aux-sample",
+        value_name = "SIZE",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "4096"
+    )]
+    pub aux_sample: Option<String>,
+    /// Number of mmap data pages and AUX area pages: DATA,AUX (pages, or
+    /// sizes with B/K/M/G; either may be empty, e.g. -m ,1M).
+    #[arg(short = 'm', long = "mmap-pages", value_name = "DATA,AUX")]
+    pub mmap_pages: Option<String>,
+    /// Workload size: how many requests each worker thread serves.
+    #[arg(long, default_value_t = 200)]
+    pub requests: u32,
+    /// A program to trace (refused: tracing other programs comes later).
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Input file name.
+    #[arg(short, long, default_value = "perf.data")]
+    pub input: PathBuf,
+    /// Dump raw trace in ASCII: every record, its bytes and its fields.
+    #[arg(short = 'D', long = "dump-raw-trace")]
+    pub dump_raw_trace: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ScriptArgs {
+    /// Input file name.
+    #[arg(short, long, default_value = "perf.data")]
+    pub input: PathBuf,
+    /// Decode the software trace into a call trace (like perf script --call-trace).
+    #[arg(long = "call-trace")]
+    pub call_trace: bool,
+}
+
+/// A size as perf's -m and --aux-sample take it: a number with an optional
+/// B/K/M/G suffix (perf's `parse_tag_value` with the size tags).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.chars().last().map(|c| c.to_ascii_uppercase()) {
+        Some('B') => (&t[..t.len() - 1], 1),
+        Some('K') => (&t[..t.len() - 1], 1 << 10),
+        Some('M') => (&t[..t.len() - 1], 1 << 20),
+        Some('G') => (&t[..t.len() - 1], 1 << 30),
+        _ => (t, 1),
+    };
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size (a number with an optional B/K/M/G suffix)"))?;
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("size '{s}' is too large"))
+}
+
+/// `-m DATA,AUX` as byte sizes: a bare number is pages (perf's
+/// `__evlist__parse_mmap_pages`), a suffixed one is bytes rounded up to pages.
+pub fn parse_mmap_pages(s: &str, page_size: u64) -> Result<(Option<u64>, Option<u64>), String> {
+    let (d, a) = match s.split_once(',') {
+        Some((d, a)) => (d, Some(a)),
+        None => (s, None),
+    };
+    let one = |x: &str| -> Result<Option<u64>, String> {
+        if x.is_empty() {
+            return Ok(None);
+        }
+        let pages = if x.bytes().all(|c| c.is_ascii_digit()) {
+            x.parse::<u64>()
+                .map_err(|_| format!("-m: '{x}' is not a page count"))?
+        } else {
+            parse_size(x)
+                .map_err(|e| format!("-m: {e}"))?
+                .div_ceil(page_size)
+        };
+        // perf: the data area must be a power of two pages.
+        if pages == 0 || !pages.is_power_of_two() {
+            return Err(format!(
+                "-m: '{x}' must be a power of two pages (got {pages} pages)"
+            ));
+        }
+        Ok(Some(pages * page_size))
+    };
+    Ok((one(d)?, a.map(one).transpose()?.flatten()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn perf_option_forms_parse() {
+        let c = Cli::try_parse_from([
+            "perfaux",
+            "record",
+            "-Se",
+            "-o",
+            "x.data",
+            "-e",
+            "swtrace//",
+        ])
+        .unwrap();
+        let Command::Record(r) = c.cmd else {
+            panic!("not record")
+        };
+        assert_eq!(r.snapshot.as_deref(), Some("e"));
+        assert_eq!(r.output, PathBuf::from("x.data"));
+        let c = Cli::try_parse_from(["perfaux", "record", "-S", "--aux-sample"]).unwrap();
+        let Command::Record(r) = c.cmd else {
+            panic!("not record")
+        };
+        assert_eq!(
+            (r.snapshot.as_deref(), r.aux_sample.as_deref()),
+            (Some(""), Some("4096"))
+        );
+        let c = Cli::try_parse_from(["perfaux", "record", "--", "ls", "-l"]).unwrap();
+        let Command::Record(r) = c.cmd else {
+            panic!("not record")
+        };
+        assert_eq!(r.command, ["ls", "-l"]);
+        let c = Cli::try_parse_from(["perfaux", "report", "-D", "-i", "f"]).unwrap();
+        assert!(matches!(
+            c.cmd,
+            Command::Report(ReportArgs {
+                dump_raw_trace: true,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn sizes_and_mmap_pages() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("8K"), Ok(8192));
+        assert_eq!(parse_size("1m"), Ok(1 << 20));
+        assert!(parse_size("lots").is_err());
+        assert_eq!(
+            parse_mmap_pages("16,1M", 4096),
+            Ok((Some(16 * 4096), Some(1 << 20)))
+        );
+        assert_eq!(parse_mmap_pages(",64K", 4096), Ok((None, Some(64 << 10))));
+        assert!(parse_mmap_pages("3", 4096).is_err());
+    }
+}

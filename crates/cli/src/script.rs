@@ -1,0 +1,371 @@
+//! `perfaux script`: one line per event in time order, in perf script's
+//! column style (`comm tid [cpu] time: ...`), and `--call-trace`, the
+//! software trace decoded into calls (like `perf script --call-trace`,
+//! seed 003).
+//!
+//! Lines are put in time order the way perf's ordered-events queue does it
+//! (tools/perf/util/ordered-events.c): records are queued by time, and at
+//! each PERF_RECORD_FINISHED_ROUND every queued line not later than the
+//! newest time of the round before is printed; the rest at the end. Memory
+//! is bounded by two rounds of lines, not by the file.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::path::Path;
+
+use perfaux_abi::consts::*;
+use perfaux_abi::raw::RawData;
+use perfaux_abi::records::Record;
+use perfaux_abi::sample::SampleRecord;
+use perfaux_perfdata::{Feature, PerfDataReader, UserRecord};
+use perfaux_swtrace::decode::{Decoder, Event as TraceEvent};
+use perfaux_swtrace::{CallTrace, CallTraceOptions, ProbeTable};
+
+use crate::auxdata::{AuxData, ChunkKind, PERFAUX_FEATURE_BIT};
+use crate::dump::{EvInfo, ev_info};
+use crate::error::CliError;
+use crate::progress::Progress;
+use crate::uevent::{UEVENT_EVENT_NAME, uevent_from_raw};
+use crate::workload::UEVENT_TYPES;
+
+/// Time-ordered output with perf's round rule.
+struct Ordered {
+    queue: BTreeMap<(u64, u64), String>,
+    seq: u64,
+    round_max: u64,
+    flush_limit: Option<u64>,
+}
+
+impl Ordered {
+    fn new() -> Self {
+        Ordered {
+            queue: BTreeMap::new(),
+            seq: 0,
+            round_max: 0,
+            flush_limit: None,
+        }
+    }
+
+    fn push(&mut self, time: u64, line: String) {
+        self.queue.insert((time, self.seq), line);
+        self.seq += 1;
+        self.round_max = self.round_max.max(time);
+    }
+
+    /// FINISHED_ROUND: print what the round before has made final.
+    fn round(&mut self, out: &mut impl Write) -> Result<(), CliError> {
+        if let Some(limit) = self.flush_limit {
+            let later = self.queue.split_off(&(limit.saturating_add(1), 0));
+            for line in std::mem::replace(&mut self.queue, later).into_values() {
+                out.write_all(line.as_bytes()).map_err(CliError::output)?;
+            }
+        }
+        self.flush_limit = Some(self.round_max);
+        Ok(())
+    }
+
+    fn finish(&mut self, out: &mut impl Write) -> Result<(), CliError> {
+        for line in std::mem::take(&mut self.queue).into_values() {
+            out.write_all(line.as_bytes()).map_err(CliError::output)?;
+        }
+        Ok(())
+    }
+}
+
+/// perf script's leading columns: `%16s %5d [%03d] %5lu.%06lu: `.
+fn prefix(comm: &str, tid: i64, cpu: Option<u32>, time: u64) -> String {
+    let cpu = cpu.map_or_else(String::new, |c| format!(" [{c:03}]"));
+    format!(
+        "{comm:>16} {tid:>5}{cpu} {:>5}.{:06}: ",
+        time / 1_000_000_000,
+        (time % 1_000_000_000) / 1000
+    )
+}
+
+fn uevent_type_name(t: u32) -> String {
+    match UEVENT_TYPES.iter().find(|(_, v)| *v == t) {
+        Some((n, _)) => format!("{n}({t})"),
+        None => format!("type {t}"),
+    }
+}
+
+/// C's `%#x`: `0` for zero, else `0x...`.
+fn c_hex(v: u64) -> String {
+    if v == 0 {
+        "0".into()
+    } else {
+        format!("{v:#x}")
+    }
+}
+
+/// A payload as text if it is printable, else as hex.
+fn payload_text(d: &[u8]) -> String {
+    if d.iter().all(|&c| (0x20..0x7f).contains(&c)) {
+        format!("\"{}\"", String::from_utf8_lossy(d))
+    } else {
+        d.iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+struct Script {
+    evs: Vec<EvInfo>,
+    comms: HashMap<u32, String>,
+    probes: ProbeTable,
+}
+
+impl Script {
+    fn comm(&self, tid: i64) -> String {
+        self.comms
+            .get(&(tid as u32))
+            .cloned()
+            .unwrap_or_else(|| ":".to_string() + &tid.to_string())
+    }
+
+    fn sample_line(&self, s: &SampleRecord<'_>, ev: &EvInfo) -> (u64, String) {
+        let tid = s.tid.map_or(-1, |t| i64::from(t.tid as i32));
+        let time = s.time.unwrap_or(0);
+        let mut line = prefix(&self.comm(tid), tid, s.cpu.map(|c| c.cpu), time);
+        if ev.name == UEVENT_EVENT_NAME
+            && let Some((ty, data)) = s.raw.as_ref().and_then(uevent_from_raw)
+        {
+            line += &format!(
+                "{}: {} {}",
+                ev.name,
+                uevent_type_name(ty),
+                payload_text(&data)
+            );
+        } else {
+            let period = s.period.unwrap_or(ev.attr.sample_period);
+            let ip = s.ip.unwrap_or(0);
+            let sym = self
+                .probes
+                .iter()
+                .find(|p| p.addr == ip && ip != 0)
+                .map_or("[unknown]", |p| p.name.as_str());
+            line += &format!("{period:>10} {}: {ip:>16x} {sym}", ev.name);
+        }
+        if let Some(aux) = &s.aux {
+            line += &format!(" aux: {} bytes", aux.len());
+        }
+        line.push('\n');
+        (time, line)
+    }
+}
+
+/// Runs `perfaux script` on `path` into `out`.
+pub fn script(
+    path: &Path,
+    call_trace: bool,
+    out: &mut impl Write,
+    progress: &mut Progress,
+) -> Result<(), CliError> {
+    let file_len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    let mut reader = PerfDataReader::open(path).map_err(|e| CliError::file(path, e))?;
+    let meta = reader.metadata().clone();
+    let aux = match meta.features.raw(Feature(PERFAUX_FEATURE_BIT)) {
+        Some(sec) => {
+            Some(AuxData::parse(&sec.data, sec.offset).map_err(|e| CliError::file(path, e))?)
+        }
+        None => None,
+    };
+    let probes = match &aux {
+        Some(a) if !a.probe_table.is_empty() => ProbeTable::from_bytes(&a.probe_table)
+            .map_err(|e| CliError::file(path, format!("perfaux trace section: {e}")))?,
+        _ => ProbeTable::default(),
+    };
+    let mut s = Script {
+        evs: meta
+            .attrs
+            .iter()
+            .map(|a| ev_info(&a.attr, a.name.as_deref()))
+            .collect(),
+        comms: HashMap::new(),
+        probes,
+    };
+    let mut ord = Ordered::new();
+    // AUX event id -> (tid, cpu) from ITRACE_START / AUX records, for the call trace.
+    let mut aux_owner: HashMap<u64, (u32, Option<u32>)> = HashMap::new();
+    loop {
+        let rec = match reader.next_record() {
+            Ok(Some(r)) => r,
+            Ok(None) => break,
+            Err(e) => {
+                ord.finish(out)?;
+                return Err(CliError::file(path, e));
+            }
+        };
+        let h = rec.header;
+        if !rec.is_kernel_record() {
+            match rec.user_record() {
+                Some(Ok(UserRecord::FinishedRound(_))) => {
+                    if !call_trace {
+                        ord.round(out)?;
+                    }
+                    progress.update(rec.location.file_offset, file_len);
+                }
+                Some(Ok(UserRecord::HeaderAttr(a))) => s.evs.push(ev_info(&a.attr, None)),
+                _ => {}
+            }
+            continue;
+        }
+        let Some(idx) = rec.attr_index.filter(|&i| i < s.evs.len()) else {
+            continue;
+        };
+        let body = RawData::new(rec.body(), &[]);
+        let r =
+            Record::parse(h.type_, h.misc, body, &s.evs[idx].info, rec.endian).map_err(|e| {
+                CliError::file(
+                    path,
+                    format!("record at file offset {:#x}: {e}", rec.location.file_offset),
+                )
+            })?;
+        let sid = r.sample_id().copied().unwrap_or_default();
+        let tid = sid.tid.map_or(-1, |t| i64::from(t.tid as i32));
+        let time = sid.time.unwrap_or(0);
+        let cpu = sid.cpu.map(|c| c.cpu);
+        let evname = &s.evs[idx].name;
+        let line = match &r {
+            Record::Comm(c) => {
+                let mut name = Vec::new();
+                for piece in c.comm.until_nul().chunks() {
+                    name.extend_from_slice(piece);
+                }
+                s.comms
+                    .insert(c.tid, String::from_utf8_lossy(&name).into_owned());
+                None
+            }
+            Record::Sample(smp) => Some(s.sample_line(smp, &s.evs[idx])),
+            Record::Aux(a) => {
+                if let Some(id) = sid.identifier.or(sid.id) {
+                    aux_owner.entry(id).or_insert((tid as u32, cpu));
+                }
+                let mut flags = String::new();
+                for (bit, c) in [
+                    (PERF_AUX_FLAG_TRUNCATED, 'T'),
+                    (PERF_AUX_FLAG_OVERWRITE, 'O'),
+                    (PERF_AUX_FLAG_PARTIAL, 'P'),
+                ] {
+                    if a.flags & bit != 0 {
+                        flags.push(c);
+                    }
+                }
+                Some((
+                    time,
+                    format!(
+                        "{}{evname}: PERF_RECORD_AUX offset: {} size: {} flags: {} [{flags}]\n",
+                        prefix(&s.comm(tid), tid, cpu, time),
+                        c_hex(a.aux_offset),
+                        c_hex(a.aux_size),
+                        c_hex(a.flags)
+                    ),
+                ))
+            }
+            Record::ItraceStart(i) => {
+                if let Some(id) = sid.identifier.or(sid.id) {
+                    aux_owner.insert(id, (i.tid, cpu));
+                }
+                Some((
+                    time,
+                    format!(
+                        "{}{evname}: PERF_RECORD_ITRACE_START pid: {} tid: {}\n",
+                        prefix(&s.comm(tid), tid, cpu, time),
+                        i.pid,
+                        i.tid
+                    ),
+                ))
+            }
+            Record::Lost(l) => Some((
+                time,
+                format!(
+                    "{}PERF_RECORD_LOST id: {} lost: {}\n",
+                    prefix(&s.comm(tid), tid, cpu, time),
+                    l.id,
+                    l.lost
+                ),
+            )),
+            Record::LostSamples(l) => Some((
+                time,
+                format!(
+                    "{}{evname}: PERF_RECORD_LOST_SAMPLES lost: {}\n",
+                    prefix(&s.comm(tid), tid, cpu, time),
+                    l.lost
+                ),
+            )),
+            _ => None,
+        };
+        if let Some((t, l)) = line
+            && !call_trace
+        {
+            ord.push(t, l);
+        }
+    }
+    if call_trace {
+        let Some(aux) = aux else {
+            return Err(CliError::msg(format!(
+                "{}: no software trace in the file (perfaux's trace section, feature {PERFAUX_FEATURE_BIT}, is missing)",
+                path.display()
+            )));
+        };
+        call_trace_lines(&s, &aux, &aux_owner, &mut ord);
+    }
+    ord.finish(out)?;
+    out.flush().map_err(CliError::output)?;
+    progress.done();
+    Ok(())
+}
+
+/// Decodes every chunk of the trace section into call-trace lines. Chunks of
+/// one event that continue each other (full trace) are decoded as one
+/// stream, so calls that span a chunk boundary keep their depth.
+fn call_trace_lines(
+    s: &Script,
+    aux: &AuxData,
+    owner: &HashMap<u64, (u32, Option<u32>)>,
+    ord: &mut Ordered,
+) {
+    // Group consecutive chunks into windows: same event, same kind, and
+    // (for trace data) starting where the previous one ended.
+    let mut windows: Vec<(u64, u32, u64, Vec<u8>)> = Vec::new();
+    for c in &aux.chunks {
+        let continues = windows.last().is_some_and(|(id, tid, off, bytes)| {
+            c.kind == ChunkKind::Trace
+                && *id == c.event_id
+                && *tid == c.tid
+                && off + bytes.len() as u64 == c.aux_offset
+        });
+        if continues && let Some(w) = windows.last_mut() {
+            w.3.extend_from_slice(&c.bytes);
+        } else {
+            windows.push((c.event_id, c.tid, c.aux_offset, c.bytes.clone()));
+        }
+    }
+    for (id, tid, offset, bytes) in windows {
+        let (tid, cpu) = owner.get(&id).copied().unwrap_or((tid, None));
+        let opts = CallTraceOptions {
+            comm: s.comm(i64::from(tid as i32)),
+            cpu: cpu.unwrap_or(0),
+            returns: false,
+            markers: false,
+        };
+        let mut ct = CallTrace::new(&s.probes, opts);
+        for ev in Decoder::with_offset(&bytes, offset) {
+            let time = match &ev {
+                TraceEvent::Sync { time, .. }
+                | TraceEvent::Enter { time, .. }
+                | TraceEvent::Exit { time, .. }
+                | TraceEvent::Paused { time, .. }
+                | TraceEvent::Resumed { time, .. }
+                | TraceEvent::Stopped { time, .. }
+                | TraceEvent::Lost { time, .. } => *time,
+                TraceEvent::Skipped { .. } => continue,
+            };
+            if let Some(mut line) = ct.line(&ev) {
+                line.push('\n');
+                ord.push(time, line);
+            }
+        }
+    }
+}
