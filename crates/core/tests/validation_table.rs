@@ -1,0 +1,857 @@
+//! One row per validation rule of the seeds and UPSTREAM.md, each with the
+//! errno Linux (>= 6.13) returns for it, plus rows where several rules fail
+//! at once and the kernel's check order decides which errno wins.
+//!
+//! A failing row prints its rule.
+
+use std::sync::Arc;
+
+use perfaux_abi::Endianness;
+use perfaux_abi::attr::{AttrFlags, AuxAction, PerfEventAttr};
+use perfaux_abi::consts::*;
+use perfaux_abi::errno::*;
+use perfaux_core::pmus::{PROBE_TYPE, SWTRACE_TYPE, UEVENT_AUX_TYPE, UEVENT_TYPE};
+use perfaux_core::registry::perf_pmu_register;
+use perfaux_core::{
+    Event, EventFd, Pmu, PmuCaps, Prot, Result, Target, page_size, perf_event_open,
+    perf_event_open_attr, perf_uevent, perfaux_uevent,
+};
+
+fn attr(type_: u32, config: u64) -> PerfEventAttr {
+    PerfEventAttr {
+        type_,
+        size: PERF_ATTR_SIZE_VER8,
+        config,
+        flags: AttrFlags::DISABLED,
+        ..Default::default()
+    }
+}
+
+fn me() -> Target {
+    Target::current()
+}
+
+fn open(a: &PerfEventAttr) -> Result<EventFd> {
+    perf_event_open_attr(a, me(), -1, -1, 0)
+}
+
+fn open_in(a: &PerfEventAttr, leader: &EventFd) -> Result<EventFd> {
+    perf_event_open_attr(a, me(), -1, leader.as_raw(), 0)
+}
+
+fn dummy() -> PerfEventAttr {
+    attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY)
+}
+
+fn sampling(type_: u32, config: u64) -> PerfEventAttr {
+    let mut a = attr(type_, config);
+    a.sample_period = 1;
+    a
+}
+
+fn probe_cfg() -> u64 {
+    fn here() {
+        let _g = perfaux_swtrace::probe!("vt_probe");
+    }
+    here();
+    perfaux_core::pmus::probe::resolve_probe("vt_probe")
+}
+
+fn uevent_aux_leader() -> EventFd {
+    open(&attr(UEVENT_AUX_TYPE, 0)).unwrap()
+}
+
+/// A PMU whose events may carry `aux_output` (`config` 1: matches any AUX
+/// leader, 0: matches none), or that has no interrupt (`config` 2).
+struct TestPmu {
+    caps: PmuCaps,
+}
+
+impl Pmu for TestPmu {
+    fn name(&self) -> &'static str {
+        if self.caps.contains(PmuCaps::NO_INTERRUPT) {
+            "vt_noint"
+        } else {
+            "vt_auxout"
+        }
+    }
+    fn capabilities(&self) -> PmuCaps {
+        self.caps
+    }
+    fn event_init(&self, event: &Event) -> Result<perfaux_core::pmu::PmuPrivate> {
+        if event.attr().type_ != event.pmu_type() {
+            return Err(perfaux_core::Error::new(ENOENT, "not mine"));
+        }
+        Ok(Box::new(event.attr().config))
+    }
+    fn start(&self, _: &Event, _: u32) {}
+    fn stop(&self, _: &Event, _: u32) {}
+    fn aux_output_match(&self, _aux_event: &Event) -> bool {
+        true
+    }
+}
+
+fn test_pmus() -> (u32, u32) {
+    static T: std::sync::OnceLock<(u32, u32)> = std::sync::OnceLock::new();
+    *T.get_or_init(|| {
+        (
+            perf_pmu_register(Arc::new(TestPmu {
+                caps: PmuCaps::AUX_OUTPUT,
+            })),
+            perf_pmu_register(Arc::new(TestPmu {
+                caps: PmuCaps::NO_INTERRUPT,
+            })),
+        )
+    })
+}
+
+/// The trace leader of this thread, mapped so that AUX links work.
+fn trace_leader(aux: bool) -> (EventFd, Vec<perfaux_core::Mmap>) {
+    let ev = open(&attr(SWTRACE_TYPE, 0)).unwrap();
+    let mut maps = vec![ev.mmap(0, 1 + 1, Prot::READ_WRITE).unwrap()];
+    if aux {
+        let off = 2 * page_size() as u64;
+        maps[0].set_aux_area(off, page_size() as u64).unwrap();
+        maps.push(ev.mmap(2, 1, Prot::READ_ONLY).unwrap());
+    }
+    (ev, maps)
+}
+
+fn errno_of<T>(r: Result<T>) -> i32 {
+    match r {
+        Ok(_) => 0,
+        Err(e) => e.errno,
+    }
+}
+
+type RowFn = fn() -> i32;
+
+/// (rule, expected errno, case)
+fn rows() -> Vec<(&'static str, i32, RowFn)> {
+    vec![
+        // --- syscall body: flags and perf_copy_attr (UPSTREAM 2, "Kernel copy") ---
+        ("flags & ~PERF_FLAG_ALL -> EINVAL", EINVAL, || {
+            errno_of(perf_event_open_attr(&dummy(), me(), -1, -1, 1 << 5))
+        }),
+        ("attr.size > PAGE_SIZE -> E2BIG", E2BIG, || {
+            let mut b = dummy().to_bytes(PERF_ATTR_SIZE_VER8, Endianness::NATIVE);
+            b.resize(4200, 0);
+            b[4..8].copy_from_slice(&4097u32.to_ne_bytes());
+            errno_of(perf_event_open(&b, me(), -1, -1, 0))
+        }),
+        ("attr.size < PERF_ATTR_SIZE_VER0 -> E2BIG", E2BIG, || {
+            let mut b = dummy().to_bytes(PERF_ATTR_SIZE_VER8, Endianness::NATIVE);
+            b[4..8].copy_from_slice(&60u32.to_ne_bytes());
+            errno_of(perf_event_open(&b, me(), -1, -1, 0))
+        }),
+        ("non-zero bytes past sizeof(attr) -> E2BIG", E2BIG, || {
+            let mut b = dummy().to_bytes(PERF_ATTR_SIZE_VER9, Endianness::NATIVE);
+            b.resize(160, 0);
+            b[4..8].copy_from_slice(&160u32.to_ne_bytes());
+            b[150] = 1;
+            errno_of(perf_event_open(&b, me(), -1, -1, 0))
+        }),
+        ("__reserved_1 bit set -> EINVAL", EINVAL, || {
+            let mut a = dummy();
+            a.flags |= AttrFlags::from_bits_retain(1 << 45);
+            errno_of(open(&a))
+        }),
+        ("__reserved_2 non-zero -> EINVAL", EINVAL, || {
+            let mut a = dummy();
+            a.reserved_2 = 1;
+            errno_of(open(&a))
+        }),
+        (
+            "aux_action __reserved_3 bits -> EINVAL (perf_copy_attr)",
+            EINVAL,
+            || {
+                let mut a = dummy();
+                a.aux_action = AuxAction::from_bits_retain(1 << 3);
+                errno_of(open(&a))
+            },
+        ),
+        ("sample_type >= PERF_SAMPLE_MAX -> EINVAL", EINVAL, || {
+            let mut a = dummy();
+            a.sample_type = PERF_SAMPLE_MAX;
+            errno_of(open(&a))
+        }),
+        ("read_format >= PERF_FORMAT_MAX -> EINVAL", EINVAL, || {
+            let mut a = dummy();
+            a.read_format = PERF_FORMAT_MAX;
+            errno_of(open(&a))
+        }),
+        (
+            "freq && sample_freq > max_sample_rate -> EINVAL",
+            EINVAL,
+            || {
+                let mut a = dummy();
+                a.flags |= AttrFlags::FREQ;
+                a.sample_period = 100_001;
+                errno_of(open(&a))
+            },
+        ),
+        ("sample_period bit 63 -> EINVAL", EINVAL, || {
+            let mut a = dummy();
+            a.sample_period = 1 << 63;
+            errno_of(open(&a))
+        }),
+        ("PERF_FLAG_PID_CGROUP with cpu -1 -> EINVAL", EINVAL, || {
+            errno_of(perf_event_open_attr(
+                &dummy(),
+                me(),
+                -1,
+                -1,
+                PERF_FLAG_PID_CGROUP,
+            ))
+        }),
+        // --- group_fd and pid ---
+        (
+            "group_fd is not a perf event (stdin) -> EBADF",
+            EBADF,
+            || errno_of(perf_event_open_attr(&dummy(), me(), -1, 0, 0)),
+        ),
+        ("group_fd was closed -> EBADF", EBADF, || {
+            let l = open(&dummy()).unwrap();
+            let fd = l.as_raw();
+            drop(l);
+            errno_of(perf_event_open_attr(&dummy(), me(), -1, fd, 0))
+        }),
+        ("pid names no thread of the process -> ESRCH", ESRCH, || {
+            errno_of(perf_event_open_attr(
+                &dummy(),
+                Target::Thread(i32::MAX - 7),
+                -1,
+                -1,
+                0,
+            ))
+        }),
+        (
+            "task event, inherit differs from the leader -> EINVAL",
+            EINVAL,
+            || {
+                let l = open(&dummy()).unwrap();
+                let mut a = dummy();
+                a.flags |= AttrFlags::INHERIT;
+                errno_of(open_in(&a, &l))
+            },
+        ),
+        // --- perf_event_alloc ---
+        ("pid -1 and cpu -1 -> EINVAL", EINVAL, || {
+            errno_of(perf_event_open_attr(&dummy(), Target::AnyThread, -1, -1, 0))
+        }),
+        ("cpu >= nr_cpu_ids -> EINVAL", EINVAL, || {
+            errno_of(perf_event_open_attr(&dummy(), me(), 4096, -1, 0))
+        }),
+        ("sigtrap without a task -> EINVAL", EINVAL, || {
+            let mut a = dummy();
+            a.flags |= AttrFlags::SIGTRAP | AttrFlags::REMOVE_ON_EXEC;
+            errno_of(perf_event_open_attr(&a, Target::AnyThread, 0, -1, 0))
+        }),
+        ("unknown attr.type -> ENOENT", ENOENT, || {
+            errno_of(open(&attr(0x7777, 0)))
+        }),
+        (
+            "software config beyond PERF_COUNT_SW_MAX -> ENOENT",
+            ENOENT,
+            || errno_of(open(&attr(PERF_TYPE_SOFTWARE, 99))),
+        ),
+        ("probe config naming no probe -> ENOENT", ENOENT, || {
+            errno_of(open(&attr(PROBE_TYPE, 0xfff_0000)))
+        }),
+        (
+            "aux_output on a PMU without CAP_AUX_OUTPUT -> EOPNOTSUPP",
+            EOPNOTSUPP,
+            || {
+                let mut a = sampling(UEVENT_TYPE, 1);
+                a.flags |= AttrFlags::AUX_OUTPUT;
+                errno_of(open(&a))
+            },
+        ),
+        (
+            "aux_output with aux_pause -> EOPNOTSUPP",
+            EOPNOTSUPP,
+            || {
+                let mut a = sampling(test_pmus().0, 1);
+                a.flags |= AttrFlags::AUX_OUTPUT;
+                a.aux_action = AuxAction::PAUSE;
+                errno_of(open(&a))
+            },
+        ),
+        ("aux_pause && aux_resume -> EINVAL", EINVAL, || {
+            let mut a = sampling(UEVENT_TYPE, 1);
+            a.aux_action = AuxAction::PAUSE | AuxAction::RESUME;
+            errno_of(open(&a))
+        }),
+        (
+            "aux_start_paused on a PMU without CAP_AUX_PAUSE -> EOPNOTSUPP",
+            EOPNOTSUPP,
+            || {
+                let mut a = attr(UEVENT_AUX_TYPE, 0);
+                a.aux_action = AuxAction::START_PAUSED;
+                errno_of(open(&a))
+            },
+        ),
+        (
+            "sample_max_stack > perf_event_max_stack with CALLCHAIN -> EOVERFLOW",
+            EOVERFLOW,
+            || {
+                let mut a = sampling(UEVENT_TYPE, 1);
+                a.sample_type = PERF_SAMPLE_CALLCHAIN;
+                a.sample_max_stack = 200;
+                errno_of(open(&a))
+            },
+        ),
+        (
+            "sampling event on a PMU with NO_INTERRUPT -> EOPNOTSUPP",
+            EOPNOTSUPP,
+            || errno_of(open(&sampling(test_pmus().1, 0))),
+        ),
+        (
+            "use_clockid with an unknown clock -> EINVAL",
+            EINVAL,
+            || {
+                let mut a = dummy();
+                a.flags |= AttrFlags::USE_CLOCKID;
+                a.clockid = 99;
+                errno_of(open(&a))
+            },
+        ),
+        (
+            "non-NMI-safe clock on a PMU without NO_NMI -> EINVAL",
+            EINVAL,
+            || {
+                let mut a = attr(SWTRACE_TYPE, 0);
+                a.flags |= AttrFlags::USE_CLOCKID;
+                a.clockid = libc::CLOCK_REALTIME;
+                errno_of(open(&a))
+            },
+        ),
+        // --- group rules (all EINVAL) ---
+        ("group leader is itself a member -> EINVAL", EINVAL, || {
+            let l = open(&dummy()).unwrap();
+            let m = open_in(&dummy(), &l).unwrap();
+            errno_of(open_in(&dummy(), &m))
+        }),
+        ("group leader on another cpu -> EINVAL", EINVAL, || {
+            let l = perf_event_open_attr(&dummy(), me(), 0, -1, 0).unwrap();
+            errno_of(open_in(&dummy(), &l))
+        }),
+        (
+            "group leader in another context (thread) -> EINVAL",
+            EINVAL,
+            || {
+                let l = perf_event_open_attr(&dummy(), Target::AnyThread, 0, -1, 0).unwrap();
+                errno_of(perf_event_open_attr(&dummy(), me(), 0, l.as_raw(), 0))
+            },
+        ),
+        ("group leader with another clock -> EINVAL", EINVAL, || {
+            let l = open(&dummy()).unwrap();
+            let mut a = dummy();
+            a.flags |= AttrFlags::USE_CLOCKID;
+            a.clockid = libc::CLOCK_MONOTONIC_RAW;
+            errno_of(open_in(&a, &l))
+        }),
+        ("pinned group member -> EINVAL", EINVAL, || {
+            let l = open(&dummy()).unwrap();
+            let mut a = dummy();
+            a.flags |= AttrFlags::PINNED;
+            errno_of(open_in(&a, &l))
+        }),
+        // --- perf_event_set_output via PERF_FLAG_FD_OUTPUT ---
+        (
+            "FD_OUTPUT to an event without a buffer -> EINVAL",
+            EINVAL,
+            || {
+                let l = open(&dummy()).unwrap();
+                errno_of(perf_event_open_attr(
+                    &dummy(),
+                    me(),
+                    -1,
+                    l.as_raw(),
+                    PERF_FLAG_FD_OUTPUT,
+                ))
+            },
+        ),
+        (
+            "FD_OUTPUT with differing write_backward -> EINVAL",
+            EINVAL,
+            || {
+                let l = open(&dummy()).unwrap();
+                let _m = l.mmap(0, 2, Prot::READ_WRITE).unwrap();
+                let mut a = dummy();
+                a.flags |= AttrFlags::WRITE_BACKWARD;
+                errno_of(perf_event_open_attr(
+                    &a,
+                    me(),
+                    -1,
+                    l.as_raw(),
+                    PERF_FLAG_FD_OUTPUT,
+                ))
+            },
+        ),
+        // --- perf_get_aux_event (all EINVAL) ---
+        ("aux_pause without a group leader -> EINVAL", EINVAL, || {
+            let mut a = sampling(UEVENT_TYPE, 1);
+            a.aux_action = AuxAction::PAUSE;
+            errno_of(open(&a))
+        }),
+        (
+            "aux_resume, leader's PMU lacks CAP_AUX_PAUSE -> EINVAL",
+            EINVAL,
+            || {
+                let l = uevent_aux_leader();
+                let mut a = sampling(UEVENT_TYPE, 1);
+                a.aux_action = AuxAction::RESUME;
+                errno_of(open_in(&a, &l))
+            },
+        ),
+        (
+            "aux_pause, leader is not an AUX event -> EINVAL",
+            EINVAL,
+            || {
+                let l = open(&dummy()).unwrap();
+                let mut a = sampling(UEVENT_TYPE, 1);
+                a.aux_action = AuxAction::PAUSE;
+                errno_of(open_in(&a, &l))
+            },
+        ),
+        (
+            "aux_sample_size without a group leader -> EINVAL",
+            EINVAL,
+            || {
+                let mut a = sampling(UEVENT_TYPE, 1);
+                a.sample_type = PERF_SAMPLE_AUX;
+                a.aux_sample_size = 4096;
+                errno_of(open(&a))
+            },
+        ),
+        (
+            "aux_sample_size, leader's PMU has no snapshot_aux -> EINVAL",
+            EINVAL,
+            || {
+                let l = uevent_aux_leader();
+                let mut a = sampling(UEVENT_TYPE, 1);
+                a.sample_type = PERF_SAMPLE_AUX;
+                a.aux_sample_size = 4096;
+                errno_of(open_in(&a, &l))
+            },
+        ),
+        ("aux_output && aux_sample_size -> EINVAL", EINVAL, || {
+            let (l, _m) = trace_leader(false);
+            let mut a = sampling(test_pmus().0, 1);
+            a.flags |= AttrFlags::AUX_OUTPUT;
+            a.aux_sample_size = 4096;
+            errno_of(open_in(&a, &l))
+        }),
+        (
+            "aux_output, leader is no AUX event (no match) -> EINVAL",
+            EINVAL,
+            || {
+                let l = open(&dummy()).unwrap();
+                let mut a = sampling(test_pmus().0, 1);
+                a.flags |= AttrFlags::AUX_OUTPUT;
+                errno_of(open_in(&a, &l))
+            },
+        ),
+        // --- PERF_FLAG_FD_SAMPLE (seed 000, can_sample_for) ---
+        (
+            "FD_SAMPLE: sampler has no AUX area -> EINVAL",
+            EINVAL,
+            || {
+                let s = open(&dummy()).unwrap();
+                let mut a = sampling(UEVENT_TYPE, 1);
+                a.sample_type = PERF_SAMPLE_AUX;
+                a.aux_sample_size = 64;
+                errno_of(perf_event_open_attr(
+                    &a,
+                    me(),
+                    -1,
+                    s.as_raw(),
+                    PERF_FLAG_FD_SAMPLE_EXT,
+                ))
+            },
+        ),
+        (
+            "FD_SAMPLE: sampler on another cpu -> EINVAL",
+            EINVAL,
+            || {
+                let (s, _m) = trace_leader(false);
+                let mut a = sampling(UEVENT_TYPE, 1);
+                a.sample_type = PERF_SAMPLE_AUX;
+                a.aux_sample_size = 64;
+                errno_of(perf_event_open_attr(
+                    &a,
+                    me(),
+                    0,
+                    s.as_raw(),
+                    PERF_FLAG_FD_SAMPLE_EXT,
+                ))
+            },
+        ),
+        // --- the trace PMU ---
+        ("swtrace needs a thread target -> EINVAL", EINVAL, || {
+            errno_of(perf_event_open_attr(
+                &attr(SWTRACE_TYPE, 0),
+                Target::AnyThread,
+                0,
+                -1,
+                0,
+            ))
+        }),
+        (
+            "swtrace: second trace event of a thread -> EBUSY",
+            EBUSY,
+            || {
+                let _a = open(&attr(SWTRACE_TYPE, 0)).unwrap();
+                errno_of(open(&attr(SWTRACE_TYPE, 0)))
+            },
+        ),
+        // --- mmap (UPSTREAM 3, "mmap rules") ---
+        ("mmap not MAP_SHARED -> EINVAL", EINVAL, || {
+            let e = open(&dummy()).unwrap();
+            errno_of(e.mmap(
+                0,
+                2,
+                Prot {
+                    write: true,
+                    shared: false,
+                },
+            ))
+        }),
+        ("data mmap of 1 + 3 pages -> EINVAL", EINVAL, || {
+            let e = open(&dummy()).unwrap();
+            errno_of(e.mmap(0, 4, Prot::READ_WRITE))
+        }),
+        (
+            "mmap of a per-task inherited event -> EINVAL",
+            EINVAL,
+            || {
+                let mut a = dummy();
+                a.flags |= AttrFlags::INHERIT;
+                let e = open(&a).unwrap();
+                errno_of(e.mmap(0, 2, Prot::READ_WRITE))
+            },
+        ),
+        (
+            "second data mmap with another size -> EINVAL",
+            EINVAL,
+            || {
+                let e = open(&dummy()).unwrap();
+                let _m = e.mmap(0, 2, Prot::READ_WRITE).unwrap();
+                errno_of(e.mmap(0, 3, Prot::READ_WRITE))
+            },
+        ),
+        ("AUX mmap before the data area -> EINVAL", EINVAL, || {
+            let e = open(&attr(UEVENT_AUX_TYPE, 0)).unwrap();
+            errno_of(e.mmap(2, 1, Prot::READ_WRITE))
+        }),
+        (
+            "AUX: aux_offset inside the data area -> EINVAL",
+            EINVAL,
+            || {
+                let e = open(&attr(UEVENT_AUX_TYPE, 0)).unwrap();
+                let m = e.mmap(0, 3, Prot::READ_WRITE).unwrap();
+                m.set_aux_area(page_size() as u64, page_size() as u64)
+                    .unwrap();
+                errno_of(e.mmap(1, 1, Prot::READ_WRITE))
+            },
+        ),
+        (
+            "AUX: pgoff differs from aux_offset -> EINVAL",
+            EINVAL,
+            || {
+                let e = open(&attr(UEVENT_AUX_TYPE, 0)).unwrap();
+                let m = e.mmap(0, 3, Prot::READ_WRITE).unwrap();
+                m.set_aux_area(3 * page_size() as u64, page_size() as u64)
+                    .unwrap();
+                errno_of(e.mmap(4, 1, Prot::READ_WRITE))
+            },
+        ),
+        (
+            "AUX: length differs from aux_size -> EINVAL",
+            EINVAL,
+            || {
+                let e = open(&attr(UEVENT_AUX_TYPE, 0)).unwrap();
+                let m = e.mmap(0, 3, Prot::READ_WRITE).unwrap();
+                m.set_aux_area(3 * page_size() as u64, 2 * page_size() as u64)
+                    .unwrap();
+                errno_of(e.mmap(3, 1, Prot::READ_WRITE))
+            },
+        ),
+        ("AUX: 3 pages (not 2^n) -> EINVAL", EINVAL, || {
+            let e = open(&attr(UEVENT_AUX_TYPE, 0)).unwrap();
+            let m = e.mmap(0, 3, Prot::READ_WRITE).unwrap();
+            m.set_aux_area(3 * page_size() as u64, 3 * page_size() as u64)
+                .unwrap();
+            errno_of(e.mmap(3, 3, Prot::READ_WRITE))
+        }),
+        (
+            "second AUX mmap with another offset/size -> EINVAL",
+            EINVAL,
+            || {
+                let e = open(&attr(UEVENT_AUX_TYPE, 0)).unwrap();
+                let m = e.mmap(0, 3, Prot::READ_WRITE).unwrap();
+                m.set_aux_area(3 * page_size() as u64, page_size() as u64)
+                    .unwrap();
+                let _a = e.mmap(3, 1, Prot::READ_WRITE).unwrap();
+                m.set_aux_area(3 * page_size() as u64, 2 * page_size() as u64)
+                    .unwrap();
+                errno_of(e.mmap(3, 2, Prot::READ_WRITE))
+            },
+        ),
+        (
+            "AUX mmap on a PMU without setup_aux -> EOPNOTSUPP",
+            EOPNOTSUPP,
+            || {
+                let e = open(&dummy()).unwrap();
+                let m = e.mmap(0, 3, Prot::READ_WRITE).unwrap();
+                m.set_aux_area(3 * page_size() as u64, page_size() as u64)
+                    .unwrap();
+                errno_of(e.mmap(3, 1, Prot::READ_WRITE))
+            },
+        ),
+        (
+            "aux_offset stored through a read-only user page -> EACCES",
+            EACCES,
+            || {
+                let e = open(&dummy()).unwrap();
+                let m = e.mmap(0, 3, Prot::READ_ONLY).unwrap();
+                errno_of(m.set_aux_area(3 * page_size() as u64, page_size() as u64))
+            },
+        ),
+        // --- ioctls ---
+        (
+            "SET_OUTPUT while the event is mapped -> EINVAL",
+            EINVAL,
+            || {
+                let a = open(&dummy()).unwrap();
+                let b = open(&dummy()).unwrap();
+                let _ma = a.mmap(0, 2, Prot::READ_WRITE).unwrap();
+                let _mb = b.mmap(0, 2, Prot::READ_WRITE).unwrap();
+                errno_of(a.set_output(b.as_raw()))
+            },
+        ),
+        ("SET_OUTPUT into itself -> EINVAL", EINVAL, || {
+            let a = open(&dummy()).unwrap();
+            errno_of(a.set_output(a.as_raw()))
+        }),
+        ("SET_OUTPUT across cpus -> EINVAL", EINVAL, || {
+            let a = open(&dummy()).unwrap();
+            let b = perf_event_open_attr(&dummy(), me(), 0, -1, 0).unwrap();
+            let _mb = b.mmap(0, 2, Prot::READ_WRITE).unwrap();
+            errno_of(a.set_output(b.as_raw()))
+        }),
+        ("SET_OUTPUT to a non-event fd -> EBADF", EBADF, || {
+            let a = open(&dummy()).unwrap();
+            errno_of(a.set_output(1))
+        }),
+        (
+            "SET_OUTPUT, AUX events of different PMUs -> EINVAL",
+            EINVAL,
+            || {
+                let (l, _m) = trace_leader(false);
+                let b = perf_event_open_attr(&attr(UEVENT_AUX_TYPE, 0), me(), -1, -1, 0).unwrap();
+                errno_of(b.set_output(l.as_raw()))
+            },
+        ),
+        ("REFRESH on a non-sampling event -> EINVAL", EINVAL, || {
+            errno_of(open(&dummy()).unwrap().refresh(1))
+        }),
+        ("PERIOD on a non-sampling event -> EINVAL", EINVAL, || {
+            errno_of(open(&dummy()).unwrap().period(10))
+        }),
+        ("PERIOD 0 -> EINVAL", EINVAL, || {
+            errno_of(open(&sampling(UEVENT_TYPE, 1)).unwrap().period(0))
+        }),
+        ("PERIOD with bit 63 -> EINVAL", EINVAL, || {
+            errno_of(open(&sampling(UEVENT_TYPE, 1)).unwrap().period(1 << 63))
+        }),
+        ("PAUSE_OUTPUT without a buffer -> EINVAL", EINVAL, || {
+            errno_of(open(&dummy()).unwrap().pause_output(true))
+        }),
+        ("close of a closed fd -> EBADF", EBADF, || {
+            let e = open(&dummy()).unwrap();
+            let fd = e.as_raw();
+            drop(e);
+            errno_of(perfaux_core::control::close(fd))
+        }),
+        // --- uevents (seed 002) ---
+        ("uevent flags != 0 -> EINVAL", EINVAL, || {
+            errno_of(perf_uevent(1, b"x", 1))
+        }),
+        ("uevent above 4096 bytes -> E2BIG", E2BIG, || {
+            errno_of(perf_uevent(1, &[0; 4097], 0))
+        }),
+        (
+            "uevent: flags checked before size -> EINVAL",
+            EINVAL,
+            || errno_of(perf_uevent(1, &[0; 4097], 1)),
+        ),
+        ("C uevent: null data with a size -> EFAULT", EFAULT, || {
+            c_uevent(1, 8, true, 0)
+        }),
+        ("C uevent: size above 4096 -> E2BIG", E2BIG, || {
+            c_uevent(1, 5000, true, 0)
+        }),
+        ("C uevent: flags -> EINVAL", EINVAL, || {
+            c_uevent(1, 8, false, 3)
+        }),
+        // --- which errno wins when several rules fail (kernel check order) ---
+        ("order: unknown flag before a bad attr size", EINVAL, || {
+            let mut b = dummy().to_bytes(PERF_ATTR_SIZE_VER8, Endianness::NATIVE);
+            b[4..8].copy_from_slice(&60u32.to_ne_bytes());
+            errno_of(perf_event_open(&b, me(), -1, -1, 1 << 7))
+        }),
+        ("order: bad attr size before a bad group_fd", E2BIG, || {
+            let mut b = dummy().to_bytes(PERF_ATTR_SIZE_VER8, Endianness::NATIVE);
+            b[4..8].copy_from_slice(&60u32.to_ne_bytes());
+            errno_of(perf_event_open(&b, me(), -1, 0, 0))
+        }),
+        ("order: sample_freq check before group_fd", EINVAL, || {
+            let mut a = dummy();
+            a.flags |= AttrFlags::FREQ;
+            a.sample_period = 1 << 40;
+            errno_of(perf_event_open_attr(&a, me(), -1, 0, 0))
+        }),
+        ("order: bad group_fd before a missing thread", EBADF, || {
+            errno_of(perf_event_open_attr(
+                &dummy(),
+                Target::Thread(i32::MAX - 7),
+                -1,
+                0,
+                0,
+            ))
+        }),
+        (
+            "order: missing thread before an unknown type",
+            ESRCH,
+            || {
+                errno_of(perf_event_open_attr(
+                    &attr(0x7777, 0),
+                    Target::Thread(i32::MAX - 7),
+                    -1,
+                    -1,
+                    0,
+                ))
+            },
+        ),
+        (
+            "order: unknown type before aux_pause && aux_resume",
+            ENOENT,
+            || {
+                let mut a = sampling(0x7777, 0);
+                a.aux_action = AuxAction::PAUSE | AuxAction::RESUME;
+                errno_of(open(&a))
+            },
+        ),
+        (
+            "order: aux_output EOPNOTSUPP before aux_pause && aux_resume EINVAL",
+            EOPNOTSUPP,
+            || {
+                let mut a = sampling(UEVENT_TYPE, 1);
+                a.flags |= AttrFlags::AUX_OUTPUT;
+                a.aux_action = AuxAction::PAUSE | AuxAction::RESUME;
+                errno_of(open(&a))
+            },
+        ),
+        (
+            "order: aux_pause && aux_resume EINVAL before start_paused EOPNOTSUPP",
+            EINVAL,
+            || {
+                let mut a = sampling(UEVENT_TYPE, 1);
+                a.aux_action = AuxAction::PAUSE | AuxAction::RESUME | AuxAction::START_PAUSED;
+                errno_of(open(&a))
+            },
+        ),
+        (
+            "order: NO_INTERRUPT EOPNOTSUPP before a bad clock EINVAL",
+            EOPNOTSUPP,
+            || {
+                let mut a = sampling(test_pmus().1, 0);
+                a.flags |= AttrFlags::USE_CLOCKID;
+                a.clockid = 99;
+                errno_of(open(&a))
+            },
+        ),
+        (
+            "order: start_paused EOPNOTSUPP before a missing AUX leader EINVAL",
+            EOPNOTSUPP,
+            || {
+                let mut a = attr(UEVENT_AUX_TYPE, 0);
+                a.aux_action = AuxAction::START_PAUSED;
+                a.aux_sample_size = 64;
+                errno_of(open(&a))
+            },
+        ),
+    ]
+}
+
+const PERF_FLAG_FD_SAMPLE_EXT: u64 = ext::PERF_FLAG_FD_SAMPLE;
+
+fn c_uevent(type_: u32, size: u32, null: bool, flags: u64) -> i32 {
+    let buf = [7u8; 8];
+    let p = if null {
+        std::ptr::null()
+    } else {
+        buf.as_ptr().cast()
+    };
+    let size = if !null { size.min(8) } else { size };
+    // SAFETY: `p` is null or points to 8 readable bytes and size <= 8 then.
+    let r = unsafe { perfaux_uevent(type_, size, p, flags) };
+    if r == 0 {
+        0
+    } else {
+        assert_eq!(r, -1, "the C entry returns -1 on error");
+        std::io::Error::last_os_error().raw_os_error().unwrap()
+    }
+}
+
+#[test]
+fn every_rule_gives_the_kernels_errno() {
+    let mut failures = Vec::new();
+    let rows = rows();
+    for (rule, want, case) in &rows {
+        let got = case();
+        if got != *want {
+            failures.push(format!(
+                "rule `{rule}`: want {}, got {}",
+                perfaux_abi::errno::name(*want),
+                if got == 0 {
+                    "success"
+                } else {
+                    perfaux_abi::errno::name(got)
+                }
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} rows failed:\n{}",
+        failures.len(),
+        rows.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn valid_configurations_open() {
+    // The positive counterparts of the rows above: each opens.
+    let (l, _m) = trace_leader(true);
+    let mut pause = sampling(PROBE_TYPE, probe_cfg());
+    pause.aux_action = AuxAction::PAUSE;
+    let p = open_in(&pause, &l).unwrap();
+    let mut sampler = sampling(PROBE_TYPE, probe_cfg());
+    sampler.sample_type = PERF_SAMPLE_AUX;
+    sampler.aux_sample_size = 4096;
+    let s = open_in(&sampler, &l).unwrap();
+    assert_eq!(p.event().aux_event().unwrap().id(), l.id());
+    assert_eq!(s.event().aux_event().unwrap().id(), l.id());
+    let mut start_paused = attr(SWTRACE_TYPE, 0);
+    start_paused.aux_action = AuxAction::START_PAUSED;
+    drop((p, s, l, _m));
+    let sp = open(&start_paused).unwrap();
+    assert!(
+        sp.event().aux_paused(),
+        "aux_start_paused sets hw.aux_paused at alloc"
+    );
+}
