@@ -175,6 +175,7 @@ pub(crate) fn parse_event_desc(c: &mut SectionCursor<'_>) -> Result<Vec<EventDes
         let raw = c.take(sz)?;
         let (attr, _) = PerfEventAttr::parse(raw, c.endian)
             .map_err(|e| Error::corrupt(at, format!("EVENT_DESC attr: {e}")))?;
+        let attr = crate::attr_bits::from_file(attr, c.endian);
         let nr_ids = c.u32()?;
         let name = c.string()?;
         let k = c.count(u64::from(nr_ids), 8)?;
@@ -274,9 +275,5 @@ impl SectionBuf {
     pub(crate) fn raw(&mut self, b: &[u8]) -> &mut Self {
         self.bytes.extend_from_slice(b);
         self
-    }
-
-    pub(crate) fn endian(&self) -> Endianness {
-        self.endian
     }
 }

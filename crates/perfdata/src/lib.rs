@@ -24,6 +24,7 @@ pub mod reader;
 pub mod record;
 pub mod writer;
 
+mod attr_bits;
 mod decompress;
 mod input;
 

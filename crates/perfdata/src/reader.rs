@@ -10,6 +10,7 @@
 //! been handed out, then the error (naming the file offset) is returned, then
 //! `Ok(None)`.
 
+use crate::attr_bits;
 use crate::decompress::{Decompressor, payload_len};
 use crate::error::{Error, Result};
 use crate::events::{EventAttr, IdMap};
@@ -201,6 +202,7 @@ impl<R: Read + Seek> PerfDataReader<R> {
             let attr_len = entry as usize - FileSection::SIZE;
             let (attr, _) = PerfEventAttr::parse(&ent[..attr_len], e)
                 .map_err(|err| Error::corrupt(at, format!("attr {i}: {err}")))?;
+            let attr = attr_bits::from_file(attr, e);
             let sec = FileSection::parse(&ent[attr_len..], e);
             let raw = read_section(&mut r, sec, file_len, file_len, "attr ids")?;
             let id_list: Vec<u64> = raw
@@ -505,7 +507,8 @@ impl<R: Read> PerfDataReader<R> {
         let bad = |err: perfaux_abi::user::UserRecordError| Error::corrupt(off, err.to_string());
         match header.type_ {
             PERF_RECORD_HEADER_ATTR => {
-                let r = HeaderAttrRecord::parse(bytes, e).map_err(bad)?;
+                let mut r = HeaderAttrRecord::parse(bytes, e).map_err(bad)?;
+                r.attr = attr_bits::from_file(r.attr, e);
                 let idx = self.meta.attrs.len();
                 self.ids.add(idx, &r.attr, &r.ids);
                 self.infos.push(RecordParseInfo::new(&r.attr));

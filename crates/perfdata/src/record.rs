@@ -101,7 +101,10 @@ impl<'a> RawRecord<'a> {
         let (b, e) = (self.bytes, self.endian);
         let r = match self.header.type_ {
             t if t < PERF_RECORD_USER_TYPE_START => return None,
-            PERF_RECORD_HEADER_ATTR => HeaderAttrRecord::parse(b, e).map(UserRecord::HeaderAttr),
+            PERF_RECORD_HEADER_ATTR => HeaderAttrRecord::parse(b, e).map(|mut r| {
+                r.attr = crate::attr_bits::from_file(r.attr, e);
+                UserRecord::HeaderAttr(r)
+            }),
             PERF_RECORD_FINISHED_ROUND => {
                 FinishedRoundRecord::parse(b, e).map(UserRecord::FinishedRound)
             }

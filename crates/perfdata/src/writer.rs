@@ -10,6 +10,7 @@
 //! feature table (`{offset, size}` per set bit, in bit order) and the
 //! feature sections.
 
+use crate::attr_bits;
 use crate::error::{Error, Result};
 use crate::feature::{Feature, FeatureSet};
 use crate::feature_data::{AuxtraceIndexEntry, SectionBuf};
@@ -123,7 +124,7 @@ fn feature_sections(
     let mut b = SectionBuf::new(e);
     b.u32(events.len() as u32).u32(attr_size);
     for ev in events {
-        b.raw(&ev.attr.to_bytes(attr_size, b.endian()));
+        b.raw(&attr_bits::to_file(ev.attr, e).to_bytes(attr_size, e));
         b.u32(ev.ids.len() as u32);
         b.string(&ev.name);
         for &id in &ev.ids {
@@ -241,7 +242,7 @@ impl<W: Write + Seek> PerfDataWriter<W> {
         }
         let attrs_start = out.pos;
         for (ev, sec) in events.iter().zip(&id_sections) {
-            out.put(&ev.attr.to_bytes(attr_size, e))?;
+            out.put(&attr_bits::to_file(ev.attr, e).to_bytes(attr_size, e))?;
             out.put(&sec.to_bytes(e))?;
         }
         let attrs = FileSection {
@@ -384,7 +385,7 @@ impl<W: Write> PerfPipeWriter<W> {
         out.put(&pipe_header_bytes(e))?;
         let mut rec = Vec::new();
         for ev in &events {
-            let mut attr = ev.attr;
+            let mut attr = attr_bits::to_file(ev.attr, e);
             attr.size = attr_size;
             rec.clear();
             HeaderAttrRecord {

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod synth;
+
 use perfaux_perfdata::{Error, Metadata, PerfDataReader};
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -174,23 +176,68 @@ pub fn have_perf() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// `perf report -D` of a file (pipe files are fed on stdin, which perf 6.1
-/// reads correctly); returns (exit ok, stdout, stderr).
-pub fn perf_report_d(path: &Path, pipe: bool) -> (bool, String, String) {
+/// Runs perf with `args`; a pipe-format file is fed through a real pipe
+/// (perf 6.1 misreads AUXTRACE payloads when stdin is a regular file).
+/// Returns (exit ok, stdout, stderr).
+pub fn run_perf(args: &[&str], path: &Path, pipe: bool) -> (bool, String, String) {
+    use std::io::Write;
+    use std::process::Stdio;
     let mut cmd = Command::new("perf");
-    cmd.args(["report", "-D", "-f"]);
+    cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
     if pipe {
-        cmd.args(["-i", "-"])
-            .stdin(std::fs::File::open(path).unwrap());
+        cmd.args(["-i", "-"]).stdin(Stdio::piped());
     } else {
-        cmd.arg("-i").arg(path);
+        cmd.arg("-i").arg(path).stdin(Stdio::null());
     }
-    let out = cmd.output().expect("perf runs");
+    let mut child = cmd.spawn().expect("perf runs");
+    let feeder = pipe.then(|| {
+        let mut stdin = child.stdin.take().unwrap();
+        let bytes = std::fs::read(path).unwrap();
+        std::thread::spawn(move || {
+            // perf may stop reading early on bad input: a broken pipe is its answer.
+            let _ = stdin.write_all(&bytes);
+        })
+    });
+    let out = child.wait_with_output().expect("perf finishes");
+    if let Some(f) = feeder {
+        f.join().unwrap();
+    }
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// `perf report -D` of a file; returns (exit ok, stdout, stderr).
+pub fn perf_report_d(path: &Path, pipe: bool) -> (bool, String, String) {
+    run_perf(&["report", "-D", "-f"], path, pipe)
+}
+
+/// perf's stderr without the warnings that are not about the file's
+/// format: the LOST-records notice (the file says records were lost, and
+/// perf warns about it) and the kallsyms notices of a machine with
+/// kptr_restrict.
+pub fn unexpected_stderr(stderr: &str) -> Vec<String> {
+    const ALLOWED: [&str; 9] = [
+        "Warning:",
+        "Processed ",
+        "Check IO/CPU overload!",
+        "Kernel address maps (/proc/{kallsyms,modules}) were restricted.",
+        "Check /proc/sys/kernel/kptr_restrict before running 'perf record'.",
+        "As no suitable kallsyms nor vmlinux was found, kernel samples",
+        "can't be resolved.",
+        "Samples in kernel functions may not be resolved if a suitable vmlinux",
+        "file is not found in the buildid cache or in the vmlinux path.",
+    ];
+    stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .filter(|l| !ALLOWED.iter().any(|a| l.starts_with(a)))
+        .filter(|l| !l.starts_with("Samples in kernel modules can't be resolved as well."))
+        .map(String::from)
+        .collect()
 }
 
 /// The AUXTRACE lines of `perf report -D`:
@@ -222,6 +269,7 @@ pub fn perf_auxtrace_lines(text: &str) -> Vec<(u64, u64, u64, u64, u32, i32, i32
         .collect()
 }
 
+/// Our AUXTRACE records in the shape of [`perf_auxtrace_lines`].
 pub fn our_auxtrace_lines(r: &ReadAll) -> Vec<(u64, u64, u64, u64, u32, i32, i32)> {
     r.auxtrace
         .iter()
