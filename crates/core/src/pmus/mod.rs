@@ -15,6 +15,7 @@ use crate::pmu::Pmu;
 pub mod probe;
 pub mod software;
 pub mod swtrace;
+pub mod task_clock;
 pub mod uevent;
 
 /// Registers the builtin PMUs (called once by the registry).

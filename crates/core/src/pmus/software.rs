@@ -3,7 +3,7 @@
 //!
 //! - `PERF_COUNT_SW_DUMMY`: counts nothing; carries sideband and uevents.
 //! - `PERF_COUNT_SW_TASK_CLOCK`: the thread's CPU time in ns (see
-//!   [`super::cpu_clock`]).
+//!   [`super::task_clock`]).
 //!
 //! Other software ids exist in the kernel but measure what only the kernel
 //! sees (page faults, context switches): EOPNOTSUPP here. Ids beyond the
@@ -17,6 +17,10 @@ use crate::pmu::{Pmu, PmuCaps, PmuPrivate};
 
 /// `PERF_COUNT_SW_MAX`.
 const PERF_COUNT_SW_MAX: u64 = 12;
+
+fn is_task_clock(event: &Event) -> bool {
+    event.attr().config == PERF_COUNT_SW_TASK_CLOCK
+}
 
 /// The software PMU.
 pub struct SoftwarePmu;
@@ -36,7 +40,7 @@ impl Pmu for SoftwarePmu {
         }
         match event.attr().config {
             PERF_COUNT_SW_DUMMY => Ok(Box::new(())),
-            PERF_COUNT_SW_TASK_CLOCK => Err(eopnotsupp("task-clock: not built yet")),
+            PERF_COUNT_SW_TASK_CLOCK => super::task_clock::event_init(event),
             c if c >= PERF_COUNT_SW_MAX => {
                 Err(enoent("software event id beyond PERF_COUNT_SW_MAX"))
             }
@@ -46,7 +50,27 @@ impl Pmu for SoftwarePmu {
         }
     }
 
-    fn start(&self, _event: &Event, _flags: u32) {}
+    fn start(&self, event: &Event, _flags: u32) {
+        if is_task_clock(event) {
+            super::task_clock::start(event);
+        }
+    }
 
-    fn stop(&self, _event: &Event, _flags: u32) {}
+    fn stop(&self, event: &Event, _flags: u32) {
+        if is_task_clock(event) {
+            super::task_clock::stop(event);
+        }
+    }
+
+    fn read(&self, event: &Event) {
+        if is_task_clock(event) {
+            super::task_clock::read(event);
+        }
+    }
+
+    fn destroy(&self, event: &Event) {
+        if is_task_clock(event) {
+            super::task_clock::destroy(event);
+        }
+    }
 }

@@ -270,15 +270,11 @@ fn start_here(event: &Event, st: &TraceState) -> bool {
         Ok(r) => r,
         Err(_) => return true,
     };
-    let config = WriterConfig {
-        region,
-        mode,
-        aux_head: start_head,
-        sync_period: writer::DEFAULT_SYNC_PERIOD,
-        start_paused: event.aux_paused(),
-        clock: Default::default(),
-        on_full: Some(on_full),
-    };
+    // From the constructor, so fields the tracer adds keep their defaults.
+    let mut config = WriterConfig::full_trace(region, Some(on_full));
+    config.mode = mode;
+    config.aux_head = start_head;
+    config.start_paused = event.aux_paused();
     match writer::install(config) {
         Ok(()) => {}
         Err(WriterError::Busy) => return false,

@@ -1,0 +1,312 @@
+//! `task-clock` (`PERF_TYPE_SOFTWARE`, `PERF_COUNT_SW_TASK_CLOCK`): the CPU
+//! time of one thread, in ns, sampled by a POSIX timer on the thread's CPU
+//! clock that delivers a signal to that very thread
+//! (`timer_create(CLOCK_THREAD_CPUTIME_ID-of-tid, SIGEV_THREAD_ID)`).
+//!
+//! The signal handler is this PMU's interrupt and the core's NMI: it runs
+//! the whole overflow path (`__perf_event_overflow`, pause/resume, AUX
+//! sampling, output) on the observed thread at an arbitrary point of its
+//! execution, possibly in the middle of a trace packet or of another
+//! record. That path takes no lock and allocates nothing.
+//!
+//! The handler finds its event through a slot table (the timer's
+//! `sigev_value` holds the slot and a generation, so a signal still
+//! pending after its event closed is ignored). The signal is
+//! `SIGRTMIN + 7` ([`task_clock_signal`]). A frequency (`attr.freq`) is
+//! turned into the period `NSEC_PER_SEC / sample_freq`, and periods are at
+//! least 10 µs, as the kernel's `perf_swevent_init_hrtimer` does.
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+use perfaux_abi::attr::AttrFlags;
+use perfaux_abi::consts::PERF_SAMPLE_CALLCHAIN;
+use perfaux_abi::errno;
+use perfaux_swtrace::ProbeId;
+use perfaux_swtrace::writer::{self, Frame};
+
+use crate::error::{Error, Result, einval};
+use crate::event::{Event, EventState, Target};
+use crate::overflow::perf_event_overflow;
+use crate::pmu::PmuPrivate;
+use crate::rcu::RcuCell;
+use crate::sample::SampleData;
+
+/// The signal the timers deliver.
+pub fn task_clock_signal() -> i32 {
+    libc::SIGRTMIN() + 7
+}
+
+const NSLOTS: usize = 256;
+const NO_TIMER: usize = usize::MAX;
+const MIN_PERIOD_NS: u64 = 10_000;
+
+struct Slot {
+    ev: RcuCell<Event>,
+    generation: AtomicU32,
+    used: AtomicBool,
+}
+
+fn slots() -> &'static [Slot] {
+    static S: OnceLock<Vec<Slot>> = OnceLock::new();
+    S.get_or_init(|| {
+        (0..NSLOTS)
+            .map(|_| Slot {
+                ev: RcuCell::default(),
+                generation: AtomicU32::new(0),
+                used: AtomicBool::new(false),
+            })
+            .collect()
+    })
+}
+
+/// Per-event state.
+pub(crate) struct TaskClock {
+    /// The timer id, or [`NO_TIMER`] (glibc hands out id 0 too).
+    timer: AtomicUsize,
+    slot: usize,
+    clockid: libc::clockid_t,
+    period_ns: u64,
+    /// Thread CPU time when the count last started, or -1 when stopped.
+    base: AtomicI64,
+    /// Time counted up to the last stop.
+    acc: AtomicU64,
+}
+
+/// `MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)`: the CPU-time clock of any
+/// thread of the process.
+fn thread_cpu_clock(tid: i32) -> libc::clockid_t {
+    ((!tid) << 3) | 6
+}
+
+fn now(clockid: libc::clockid_t) -> Option<u64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid out-pointer; clock_gettime is async-signal-safe.
+    let r = unsafe { libc::clock_gettime(clockid, &mut ts) };
+    (r == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
+fn install_handler() {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| {
+        // SAFETY: a zeroed sigaction is a valid starting value.
+        let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+        sa.sa_sigaction = handler as *const () as usize;
+        sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+        // SAFETY: `sa.sa_mask` is a valid sigset_t to initialise.
+        unsafe { libc::sigemptyset(&mut sa.sa_mask) };
+        // SAFETY: a valid signal number and an initialised sigaction.
+        unsafe { libc::sigaction(task_clock_signal(), &sa, std::ptr::null_mut()) };
+    });
+}
+
+pub(crate) fn event_init(event: &Event) -> Result<PmuPrivate> {
+    let Target::Thread(tid) = event.target() else {
+        return Err(einval(
+            "task-clock counts one thread: needs a thread target",
+        ));
+    };
+    let period_ns = if event.flag(AttrFlags::FREQ) {
+        1_000_000_000u64
+            .checked_div(event.attr().sample_freq())
+            .map_or(0, |p| p.max(1))
+    } else {
+        event.attr().sample_period
+    };
+    let period_ns = if period_ns == 0 {
+        0
+    } else {
+        period_ns.max(MIN_PERIOD_NS)
+    };
+    let slot = slots()
+        .iter()
+        .position(|s| {
+            s.used
+                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        })
+        .ok_or_else(|| Error::new(errno::ENOSPC, "task-clock: all timer slots in use"))?;
+    let s = &slots()[slot];
+    let generation = s.generation.fetch_add(1, Ordering::AcqRel).wrapping_add(1);
+    install_handler();
+    let clockid = thread_cpu_clock(tid);
+    let mut timer_id = NO_TIMER;
+    if period_ns != 0 {
+        let mut timer: libc::timer_t = std::ptr::null_mut();
+        // SAFETY: a zeroed sigevent is valid; the fields set below are the
+        // ones SIGEV_THREAD_ID reads.
+        let mut sev: libc::sigevent = unsafe { std::mem::zeroed() };
+        sev.sigev_notify = libc::SIGEV_THREAD_ID;
+        sev.sigev_signo = task_clock_signal();
+        sev.sigev_notify_thread_id = tid;
+        sev.sigev_value = libc::sigval {
+            sival_ptr: ((generation as usize) << 16 | slot) as *mut libc::c_void,
+        };
+        // SAFETY: valid clock id, sigevent and out-pointer.
+        let r = unsafe { libc::timer_create(clockid, &mut sev, &mut timer) };
+        if r != 0 {
+            s.used.store(false, Ordering::Release);
+            return Err(Error::new(
+                std::io::Error::last_os_error()
+                    .raw_os_error()
+                    .unwrap_or(errno::EINVAL),
+                "task-clock: timer_create failed",
+            ));
+        }
+        timer_id = timer as usize;
+    }
+    Ok(Box::new(TaskClock {
+        timer: AtomicUsize::new(timer_id),
+        slot,
+        clockid,
+        period_ns,
+        base: AtomicI64::new(-1),
+        acc: AtomicU64::new(0),
+    }))
+}
+
+fn state(event: &Event) -> Option<&TaskClock> {
+    event.pmu_private::<TaskClock>()
+}
+
+fn arm(tc: &TaskClock, ns: u64) {
+    let t = tc.timer.load(Ordering::Acquire);
+    if t == NO_TIMER {
+        return;
+    }
+    let ts = libc::timespec {
+        tv_sec: (ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+    };
+    let its = libc::itimerspec {
+        it_interval: ts,
+        it_value: ts,
+    };
+    // SAFETY: a timer this state created and has not deleted.
+    unsafe { libc::timer_settime(t as libc::timer_t, 0, &its, std::ptr::null_mut()) };
+}
+
+pub(crate) fn start(event: &Event) {
+    let Some(tc) = state(event) else { return };
+    if tc.base.load(Ordering::Acquire) < 0 {
+        slots()[tc.slot].ev.replace(Some(event.arc()));
+        if let Some(n) = now(tc.clockid) {
+            tc.base.store(n as i64, Ordering::Release);
+        }
+        arm(tc, tc.period_ns);
+    }
+}
+
+pub(crate) fn stop(event: &Event) {
+    let Some(tc) = state(event) else { return };
+    arm(tc, 0);
+    read(event);
+    let base = tc.base.swap(-1, Ordering::AcqRel);
+    if base >= 0 {
+        slots()[tc.slot].ev.replace(None);
+    }
+}
+
+/// Brings `event->count` up to the thread's CPU time.
+pub(crate) fn read(event: &Event) {
+    let Some(tc) = state(event) else { return };
+    let base = tc.base.load(Ordering::Acquire);
+    if base < 0 {
+        return;
+    }
+    if let Some(n) = now(tc.clockid) {
+        let d = n.saturating_sub(base as u64);
+        if tc
+            .base
+            .compare_exchange(base, n as i64, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            tc.acc.fetch_add(d, Ordering::Relaxed);
+            event.hw.count.fetch_add(d, Ordering::Relaxed);
+        }
+    }
+}
+
+pub(crate) fn destroy(event: &Event) {
+    let Some(tc) = state(event) else { return };
+    let t = tc.timer.swap(NO_TIMER, Ordering::AcqRel);
+    if t != NO_TIMER {
+        // SAFETY: the timer was created by event_init and is deleted once.
+        unsafe { libc::timer_delete(t as libc::timer_t) };
+    }
+    let s = &slots()[tc.slot];
+    s.ev.replace(None);
+    s.generation.fetch_add(1, Ordering::AcqRel);
+    s.used.store(false, Ordering::Release);
+}
+
+extern "C" fn handler(_sig: i32, info: *mut libc::siginfo_t, uctx: *mut libc::c_void) {
+    let saved = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+    // SAFETY: the kernel passes a valid siginfo for an SA_SIGINFO handler.
+    let info = unsafe { &*info };
+    // SAFETY: for a timer signal si_value holds the timer's sigev_value.
+    let v = unsafe { info.si_value() }.sival_ptr as usize;
+    let slot = v & 0xffff;
+    let generation = (v >> 16) as u32;
+    if let Some(s) = slots().get(slot)
+        && s.generation.load(Ordering::Acquire) == generation
+    {
+        s.ev.read(|ev| {
+            if let Some(ev) = ev {
+                tick(ev, ip_of(uctx));
+            }
+        });
+    }
+    crate::remote::set_errno(saved);
+}
+
+/// The interrupted instruction pointer.
+fn ip_of(uctx: *mut libc::c_void) -> u64 {
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    {
+        if uctx.is_null() {
+            return 0;
+        }
+        let uc = uctx.cast::<libc::ucontext_t>();
+        // SAFETY: the kernel passes the interrupted context for SA_SIGINFO.
+        unsafe { (*uc).uc_mcontext.gregs[libc::REG_RIP as usize] as u64 }
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+    {
+        let _ = uctx;
+        0
+    }
+}
+
+/// One timer expiry: update the count, overflow with the period.
+fn tick(ev: &Event, ip: u64) {
+    if ev.state() != EventState::Active {
+        return;
+    }
+    read(ev);
+    let Some(tc) = state(ev) else { return };
+    let mut frames = [Frame {
+        id: ProbeId(0),
+        addr: 0,
+    }; 64];
+    let mut ips = [0u64; 64];
+    let mut n = 0;
+    if ev.attr().sample_type & PERF_SAMPLE_CALLCHAIN != 0 {
+        let cc = writer::callchain(&mut frames);
+        for (i, f) in frames[..cc.written].iter().enumerate() {
+            ips[i] = f.addr;
+        }
+        n = cc.written;
+    }
+    let mut data = SampleData {
+        ip,
+        period: tc.period_ns,
+        callchain: &ips[..n],
+        ..Default::default()
+    };
+    ev.hw.last_period.store(tc.period_ns, Ordering::Relaxed);
+    perf_event_overflow(ev, &mut data);
+}

@@ -1,0 +1,104 @@
+//! The overflow path in a signal handler (our NMI): a task-clock sampler
+//! fires while the thread writes trace packets and uevent records into the
+//! same rings. Every record stays whole, every AUX sample decodes.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use perfaux_abi::attr::AttrFlags;
+use perfaux_abi::consts::*;
+use perfaux_core::{Target, perf_event_open_attr, perf_uevent};
+
+fn sig_a(i: u64) -> u64 {
+    let _g = perfaux_swtrace::probe!("sig_a");
+    sig_b(i) + 1
+}
+fn sig_b(i: u64) -> u64 {
+    let _g = perfaux_swtrace::probe!("sig_b");
+    i ^ 0x55
+}
+
+#[test]
+fn task_clock_samples_taken_in_a_signal_handler_are_whole() {
+    let mut t = trace_event(&trace_attr(), 16, true);
+    let mut clk = sampling(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK, 50_000);
+    clk.sample_type = PERF_SAMPLE_IP
+        | PERF_SAMPLE_TID
+        | PERF_SAMPLE_PERIOD
+        | PERF_SAMPLE_CALLCHAIN
+        | PERF_SAMPLE_AUX;
+    clk.aux_sample_size = 512;
+    let me = Target::current();
+    let c = perf_event_open_attr(&clk, me, -1, t.ev.as_raw(), PERF_FLAG_FD_OUTPUT).unwrap();
+    let mut ue = attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY);
+    ue.flags |= AttrFlags::UEVENTS;
+    let u = perf_event_open_attr(
+        &ue,
+        me,
+        -1,
+        t.ev.as_raw(),
+        PERF_FLAG_FD_OUTPUT | PERF_FLAG_FD_NO_GROUP,
+    )
+    .unwrap();
+    t.ev.enable(PERF_IOC_FLAG_GROUP).unwrap();
+    u.enable(0).unwrap();
+    let start = Instant::now();
+    let mut acc = 0u64;
+    let mut emitted = 0u64;
+    let mut samples = Vec::new();
+    while start.elapsed() < Duration::from_millis(150) {
+        for i in 0..200 {
+            acc = acc.wrapping_add(sig_a(i));
+        }
+        perf_uevent(1, &acc.to_ne_bytes(), 0).unwrap();
+        emitted += 1;
+        // Drain as we go so the data area does not fill.
+        for (h, b) in records(&mut t.data) {
+            samples.push((h, b));
+        }
+    }
+    t.ev.disable(PERF_IOC_FLAG_GROUP).unwrap();
+    u.disable(0).unwrap();
+    samples.extend(records(&mut t.data));
+
+    let ns: Vec<_> = samples
+        .iter()
+        .filter(|(h, _)| h.type_ == PERF_RECORD_SAMPLE)
+        .collect();
+    assert!(
+        ns.len() >= 3,
+        "the timer fired ({} samples, count {}, counters {:?}, state {:?})",
+        ns.len(),
+        c.event().count(),
+        c.event().counters(),
+        c.event().state()
+    );
+    let cc_ctx = PERF_CONTEXT_USER;
+    for (_, b) in &ns {
+        // ip, pid/tid, period, callchain {nr, ctx, ips}, aux {size, data}
+        assert_eq!(u32_at(b, 20) as i32, perfaux_core::thread::gettid());
+        assert_eq!(u64_at(b, 24), 50_000);
+        let nr = u64_at(b, 32) as usize;
+        assert!(nr >= 1);
+        assert_eq!(u64_at(b, 40), cc_ctx);
+        let at = 40 + nr * 8;
+        let size = u64_at(b, at) as usize;
+        assert_eq!(size, 512);
+        for name in entered(&b[at + 8..at + 8 + size]) {
+            assert!(name == "sig_a" || name == "sig_b", "{name}");
+        }
+    }
+    let uev = samples
+        .iter()
+        .filter(|(h, _)| h.type_ == ext::PERF_RECORD_UEVENT)
+        .count() as u64;
+    let lost = u.event().counters().lost;
+    assert_eq!(
+        uev + lost,
+        emitted,
+        "every uevent delivered or counted lost"
+    );
+    assert!(c.event().count() > 0, "task-clock counted CPU time");
+}
