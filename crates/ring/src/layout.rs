@@ -47,7 +47,12 @@ impl RingLayout {
                 what: "data pages",
                 value: data_pages as u64,
             })?,
-            aux_offset: (1 + data_pages) * page_size,
+            // The kernel's user page says 0 while there is no AUX area.
+            aux_offset: if aux_pages == 0 {
+                0
+            } else {
+                (1 + data_pages) * page_size
+            },
             aux_size: aux_pages.checked_mul(page_size).ok_or(RingError::Layout {
                 what: "aux pages",
                 value: aux_pages as u64,
