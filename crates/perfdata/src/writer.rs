@@ -54,6 +54,9 @@ pub struct WriterOptions {
     /// computed sections of the same number (except the AUXTRACE index,
     /// which the file writer always computes from what it wrote).
     pub raw_features: BTreeMap<Feature, Vec<u8>>,
+    /// Write only `raw_features` (and the AUXTRACE index): for copying a
+    /// file's features exactly, with none added.
+    pub only_raw_features: bool,
 }
 
 impl WriterOptions {
@@ -64,6 +67,7 @@ impl WriterOptions {
             host,
             clockid_res_ns: None,
             raw_features: BTreeMap::new(),
+            only_raw_features: false,
         }
     }
 }
@@ -98,6 +102,9 @@ fn feature_sections(
     opts: &WriterOptions,
     attr_size: u32,
 ) -> BTreeMap<Feature, Vec<u8>> {
+    if opts.only_raw_features {
+        return opts.raw_features.clone();
+    }
     let e = opts.endian;
     let h = &opts.host;
     let mut m = BTreeMap::new();
