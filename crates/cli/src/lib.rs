@@ -4,6 +4,7 @@
 //! - [`cli`]: the subcommands and options (clap);
 //! - [`events`]: `-e` with perf's event syntax;
 //! - [`dump`]: `report -D`, perf's raw dump of every record;
+//! - [`record`]: `record`, the built-in workload under perfaux's perf core;
 //! - [`script`]: `script`, one line per event, and `--call-trace`;
 //! - [`auxdata`]: perfaux's private feature section (the trace bytes);
 //! - [`uevent`]: uevents as BPF-output samples perf 6.1 reads;
@@ -16,6 +17,7 @@ pub mod dump;
 pub mod error;
 pub mod events;
 pub mod progress;
+pub mod record;
 pub mod script;
 pub mod uevent;
 pub mod workload;

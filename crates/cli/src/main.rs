@@ -4,9 +4,10 @@ use std::io::BufWriter;
 use std::process::ExitCode;
 
 use clap::Parser;
-use perfaux::cli::{Cli, Command, ReportArgs, ScriptArgs};
+use perfaux::cli::{Cli, Command, RecordArgs, ReportArgs, ScriptArgs};
 use perfaux::error::CliError;
 use perfaux::progress::Progress;
+use perfaux::record::RecordConfig;
 
 fn report(args: &ReportArgs, verbose: bool) -> Result<(), CliError> {
     if !args.dump_raw_trace {
@@ -29,12 +30,21 @@ fn script(args: &ScriptArgs, verbose: bool) -> Result<(), CliError> {
     perfaux::script::script(&args.input, args.call_trace, &mut out, &mut progress)
 }
 
+fn record(args: &RecordArgs, verbose: bool) -> Result<(), CliError> {
+    let cfg = RecordConfig::from_args(args, verbose)?;
+    let mut progress = Progress::new("record", verbose);
+    let summary = perfaux::record::record(&cfg, &mut progress)?;
+    progress.done();
+    eprint!("{}", summary.lines(&cfg.output));
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let r = match &cli.cmd {
         Command::Report(a) => report(a, cli.verbose),
         Command::Script(a) => script(a, cli.verbose),
-        Command::Record(_) => Err(CliError::msg("not yet")),
+        Command::Record(a) => record(a, cli.verbose),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -22,12 +22,17 @@
 //!
 //! The workers start parked: [`Workload::spawn`] returns their tids so the
 //! recorder can open per-thread events before [`Workload::start`] lets them
-//! run, as perf opens its events before it execs the workload.
+//! run, as perf opens its events before it execs the workload. When a
+//! worker has served its requests it waits, alive, until [`Workload::join`]
+//! (or drop) releases it, so the recorder can stop its per-thread events
+//! (snapshot, disable, final AUX record) while the thread still runs, as
+//! the kernel does at a task's exit.
 
 mod requests;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
 pub use requests::{Cache, FIB_N, SLOW_PATH_EVERY, serve_request};
@@ -65,21 +70,46 @@ pub const PROBES: &[&str] = &[
 /// nothing when the workload runs untraced).
 pub type UeventSink = fn(u32, &[u8]);
 
+/// A one-way gate threads wait at until it opens.
+#[derive(Default)]
+struct Gate {
+    open: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Gate {
+    fn wait(&self) {
+        let mut g = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        while !*g {
+            g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    fn open(&self) {
+        *self.open.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.cv.notify_all();
+    }
+}
+
 /// The running workload.
 pub struct Workload {
     tids: Vec<i32>,
-    go: Arc<Barrier>,
+    go: Arc<Gate>,
+    release: Arc<Gate>,
+    done: Arc<AtomicUsize>,
     handles: Vec<JoinHandle<u64>>,
 }
 
 impl Workload {
     /// Spawns the workers, parked until [`Workload::start`].
     pub fn spawn(requests: u32, uevent: UeventSink) -> std::io::Result<Workload> {
-        let go = Arc::new(Barrier::new(WORKERS + 1));
+        let go = Arc::new(Gate::default());
+        let release = Arc::new(Gate::default());
+        let done = Arc::new(AtomicUsize::new(0));
         let (tx, rx) = mpsc::channel();
         let mut handles = Vec::with_capacity(WORKERS);
         for w in 0..WORKERS {
-            let go = Arc::clone(&go);
+            let (go, release, done) = (Arc::clone(&go), Arc::clone(&release), Arc::clone(&done));
             let tx = tx.clone();
             let h = std::thread::Builder::new()
                 .name(format!("perfaux-worker{w}"))
@@ -88,7 +118,10 @@ impl Workload {
                     let _ = tx.send((w, perfaux_core::thread::gettid()));
                     drop(tx);
                     go.wait();
-                    requests::worker_loop(w as u32, requests, uevent)
+                    let r = requests::worker_loop(w as u32, requests, uevent);
+                    done.fetch_add(1, Ordering::AcqRel);
+                    release.wait();
+                    r
                 })?;
             handles.push(h);
         }
@@ -97,7 +130,13 @@ impl Workload {
         for (w, tid) in rx.iter().take(WORKERS) {
             tids[w] = tid;
         }
-        Ok(Workload { tids, go, handles })
+        Ok(Workload {
+            tids,
+            go,
+            release,
+            done,
+            handles,
+        })
     }
 
     /// The workers' thread ids, in worker order.
@@ -107,25 +146,34 @@ impl Workload {
 
     /// Lets the workers run.
     pub fn start(&self) {
-        self.go.wait();
+        self.go.open();
     }
 
-    /// Whether every worker has finished.
+    /// Whether every worker has served its requests (or died).
     pub fn is_finished(&self) -> bool {
-        self.handles.iter().all(|h| h.is_finished())
+        self.done.load(Ordering::Acquire) == WORKERS || self.handles.iter().any(|h| h.is_finished())
     }
 
-    /// Waits for the workers; returns the sum of their results, or an
-    /// error if one of them panicked.
-    pub fn join(self) -> Result<u64, String> {
+    /// Releases the workers and waits for them; returns the sum of their
+    /// results, or an error if one of them panicked.
+    pub fn join(mut self) -> Result<u64, String> {
+        self.release.open();
         let mut sum = 0u64;
-        for (w, h) in self.handles.into_iter().enumerate() {
+        for (w, h) in std::mem::take(&mut self.handles).into_iter().enumerate() {
             sum = sum.wrapping_add(
                 h.join()
                     .map_err(|_| format!("workload worker {w} panicked"))?,
             );
         }
         Ok(sum)
+    }
+}
+
+impl Drop for Workload {
+    /// A workload dropped unjoined (the recorder failed) is let go.
+    fn drop(&mut self) {
+        self.go.open();
+        self.release.open();
     }
 }
 

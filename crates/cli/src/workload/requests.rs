@@ -73,7 +73,7 @@ perfaux_swtrace::traced! {
     }
 
     fn lookup_cache(key: u64, req: u32, cache: &mut Cache) -> (u64, bool) {
-        let slow = req % SLOW_PATH_EVERY == 0;
+        let slow = req.is_multiple_of(SLOW_PATH_EVERY);
         if slow || cache.table.is_empty() {
             rebuild_cache(cache);
         }

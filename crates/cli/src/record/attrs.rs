@@ -1,0 +1,151 @@
+//! The attrs `record` opens for each event, and the attrs it writes into
+//! perf.data for them (/work/coord/perf61-facts.md: exclude_kernel and
+//! exclude_hv (fact 6), sample_id_all and PERF_SAMPLE_IDENTIFIER in every
+//! attr (fact 7), at most 128 bytes (fact 8), uevents as BPF output samples
+//! (fact 4)).
+
+use perfaux_abi::attr::{AttrFlags, PerfEventAttr};
+use perfaux_abi::consts::*;
+use perfaux_core::pmus::{PROBE_TYPE, SWTRACE_TYPE, UEVENT_TYPE};
+
+use crate::events::{Event, EventKind};
+use crate::uevent::UEVENT_EVENT_NAME;
+use crate::workload::{PROBES, UEVENT_TYPES};
+
+/// The sample_id every record carries: perf finds the event by IDENTIFIER
+/// (first in a sample, last in a trailer) whatever else the attrs select.
+/// IP is not in the trailer but every sample has it: perf script's default
+/// fields show symbols and refuse an event whose samples have no address.
+pub const SAMPLE_ID_TYPE: u64 =
+    PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
+
+/// perf's default sampling period for a software clock event (4000 Hz of
+/// CPU time in ns).
+pub const DEFAULT_CLOCK_PERIOD: u64 = 250_000;
+
+/// An event's attr as opened, and as written to perf.data.
+#[derive(Debug, Clone)]
+pub struct EventAttrs {
+    pub open: PerfEventAttr,
+    pub file: PerfEventAttr,
+    pub name: String,
+    /// Whether this is the uevent stream: its PERF_RECORD_UEVENTs become
+    /// BPF-output samples of `file`.
+    pub uevent_stream: bool,
+}
+
+fn base_attr(type_: u32, config: u64) -> PerfEventAttr {
+    let mut a = PerfEventAttr {
+        type_,
+        size: PERF_ATTR_SIZE_VER7,
+        config,
+        sample_type: SAMPLE_ID_TYPE,
+        ..Default::default()
+    };
+    a.flags |= AttrFlags::DISABLED
+        | AttrFlags::SAMPLE_ID_ALL
+        | AttrFlags::EXCLUDE_KERNEL
+        | AttrFlags::EXCLUDE_HV;
+    a
+}
+
+/// A uevent type by number or by the workload's name for it.
+pub fn uevent_type(s: &str) -> Result<u32, String> {
+    if let Ok(n) = s.parse::<u32>() {
+        return Ok(n);
+    }
+    UEVENT_TYPES
+        .iter()
+        .find(|(n, _)| *n == s)
+        .map(|(_, t)| *t)
+        .ok_or_else(|| {
+            let names: Vec<&str> = UEVENT_TYPES.iter().map(|(n, _)| *n).collect();
+            format!(
+                "unknown uevent type '{s}' (a number, or one of: {})",
+                names.join(", ")
+            )
+        })
+}
+
+/// The attrs for `ev`.
+pub fn attrs_for(ev: &Event) -> Result<EventAttrs, String> {
+    let mut uevent_stream = false;
+    let mut name = ev.name.clone();
+    let mut open = match &ev.kind {
+        EventKind::SwTrace => base_attr(SWTRACE_TYPE, 0),
+        EventKind::Uevent { type_: None } => {
+            // The stream rides on a dummy event that accepts uevents.
+            uevent_stream = true;
+            name = UEVENT_EVENT_NAME.to_string();
+            let mut a = base_attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY);
+            a.flags |= AttrFlags::UEVENTS;
+            a
+        }
+        EventKind::Uevent { type_: Some(t) } => {
+            let mut a = base_attr(UEVENT_TYPE, u64::from(uevent_type(t)?));
+            a.sample_type |= PERF_SAMPLE_RAW | PERF_SAMPLE_PERIOD;
+            a.sample_period = 1;
+            a
+        }
+        EventKind::Probe { func } => {
+            if !PROBES.contains(&func.as_str()) {
+                return Err(format!(
+                    "event '{}': no instrumented function '{func}' in the workload (probes: {})",
+                    ev.text,
+                    PROBES.join(", ")
+                ));
+            }
+            let mut a = base_attr(PROBE_TYPE, perfaux_core::pmus::probe::resolve_probe(func));
+            a.sample_type |= PERF_SAMPLE_PERIOD;
+            a.sample_period = 1;
+            a
+        }
+        EventKind::Software { config } => {
+            let mut a = base_attr(PERF_TYPE_SOFTWARE, *config);
+            if *config != PERF_COUNT_SW_DUMMY {
+                a.sample_type |= PERF_SAMPLE_PERIOD;
+                a.sample_period = DEFAULT_CLOCK_PERIOD;
+            }
+            a
+        }
+    };
+    if let Some(c) = ev.config {
+        open.config = c;
+    }
+    if let Some(p) = ev.period {
+        open.sample_period = p;
+    }
+    if let Some(f) = ev.freq {
+        open.flags |= AttrFlags::FREQ;
+        open.sample_period = f;
+    }
+    open.aux_action = ev.aux_action;
+    if ev.aux_output {
+        open.flags |= AttrFlags::AUX_OUTPUT;
+    }
+    if ev.aux_sample_size != 0 {
+        open.aux_sample_size = ev.aux_sample_size;
+        open.sample_type |= PERF_SAMPLE_AUX;
+        if open.sample_period == 0 {
+            // Only a sampling event carries AUX samples.
+            open.sample_period = 1;
+        }
+    }
+    let mut file = open;
+    // perf 6.1 knows offset 116 as `__reserved_3` and refuses the file
+    // ("Reserved bits are set unexpectedly") if it is not zero: aux_action
+    // takes effect when the events are opened and is not written.
+    file.aux_action = Default::default();
+    if uevent_stream {
+        file.config = PERF_COUNT_SW_BPF_OUTPUT;
+        file.sample_type |= PERF_SAMPLE_RAW;
+        file.sample_period = 1;
+        file.flags.remove(AttrFlags::UEVENTS);
+    }
+    Ok(EventAttrs {
+        open,
+        file,
+        name,
+        uevent_stream,
+    })
+}

@@ -1,0 +1,147 @@
+//! `perfaux record`: runs the built-in workload under perfaux's perf core
+//! and writes a perf.data that perf 6.1 reads, as `perf record` does
+//! (tools/perf/builtin-record.c): open the events per thread, map one buffer
+//! per thread (other events redirected into it with SET_OUTPUT), enable,
+//! drain the data and AUX areas while the workload runs (FINISHED_ROUND
+//! after each pass), snapshot on SIGUSR2 in `-S` mode, and write the file.
+//!
+//! How a recording is represented is described in [`crate::auxdata`] (the
+//! trace bytes) and [`crate::uevent`] (uevents); [`attrs`] holds the attrs.
+
+pub mod attrs;
+mod session;
+mod spill;
+
+use std::path::PathBuf;
+
+use crate::cli::{RecordArgs, parse_mmap_pages, parse_size};
+use crate::error::CliError;
+use crate::events::{Event, resolve_events};
+
+pub use session::record;
+
+/// perf's default AUX size for an unprivileged Intel PT recording is 128
+/// KiB; the software trace of the built-in workload is denser per second,
+/// so perfaux maps 1 MiB per thread, drained every millisecond: no loss.
+pub const DEFAULT_AUX_SIZE: u64 = 1 << 20;
+/// Data area per thread (perf's default is 512 KiB per CPU).
+pub const DEFAULT_DATA_SIZE: u64 = 1 << 20;
+
+/// What to record, from the command line.
+#[derive(Debug, Clone)]
+pub struct RecordConfig {
+    pub output: PathBuf,
+    pub events: Vec<Event>,
+    /// `-S`: `Some(at_exit)`.
+    pub snapshot: Option<bool>,
+    pub data_size: u64,
+    pub aux_size: u64,
+    pub requests: u32,
+    /// Print "recording started" etc. on stderr.
+    pub verbose: bool,
+}
+
+/// The events recorded when no -e is given: the trace PMU on each workload
+/// thread and the uevent stream (like `perf record -e intel_pt//`); with
+/// --aux-sample, the `request_done` uevents sample the trace.
+pub fn default_events(aux_sample: bool) -> Vec<String> {
+    if aux_sample {
+        vec!["{swtrace//,uevent:request_done}".into(), "uevent".into()]
+    } else {
+        vec!["swtrace//".into(), "uevent".into()]
+    }
+}
+
+impl RecordConfig {
+    pub fn from_args(a: &RecordArgs, verbose: bool) -> Result<Self, CliError> {
+        if !a.command.is_empty() {
+            return Err(CliError::msg(format!(
+                "record: cannot trace '{}': tracing other programs is not supported yet; \
+                 run 'perfaux record' without a command to record the built-in workload",
+                a.command.join(" ")
+            )));
+        }
+        let snapshot = match a.snapshot.as_deref() {
+            None => None,
+            Some("") => Some(false),
+            Some("e") => Some(true),
+            Some(other) => {
+                return Err(CliError::msg(format!(
+                    "-S/--snapshot: unknown option '{other}' (only 'e', snapshot at exit)"
+                )));
+            }
+        };
+        let aux_sample = match &a.aux_sample {
+            None => None,
+            Some(s) => {
+                let n = parse_size(s).map_err(|e| CliError::msg(format!("--aux-sample: {e}")))?;
+                // The sample is a u16-sized record (UPSTREAM.md s.3); perf caps it at 60 KiB.
+                if n == 0 || n > 60 << 10 {
+                    return Err(CliError::msg(format!(
+                        "--aux-sample: size {n} is outside 1..=61440 bytes"
+                    )));
+                }
+                Some(n as u32)
+            }
+        };
+        let texts = if a.events.is_empty() {
+            default_events(aux_sample.is_some())
+        } else {
+            a.events.clone()
+        };
+        let events = resolve_events(&texts, aux_sample)?;
+        let page = perfaux_core::page_size() as u64;
+        let (data, aux) = match &a.mmap_pages {
+            Some(m) => parse_mmap_pages(m, page)?,
+            None => (None, None),
+        };
+        if a.requests == 0 {
+            return Err(CliError::msg("--requests must be at least 1"));
+        }
+        Ok(RecordConfig {
+            output: a.output.clone(),
+            events,
+            snapshot,
+            data_size: data.unwrap_or(DEFAULT_DATA_SIZE),
+            aux_size: aux.unwrap_or(DEFAULT_AUX_SIZE),
+            requests: a.requests,
+            verbose,
+        })
+    }
+}
+
+/// What `record` did, for perf's closing lines.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecordSummary {
+    /// Drain passes that found data (perf's "Woken up N times").
+    pub wakeups: u64,
+    /// Records in the data section.
+    pub records: u64,
+    /// Trace bytes kept (full-trace data and snapshots).
+    pub aux_bytes: u64,
+    /// Lost records and samples (PERF_RECORD_LOST, LOST_SAMPLES) and AUX
+    /// transactions cut short (PERF_AUX_FLAG_TRUNCATED).
+    pub lost: u64,
+    pub snapshots: u64,
+    /// Pause/resume requests dropped because another was in progress.
+    pub dropped_pause_resume: u64,
+    pub file_size: u64,
+}
+
+impl RecordSummary {
+    /// perf's two closing lines.
+    pub fn lines(&self, output: &std::path::Path) -> String {
+        format!(
+            "[ perfaux record: Woken up {} times to write data ]\n\
+             [ perfaux record: Captured and wrote {:.3} MB {} ({} records, {} bytes of AUX, {} lost, {} snapshots, {} dropped pause/resume) ]\n",
+            self.wakeups,
+            self.file_size as f64 / (1024.0 * 1024.0),
+            output.display(),
+            self.records,
+            self.aux_bytes,
+            self.lost,
+            self.snapshots,
+            self.dropped_pause_resume
+        )
+    }
+}
