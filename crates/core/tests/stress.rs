@@ -54,7 +54,7 @@ fn concurrent_tracing_uevents_and_snapshots_account_for_every_record() {
             let mut i = 0u64;
             while !stop.load(Ordering::Relaxed) {
                 acc = acc.wrapping_add(st_outer(i));
-                if i % 16 == 0 {
+                if i.is_multiple_of(16) {
                     let payload = [w as u8; 24];
                     perf_uevent(0x57, &payload, 0).unwrap();
                     emitted.fetch_add(1, Ordering::Relaxed);
