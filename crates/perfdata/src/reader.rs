@@ -30,6 +30,7 @@ use perfaux_abi::{Endianness, PerfEventHeader};
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
+use std::sync::Arc;
 
 /// Limits the reader applies to what the file asks of it.
 #[derive(Debug, Clone, Copy)]
@@ -64,6 +65,9 @@ pub struct Metadata {
     pub endian: Endianness,
     pub attrs: Vec<EventAttr>,
     pub features: FeatureSections,
+    /// Why some feature sections of a file could not be read (the features
+    /// read before the damage are kept; the records are unaffected).
+    pub feature_error: Option<Arc<Error>>,
 }
 
 impl Metadata {
@@ -222,19 +226,26 @@ impl<R: Read + Seek> PerfDataReader<R> {
         let data_end = header.data.end().ok_or_else(|| {
             Error::corrupt(40, "data section offset + size overflows".to_string())
         })?;
+        // A file cut short (perf record killed, a partial copy) loses its
+        // features first: they are reported, and the records still read.
+        let mut feature_error = None;
         let nfeat = header.features.len() as u64;
         if nfeat > 0 {
             let table = FileSection {
                 offset: data_end,
                 size: nfeat * FileSection::SIZE as u64,
             };
-            let raw = read_section(&mut r, table, file_len, file_len, "feature table")?;
-            for (f, s) in header.features.iter().zip(raw.chunks_exact(16)) {
-                let sec = FileSection::parse(s, e);
-                let what = f.name();
-                let data = read_section(&mut r, sec, file_len, opts.max_feature_size, what)?;
-                features.insert(f, sec.offset, data);
-            }
+            let mut read_features = || -> Result<()> {
+                let raw = read_section(&mut r, table, file_len, file_len, "feature table")?;
+                for (f, s) in header.features.iter().zip(raw.chunks_exact(16)) {
+                    let sec = FileSection::parse(s, e);
+                    let what = f.name();
+                    let data = read_section(&mut r, sec, file_len, opts.max_feature_size, what)?;
+                    features.insert(f, sec.offset, data);
+                }
+                Ok(())
+            };
+            feature_error = read_features().err().map(Arc::new);
         }
         if let Some(Ok(descs)) = features.event_desc() {
             for (a, d) in attrs.iter_mut().zip(descs) {
@@ -249,6 +260,7 @@ impl<R: Read + Seek> PerfDataReader<R> {
             endian: e,
             attrs,
             features,
+            feature_error,
         };
         Ok(Self {
             input: Input::new(r, header.data.offset, Some(data_end)),
@@ -292,6 +304,7 @@ impl<R: Read> PerfDataReader<R> {
                 endian: p.endian,
                 attrs: Vec::new(),
                 features: FeatureSections::new(p.endian),
+                feature_error: None,
             },
             input: Input::new(r, 16, None),
             ids: IdMap::default(),
