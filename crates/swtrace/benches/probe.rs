@@ -1,1 +1,96 @@
-fn main() {}
+//! Cost of a traced call: uninstrumented baseline, no writer, paused, traced into an overwrite
+//! AUX area (TSC and CLOCK_MONOTONIC timestamps), the two clocks alone, and decoding speed.
+
+use std::hint::black_box;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use perfaux_swtrace::{AuxRegion, ClockSource, Probe, WriterConfig, clock, decode, writer};
+
+static PROBE: Probe = Probe::new("bench_traced");
+
+#[inline(never)]
+fn plain(x: u64) -> u64 {
+    black_box(x).wrapping_mul(3)
+}
+
+#[inline(never)]
+fn traced(x: u64) -> u64 {
+    let _g = PROBE.enter();
+    black_box(x).wrapping_mul(3)
+}
+
+fn with_writer(aux: &mut [u8], clock: ClockSource, paused: bool, every: u32, f: impl FnOnce()) {
+    // SAFETY: `aux` outlives the writer, uninstalled before this function returns.
+    let region = unsafe { AuxRegion::new(aux.as_mut_ptr(), aux.len()) }.unwrap();
+    let mut cfg = WriterConfig::overwrite(region);
+    cfg.clock = clock;
+    cfg.start_paused = paused;
+    cfg.timestamp_every = every;
+    writer::install(cfg).unwrap();
+    f();
+    writer::uninstall().unwrap();
+}
+
+fn calls(c: &mut Criterion) {
+    let mut aux = vec![0u8; 1 << 20];
+    // Register the probe first, so that every measured entry takes the steady-state path.
+    PROBE.id().unwrap();
+    let mut g = c.benchmark_group("call");
+    g.bench_function("uninstrumented", |b| b.iter(|| plain(black_box(7))));
+    g.bench_function("traced fn, no writer", |b| b.iter(|| traced(black_box(7))));
+    with_writer(&mut aux, ClockSource::Tsc, true, 1, || {
+        g.bench_function("traced fn, writer paused", |b| {
+            b.iter(|| traced(black_box(7)))
+        });
+    });
+    with_writer(&mut aux, ClockSource::Tsc, false, 1, || {
+        g.bench_function("traced fn, overwrite, tsc", |b| {
+            b.iter(|| traced(black_box(7)))
+        });
+    });
+    with_writer(&mut aux, ClockSource::Tsc, false, 16, || {
+        g.bench_function("traced fn, overwrite, tsc every 16th packet", |b| {
+            b.iter(|| traced(black_box(7)))
+        });
+    });
+    with_writer(&mut aux, ClockSource::Monotonic, false, 1, || {
+        g.bench_function("traced fn, overwrite, monotonic", |b| {
+            b.iter(|| traced(black_box(7)))
+        });
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("clock");
+    g.bench_function("rdtsc", |b| b.iter(clock::tsc));
+    g.bench_function("clock_gettime(CLOCK_MONOTONIC)", |b| {
+        b.iter(clock::monotonic_ns)
+    });
+    g.finish();
+}
+
+static OUTER: Probe = Probe::new("bench_outer");
+static INNER: Probe = Probe::new("bench_inner");
+
+fn decoding(c: &mut Criterion) {
+    let mut aux = vec![0u8; 1 << 22];
+    // SAFETY: `aux` outlives the writer, uninstalled below.
+    let region = unsafe { AuxRegion::new(aux.as_mut_ptr(), aux.len()) }.unwrap();
+    writer::install(WriterConfig::full_trace(region, None)).unwrap();
+    for _ in 0..100_000 {
+        let _o = OUTER.enter();
+        for _ in 0..3 {
+            let _i = INNER.enter();
+        }
+    }
+    let end = writer::uninstall().unwrap().aux_head as usize;
+    let stream = &aux[..end];
+    let mut g = c.benchmark_group("decode");
+    g.throughput(Throughput::Bytes(stream.len() as u64));
+    g.bench_function("decode 800k events", |b| {
+        b.iter(|| decode::Decoder::new(black_box(stream)).count())
+    });
+    g.finish();
+}
+
+criterion_group!(benches, calls, decoding);
+criterion_main!(benches);

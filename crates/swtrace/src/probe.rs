@@ -134,6 +134,13 @@ impl Probe {
         if tt.is_null() {
             return ProbeGuard::idle(self);
         }
+        self.enter_observed(tt)
+    }
+
+    /// The paused/shadow-only path inline; the packet writing is out of line
+    /// (`ThreadTrace::trace_enter`), so the unobserved path stays small.
+    #[inline(always)]
+    fn enter_observed(&'static self, tt: *const ThreadTrace) -> ProbeGuard {
         // SAFETY: a non-null slot points to this thread's live ThreadTrace (writer::slot's
         // contract: the slot is cleared before the ThreadTrace is freed).
         unsafe { &*tt }.enter(self, 0)
@@ -207,9 +214,15 @@ impl ProbeGuard {
 impl Drop for ProbeGuard {
     #[inline(always)]
     fn drop(&mut self) {
-        if self.flags == 0 {
-            return;
+        if self.flags != 0 {
+            self.drop_observed();
         }
+    }
+}
+
+impl ProbeGuard {
+    #[inline(always)]
+    fn drop_observed(&mut self) {
         if self.flags & (GUARD_OBSERVED | GUARD_LOST) != 0 {
             let tt = writer::slot();
             if !tt.is_null() {

@@ -97,6 +97,9 @@ pub enum WriterError {
         /// The region's size.
         size: usize,
     },
+    /// `timestamp_every` is 0.
+    #[error("timestamp_every must be at least 1")]
+    BadTimestampEvery,
     /// `sync_period` below the largest SYNC would make a stream of SYNCs.
     #[error("sync_period {0} is below the minimum of 128 bytes")]
     BadSyncPeriod(u32),
@@ -178,6 +181,11 @@ pub struct WriterConfig {
     pub clock: ClockSource,
     /// Full-trace slow path.
     pub on_full: Option<OnFull>,
+    /// Read the clock for one ENTER/EXIT in this many (1: every packet). Like Intel PT's
+    /// timing packets, coarser timestamps trade precision for speed where the clock is slow
+    /// (BENCHMARKS.md: `rdtsc` costs ~30 ns on the test VM); the packets in between carry a
+    /// delta of 0, so a decoder shows them at the last measured time, as perf does for PT.
+    pub timestamp_every: u32,
 }
 
 impl WriterConfig {
@@ -191,6 +199,7 @@ impl WriterConfig {
             start_paused: false,
             clock: ClockSource::default(),
             on_full: None,
+            timestamp_every: 1,
         }
     }
 
@@ -205,6 +214,7 @@ impl WriterConfig {
             start_paused: false,
             clock: ClockSource::default(),
             on_full,
+            timestamp_every: 1,
         }
     }
 }
@@ -254,6 +264,8 @@ pub(crate) struct ThreadTrace {
     last_ticks: AtomicU64,
     pending: AtomicU32,
     clock_tsc: AtomicBool,
+    ts_countdown: AtomicU32,
+    ts_every: AtomicU32,
     pub(crate) shadow: ShadowStack,
     // Cold fields.
     installed: AtomicBool,
@@ -347,6 +359,8 @@ impl ThreadTrace {
             last_ticks: AtomicU64::new(0),
             pending: AtomicU32::new(0),
             clock_tsc: AtomicBool::new(false),
+            ts_countdown: AtomicU32::new(0),
+            ts_every: AtomicU32::new(1),
             shadow: ShadowStack::new(),
             installed: AtomicBool::new(false),
             paused: AtomicBool::new(false),
@@ -422,15 +436,14 @@ impl ThreadTrace {
 
     /// ENTER and the shadow push in one busy section, so that a SYNC written before the ENTER
     /// shows the stack without the new frame, and a signal handler never sees one without the
-    /// other. None when busy (counted as lost).
+    /// other. None when busy (counted as lost). Out of line: the paused path stays small.
     #[inline(never)]
     fn trace_enter(&self, probe: &'static Probe) -> Option<u32> {
         if !self.begin() {
             self.count_lost_nested();
             return None;
         }
-        let id = probe.current_id();
-        self.emit_event(|buf, delta| format::encode_enter(buf, id, delta));
+        self.emit_event(probe.current_id());
         let depth = self.shadow.push(probe);
         self.end();
         Some(depth)
@@ -445,7 +458,7 @@ impl ThreadTrace {
             self.shadow.pop_to(depth);
             return;
         }
-        self.emit_event(format::encode_exit);
+        self.emit_event(0);
         self.shadow.pop_to(depth);
         self.end();
     }
@@ -494,10 +507,18 @@ impl ThreadTrace {
         }
     }
 
-    /// Writes one ENTER or EXIT (busy section held by the caller).
+    /// Writes ENTER of probe `id`, or EXIT when `id` is 0 (busy section held by the caller).
     #[inline(always)]
-    fn emit_event(&self, encode: impl FnOnce(&mut [u8], u64) -> usize) {
-        let now = self.now();
+    fn emit_event(&self, id: u32) {
+        let left = self.ts_countdown.load(Relaxed);
+        let now = if left == 0 {
+            self.ts_countdown
+                .store(self.ts_every.load(Relaxed) - 1, Relaxed);
+            self.now()
+        } else {
+            self.ts_countdown.store(left - 1, Relaxed);
+            self.last_ticks.load(Relaxed)
+        };
         let mut head = self.head.load(Relaxed);
         if head >= self.next_sync.load(Relaxed)
             || head + MAX_EVENT as u64 > self.limit.load(Relaxed)
@@ -511,9 +532,8 @@ impl ThreadTrace {
             }
         }
         let last = self.last_ticks.load(Relaxed);
-        let mut buf = [0u8; MAX_EVENT];
-        let n = encode(&mut buf, now.saturating_sub(last));
-        self.store_event(head, &buf, n);
+        let (packet, n) = format::pack_event(id, now.saturating_sub(last));
+        self.store_event(head, packet, n);
         if now > last {
             self.last_ticks.store(now, Relaxed);
         }
@@ -528,7 +548,7 @@ impl ThreadTrace {
     }
 
     #[inline(always)]
-    fn store_event(&self, head: u64, buf: &[u8; MAX_EVENT], n: usize) {
+    fn store_event(&self, head: u64, packet: u128, n: usize) {
         let mask = self.mask.load(Relaxed);
         let base = self.base.load(Relaxed);
         let off = (head & mask) as usize;
@@ -536,9 +556,9 @@ impl ThreadTrace {
             // SAFETY: off + 16 <= size, so the 16 bytes are inside the region, which the core
             // lent to this writer (AuxRegion::new's contract); in full-trace mode the caller
             // checked head + MAX_EVENT <= limit, so the scratch bytes are granted space too.
-            unsafe { ptr::write_unaligned(base.wrapping_add(off).cast::<[u8; MAX_EVENT]>(), *buf) };
+            unsafe { ptr::write_unaligned(base.wrapping_add(off).cast::<u128>(), packet.to_le()) };
         } else {
-            self.store_bytes(head, &buf[..n]);
+            self.store_bytes(head, &packet.to_le_bytes()[..n]);
         }
     }
 
@@ -575,7 +595,8 @@ impl ThreadTrace {
             return None;
         }
         if need_sync {
-            self.write_lost_and_sync(now);
+            // A fresh reading: `now` may be the last measured time (timestamp_every > 1).
+            self.write_lost_and_sync(now.max(self.now()));
         }
         Some(self.head.load(Relaxed))
     }
@@ -840,6 +861,9 @@ pub fn install(config: WriterConfig) -> Result<(), WriterError> {
     if config.sync_period < 128 {
         return Err(WriterError::BadSyncPeriod(config.sync_period));
     }
+    if config.timestamp_every == 0 {
+        return Err(WriterError::BadTimestampEvery);
+    }
     let size = config.region.size;
     let head = config.aux_head;
     let limit = match config.mode {
@@ -861,6 +885,8 @@ pub fn install(config: WriterConfig) -> Result<(), WriterError> {
     tt.next_sync.store(0, Relaxed);
     tt.last_ticks.store(0, Relaxed);
     tt.sync_period.store(u64::from(config.sync_period), Relaxed);
+    tt.ts_every.store(config.timestamp_every, Relaxed);
+    tt.ts_countdown.store(0, Relaxed);
     tt.on_full
         .store(config.on_full.map_or(0, |f| f as usize), Relaxed);
     tt.lost_nested.store(0, Relaxed);

@@ -643,3 +643,41 @@ fn probes_without_a_writer_write_nothing_and_unwinding_closes_calls() {
         ]
     );
 }
+
+#[test]
+fn coarse_timestamps_repeat_the_last_time_between_clock_readings() {
+    let mut aux = vec![0u8; 1 << 16];
+    // SAFETY: `aux` outlives the writer.
+    let region = unsafe { AuxRegion::new(aux.as_mut_ptr(), aux.len()) }.unwrap();
+    let mut cfg = WriterConfig::full_trace(region, None);
+    cfg.timestamp_every = 8;
+    cfg.sync_period = 4096;
+    writer::install(cfg).unwrap();
+    for _ in 0..100 {
+        let _g = A.enter();
+    }
+    let end = writer::uninstall().unwrap().aux_head as usize;
+    let events = decode(&aux[..end]);
+    assert_eq!(steps(&events).len(), 200);
+    assert_times_monotonic(&events);
+    // Only every 8th ENTER/EXIT reads the clock: the others carry delta 0 (1 byte).
+    let times: Vec<u64> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Enter { time, .. } | Event::Exit { time, .. } => Some(*time),
+            _ => None,
+        })
+        .collect();
+    let changes = times.windows(2).filter(|w| w[0] != w[1]).count();
+    let syncs = events
+        .iter()
+        .filter(|e| matches!(e, Event::Sync { .. }))
+        .count();
+    assert!(changes <= 200 / 8 + syncs, "{changes} time changes");
+    let mut cfg0 = WriterConfig::overwrite(
+        // SAFETY: never installed (rejected).
+        unsafe { AuxRegion::new(aux.as_mut_ptr(), 1024) }.unwrap(),
+    );
+    cfg0.timestamp_every = 0;
+    assert_eq!(writer::install(cfg0), Err(WriterError::BadTimestampEvery));
+}
