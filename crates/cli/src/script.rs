@@ -165,6 +165,9 @@ pub fn script(
     let file_len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     let mut reader = PerfDataReader::open(path).map_err(|e| CliError::file(path, e))?;
     let meta = reader.metadata().clone();
+    if let Some(e) = &meta.feature_error {
+        return Err(CliError::file(path, e));
+    }
     let aux = match meta.features.raw(Feature(PERFAUX_FEATURE_BIT)) {
         Some(sec) => {
             Some(AuxData::parse(&sec.data, sec.offset).map_err(|e| CliError::file(path, e))?)

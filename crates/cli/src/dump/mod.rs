@@ -121,6 +121,13 @@ pub fn dump(
             progress.update(rec.location.file_offset, file_len);
         }
     }
+    // A file cut short keeps its records but loses its feature sections:
+    // the records are dumped, then the damage is the error.
+    if let Some(e) = &meta.feature_error {
+        out.write_all(&buf).map_err(CliError::output)?;
+        out.flush().map_err(CliError::output)?;
+        return Err(CliError::file(path, e));
+    }
     if let Some(sec) = meta.features.raw(Feature(PERFAUX_FEATURE_BIT)) {
         let data = AuxData::parse(&sec.data, sec.offset).map_err(|e| CliError::file(path, e))?;
         out.write_all(&buf).map_err(CliError::output)?;

@@ -1,0 +1,117 @@
+//! Bad input gives a non-zero exit and one clear line on stderr naming what
+//! and where: an unknown event or term (with its position), a missing file,
+//! a truncated or corrupt file (with the file offset), a command to trace.
+
+mod common;
+
+use common::*;
+
+fn one_error_line(r: &Run) -> &str {
+    assert_ne!(r.code, 0, "expected failure, got success: {}", r.stdout);
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "one line on stderr: {:?}", r.stderr);
+    assert!(lines[0].starts_with("perfaux: error: "), "{}", lines[0]);
+    lines[0]
+}
+
+#[test]
+fn unknown_event_names_token_and_position() {
+    let r = perfaux(&[
+        "record",
+        "-o",
+        "/nonexistent/x",
+        "-e",
+        "swtrace//,cycles-of-doom",
+    ]);
+    let l = one_error_line(&r);
+    assert!(
+        l.contains("'cycles-of-doom'") && l.contains("position 10"),
+        "{l}"
+    );
+}
+
+#[test]
+fn bad_term_names_token_and_position() {
+    let r = perfaux(&["record", "-o", "/nonexistent/x", "-e", "swtrace/perod=10/"]);
+    let l = one_error_line(&r);
+    assert!(
+        l.contains("'perod'") && l.contains("position 8") && l.contains("unknown term"),
+        "{l}"
+    );
+    let r = perfaux(&[
+        "record",
+        "-o",
+        "/nonexistent/x",
+        "-e",
+        "probe:no_such_function",
+    ]);
+    let l = one_error_line(&r);
+    assert!(l.contains("no_such_function"), "{l}");
+}
+
+#[test]
+fn aux_action_without_aux_leader() {
+    let r = perfaux(&[
+        "record",
+        "-e",
+        "{task-clock,probe:compute/aux-action=pause/}",
+    ]);
+    let l = one_error_line(&r);
+    assert!(
+        l.contains("Events with aux-action must have AUX area event group leader"),
+        "{l}"
+    );
+}
+
+#[test]
+fn command_is_refused() {
+    let r = perfaux(&["record", "--", "ls", "-l"]);
+    let l = one_error_line(&r);
+    assert!(l.contains("'ls -l'") && l.contains("not supported"), "{l}");
+}
+
+#[test]
+fn missing_file() {
+    for sub in [&["report", "-D"][..], &["script"][..]] {
+        let mut a = sub.to_vec();
+        a.extend(["-i", "/nonexistent/perf.data"]);
+        let r = perfaux(&a);
+        let l = one_error_line(&r);
+        assert!(l.contains("/nonexistent/perf.data"), "{l}");
+    }
+}
+
+#[test]
+fn truncated_and_corrupt_files() {
+    let dir = tempdir();
+    let (f, _) = record(dir.path(), "t.data", &["--requests", "5"]);
+    let bytes = std::fs::read(&f).unwrap();
+    // Cut inside the data section (a record runs past the end), and cut
+    // inside the feature sections (the records are whole, the trace
+    // section is gone): both name the file offset.
+    let data_start = u64::from_le_bytes(bytes[40..48].try_into().unwrap()) as usize;
+    for (name, len) in [
+        ("cut-data.data", data_start + 100),
+        ("cut-features.data", bytes.len() - 64),
+    ] {
+        let cut = dir.path().join(name);
+        std::fs::write(&cut, &bytes[..len]).unwrap();
+        for sub in [&["report", "-D"][..], &["script"][..]] {
+            let mut a = sub.to_vec();
+            a.extend(["-i", path_str(&cut)]);
+            let r = perfaux(&a);
+            let l = one_error_line(&r);
+            assert!(l.contains("offset 0x") && l.contains(name), "{l}");
+        }
+    }
+    // Not a perf.data at all.
+    let junk = dir.path().join("junk.data");
+    std::fs::write(&junk, b"this is not a perf.data file, not at all").unwrap();
+    let r = perfaux(&["report", "-D", "-i", path_str(&junk)]);
+    one_error_line(&r);
+    // A few bytes only.
+    let tiny = dir.path().join("tiny.data");
+    std::fs::write(&tiny, &bytes[..10]).unwrap();
+    let r = perfaux(&["script", "-i", path_str(&tiny)]);
+    one_error_line(&r);
+}

@@ -1,0 +1,97 @@
+//! Seed 003's scenario (`perf record -e intel_pt/aux-action=start-paused/
+//! -e ...sys_enter.../aux-action=resume/ -e ...sys_exit.../aux-action=pause/`
+//! then `perf script --call-trace`): the trace starts paused, a probe on
+//! `serve_request` resumes it and a probe on `send_response` pauses it, so
+//! the call trace holds exactly the calls made inside each window: the
+//! request's parsing, cache lookup and computation, and neither
+//! `send_response` (paused before its entry is traced) nor anything else.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::*;
+use perfaux::workload::{FIB_N, SLOW_PATH_EVERY};
+
+fn fib_calls(n: u32, depth: usize, out: &mut Vec<(usize, String)>) {
+    out.push((depth, "fib".into()));
+    if n >= 2 {
+        fib_calls(n - 1, depth + 1, out);
+        fib_calls(n - 2, depth + 1, out);
+    }
+}
+
+/// The calls one worker makes inside the windows of `requests` requests,
+/// with their depths (perfaux::workload's request path).
+fn expected(requests: u32) -> Vec<(usize, String)> {
+    let mut v = Vec::new();
+    for req in 0..requests {
+        v.push((0, "serve_request".into()));
+        v.push((1, "parse_request".into()));
+        v.push((1, "lookup_cache".into()));
+        if req.is_multiple_of(SLOW_PATH_EVERY) {
+            v.push((2, "rebuild_cache".into()));
+        }
+        v.push((1, "compute".into()));
+        fib_calls(FIB_N, 2, &mut v);
+        v.push((2, "mat_mul".into()));
+    }
+    v
+}
+
+#[test]
+fn call_trace_holds_exactly_the_calls_inside_resume_pause_windows() {
+    let dir = tempdir();
+    let requests = 66; // two slow paths per worker (requests 0 and 64)
+    let n = requests.to_string();
+    let (f, _) = record(
+        dir.path(),
+        "win.data",
+        &[
+            "--requests",
+            &n,
+            "-e",
+            "swtrace/aux-action=start-paused/",
+            "-e",
+            "probe:serve_request/aux-action=resume/",
+            "-e",
+            "probe:send_response/aux-action=pause/",
+        ],
+    );
+    let r = perfaux(&["script", "--call-trace", "-i", path_str(&f)]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let mut by_tid: BTreeMap<u32, Vec<(usize, String)>> = BTreeMap::new();
+    for line in r.stdout.lines() {
+        let (head, body) = line.split_once(": ").expect("comm tid [cpu] time: body");
+        let tid: u32 = head
+            .split_whitespace()
+            .nth(1)
+            .expect("tid")
+            .parse()
+            .expect("tid number");
+        let name = body.trim_start();
+        if name.starts_with("tr strt") || name.starts_with("tr end") {
+            continue;
+        }
+        let depth = (body.len() - name.len()) / 4;
+        by_tid
+            .entry(tid)
+            .or_default()
+            .push((depth, name.to_string()));
+    }
+    assert_eq!(
+        by_tid.len(),
+        perfaux::workload::WORKERS,
+        "{}",
+        &r.stdout[..r.stdout.len().min(2000)]
+    );
+    let want = expected(requests);
+    for (tid, calls) in &by_tid {
+        assert!(
+            !calls.iter().any(|(_, n)| n == "send_response"),
+            "thread {tid} traced past the pause"
+        );
+        assert_eq!(calls.len(), want.len(), "thread {tid}");
+        assert_eq!(calls, &want, "thread {tid}");
+    }
+}

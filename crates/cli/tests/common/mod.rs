@@ -1,0 +1,151 @@
+//! Helpers for the integration tests: run the built `perfaux` binary and
+//! Linux `perf` (6.1, the judge of perf.data compatibility) on files, and
+//! parse what they print.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub const PERFAUX: &str = env!("CARGO_BIN_EXE_perfaux");
+
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+fn run(mut c: Command) -> Run {
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = c.output().expect("spawn");
+    Run {
+        code: status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+    }
+}
+
+/// `perfaux ARGS`.
+pub fn perfaux(args: &[&str]) -> Run {
+    let mut c = Command::new(PERFAUX);
+    c.args(args);
+    run(c)
+}
+
+/// `perf ARGS`, with a private HOME so no ~/.perfconfig or buildid cache
+/// of the machine changes what it prints.
+pub fn perf(args: &[&str], home: &Path) -> Run {
+    let mut c = Command::new("perf");
+    c.args(args).env("HOME", home).env("PAGER", "cat");
+    run(c)
+}
+
+pub fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir().expect("tempdir")
+}
+
+pub fn path_str(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// Records into `dir/name` with `args`; returns the file and record's stderr.
+pub fn record(dir: &Path, name: &str, args: &[&str]) -> (PathBuf, Run) {
+    let out = dir.join(name);
+    let mut a = vec!["record", "-o", path_str(&out)];
+    a.extend_from_slice(args);
+    let r = perfaux(&a);
+    assert_eq!(r.code, 0, "perfaux record {args:?} failed: {}", r.stderr);
+    (out, r)
+}
+
+/// The numbers of `[ perfaux record: Captured and wrote X MB FILE (N records,
+/// B bytes of AUX, L lost, S snapshots, D dropped pause/resume) ]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Captured {
+    pub records: u64,
+    pub aux_bytes: u64,
+    pub lost: u64,
+    pub snapshots: u64,
+    pub dropped: u64,
+}
+
+pub fn parse_captured(stderr: &str) -> Captured {
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("[ perfaux record: Captured and wrote "))
+        .unwrap_or_else(|| panic!("no summary line in: {stderr}"));
+    let inner = line.split_once('(').expect("(").1;
+    let nums: Vec<u64> = inner
+        .split(',')
+        .map(|part| {
+            part.split_whitespace()
+                .next()
+                .expect("number")
+                .parse()
+                .expect("u64")
+        })
+        .collect();
+    assert_eq!(nums.len(), 5, "{line}");
+    Captured {
+        records: nums[0],
+        aux_bytes: nums[1],
+        lost: nums[2],
+        snapshots: nums[3],
+        dropped: nums[4],
+    }
+}
+
+/// (offset, size, type name) of every `0xOFF [0xSIZE]: PERF_RECORD_NAME`
+/// line of a `report -D` text, sorted by offset.
+pub fn record_lines(text: &str) -> Vec<(u64, u64, String)> {
+    let mut v = Vec::new();
+    for line in text.lines() {
+        let Some(at) = line.find(": PERF_RECORD_") else {
+            continue;
+        };
+        let head = &line[..at];
+        let mut words = head.rsplit(' ');
+        let size = words
+            .next()
+            .and_then(|w| w.strip_prefix("[0x"))
+            .and_then(|w| w.strip_suffix(']'));
+        // C's %#x prints 0 without the prefix.
+        let off = words.next().and_then(|w| {
+            if w == "0" {
+                Some("0")
+            } else {
+                w.strip_prefix("0x")
+            }
+        });
+        let (Some(size), Some(off)) = (size, off) else {
+            continue;
+        };
+        let name: String = line[at + 14..]
+            .chars()
+            .take_while(|c| c.is_ascii_uppercase() || *c == '_' || c.is_ascii_digit())
+            .collect();
+        v.push((
+            u64::from_str_radix(off, 16).expect("hex"),
+            u64::from_str_radix(size, 16).expect("hex"),
+            name,
+        ));
+    }
+    v.sort();
+    v
+}
+
+/// The rows of the "Aggregated stats" table (TOTAL first), as printed.
+pub fn stats_rows(text: &str) -> Vec<(String, u64)> {
+    perfaux::dump::parse_aggregated_stats(text)
+        .unwrap_or_else(|| panic!("no Aggregated stats in output"))
+}
+
+/// `xz -dc FILE`.
+pub fn unxz(p: &Path) -> String {
+    let o = Command::new("xz").arg("-dc").arg(p).output().expect("xz");
+    assert!(o.status.success());
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
