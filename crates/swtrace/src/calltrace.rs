@@ -160,3 +160,118 @@ impl<'t> CallTrace<'t> {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::table::ProbeInfo;
+
+    fn table() -> ProbeTable {
+        let info = |id: u32, name: &str| ProbeInfo {
+            id,
+            name: name.into(),
+            addr: 0,
+            file: String::new(),
+            line: 0,
+        };
+        ProbeTable::from_entries([info(1, "main"), info(2, "parse")])
+    }
+
+    #[test]
+    fn lines_follow_perf_script_call_trace() {
+        // perf script --call-trace: "comm tid [cpu] sec.nsec: " + 4 spaces per depth + symbol
+        // (perf's +callindent); PSB as "psb offs: N" (seed 003's output).
+        let t = table();
+        let mut ct = CallTrace::new(
+            &t,
+            CallTraceOptions {
+                comm: "uname".into(),
+                ..Default::default()
+            },
+        );
+        let events = [
+            Event::Sync {
+                offset: 0,
+                tid: 30805,
+                depth: 0,
+                time: 24_001_058_784_424,
+            },
+            Event::Enter {
+                offset: 60,
+                id: 1,
+                depth: 0,
+                time: 24_001_058_784_629,
+            },
+            Event::Enter {
+                offset: 62,
+                id: 2,
+                depth: 1,
+                time: 24_001_058_784_629,
+            },
+            Event::Exit {
+                offset: 64,
+                id: Some(2),
+                depth: 1,
+                time: 24_001_058_784_838,
+            },
+            Event::Enter {
+                offset: 66,
+                id: 9,
+                depth: 1,
+                time: 24_001_058_785_046,
+            },
+            Event::Paused {
+                offset: 68,
+                time: 24_001_058_785_639,
+            },
+        ];
+        let text = ct.format(&events);
+        let want = "           uname  30805 [000] 24001.058784424: psb offs: 0\n\
+                    \x20          uname  30805 [000] 24001.058784629: main\n\
+                    \x20          uname  30805 [000] 24001.058784629:     parse\n\
+                    \x20          uname  30805 [000] 24001.058785046:     [unknown probe 9]\n\
+                    \x20          uname  30805 [000] 24001.058785639: tr end   (paused)\n";
+        assert_eq!(text, want);
+        // --call-ret-trace style adds returns.
+        let mut ct = CallTrace::new(
+            &t,
+            CallTraceOptions {
+                returns: true,
+                markers: false,
+                ..Default::default()
+            },
+        );
+        let text = ct.format(&events[..4]);
+        assert_eq!(text.lines().count(), 3);
+        assert!(text.lines().nth(2).unwrap().ends_with(":     return parse"));
+    }
+
+    #[test]
+    fn skipped_and_lost_lines_say_why() {
+        let t = table();
+        let mut ct = CallTrace::new(&t, CallTraceOptions::default());
+        let s = ct
+            .line(&Event::Skipped {
+                offset: 16,
+                bytes: 5,
+                reason: SkipReason::NoSync,
+            })
+            .unwrap();
+        assert!(
+            s.ends_with("skipped 5 bytes at offset 0x10 (before the first sync)"),
+            "{s}"
+        );
+        let l = ct
+            .line(&Event::Lost {
+                offset: 20,
+                kind: LostKind::Full,
+                count: 3,
+                time: 5,
+            })
+            .unwrap();
+        assert!(
+            l.ends_with("0.000000005: lost 3 probe events (AUX area full)"),
+            "{l}"
+        );
+    }
+}

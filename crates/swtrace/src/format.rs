@@ -20,6 +20,11 @@
 //! re-measured by the writer every few milliseconds of ticks, so the conversion error does not
 //! grow with the length of the trace.
 //!
+//! A writer may read its clock for only one ENTER/EXIT in N (`timestamp_every`, like Intel PT's
+//! timing-packet periods); the others carry `delta` 0, and a decoder gives them the time of
+//! the packet before, as perf does for PT branches between timing packets. A writer never
+//! writes a negative delta: if the clock went back (a TSC that differs across CPUs) it writes 0.
+//!
 //! # Packets
 //!
 //! | header | name | bytes after the header | meaning |

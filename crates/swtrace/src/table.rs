@@ -176,3 +176,73 @@ impl ProbeTable {
         Ok(table)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> ProbeTable {
+        ProbeTable::from_entries([
+            ProbeInfo {
+                id: 1,
+                name: "a::b".into(),
+                addr: 0x1000,
+                file: "src/x.rs".into(),
+                line: 7,
+            },
+            ProbeInfo {
+                id: 300,
+                name: "ünïcode".into(),
+                addr: 0,
+                file: String::new(),
+                line: 0,
+            },
+        ])
+    }
+
+    #[test]
+    fn bytes_follow_the_documented_layout() {
+        let b = sample().to_bytes();
+        assert_eq!(&b[..8], b"SWTPROBE");
+        assert_eq!(b[8..12], 1u32.to_le_bytes());
+        assert_eq!(b[12..16], 2u32.to_le_bytes());
+        // First entry: id, line, addr, name_len, file_len, name, file.
+        assert_eq!(b[16..20], 1u32.to_le_bytes());
+        assert_eq!(b[20..24], 7u32.to_le_bytes());
+        assert_eq!(b[24..32], 0x1000u64.to_le_bytes());
+        assert_eq!(b[32..34], 4u16.to_le_bytes());
+        assert_eq!(b[34..36], 8u16.to_le_bytes());
+        assert_eq!(&b[36..40], b"a::b");
+        assert_eq!(&b[40..48], b"src/x.rs");
+        assert_eq!(ProbeTable::from_bytes(&b), Ok(sample()));
+    }
+
+    #[test]
+    fn bad_bytes_are_errors_naming_where() {
+        let b = sample().to_bytes();
+        for cut in 0..b.len() {
+            assert!(ProbeTable::from_bytes(&b[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut bad = b.clone();
+        bad[0] = b'X';
+        assert_eq!(ProbeTable::from_bytes(&bad), Err(TableError::BadMagic));
+        let mut bad = b.clone();
+        bad[8] = 2;
+        assert_eq!(ProbeTable::from_bytes(&bad), Err(TableError::BadVersion(2)));
+        let mut bad = b.clone();
+        bad[16..20].copy_from_slice(&0u32.to_le_bytes());
+        assert_eq!(
+            ProbeTable::from_bytes(&bad),
+            Err(TableError::BadId { at: 16, id: 0 })
+        );
+        let mut bad = b.clone();
+        bad[36] = 0xFF;
+        assert_eq!(ProbeTable::from_bytes(&bad), Err(TableError::BadUtf8(16)));
+        let mut bad = b;
+        bad[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(matches!(
+            ProbeTable::from_bytes(&bad),
+            Err(TableError::Truncated(_))
+        ));
+    }
+}

@@ -41,11 +41,13 @@
 //!
 //! # Hot path
 //!
-//! ENTER/EXIT: read the clock, compare the head with the next SYNC position and the limit, encode
-//! into a 16-byte stack buffer and store it with one unaligned 16-byte store when it does not
-//! straddle the end of the region. Only the packet's own bytes are meaningful: up to 15 bytes
-//! after the head are scratch (in full-trace mode they are within the granted space; in overwrite
-//! mode they are the oldest bytes, which a snapshot reader resyncs past anyway).
+//! With no writer and no hook: the slot load, the hook-word load, a branch, and a test of the
+//! guard's flags byte on return. Paused: the shadow stack push/pop inline as well. Tracing:
+//! read the clock, compare the head with the next SYNC position and the limit, build the packet
+//! in a register ([`format::pack_event`]) and store it with one unaligned 16-byte store when it
+//! does not straddle the end of the region. Only the packet's own bytes are meaningful: up to 15
+//! bytes after the head are scratch (in full-trace mode they are within the granted space; in
+//! overwrite mode they are the oldest bytes, which a snapshot reader resyncs past anyway).
 
 use std::cell::Cell;
 use std::ptr::{self, NonNull};
