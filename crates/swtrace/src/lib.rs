@@ -4,13 +4,13 @@
 //! has a writer installed, each entry and return writes a compact packet into the AUX area of
 //! the thread's perf event. The crate has three parts:
 //!
-//! - [`format`]: the packet format, specified byte by byte (ENTER/EXIT, SYNC with the shadow
+//! - [`format`](mod@format): the packet format, specified byte by byte (ENTER/EXIT, SYNC with the shadow
 //!   stack, PAUSED/RESUMED/STOPPED boundaries, LOST);
-//! - the runtime: [`probe`] (statics, guards, the [`probe!`], [`trace_fn!`] and [`traced!`]
+//! - the runtime: [`probe`](mod@probe) (statics, guards, the [`probe!`], [`trace_fn!`] and [`traced!`]
 //!   macros), [`registry`] (ids, the probe table, hooks for counting events and `aux_action`
 //!   triggers), [`writer`] (the per-thread writer the core installs over an AUX region, with its
 //!   contract) and [`shadow`] (the per-thread shadow stack);
-//! - the reader: [`decode`] (any window to events, resyncing at SYNC packets), [`table`] (the
+//! - the reader: [`decode`](mod@decode) (any window to events, resyncing at SYNC packets), [`table`] (the
 //!   probe table stored beside the trace) and [`calltrace`] (`perf script --call-trace` lines).
 //!
 //! ```
