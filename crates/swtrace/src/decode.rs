@@ -226,7 +226,8 @@ impl<'a> Decoder<'a> {
                         reason: self.skip_reason,
                     };
                 }
-                Err(PacketError::Truncated { .. }) => break,
+                // A candidate cut by the window's end may be a false match claiming more
+                // frames than a real SYNC after it: keep scanning either way.
                 Err(_) => at = cand + 1,
             }
         }

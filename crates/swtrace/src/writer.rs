@@ -293,17 +293,26 @@ thread_local! {
     /// The writer slot: this thread's ThreadTrace while something observes the thread, else
     /// null. No destructor, so reading it is one thread-local load.
     static SLOT: Cell<*const ThreadTrace> = const { Cell::new(ptr::null()) };
-    /// Owns the ThreadTrace; its destructor clears the slot before freeing.
-    static OWNER: Owner = const { Owner(Cell::new(None)) };
+    /// This thread's ThreadTrace once created (whether observing or not); read by the control
+    /// calls with one load, so that a signal handler calling them sees a consistent value.
+    static TRACE: Cell<*const ThreadTrace> = const { Cell::new(ptr::null()) };
+    /// Owns the ThreadTrace; its destructor clears the slot and TRACE before freeing.
+    static OWNER: Owner = const { Owner(Cell::new(ptr::null_mut())) };
 }
 
-struct Owner(Cell<Option<Box<ThreadTrace>>>);
+struct Owner(Cell<*mut ThreadTrace>);
 
 impl Drop for Owner {
     fn drop(&mut self) {
-        // Probes run by later thread-local destructors must find the slot empty.
+        // Probes and control calls run by later thread-local destructors must find nothing.
         let _ = SLOT.try_with(|s| s.set(ptr::null()));
-        drop(self.0.take());
+        let _ = TRACE.try_with(|t| t.set(ptr::null()));
+        let p = self.0.replace(ptr::null_mut());
+        if !p.is_null() {
+            // SAFETY: `p` came from Box::into_raw in `thread_trace` and is freed only here, once;
+            // the slot and TRACE no longer point to it.
+            drop(unsafe { Box::from_raw(p) });
+        }
     }
 }
 
@@ -319,32 +328,29 @@ fn gettid() -> u32 {
     tid as u32
 }
 
-/// The calling thread's ThreadTrace, created on first use (cold: control calls only).
-fn thread_trace() -> Option<&'static ThreadTrace> {
-    OWNER
-        .try_with(|o| {
-            let mut b = o.0.take();
-            let tt: *const ThreadTrace = &**b.get_or_insert_with(|| Box::new(ThreadTrace::new()));
-            o.0.set(b);
-            // SAFETY: the Box lives until the thread's OWNER destructor runs, which first clears
-            // the slot; callers are this thread's own control calls, which do not outlive it.
-            unsafe { &*tt }
-        })
-        .ok()
+/// The calling thread's ThreadTrace if one was ever created. Async-signal-safe (one load).
+fn existing() -> Option<&'static ThreadTrace> {
+    let p = TRACE.try_with(|t| t.get()).ok()?;
+    // SAFETY: TRACE holds null or this thread's live ThreadTrace: the OWNER destructor clears
+    // it before freeing. The reference does not escape the calling thread's control call.
+    (!p.is_null()).then(|| unsafe { &*p })
 }
 
-/// The calling thread's ThreadTrace if one was ever created.
-fn existing() -> Option<&'static ThreadTrace> {
-    OWNER
-        .try_with(|o| {
-            let b = o.0.take();
-            let tt = b.as_deref().map(|t| t as *const ThreadTrace);
-            o.0.set(b);
-            // SAFETY: as in `thread_trace`.
-            tt.map(|t| unsafe { &*t })
-        })
-        .ok()
-        .flatten()
+/// The calling thread's ThreadTrace, created on first use. Allocates on the thread's first
+/// call, so it is not async-signal-safe then (install/enable from a signal handler is not
+/// supported on a thread that never had a writer).
+fn thread_trace() -> Option<&'static ThreadTrace> {
+    if let Some(t) = existing() {
+        return Some(t);
+    }
+    let p = Box::into_raw(Box::new(ThreadTrace::new()));
+    if OWNER.try_with(|o| o.0.set(p)).is_err() {
+        // SAFETY: `p` was just leaked above and is not shared: reclaim it.
+        drop(unsafe { Box::from_raw(p) });
+        return None;
+    }
+    TRACE.with(|t| t.set(p));
+    existing()
 }
 
 impl ThreadTrace {

@@ -681,3 +681,30 @@ fn coarse_timestamps_repeat_the_last_time_between_clock_readings() {
     cfg0.timestamp_every = 0;
     assert_eq!(writer::install(cfg0), Err(WriterError::BadTimestampEvery));
 }
+
+#[test]
+fn a_thread_exiting_with_its_writer_installed_frees_it_cleanly() {
+    let a = id(&A);
+    let mut aux = vec![0u8; 4096];
+    let base = aux.as_mut_ptr() as usize;
+    std::thread::spawn(move || {
+        // SAFETY: the buffer outlives this thread (joined below before `aux` is read or freed).
+        let region = unsafe { AuxRegion::new(base as *mut u8, 4096) }.unwrap();
+        writer::install(WriterConfig::full_trace(region, None)).unwrap();
+        let _g = A.enter();
+        // The thread ends with the writer installed: its thread-local owner frees the state.
+    })
+    .join()
+    .unwrap();
+    // No STOPPED (never uninstalled); the untouched rest of the buffer is zeros = PAD.
+    let events = decode(&aux);
+    assert_eq!(
+        steps(&events),
+        [common::Step::Enter(a, 0), common::Step::Exit(a, 0)]
+    );
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, Event::Stopped { .. } | Event::Skipped { .. }))
+    );
+}
