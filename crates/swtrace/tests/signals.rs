@@ -1,8 +1,6 @@
 //! Signal handlers that enter probes (the trace's NMI): with real signals, and at a chosen
 //! point inside a packet (writer module doc, "Signal safety").
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-
 use perfaux_swtrace::decode::{Event, SkipReason, decode};
 use perfaux_swtrace::format::LostKind;
 use perfaux_swtrace::{
@@ -18,21 +16,22 @@ static HOOKED: Probe = Probe::new("sig_hooked");
 thread_local! {
     /// Handler runs on this thread (a const thread-local: fine to touch in a handler).
     static HANDLED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// The writer head the handler read (per thread: the tests run in parallel).
+    static HANDLER_HEAD: std::cell::Cell<u64> = const { std::cell::Cell::new(u64::MAX) };
+    /// Whether the handler pauses the writer (per thread, like the above).
+    static PAUSE_IN_HANDLER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
-
-static HANDLER_HEAD: AtomicU64 = AtomicU64::new(u64::MAX);
-static PAUSE_IN_HANDLER: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_signal(_sig: libc::c_int) {
     HANDLED.with(|h| h.set(h.get() + 1));
     if let Some(h) = writer::aux_head() {
-        HANDLER_HEAD.store(h, Relaxed);
+        HANDLER_HEAD.with(|c| c.set(h));
     }
     let _g = IN_HANDLER.enter();
     {
         let _l = IN_HANDLER_LEAF.enter();
     }
-    if PAUSE_IN_HANDLER.load(Relaxed) {
+    if PAUSE_IN_HANDLER.with(|p| p.get()) {
         writer::pause();
     }
 }
@@ -205,7 +204,7 @@ fn a_signal_inside_a_packet_is_counted_and_its_pause_deferred() {
     let mut cfg = WriterConfig::full_trace(region, Some(on_full_raises));
     cfg.mode = AuxMode::FullTrace { limit: 300 };
     writer::install(cfg).unwrap();
-    PAUSE_IN_HANDLER.store(true, Relaxed);
+    PAUSE_IN_HANDLER.with(|p| p.set(true));
     let before = HANDLED.with(|c| c.get());
     let mut rounds = 0;
     while HANDLED.with(|c| c.get()) == before {
@@ -214,7 +213,7 @@ fn a_signal_inside_a_packet_is_counted_and_its_pause_deferred() {
         rounds += 1;
         assert!(rounds < 1000, "on_full never ran");
     }
-    PAUSE_IN_HANDLER.store(false, Relaxed);
+    PAUSE_IN_HANDLER.with(|p| p.set(false));
     let st = writer::status().unwrap();
     assert!(
         st.paused,
@@ -232,7 +231,7 @@ fn a_signal_inside_a_packet_is_counted_and_its_pause_deferred() {
     let events = decode(&aux[..end as usize]);
     assert_well_nested(&events);
     // The head the handler read was at a packet boundary.
-    let head_in_handler = HANDLER_HEAD.load(Relaxed);
+    let head_in_handler = HANDLER_HEAD.with(|c| c.get());
     let boundaries: Vec<u64> = events
         .iter()
         .filter_map(|e| match e {
