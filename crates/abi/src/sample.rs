@@ -183,7 +183,33 @@ fn raw_size(n: usize) -> usize {
 
 impl<'a> SampleRecord<'a> {
     /// Decodes a SAMPLE body (the bytes after the header).
+    #[inline(always)]
     pub fn parse(
+        misc: u16,
+        body: RawData<'a>,
+        info: &RecordParseInfo,
+        endian: Endianness,
+    ) -> Result<Self, ParseError> {
+        let st = info.sample_type;
+        let head_len = (st & HEAD_BITS).count_ones() as usize * 8;
+        // Fast path: a sample of head fields only, in one slice. It is read
+        // with one bounds check, and built as the return value itself (a
+        // SampleRecord is large: building it aside and moving it would cost
+        // more than decoding it).
+        if st & !HEAD_BITS == 0
+            && let Some(head) = body.as_single().and_then(|b| b.get(..head_len))
+        {
+            return Ok(match endian {
+                Endianness::Little => Self::parse_head::<false>(misc, st, head),
+                Endianness::Big => Self::parse_head::<true>(misc, st, head),
+            });
+        }
+        Self::parse_general(misc, body, info, endian)
+    }
+
+    /// Any sample: the head field by field, then the variable tail.
+    #[inline(never)]
+    fn parse_general(
         misc: u16,
         body: RawData<'a>,
         info: &RecordParseInfo,
@@ -191,7 +217,74 @@ impl<'a> SampleRecord<'a> {
     ) -> Result<Self, ParseError> {
         let r = &mut RawReader::new(body, endian);
         let st = info.sample_type;
-        let mut s = SampleRecord {
+        let mut s = Self::parse_head_checked(misc, st, r)?;
+        if st & !HEAD_BITS != 0 {
+            s.parse_tail(r, info)?;
+        }
+        Ok(s)
+    }
+
+    /// The fixed head (IDENTIFIER..PERIOD) from a slice known to hold it.
+    #[inline(always)]
+    fn parse_head<const BIG: bool>(misc: u16, st: u64, head: &[u8]) -> Self {
+        let mut words = head.chunks_exact(8).map(|c| {
+            let a: [u8; 8] = c.try_into().unwrap_or_default();
+            if BIG {
+                u64::from_be_bytes(a)
+            } else {
+                u64::from_le_bytes(a)
+            }
+        });
+        let mut next = |bit: u64| if st & bit != 0 { words.next() } else { None };
+        // Two u32 in one u64 slot: the first is at the lower address.
+        let split = |w: u64| {
+            let b = if BIG {
+                w.to_be_bytes()
+            } else {
+                w.to_le_bytes()
+            };
+            let (lo, hi) = ([b[0], b[1], b[2], b[3]], [b[4], b[5], b[6], b[7]]);
+            if BIG {
+                (u32::from_be_bytes(lo), u32::from_be_bytes(hi))
+            } else {
+                (u32::from_le_bytes(lo), u32::from_le_bytes(hi))
+            }
+        };
+        let identifier = next(PERF_SAMPLE_IDENTIFIER);
+        let ip = next(PERF_SAMPLE_IP);
+        let tid = next(PERF_SAMPLE_TID).map(|w| {
+            let (pid, tid) = split(w);
+            PidTid { pid, tid }
+        });
+        let time = next(PERF_SAMPLE_TIME);
+        let addr = next(PERF_SAMPLE_ADDR);
+        let id = next(PERF_SAMPLE_ID);
+        let stream_id = next(PERF_SAMPLE_STREAM_ID);
+        let cpu = next(PERF_SAMPLE_CPU).map(|w| {
+            let (cpu, res) = split(w);
+            CpuRes { cpu, res }
+        });
+        let period = next(PERF_SAMPLE_PERIOD);
+        SampleRecord {
+            misc,
+            identifier,
+            ip,
+            tid,
+            time,
+            addr,
+            id,
+            stream_id,
+            cpu,
+            period,
+            ..Default::default()
+        }
+    }
+
+    /// The fixed head read field by field, from a split or short body too
+    /// (an error then names the field that is missing).
+    #[inline(always)]
+    fn parse_head_checked(misc: u16, st: u64, r: &mut RawReader<'a>) -> Result<Self, ParseError> {
+        Ok(SampleRecord {
             misc,
             identifier: opt_u64(r, st, PERF_SAMPLE_IDENTIFIER, "identifier")?,
             ip: opt_u64(r, st, PERF_SAMPLE_IP, "ip")?,
@@ -211,23 +304,10 @@ impl<'a> SampleRecord<'a> {
             },
             period: opt_u64(r, st, PERF_SAMPLE_PERIOD, "period")?,
             ..Default::default()
-        };
-        // The common samples stop here; skip the bit tests for the rest.
-        const TAIL: u64 = !(PERF_SAMPLE_IDENTIFIER
-            | PERF_SAMPLE_IP
-            | PERF_SAMPLE_TID
-            | PERF_SAMPLE_TIME
-            | PERF_SAMPLE_ADDR
-            | PERF_SAMPLE_ID
-            | PERF_SAMPLE_STREAM_ID
-            | PERF_SAMPLE_CPU
-            | PERF_SAMPLE_PERIOD);
-        if st & TAIL != 0 {
-            s.parse_tail(r, info)?;
-        }
-        Ok(s)
+        })
     }
 
+    #[inline(always)]
     fn parse_tail(
         &mut self,
         r: &mut RawReader<'a>,
@@ -296,6 +376,17 @@ impl<'a> SampleRecord<'a> {
         Ok(())
     }
 }
+
+/// The fixed head of a sample: IDENTIFIER through PERIOD, one u64 slot each.
+const HEAD_BITS: u64 = PERF_SAMPLE_IDENTIFIER
+    | PERF_SAMPLE_IP
+    | PERF_SAMPLE_TID
+    | PERF_SAMPLE_TIME
+    | PERF_SAMPLE_ADDR
+    | PERF_SAMPLE_ID
+    | PERF_SAMPLE_STREAM_ID
+    | PERF_SAMPLE_CPU
+    | PERF_SAMPLE_PERIOD;
 
 /// sample_type bits that are one u64 (or two u32) each.
 const FIXED_WORDS: u64 = PERF_SAMPLE_IDENTIFIER

@@ -207,7 +207,39 @@ pub enum Record<'a> {
 impl<'a> Record<'a> {
     /// Decodes a record body (the bytes after the header) of type `type_`.
     /// Unknown types are not an error: they come back as [`Record::Unknown`].
+    #[inline(always)]
     pub fn parse(
+        type_: u32,
+        misc: u16,
+        body: RawData<'a>,
+        info: &RecordParseInfo,
+        endian: Endianness,
+    ) -> Result<Self, ParseError> {
+        // Both paths build the record straight into the caller's result
+        // slot; a sample decoded into a temporary and then moved into the
+        // enum would cost a copy of the whole (large) SampleRecord.
+        if type_ == PERF_RECORD_SAMPLE {
+            Self::parse_sample(misc, body, info, endian)
+        } else {
+            Self::parse_other(type_, misc, body, info, endian)
+        }
+    }
+
+    #[inline(never)]
+    fn parse_sample(
+        misc: u16,
+        body: RawData<'a>,
+        info: &RecordParseInfo,
+        endian: Endianness,
+    ) -> Result<Self, ParseError> {
+        match SampleRecord::parse(misc, body, info, endian) {
+            Ok(s) => Ok(Record::Sample(s)),
+            Err(e) => Err(e.in_record(PERF_RECORD_SAMPLE)),
+        }
+    }
+
+    #[inline(never)]
+    fn parse_other(
         type_: u32,
         misc: u16,
         body: RawData<'a>,
@@ -216,7 +248,6 @@ impl<'a> Record<'a> {
     ) -> Result<Self, ParseError> {
         let (b, i, e) = (body, info, endian);
         let rec = match type_ {
-            PERF_RECORD_SAMPLE => SampleRecord::parse(misc, b, i, e).map(Record::Sample),
             PERF_RECORD_MMAP => MmapRecord::parse(misc, b, i, e).map(Record::Mmap),
             PERF_RECORD_LOST => LostRecord::parse(misc, b, i, e).map(Record::Lost),
             PERF_RECORD_COMM => CommRecord::parse(misc, b, i, e).map(Record::Comm),
@@ -266,6 +297,7 @@ impl<'a> Record<'a> {
 
     /// Decodes the record at the start of `data` (header included); returns
     /// it and `header.size`, the bytes it occupies.
+    #[inline]
     pub fn parse_record(
         data: RawData<'a>,
         info: &RecordParseInfo,
