@@ -36,7 +36,7 @@
 //! | `0x03` | PAUSED | `uleb delta` | tracing paused (like Intel PT's TIP.PGD): no packets until RESUMED |
 //! | `0x04` | RESUMED | `uleb delta` | tracing resumed (like TIP.PGE); written right after a SYNC, so a decoder starting there sees it |
 //! | `0x05` | STOPPED | `uleb delta` | the writer was removed: the stream ends here (a later SYNC may start a new one) |
-//! | `0x06` | LOST | `u8 kind`, `uleb count` (u64), `uleb delta` | `count` probe events (entries + exits) were not written, see [`LostKind`]; a SYNC follows at once |
+//! | `0x06` | LOST | `u8 kind`, `uleb count` (u64), `uleb delta` | `count` probe events (entries + exits) were not written, see [`LostKind`]; a SYNC follows at once (or STOPPED, at the stream's end) |
 //! | `0x0A` | SYNC | see below (8-byte magic included) | full state: time, thread, open calls |
 //!
 //! Every other header byte (`0x07..=0x09`, `0x0B..=0x7F`, `0x80`) is invalid: a decoder treats it

@@ -630,9 +630,9 @@ impl ThreadTrace {
         false
     }
 
-    /// Writes LOST for unreported drops, then a SYNC. Caller is in the busy section and made
-    /// room for both.
-    fn write_lost_and_sync(&self, now: u64) {
+    /// Writes LOST for the drops not reported yet (the caller made room: 2 x MAX_LOST);
+    /// returns the head after them and the last timestamp. Does not publish the head.
+    fn write_lost(&self, now: u64) -> (u64, u64) {
         let mut head = self.head.load(Relaxed);
         let mut last = self.last_ticks.load(Relaxed);
         for (kind, lost, reported) in [
@@ -650,6 +650,13 @@ impl ThreadTrace {
                 reported.store(total, Relaxed);
             }
         }
+        (head, last)
+    }
+
+    /// Writes LOST for unreported drops, then a SYNC. Caller is in the busy section and made
+    /// room for both.
+    fn write_lost_and_sync(&self, now: u64) {
+        let (mut head, last) = self.write_lost(now);
         let conv = self.refresh_anchor(now);
         let mut ids = [0u32; format::MAX_SYNC_FRAMES];
         let (depth, first, n) = self.shadow.sync_frames(&mut ids);
@@ -925,6 +932,16 @@ pub fn uninstall() -> Result<WriterStatus, WriterError> {
     if !tt.begin() {
         return Err(WriterError::Busy);
     }
+    // Drops not reported yet go into the stream before its end.
+    let room = (2 * format::MAX_LOST + format::MAX_BOUNDARY) as u64;
+    if !tt.full_stopped.load(Relaxed)
+        && tt.head.load(Relaxed).saturating_add(room) <= tt.limit.load(Relaxed)
+    {
+        let now = tt.now();
+        let (head, last) = tt.write_lost(now);
+        tt.last_ticks.store(last, Relaxed);
+        tt.publish(head);
+    }
     tt.write_boundary(format::STOPPED);
     tt.installed.store(false, Relaxed);
     tt.update_mode();
@@ -1038,3 +1055,35 @@ pub fn callchain(out: &mut [Frame]) -> Callchain {
 
 /// The shadow stack's bound.
 pub const SHADOW_DEPTH: usize = SHADOW_CAP;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::{Event, decode};
+
+    #[test]
+    fn uninstall_reports_unreported_drops_before_stopped() {
+        let mut aux = vec![0u8; 1024];
+        // SAFETY: `aux` outlives the writer, uninstalled below.
+        let region = unsafe { AuxRegion::new(aux.as_mut_ptr(), aux.len()) }.unwrap();
+        install(WriterConfig::full_trace(region, None)).unwrap();
+        let tt = existing().unwrap();
+        // As a signal handler hitting a busy writer three times would.
+        for _ in 0..3 {
+            tt.count_lost_nested();
+        }
+        let end = uninstall().unwrap().aux_head as usize;
+        let events = decode(&aux[..end]);
+        assert!(matches!(events[0], Event::Sync { .. }));
+        assert!(matches!(
+            events[1],
+            Event::Lost {
+                kind: LostKind::Nested,
+                count: 3,
+                ..
+            }
+        ));
+        assert!(matches!(events[2], Event::Stopped { .. }));
+        assert_eq!(events.len(), 3);
+    }
+}

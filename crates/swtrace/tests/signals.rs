@@ -313,3 +313,35 @@ fn a_signal_raised_from_a_hook_nests_cleanly() {
         .collect();
     assert_eq!(depths, [0, 1, 2, 1]);
 }
+
+#[test]
+fn every_drop_is_reported_in_the_stream_by_its_end() {
+    install_handler(libc::SIGUSR2);
+    let mut aux = vec![0u8; 4096];
+    // SAFETY: `aux` outlives the writer, uninstalled below.
+    let region = unsafe { AuxRegion::new(aux.as_mut_ptr(), 4096) }.unwrap();
+    let mut cfg = WriterConfig::full_trace(region, Some(on_full_raises));
+    cfg.mode = AuxMode::FullTrace { limit: 300 };
+    writer::install(cfg).unwrap();
+    let before = HANDLED.with(|c| c.get());
+    while HANDLED.with(|c| c.get()) == before {
+        let _m = MAIN.enter();
+    }
+    let st = writer::uninstall().unwrap();
+    assert_eq!(st.lost_nested, 4);
+    let events = decode(&aux[..st.aux_head as usize]);
+    // Reported by the next SYNC or, when none came, just before STOPPED.
+    let reported: u64 = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Lost {
+                kind: LostKind::Nested,
+                count,
+                ..
+            } => Some(*count),
+            _ => None,
+        })
+        .sum();
+    assert_eq!(reported, 4);
+    assert!(matches!(events.last(), Some(Event::Stopped { .. })));
+}
