@@ -12,7 +12,7 @@
 //! - [`raw`]: [`raw::RawData`] (bytes as one slice, or two where a ring
 //!   wraps) and [`raw::RawReader`], the bounds-checked cursor records are
 //!   parsed with;
-//! - [`array`]: arrays of fixed-size items in a record, borrowed either way;
+//! - [`mod@array`]: arrays of fixed-size items in a record, borrowed either way;
 //! - [`parse_info`]: [`parse_info::RecordParseInfo`], what parsing needs
 //!   from an attr, and perf's id/time positions for multi-attr streams;
 //! - [`records`]: the kernel's record types 1..22 and perfaux's uevent, the
