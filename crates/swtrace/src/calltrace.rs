@@ -138,6 +138,7 @@ impl<'t> CallTrace<'t> {
                     SkipReason::NoSync => String::from("before the first sync"),
                     SkipReason::Corrupt(e) => format!("corrupt: {e}"),
                     SkipReason::Truncated => String::from("window ends inside a packet"),
+                    SkipReason::Gap => String::from("missing from the recording"),
                 };
                 (
                     self.last_time,

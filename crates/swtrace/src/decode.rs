@@ -15,7 +15,11 @@ use crate::format::{self, LostKind, Packet, PacketError, SYNC_MAGIC, TimeConv};
 
 /// Why bytes were skipped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SkipReason {
+    /// Stream positions missing between two chunks ([`decode_chunks`]): the data was lost
+    /// (truncated AUX data) or never copied out.
+    Gap,
     /// Before the first SYNC of the window.
     NoSync,
     /// A packet did not parse; decoding resumed at the next SYNC.
@@ -124,6 +128,40 @@ pub struct Decoder<'a> {
 /// Decodes a whole window that starts at stream position 0.
 pub fn decode(bytes: &[u8]) -> Vec<Event> {
     Decoder::new(bytes).collect()
+}
+
+/// Decodes the chunks of one thread's stream, in stream order, as `(stream position, bytes)`
+/// (e.g. the AUXTRACE payloads of one thread with their offsets). Chunks that continue each
+/// other decode as one window, so a packet or a SYNC split across two chunks is not lost; a
+/// missing stretch is reported as [`SkipReason::Gap`] and decoding resyncs after it; a chunk that
+/// starts before the previous one ended (a new recording, an overwrite snapshot) starts a new
+/// window.
+pub fn decode_chunks<'a>(chunks: impl IntoIterator<Item = (u64, &'a [u8])>) -> Vec<Event> {
+    let mut out = Vec::new();
+    let mut window: Vec<u8> = Vec::new();
+    let mut start = 0u64;
+    for (offset, bytes) in chunks {
+        let end = start.wrapping_add(window.len() as u64);
+        if window.is_empty() {
+            start = offset;
+        } else if offset != end {
+            out.extend(Decoder::with_offset(&window, start));
+            window.clear();
+            if offset > end {
+                out.push(Event::Skipped {
+                    offset: end,
+                    bytes: offset - end,
+                    reason: SkipReason::Gap,
+                });
+            }
+            start = offset;
+        }
+        window.extend_from_slice(bytes);
+    }
+    if !window.is_empty() {
+        out.extend(Decoder::with_offset(&window, start));
+    }
+    out
 }
 
 impl<'a> Decoder<'a> {

@@ -43,7 +43,7 @@ pub mod writer;
 
 pub use calltrace::{CallTrace, CallTraceOptions};
 pub use clock::ClockSource;
-pub use decode::{Decoder, Event, SkipReason, decode};
+pub use decode::{Decoder, Event, SkipReason, decode, decode_chunks};
 pub use probe::{Probe, ProbeEvent, ProbeGuard, ProbeId};
 pub use registry::{
     HookError, HookFn, HookTarget, lookup, probe_by_id, probe_table, set_hook, set_hook_handler,

@@ -708,3 +708,53 @@ fn a_thread_exiting_with_its_writer_installed_frees_it_cleanly() {
             .any(|e| matches!(e, Event::Stopped { .. } | Event::Skipped { .. }))
     );
 }
+
+#[test]
+fn chunks_of_one_stream_decode_as_one_and_gaps_are_reported() {
+    register_pool();
+    let calls: Vec<Call> = (0..200)
+        .map(|i| Call {
+            probe: i % 9,
+            children: vec![],
+        })
+        .collect();
+    let mut want = Vec::new();
+    expected(&calls, 0, &mut want);
+    let stream = trace_full(1 << 16, 128, || run(&calls));
+    // Cut at arbitrary points, also inside packets and SYNCs: the same events as one window.
+    let cuts = [0usize, 1, 7, 61, 300, 301, 777, stream.len()];
+    let chunks: Vec<(u64, &[u8])> = cuts
+        .windows(2)
+        .map(|w| (w[0] as u64, &stream[w[0]..w[1]]))
+        .collect();
+    assert_eq!(
+        perfaux_swtrace::decode_chunks(chunks.iter().copied()),
+        decode(&stream)
+    );
+    // Drop one chunk: a Gap, then a resync.
+    let mut gapped = chunks.clone();
+    gapped.remove(4);
+    let events = perfaux_swtrace::decode_chunks(gapped.iter().copied());
+    let gap = events
+        .iter()
+        .position(|e| {
+            matches!(
+                e,
+                Event::Skipped {
+                    offset: 300,
+                    bytes: 1,
+                    reason: SkipReason::Gap
+                }
+            )
+        })
+        .expect("gap reported");
+    assert!(matches!(
+        events[gap + 1],
+        Event::Skipped {
+            reason: SkipReason::NoSync,
+            ..
+        }
+    ));
+    let tail = steps(&events[gap..]);
+    assert_eq!(tail[..], want[want.len() - tail.len()..]);
+}
