@@ -13,6 +13,23 @@
 //! - the reader: [`decode`](mod@decode) (any window to events, resyncing at SYNC packets), [`table`] (the
 //!   probe table stored beside the trace) and [`calltrace`] (`perf script --call-trace` lines).
 //!
+//! # Who calls what
+//!
+//! - Instrumented code: `let _g = probe!("name");`, `trace_fn!()`, `traced! { fn ... }`, or a
+//!   `static P: Probe = Probe::new("name")` entered with `P.enter()`.
+//! - perfaux-core's trace PMU, on the traced thread: [`writer::install`] (`pmu::start`),
+//!   [`writer::pause`] / [`writer::resume`] (`PERF_EF_PAUSE` / `PERF_EF_RESUME`),
+//!   [`writer::aux_head`] (perf_aux_output_end, snapshot_aux; signal-safe),
+//!   [`writer::uninstall`] (`pmu::stop`), [`writer::set_limit`] and the [`OnFull`] slow path
+//!   (full-trace mode), [`writer::status`] (lost counts for PERF_RECORD_AUX flags).
+//! - perfaux-core's probe PMU (counting/sampling events, aux_action triggers): [`lookup`],
+//!   [`set_hook`] (by id or by name, also before the probe first runs), [`set_hook_handler`],
+//!   [`probe_by_id`], [`writer::callchain`] with [`writer::enable_shadow_stack`].
+//! - The recorder: [`probe_table`]`().to_bytes()` stored beside the trace.
+//! - The reader (`perfaux script --call-trace`): [`ProbeTable::from_bytes`],
+//!   [`decode_chunks`] (or [`decode()`] / [`Decoder::with_offset`] for one window), and
+//!   [`CallTrace`].
+//!
 //! ```
 //! use perfaux_swtrace::{decode, writer, CallTrace, CallTraceOptions, WriterConfig, AuxRegion};
 //!
