@@ -76,6 +76,7 @@ pub enum RingError {
 
 impl RingError {
     /// Wraps an I/O error from a system call.
+    #[cfg_attr(loom, allow(dead_code))]
     pub(crate) fn os(what: &'static str, err: impl Into<std::io::Error>) -> Self {
         let err: std::io::Error = err.into();
         RingError::Os {
