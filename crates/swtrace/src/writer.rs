@@ -30,11 +30,16 @@
 //! A signal handler may enter probes while its thread is in the middle of writing a packet. Each
 //! packet is written inside a `busy` section of the thread's state; a probe event that finds the
 //! section busy (it can only be a signal handler on the same thread) writes nothing and is counted
-//! as lost ([`crate::format::LostKind::Nested`]), reported by a LOST packet before the next SYNC.
+//! as lost ([`crate::format::LostKind::Nested`]; its return too), reported by a LOST packet before
+//! the next SYNC or, at the end, before STOPPED. While tracing, an ENTER or EXIT and its shadow
+//! stack update are one busy section, so no SYNC ever shows one without the other.
 //! Control calls ([`pause`], [`resume`], [`set_limit`]) made while busy are recorded and applied
 //! when the interrupted packet is complete; [`uninstall`] while busy fails with
-//! [`WriterError::Busy`]. The shadow stack is updated depth-first (the new depth is stored before
-//! the frame), so a handler always sees a consistent prefix and leaves the outer frames alone.
+//! [`WriterError::Busy`]. Outside tracing (paused, shadow stack only) the shadow stack is updated
+//! depth-first (the new depth is stored before the frame), so a handler always sees a consistent
+//! prefix and leaves the outer frames alone. [`aux_head`], [`pause`], [`resume`],
+//! [`status`] and [`callchain`] are async-signal-safe; [`install`] and [`enable_shadow_stack`]
+//! allocate the thread's state on its first use and are not, then.
 //! All fields are atomics accessed with relaxed loads and stores (plain moves on x86_64: no
 //! read-modify-write on the hot path) with compiler fences, which is what makes the signal
 //! handler's view well defined.
