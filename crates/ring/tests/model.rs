@@ -55,7 +55,7 @@ impl Clone for World {
 enum Writer {
     Reserve,
     Write { start: u64, word: u64 },
-    Leave { start: u64 },
+    Leave,
     Publish { pos: u64 },
     Done,
 }
@@ -171,7 +171,7 @@ impl Sim {
                 Writer::Write { start, word } => {
                     *self.word(start + 8 * word) = (id + 1) << 8 | word;
                     if word + 1 == WORDS_PER_RECORD {
-                        Writer::Leave { start }
+                        Writer::Leave
                     } else {
                         Writer::Write {
                             start,
@@ -179,7 +179,7 @@ impl Sim {
                         }
                     }
                 }
-                Writer::Leave { .. } => match protocol::leave(&self.world.state) {
+                Writer::Leave => match protocol::leave(&self.world.state) {
                     Some(pos) => Writer::Publish { pos },
                     None => Writer::Done,
                 },
