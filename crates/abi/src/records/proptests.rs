@@ -496,3 +496,47 @@ fn every_kind_is_generated() {
     }
     assert_eq!(seen.len(), usize::from(KINDS));
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+    /// Garbage never panics or reads out of bounds: it parses or gives an
+    /// error, split or not (the kernel ring and perf.data are untrusted input).
+    #[test]
+    fn garbage_never_panics(
+        ty in prop_oneof![1u32..=23, Just(ext::PERF_RECORD_UEVENT), 64u32..90],
+        misc in any::<u16>(),
+        body in proptest::collection::vec(any::<u8>(), 0..200),
+        k in any::<usize>(),
+        st in 0..PERF_SAMPLE_MAX,
+        rf in 0..PERF_FORMAT_MAX,
+        all in any::<bool>(),
+        bb in any::<u64>(),
+        regs in (0u32..64, 0u32..64),
+    ) {
+        let info = RecordParseInfo {
+            sample_type: st,
+            read_format: rf,
+            sample_id_all: all,
+            branch_sample_type: bb,
+            regs_user_count: regs.0,
+            regs_intr_count: regs.1,
+        };
+        let k = k % (body.len() + 1);
+        for e in [Endianness::Little, Endianness::Big] {
+            let data = RawData::new(&body[..k], &body[k..]);
+            let whole = Record::parse(ty, misc, RawData::Single(&body), &info, e);
+            let split = Record::parse(ty, misc, data, &info, e);
+            prop_assert_eq!(whole, split);
+            if let Ok(rec) = whole {
+                // Whatever parsed can be measured and written.
+                let mut out = Vec::new();
+                if rec.write(&info, e, &mut out).is_ok() {
+                    prop_assert_eq!(out.len(), rec.encoded_len(&info));
+                }
+            }
+            let _ = Record::parse_record(data, &info, e);
+            let _ = info.record_id(ty, data, e);
+            let _ = info.record_time(ty, data, e);
+        }
+    }
+}
