@@ -125,6 +125,7 @@ pub(crate) fn register(probe: &'static Probe, first_entry: Option<usize>) -> Opt
         // The id is stored before the hook word loses HOOK_UNREGISTERED: a thread that sees
         // the cleared hook word under the lock's release finds the id.
         probe.id.store(id, Relaxed);
+        by_id::set(id, probe);
     }
     reg.update_hook_word(id as usize - 1);
     Some(ProbeId(id))
@@ -213,9 +214,63 @@ pub fn lookup(name: &str) -> Vec<ProbeId> {
 }
 
 /// The probe with id `id`.
+///
+/// Lock-free and async-signal-safe (hook handlers call it on every hooked entry, possibly
+/// inside a signal handler that interrupted a thread holding the table's lock).
 pub fn probe_by_id(id: ProbeId) -> Option<&'static Probe> {
-    let reg = lock();
-    reg.probes.get((id.0 as usize).wrapping_sub(1)).copied()
+    by_id::get(id.0)
+}
+
+/// Probes by id without the lock: chunk `k` holds ids `2^k .. 2^(k+1)`, allocated (under the
+/// registration lock) when its first id is given and never freed, so readers need only two
+/// acquire loads. A hand-written two-level table: no crate gives a lock-free, append-only,
+/// signal-safe id -> &'static map.
+mod by_id {
+    use std::sync::atomic::AtomicPtr;
+    use std::sync::atomic::Ordering::{Acquire, Release};
+
+    use crate::probe::Probe;
+
+    static CHUNKS: [AtomicPtr<AtomicPtr<Probe>>; 32] =
+        [const { AtomicPtr::new(std::ptr::null_mut()) }; 32];
+
+    fn place(id: u32) -> Option<(usize, usize)> {
+        if id == 0 {
+            return None;
+        }
+        let k = 31 - id.leading_zeros() as usize;
+        Some((k, (id - (1u32 << k)) as usize))
+    }
+
+    pub(super) fn get(id: u32) -> Option<&'static Probe> {
+        let (k, i) = place(id)?;
+        let chunk = CHUNKS[k].load(Acquire);
+        if chunk.is_null() {
+            return None;
+        }
+        // SAFETY: a non-null chunk `k` is a leaked allocation of 2^k slots (see `set`), and
+        // i < 2^k by construction of `place`.
+        let slot = unsafe { &*chunk.wrapping_add(i) };
+        let p = slot.load(Acquire);
+        // SAFETY: slots hold null or pointers to `&'static Probe`s.
+        (!p.is_null()).then(|| unsafe { &*p })
+    }
+
+    /// Records `probe` under `id`. Called with the registration lock held (one writer).
+    pub(super) fn set(id: u32, probe: &'static Probe) {
+        let Some((k, i)) = place(id) else { return };
+        let mut chunk = CHUNKS[k].load(Acquire);
+        if chunk.is_null() {
+            let slots: Box<[AtomicPtr<Probe>]> = (0..1usize << k)
+                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+                .collect();
+            chunk = Box::leak(slots).as_mut_ptr();
+            CHUNKS[k].store(chunk, Release);
+        }
+        // SAFETY: as in `get`.
+        let slot = unsafe { &*chunk.wrapping_add(i) };
+        slot.store(std::ptr::from_ref(probe).cast_mut(), Release);
+    }
 }
 
 /// A snapshot of every registered probe: what the recorder stores beside the trace so that the

@@ -802,3 +802,14 @@ fn chunks_of_one_stream_decode_as_one_and_gaps_are_reported() {
     let tail = steps(&events[gap..]);
     assert_eq!(tail[..], want[want.len() - tail.len()..]);
 }
+
+#[test]
+fn probes_are_found_by_id_without_the_lock() {
+    register_pool();
+    for p in &POOL {
+        let found = perfaux_swtrace::probe_by_id(p.id().unwrap()).unwrap();
+        assert!(std::ptr::eq(found, p));
+    }
+    assert!(perfaux_swtrace::probe_by_id(ProbeId(0)).is_none());
+    assert!(perfaux_swtrace::probe_by_id(ProbeId(u32::MAX)).is_none());
+}
