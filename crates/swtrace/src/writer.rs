@@ -268,6 +268,9 @@ pub(crate) struct ThreadTrace {
     head: AtomicU64,
     limit: AtomicU64,
     next_sync: AtomicU64,
+    /// `min(next_sync, limit - 15)`: the hot path's one comparison (head below it: no SYNC due
+    /// and room for the largest ENTER/EXIT).
+    fast_end: AtomicU64,
     last_ticks: AtomicU64,
     pending: AtomicU32,
     clock_tsc: AtomicBool,
@@ -369,6 +372,7 @@ impl ThreadTrace {
             head: AtomicU64::new(0),
             limit: AtomicU64::new(0),
             next_sync: AtomicU64::new(0),
+            fast_end: AtomicU64::new(0),
             last_ticks: AtomicU64::new(0),
             pending: AtomicU32::new(0),
             clock_tsc: AtomicBool::new(false),
@@ -486,6 +490,17 @@ impl ThreadTrace {
         self.lost_nested.fetch_add(1, Relaxed);
         // Report it soon: the next packet starts with LOST + SYNC.
         self.next_sync.store(0, Relaxed);
+        self.fast_end.store(0, Relaxed);
+    }
+
+    /// Recomputes `fast_end` after `next_sync` or `limit` changed.
+    fn update_fast_end(&self) {
+        let limit = self
+            .limit
+            .load(Relaxed)
+            .saturating_sub(MAX_EVENT as u64 - 1);
+        self.fast_end
+            .store(self.next_sync.load(Relaxed).min(limit), Relaxed);
     }
 
     #[inline(always)]
@@ -533,9 +548,7 @@ impl ThreadTrace {
             self.last_ticks.load(Relaxed)
         };
         let mut head = self.head.load(Relaxed);
-        if head >= self.next_sync.load(Relaxed)
-            || head + MAX_EVENT as u64 > self.limit.load(Relaxed)
-        {
+        if head >= self.fast_end.load(Relaxed) {
             match self.prepare_cold(head, now) {
                 Some(h) => head = h,
                 None => {
@@ -625,6 +638,7 @@ impl ThreadTrace {
             let on_full: OnFull = unsafe { std::mem::transmute::<usize, OnFull>(f) };
             if let Some(limit) = on_full(head, needed) {
                 self.limit.store(limit, Relaxed);
+                self.update_fast_end();
                 if head.saturating_add(needed) <= limit {
                     return true;
                 }
@@ -684,6 +698,7 @@ impl ThreadTrace {
         self.last_ticks.store(now.max(last), Relaxed);
         self.next_sync
             .store(head + self.sync_period.load(Relaxed), Relaxed);
+        self.update_fast_end();
         self.syncs.fetch_add(1, Relaxed);
         self.publish(head);
     }
@@ -837,6 +852,7 @@ impl ThreadTrace {
             return Ok(());
         }
         self.limit.store(limit, Relaxed);
+        self.update_fast_end();
         if self.full_stopped.load(Relaxed)
             && self
                 .head
@@ -903,6 +919,7 @@ pub fn install(config: WriterConfig) -> Result<(), WriterError> {
     tt.head.store(head, Release);
     tt.limit.store(limit, Relaxed);
     tt.next_sync.store(0, Relaxed);
+    tt.fast_end.store(0, Relaxed);
     tt.last_ticks.store(0, Relaxed);
     tt.sync_period.store(u64::from(config.sync_period), Relaxed);
     tt.ts_every.store(config.timestamp_every, Relaxed);
