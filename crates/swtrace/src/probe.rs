@@ -306,8 +306,9 @@ macro_rules! trace_fn {
     }};
 }
 
-/// Wraps whole functions in a probe named after them (an attribute-like `macro_rules`
-/// wrapper; functions without generics or `where` clauses).
+/// Wraps whole functions in a probe named after them, `module::path::name` like
+/// [`trace_fn!`](crate::trace_fn) (an attribute-like `macro_rules` wrapper; functions without
+/// generics or `where` clauses).
 ///
 /// ```
 /// perfaux_swtrace::traced! {
@@ -322,7 +323,8 @@ macro_rules! traced {
         $(
             $(#[$meta])*
             $vis fn $name($($args)*) $(-> $ret)? {
-                let _swtrace_guard = $crate::probe!(stringify!($name));
+                let _swtrace_guard =
+                    $crate::probe!(concat!(module_path!(), "::", stringify!($name)));
                 $body
             }
         )*

@@ -228,14 +228,14 @@ fn macros_name_probes_and_table_exports_them() {
     assert!(cfg!(not(target_arch = "x86_64")) || p.addr() != 0);
     assert_eq!(wrapped_whole(0), 7);
     assert_eq!(wrapped_whole(2), 4);
-    let w = lookup("wrapped_whole");
+    let w = lookup(concat!(module_path!(), "::wrapped_whole"));
     assert_eq!(w.len(), 1);
     let table = probe_table();
     let info = table.get(p.id().unwrap().0).unwrap();
     assert_eq!(info.name, concat!(module_path!(), "::named_by_trace_fn"));
     assert_eq!(info.addr, p.addr() as u64);
     assert!(info.file.ends_with("hooks.rs"));
-    assert_eq!(table.name(w[0].0), Some("wrapped_whole"));
+    assert_eq!(table.name(w[0].0), Some("hooks::wrapped_whole"));
     // The recorder's byte format round-trips.
     let back = ProbeTable::from_bytes(&table.to_bytes()).unwrap();
     assert_eq!(back, table);
