@@ -76,10 +76,23 @@
 //! before it, taken as little-endian u32 words `w`: `h = 0x811C_9DC5`, then for each word
 //! `h = ((h ^ w) * 0x9E37_79B1 mod 2^32).rotate_left(15)`.
 //!
-//! The writer emits a SYNC when it starts a stream, right before RESUMED, right after LOST, and before the
-//! first packet that starts at or beyond `sync_period` bytes (512 by default) after the previous
-//! SYNC; a window of any stream therefore decodes from its first SYNC, at most about
-//! `sync_period` bytes in.
+//! The writer emits a SYNC when it starts a stream, right before RESUMED, right after LOST, and
+//! before the first ENTER/EXIT that would start at or beyond `sync_period` bytes (512 by default,
+//! at least 128) after the end of the previous SYNC. A window of any stream therefore holds a
+//! complete SYNC within its first `sync_period + 16 + 124 + 44` bytes (one ENTER/EXIT, the
+//! largest SYNC, two LOST), and decodes from there.
+//!
+//! # Decoding
+//!
+//! Scan for the magic; take the first candidate whose checksum and constraints hold. From a
+//! SYNC: `depth` calls are open, the listed ids are those at depths `first .. first + n`, the
+//! others are unknown; the time is `ticks`. Then packet by packet: every `delta` adds to the
+//! time; ENTER opens a call at depth = the number of open calls; EXIT closes the innermost one
+//! (its depth is the number of calls still open after it; an EXIT with no open call returns from
+//! a call opened before anything the decoder saw). A later SYNC states the truth again and
+//! replaces the decoder's view (calls that returned while tracing was paused are closed by the
+//! SYNC that precedes RESUMED). A packet that does not parse (invalid header, uleb too long,
+//! bytes ending inside it) loses the sync: resume scanning at its first byte + 1.
 //!
 //! # Probe ids
 //!
