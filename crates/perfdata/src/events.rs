@@ -104,3 +104,26 @@ impl IdMap {
         self.ids.get(&id).copied()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn id_positions_follow_perf() {
+        // IDENTIFIER: first in a sample, last in a trailer.
+        assert_eq!(
+            id_pos(PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_ID),
+            Some(0)
+        );
+        assert_eq!(is_pos(PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_CPU), Some(1));
+        // ID after IP, TID, TIME, ADDR in a sample; before STREAM_ID, CPU in a trailer.
+        let st =
+            PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ID | PERF_SAMPLE_CPU;
+        assert_eq!(id_pos(st), Some(3));
+        assert_eq!(is_pos(st), Some(2));
+        assert_eq!(is_pos(st | PERF_SAMPLE_STREAM_ID), Some(3));
+        assert_eq!(id_pos(PERF_SAMPLE_IP), None);
+        assert_eq!(is_pos(PERF_SAMPLE_IP), None);
+    }
+}

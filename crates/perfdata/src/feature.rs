@@ -147,3 +147,31 @@ impl FeatureSet {
         b
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn features_iterate_in_bit_order_across_words() {
+        let mut s = FeatureSet::default();
+        for f in [
+            Feature(200),
+            Feature::HOSTNAME,
+            Feature(64),
+            Feature::AUXTRACE,
+        ] {
+            s.insert(f);
+        }
+        assert_eq!(
+            s.iter().collect::<Vec<_>>(),
+            [Feature(3), Feature(18), Feature(64), Feature(200)]
+        );
+        assert_eq!(s.len(), 4);
+        s.insert(Feature(999));
+        assert_eq!(s.len(), 4, "bits past 255 do not exist");
+        let b = s.to_bytes(Endianness::Big);
+        assert_eq!(FeatureSet::parse(&b, Endianness::Big), s);
+        assert_eq!(Feature(129).name(), "simpleperf META_INFO");
+    }
+}

@@ -277,3 +277,41 @@ impl SectionBuf {
         self
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_are_written_as_do_write_string_writes_them() {
+        let mut b = SectionBuf::new(Endianness::Little);
+        b.string("x86_64");
+        // u32 len = ALIGN(strlen + 1, 64), then the string, NUL and zeros.
+        assert_eq!(b.bytes.len(), 4 + 64);
+        assert_eq!(&b.bytes[..4], &64u32.to_le_bytes());
+        assert_eq!(&b.bytes[4..10], b"x86_64");
+        assert!(b.bytes[10..].iter().all(|&c| c == 0));
+        // 63 characters and a NUL fill 64 exactly; 64 need 128.
+        let mut b = SectionBuf::new(Endianness::Little);
+        b.string(&"a".repeat(63)).string(&"b".repeat(64));
+        assert_eq!(b.bytes.len(), 4 + 64 + 4 + 128);
+        let mut c = SectionCursor::new(&b.bytes, Endianness::Little, 0, "test");
+        assert_eq!(c.string().unwrap(), "a".repeat(63));
+        assert_eq!(c.string().unwrap(), "b".repeat(64));
+    }
+
+    #[test]
+    fn counts_past_the_section_are_errors_at_their_offset() {
+        // CMDLINE claiming 1000 strings in 8 bytes.
+        let mut b = SectionBuf::new(Endianness::Big);
+        b.u32(1000).u32(0);
+        let mut c = SectionCursor::new(&b.bytes, Endianness::Big, 0x500, "CMDLINE");
+        let e = parse_cmdline(&mut c).unwrap_err();
+        assert_eq!(e.offset(), Some(0x504), "{e}");
+        // A string length past the end.
+        let mut b = SectionBuf::new(Endianness::Little);
+        b.u32(u32::MAX);
+        let mut c = SectionCursor::new(&b.bytes, Endianness::Little, 0, "HOSTNAME");
+        assert!(parse_string(&mut c).is_err());
+    }
+}

@@ -228,3 +228,76 @@ pub fn pipe_header_bytes(endian: Endianness) -> [u8; 16] {
     b[8..].copy_from_slice(&endian.u64_bytes(PIPE_HEADER_SIZE));
     b
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn preamble(magic: &[u8; 8], size: [u8; 8]) -> [u8; 16] {
+        let mut b = [0u8; 16];
+        b[..8].copy_from_slice(magic);
+        b[8..].copy_from_slice(&size);
+        b
+    }
+
+    #[test]
+    fn magic_says_byte_order_and_size_says_file_or_pipe() {
+        let le = Preamble::parse(&preamble(b"PERFILE2", 104u64.to_le_bytes())).unwrap();
+        assert_eq!(
+            (le.magic, le.endian, le.is_pipe()),
+            (Magic::V2, Endianness::Little, false)
+        );
+        let be = Preamble::parse(&preamble(b"2ELIFREP", 16u64.to_be_bytes())).unwrap();
+        assert_eq!(
+            (be.magic, be.endian, be.is_pipe()),
+            (Magic::V2, Endianness::Big, true)
+        );
+        // "PERFFILE": the order is the one in which the size makes sense.
+        let v1 = Preamble::parse(&preamble(b"PERFFILE", 104u64.to_be_bytes())).unwrap();
+        assert_eq!((v1.magic, v1.endian), (Magic::V1, Endianness::Big));
+        let short = Preamble::parse(&preamble(b"PERFFILE", 72u64.to_le_bytes())).unwrap();
+        assert_eq!(short.size, FILE_HEADER_SIZE_V1_SHORT);
+        // The short header exists only for version 1.
+        assert!(Preamble::parse(&preamble(b"PERFILE2", 72u64.to_le_bytes())).is_err());
+    }
+
+    #[test]
+    fn bad_magic_and_sizes_are_errors_naming_the_offset() {
+        let e = Preamble::parse(&preamble(b"NOTPERF!", [0; 8])).unwrap_err();
+        assert_eq!(e.offset(), Some(0));
+        let e = Preamble::parse(&preamble(b"SIMPLEPE", [0; 8])).unwrap_err();
+        assert!(e.to_string().contains("simpleperf"), "{e}");
+        let e = Preamble::parse(&preamble(b"PERFILE2", 100u64.to_le_bytes())).unwrap_err();
+        assert_eq!(e.offset(), Some(8));
+        let e = Preamble::parse(&preamble(b"PERFFILE", 7u64.to_le_bytes())).unwrap_err();
+        assert_eq!(e.offset(), Some(8));
+    }
+
+    #[test]
+    fn file_header_round_trips_in_both_orders() {
+        for endian in [Endianness::Little, Endianness::Big] {
+            let mut features = FeatureSet::default();
+            features.insert(crate::Feature::HOSTNAME);
+            features.insert(crate::Feature(200));
+            let h = FileHeader {
+                magic: Magic::V2,
+                endian,
+                size: FILE_HEADER_SIZE,
+                attr_size: 144,
+                attrs: FileSection {
+                    offset: 120,
+                    size: 288,
+                },
+                data: FileSection {
+                    offset: 408,
+                    size: 1000,
+                },
+                event_types: FileSection::default(),
+                features,
+            };
+            let b = h.to_bytes();
+            let p = Preamble::parse(b[..16].try_into().unwrap()).unwrap();
+            assert_eq!(FileHeader::parse(p, &b[16..]).unwrap(), h);
+        }
+    }
+}

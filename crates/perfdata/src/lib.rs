@@ -12,6 +12,28 @@
 //!
 //! Record layouts are perfaux-abi's ([`perfaux_abi::user`] for the tool's
 //! own records).
+//!
+//! ```no_run
+//! use perfaux_perfdata::{PerfDataReader, UserRecord};
+//!
+//! let mut reader = PerfDataReader::open("perf.data")?;
+//! for event in &reader.metadata().attrs {
+//!     println!("{:?}: {} ids", event.name, event.ids.len());
+//! }
+//! while let Some(rec) = reader.next_record()? {
+//!     match rec.user_record() {
+//!         Some(Ok(UserRecord::Auxtrace(at, data))) => println!("AUX data {:#x}+{}", at.offset, data.len()),
+//!         Some(_) => {}
+//!         // A kernel record: parsed with its event's layout.
+//!         None => {
+//!             if let Some(Ok(record)) = rec.parse() {
+//!                 println!("{:#x}: {record:?}", rec.location.file_offset);
+//!             }
+//!         }
+//!     }
+//! }
+//! # Ok::<(), perfaux_perfdata::Error>(())
+//! ```
 
 pub mod error;
 pub mod events;

@@ -164,3 +164,73 @@ fn perf_reads_what_the_writer_wrote() {
         }
     }
 }
+
+/// Every attr size perf has written (VER0 64 .. VER9 144, attrs entries of
+/// attr_size + 16 bytes with their ids section): the reader finds the same
+/// events and records; perf 6.1 reads those up to its own size (VER7, 128)
+/// and refuses larger ones.
+#[test]
+fn every_attr_size_reads_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = Endianness::Little;
+    for size in [
+        PERF_ATTR_SIZE_VER0,
+        PERF_ATTR_SIZE_VER1,
+        PERF_ATTR_SIZE_VER2,
+        PERF_ATTR_SIZE_VER3,
+        PERF_ATTR_SIZE_VER4,
+        PERF_ATTR_SIZE_VER5,
+        PERF_ATTR_SIZE_VER6,
+        PERF_ATTR_SIZE_VER7,
+        PERF_ATTR_SIZE_VER8,
+        PERF_ATTR_SIZE_VER9,
+    ] {
+        let mut opts = synth::options(e);
+        opts.attr_size = Some(size);
+        let mut w = perfaux_perfdata::PerfDataWriter::new(
+            std::io::Cursor::new(Vec::new()),
+            synth::events(),
+            opts,
+        )
+        .unwrap();
+        for r in synth::records(e, AUXTRACE_TYPE) {
+            w.write_record_with_payload(&r.bytes, &r.payload).unwrap();
+        }
+        let path = dir.path().join(format!("attr{size}.data"));
+        std::fs::write(&path, w.finish().unwrap().into_inner()).unwrap();
+        let r = read_all(&path);
+        assert!(r.error.is_none(), "attr size {size}: {:?}", r.error);
+        let DataFormat::File(h) = r.meta.format else {
+            panic!()
+        };
+        assert_eq!(h.attr_size, u64::from(size) + 16);
+        assert_eq!(r.counts, expected_counts(false, e), "attr size {size}");
+        for (a, w) in r.meta.attrs.iter().zip(synth::events()) {
+            assert_eq!(a.attr.size, size);
+            assert_eq!(
+                (a.attr.sample_type, a.attr.flags, &a.ids),
+                (w.attr.sample_type, w.attr.flags, &w.ids)
+            );
+        }
+        if have_perf() {
+            let (ok, out, err) = perf_report_d(&path, false);
+            if size <= PERF_ATTR_SIZE_VER7 {
+                assert!(
+                    ok && !err.contains("incompatible"),
+                    "attr size {size}: {err}"
+                );
+                assert_eq!(
+                    parse_perf_stats(&out).0,
+                    expected_counts(false, e),
+                    "attr size {size}"
+                );
+            } else {
+                // perf 6.1's read_attr: "file uses a more recent and unsupported ABI".
+                assert!(
+                    !ok || err.contains("incompatible"),
+                    "attr size {size}: perf 6.1 should refuse"
+                );
+            }
+        }
+    }
+}
