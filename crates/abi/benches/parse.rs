@@ -111,13 +111,14 @@ fn fold_sample(acc: u64, s: &SampleRecord<'_>) -> u64 {
 fn perfaux_records(data: RawData<'_>, info: &RecordParseInfo) -> u64 {
     let (mut rest, mut acc) = (data, 0u64);
     while !rest.is_empty() {
-        let parsed = Record::parse_record(rest, info, Endianness::Little);
-        let Ok((rec, size)) = &parsed else { break };
-        if let Record::Sample(s) = rec {
+        let Ok((h, body, next)) = Record::split_record(rest, Endianness::Little) else {
+            break;
+        };
+        let rec = Record::parse(h.type_, h.misc, body, info, Endianness::Little);
+        if let Ok(Record::Sample(s)) = &rec {
             acc = fold_sample(acc, s);
         }
-        let size = *size;
-        rest = rest.split_at(size).expect("within").1;
+        rest = next;
     }
     acc
 }

@@ -190,26 +190,38 @@ impl<'a> SampleRecord<'a> {
         info: &RecordParseInfo,
         endian: Endianness,
     ) -> Result<Self, ParseError> {
-        let st = info.sample_type;
-        let head_len = (st & HEAD_BITS).count_ones() as usize * 8;
         // Fast path: a sample of head fields only, in one slice. It is read
         // with one bounds check, and built as the return value itself (a
         // SampleRecord is large: building it aside and moving it would cost
         // more than decoding it).
-        if st & !HEAD_BITS == 0
-            && let Some(head) = body.as_single().and_then(|b| b.get(..head_len))
-        {
-            return Ok(match endian {
-                Endianness::Little => Self::parse_head::<false>(misc, st, head),
-                Endianness::Big => Self::parse_head::<true>(misc, st, head),
-            });
+        if let Some(head) = Self::fast_head(info.sample_type, body) {
+            return Ok(Self::parse_head_in(misc, info.sample_type, head, endian));
         }
         Self::parse_general(misc, body, info, endian)
     }
 
+    /// The head bytes, if the sample is head fields only and not split.
+    #[inline(always)]
+    pub(crate) fn fast_head(st: u64, body: RawData<'a>) -> Option<&'a [u8]> {
+        if st & !HEAD_BITS != 0 {
+            return None;
+        }
+        let head_len = (st & HEAD_BITS).count_ones() as usize * 8;
+        body.as_single()?.get(..head_len)
+    }
+
+    /// [`Self::parse_head`] in byte order `endian`.
+    #[inline(always)]
+    pub(crate) fn parse_head_in(misc: u16, st: u64, head: &[u8], endian: Endianness) -> Self {
+        match endian {
+            Endianness::Little => Self::parse_head::<false>(misc, st, head),
+            Endianness::Big => Self::parse_head::<true>(misc, st, head),
+        }
+    }
+
     /// Any sample: the head field by field, then the variable tail.
     #[inline(never)]
-    fn parse_general(
+    pub(crate) fn parse_general(
         misc: u16,
         body: RawData<'a>,
         info: &RecordParseInfo,

@@ -232,7 +232,13 @@ impl<'a> Record<'a> {
         info: &RecordParseInfo,
         endian: Endianness,
     ) -> Result<Self, ParseError> {
-        match SampleRecord::parse(misc, body, info, endian) {
+        let st = info.sample_type;
+        if let Some(head) = SampleRecord::fast_head(st, body) {
+            return Ok(Record::Sample(SampleRecord::parse_head_in(
+                misc, st, head, endian,
+            )));
+        }
+        match SampleRecord::parse_general(misc, body, info, endian) {
             Ok(s) => Ok(Record::Sample(s)),
             Err(e) => Err(e.in_record(PERF_RECORD_SAMPLE)),
         }
@@ -295,30 +301,46 @@ impl<'a> Record<'a> {
         rec.map_err(|err| err.in_record(type_))
     }
 
-    /// Decodes the record at the start of `data` (header included); returns
-    /// it and `header.size`, the bytes it occupies.
+    /// Splits the record at the start of `data` into its header and body,
+    /// and returns the bytes after it: the step of a loop over a ring or a
+    /// perf.data data section (then [`Record::parse`] the body, or skip it).
     #[inline]
+    pub fn split_record(
+        data: RawData<'a>,
+        endian: Endianness,
+    ) -> Result<(PerfEventHeader, RawData<'a>, RawData<'a>), ParseError> {
+        let mut r = RawReader::new(data, endian);
+        let h = PerfEventHeader::parse(r.byte_array::<8>("header")?, endian);
+        let size = usize::from(h.size);
+        if size < PerfEventHeader::SIZE {
+            let err = ParseError::invalid(
+                "header.size",
+                6,
+                u64::from(h.size),
+                "smaller than the header",
+            );
+            return Err(err.in_record(h.type_));
+        }
+        let body = r
+            .bytes(size - PerfEventHeader::SIZE, "record body")
+            .map_err(|e| e.in_record(h.type_))?;
+        Ok((h, body, r.rest()))
+    }
+
+    /// Decodes the record at the start of `data` (header included); returns
+    /// it and `header.size`, the bytes it occupies. (A loop that wants every
+    /// nanosecond uses [`Record::split_record`] and [`Record::parse`]: this
+    /// returns the record inside a tuple, which costs a copy of it.)
     pub fn parse_record(
         data: RawData<'a>,
         info: &RecordParseInfo,
         endian: Endianness,
     ) -> Result<(Self, usize), ParseError> {
-        let mut r = RawReader::new(data, endian);
-        let h = PerfEventHeader::parse(r.byte_array::<8>("header")?, endian);
-        let size = usize::from(h.size);
-        if size < PerfEventHeader::SIZE {
-            return Err(ParseError::invalid(
-                "header.size",
-                6,
-                u64::from(h.size),
-                "smaller than the header",
-            )
-            .in_record(h.type_));
-        }
-        let body = r
-            .bytes(size - PerfEventHeader::SIZE, "record body")
-            .map_err(|e| e.in_record(h.type_))?;
-        Ok((Self::parse(h.type_, h.misc, body, info, endian)?, size))
+        let (h, body, _) = Self::split_record(data, endian)?;
+        Ok((
+            Self::parse(h.type_, h.misc, body, info, endian)?,
+            usize::from(h.size),
+        ))
     }
 
     /// The sample_id trailer, for types that carry one.
