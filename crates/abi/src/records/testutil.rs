@@ -49,7 +49,7 @@ impl Le {
     }
 }
 
-/// sample_id_all with TID|TIME: an 16-byte trailer.
+/// sample_id_all with TID|TIME: a 16-byte trailer.
 pub(crate) fn sid_info() -> RecordParseInfo {
     RecordParseInfo {
         sample_type: PERF_SAMPLE_TID | PERF_SAMPLE_TIME,
