@@ -54,7 +54,12 @@ pub(crate) fn perf_prepare_sample_aux(event: &Event, size: usize) -> usize {
 }
 
 fn prepare(sampler: &Event, size: usize) -> usize {
-    if !sampler.active_here(thread::gettid(), thread::current_cpu()) {
+    let cpu = if sampler.cpu() == -1 {
+        -1
+    } else {
+        thread::current_cpu()
+    };
+    if !sampler.active_here(thread::gettid(), cpu) {
         return 0;
     }
     let Some(rb) = sampler.rb.load() else {

@@ -128,8 +128,6 @@ pub struct EventCounters {
     pub dropped_pause: AtomicU64,
     /// Resume requests dropped by the same guard.
     pub dropped_resume: AtomicU64,
-    /// Uevents delivered to this event.
-    pub uevents: AtomicU64,
 }
 
 /// A snapshot of an event's counters.
@@ -140,7 +138,6 @@ pub struct CountersSnapshot {
     pub aux_samples_empty: u64,
     pub dropped_pause: u64,
     pub dropped_resume: u64,
-    pub uevents: u64,
 }
 
 /// `struct perf_event`.
@@ -258,7 +255,6 @@ impl Event {
             aux_samples_empty: c.aux_samples_empty.load(Ordering::Relaxed),
             dropped_pause: c.dropped_pause.load(Ordering::Relaxed),
             dropped_resume: c.dropped_resume.load(Ordering::Relaxed),
-            uevents: c.uevents.load(Ordering::Relaxed),
         }
     }
 

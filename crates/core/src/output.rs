@@ -67,7 +67,7 @@ pub(crate) fn perf_log_itrace_start(event: &Event) {
             0,
             size as u16,
         ));
-        h.put_u32(std::process::id());
+        h.put_u32(crate::thread::getpid());
         h.put_u32(tid as u32);
         id.write(event, h);
     });

@@ -22,6 +22,17 @@ use perfaux_abi::errno;
 use crate::error::{Error, Result};
 use crate::thread;
 
+thread_local! {
+    /// Set while this thread runs a posted call in the signal handler.
+    static IN_REMOTE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the calling code runs as a remote call, i.e. in a signal
+/// handler that may have interrupted the thread anywhere.
+pub(crate) fn in_remote_call() -> bool {
+    IN_REMOTE.with(std::cell::Cell::get)
+}
+
 const IDLE: u32 = 0;
 const POSTED: u32 = 1;
 const CLAIMED: u32 = 2;
@@ -70,10 +81,12 @@ extern "C" fn handler(_sig: i32, _info: *mut libc::siginfo_t, _ctx: *mut libc::c
             .is_ok()
     {
         let p = REQ.call.load(Ordering::Acquire) as *mut &mut dyn FnMut();
+        IN_REMOTE.with(|c| c.set(true));
         // SAFETY: the poster keeps the closure alive until the state is
         // DONE (it cannot withdraw a CLAIMED request), and only this claim
         // calls it.
         unsafe { (*p)() };
+        IN_REMOTE.with(|c| c.set(false));
         REQ.state.store(DONE, Ordering::Release);
     }
     set_errno(saved);

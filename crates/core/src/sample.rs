@@ -58,16 +58,31 @@ const ID_BITS: u64 = PERF_SAMPLE_TID
     | PERF_SAMPLE_IDENTIFIER;
 
 impl SampleId {
-    /// The trailer for `event`, taken now on the calling thread.
+    /// The trailer for `event`, taken now on the calling thread. Only the
+    /// fields the trailer carries are read (the clock and the CPU number
+    /// cost a vDSO call each).
     #[inline]
     pub(crate) fn now(event: &Event) -> Self {
+        let st = if event.flag(AttrFlags::SAMPLE_ID_ALL) {
+            event.attr.sample_type
+        } else {
+            0
+        };
         Self {
-            pid: std::process::id(),
+            pid: thread::getpid(),
             tid: thread::gettid() as u32,
-            time: event.clock.now(),
+            time: if st & PERF_SAMPLE_TIME != 0 {
+                event.clock.now()
+            } else {
+                0
+            },
             id: event.id,
             stream_id: event.id,
-            cpu: thread::current_cpu().max(0) as u32,
+            cpu: if st & PERF_SAMPLE_CPU != 0 {
+                thread::current_cpu().max(0) as u32
+            } else {
+                0
+            },
         }
     }
 
@@ -196,10 +211,16 @@ pub(crate) fn validate_size(event: &Event, leader: Option<&Event>) -> bool {
 pub(crate) fn perf_prepare_sample(event: &Event, data: &mut SampleData<'_>) -> usize {
     let st = event.attr.sample_type;
     let mut size = PerfEventHeader::SIZE + fixed_sample_size(st);
-    data.pid = std::process::id();
+    data.pid = thread::getpid();
     data.tid = thread::gettid() as u32;
-    data.time = event.clock.now();
-    data.cpu = thread::current_cpu().max(0) as u32;
+    // The clock and the CPU are read only when the record carries them
+    // (here or in the LOST trailer's sample_id).
+    if st & PERF_SAMPLE_TIME != 0 {
+        data.time = event.clock.now();
+    }
+    if st & PERF_SAMPLE_CPU != 0 {
+        data.cpu = thread::current_cpu().max(0) as u32;
+    }
     if st & PERF_SAMPLE_READ != 0 {
         data.read_nr = if event.attr.read_format & PERF_FORMAT_GROUP != 0 {
             let leader = event.group_leader();

@@ -40,6 +40,20 @@ pub fn gettid() -> i32 {
     })
 }
 
+/// This process's pid (`getpid()` is a system call on glibc; the pid is
+/// read once).
+#[inline]
+pub fn getpid() -> u32 {
+    static PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let p = PID.load(Ordering::Relaxed);
+    if p != 0 {
+        return p;
+    }
+    let p = std::process::id();
+    PID.store(p, Ordering::Relaxed);
+    p
+}
+
 /// The CPU the calling thread runs on (`smp_processor_id()`).
 /// Async-signal-safe.
 #[inline]

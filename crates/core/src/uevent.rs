@@ -112,7 +112,7 @@ fn perf_uevent_output(event: &crate::event::Event, type_: u32, data: &[u8]) {
     let padded = data.len().next_multiple_of(8);
     let size = 16 + padded + SampleId::len(event);
     let id = SampleId::now(event);
-    let written = perf_output(event, size, &id, |h| {
+    perf_output(event, size, &id, |h| {
         h.put_header(PerfEventHeader::new(
             ext::PERF_RECORD_UEVENT,
             0,
@@ -124,10 +124,4 @@ fn perf_uevent_output(event: &crate::event::Event, type_: u32, data: &[u8]) {
         h.put_zeros(padded - data.len());
         id.write(event, h);
     });
-    if written {
-        event
-            .counters
-            .uevents
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    }
 }

@@ -22,6 +22,20 @@
 //! An event traces one thread (a thread target; EINVAL otherwise), and a
 //! thread has one writer: a second live swtrace event for the same thread
 //! is EBUSY, as an exclusive PMU's second event is.
+//!
+//! # Stopping from another thread
+//!
+//! A `stop` that arrives as a remote call runs in a signal handler that
+//! may have interrupted the thread inside a probe, between the probe's
+//! look at the writer's mode and its packet. Removing the writer there
+//! would pull the AUX memory from under that packet. So a remote stop
+//! *parks* the writer instead: it pauses it (safe at any point: a paused
+//! writer writes nothing and touches no AUX memory), ends the AUX
+//! transaction at the writer's head, and keeps the buffer alive while the
+//! parked writer exists. The next start on the thread re-arms the parked
+//! writer (new transaction, resume), or removes it, which is safe once it
+//! is paused, and installs a fresh one. A stop on the thread itself
+//! removes the writer at once.
 
 use std::cell::Cell;
 use std::collections::HashSet;
@@ -53,6 +67,8 @@ pub(crate) struct TraceState {
     running: AtomicBool,
     /// Bytes the writer dropped (nested or full), from its last status.
     lost: AtomicU64,
+    /// This event's writer is parked (paused, installed) on its thread.
+    parked: AtomicBool,
 }
 
 struct Transaction {
@@ -66,6 +82,18 @@ thread_local! {
     /// The event whose writer runs on this thread (for the writer's
     /// full-trace slow path, which gets no context).
     static CURRENT: Cell<*const Event> = const { Cell::new(std::ptr::null()) };
+}
+
+/// Buffers under parked writers, by tid: their AUX memory must outlive
+/// the writer that may still hold its address.
+/// The map has an entry for every thread that has (had) a trace event, made
+/// at `event_init`, so that parking (in a signal handler) only fills it and
+/// never allocates.
+type ParkedMap = std::collections::HashMap<i32, Option<Arc<Buffer>>>;
+
+fn parked_buffers() -> &'static Mutex<ParkedMap> {
+    static P: std::sync::OnceLock<Mutex<ParkedMap>> = std::sync::OnceLock::new();
+    P.get_or_init(|| Mutex::new(std::collections::HashMap::new()))
 }
 
 fn traced_tids() -> &'static Mutex<HashSet<i32>> {
@@ -111,11 +139,17 @@ impl Pmu for SwtracePmu {
                 "swtrace: the thread already has a trace event",
             ));
         }
+        parked_buffers()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(tid)
+            .or_insert(None);
         Ok(Box::new(TraceState {
             tid,
             tx: Mutex::new(None),
             running: AtomicBool::new(false),
             lost: AtomicU64::new(0),
+            parked: AtomicBool::new(false),
         }))
     }
 
@@ -247,6 +281,8 @@ fn start_here(event: &Event, st: &TraceState) -> bool {
     let Some(buffer) = event.rb.get() else {
         return true;
     };
+    let Some(aux) = buffer.aux() else { return true };
+    let overwrite = aux.overwrite();
     let Some(handle) = perf_aux_output_begin(event) else {
         return true;
     };
@@ -254,32 +290,75 @@ fn start_here(event: &Event, st: &TraceState) -> bool {
     // until `buffer` is dropped; the Transaction holds `buffer` and drops
     // the handle first (field order).
     let handle: AuxHandle<'static> = unsafe { std::mem::transmute(handle) };
-    let Some(aux) = buffer.aux() else { return true };
     let start_head = handle.head();
-    let mode = if aux.overwrite() {
-        AuxMode::Overwrite
-    } else {
-        AuxMode::FullTrace {
-            limit: start_head + handle.size(),
+    let limit = start_head + handle.size();
+    let installed = writer::status().is_some();
+    let ours = installed
+        && st.parked.load(Ordering::Acquire)
+        && parked_buffers()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&st.tid)
+            .is_some_and(|b| b.as_ref().is_some_and(|b| Arc::ptr_eq(b, &buffer)));
+    if ours {
+        // Re-arm the parked writer: same memory, new transaction.
+        if !overwrite && writer::set_limit(limit).is_err() {
+            perf_aux_output_end(event, handle, 0);
+            return true;
         }
-    };
-    // SAFETY: the AUX memory stays allocated while `buffer` lives (the
-    // Transaction holds it until after the writer is uninstalled), and only
-    // this writer writes it: the handle holds the area's aux_nest.
-    let region = match unsafe { AuxRegion::new(aux_base(aux), aux.aux_size() as usize) } {
-        Ok(r) => r,
-        Err(_) => return true,
-    };
-    // From the constructor, so fields the tracer adds keep their defaults.
-    let mut config = WriterConfig::full_trace(region, Some(on_full));
-    config.mode = mode;
-    config.aux_head = start_head;
-    config.start_paused = event.aux_paused();
-    match writer::install(config) {
-        Ok(()) => {}
-        Err(WriterError::Busy) => return false,
-        Err(_) => return true,
+        if !event.aux_paused() {
+            writer::resume();
+        }
+    } else {
+        if installed {
+            // A parked writer of a closed event: paused, so removing it
+            // here cannot pull memory from under a packet.
+            match writer::uninstall() {
+                Ok(_) => {}
+                Err(WriterError::Busy) => {
+                    perf_aux_output_end(event, handle, 0);
+                    return false;
+                }
+                Err(_) => {}
+            }
+        }
+        let mode = if overwrite {
+            AuxMode::Overwrite
+        } else {
+            AuxMode::FullTrace { limit }
+        };
+        // SAFETY: the AUX memory stays allocated while `buffer` lives (the
+        // Transaction, or the parked map, holds it for as long as the
+        // writer is installed), and only this writer writes it: the handle
+        // holds the area's aux_nest.
+        let region = match unsafe { AuxRegion::new(aux_base(aux), aux.aux_size() as usize) } {
+            Ok(r) => r,
+            Err(_) => return true,
+        };
+        // From the constructor, so fields the tracer adds keep their defaults.
+        let mut config = WriterConfig::full_trace(region, Some(on_full));
+        config.mode = mode;
+        config.aux_head = start_head;
+        config.start_paused = event.aux_paused();
+        match writer::install(config) {
+            Ok(()) => {}
+            Err(WriterError::Busy) => {
+                perf_aux_output_end(event, handle, 0);
+                return false;
+            }
+            Err(_) => {
+                perf_aux_output_end(event, handle, 0);
+                return true;
+            }
+        }
     }
+    let unparked = parked_buffers()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_mut(&st.tid)
+        .and_then(Option::take);
+    drop(unparked);
+    st.parked.store(false, Ordering::Release);
     *tx = Some(Transaction {
         handle,
         start_head,
@@ -291,7 +370,8 @@ fn start_here(event: &Event, st: &TraceState) -> bool {
     true
 }
 
-/// `pmu->stop` on the traced thread. Returns false to be retried.
+/// `pmu->stop` on the traced thread. Returns false to be retried. As a
+/// remote call (in a signal handler) the writer is parked, not removed.
 fn stop_here(event: &Event, st: &TraceState) -> bool {
     if !st.running.load(Ordering::Acquire) {
         return true;
@@ -299,28 +379,41 @@ fn stop_here(event: &Event, st: &TraceState) -> bool {
     let Ok(mut tx) = st.tx.try_lock() else {
         return false;
     };
-    let status = match writer::uninstall() {
-        Ok(s) => s,
-        Err(WriterError::Busy) => return false,
-        Err(_) => {
+    let park = remote::in_remote_call();
+    let head = if park {
+        writer::pause();
+        let Some(status) = writer::status() else {
             st.running.store(false, Ordering::Release);
             return true;
-        }
+        };
+        st.lost
+            .store(status.lost_nested + status.lost_full, Ordering::Relaxed);
+        status.aux_head
+    } else {
+        let status = match writer::uninstall() {
+            Ok(s) => s,
+            Err(WriterError::Busy) => return false,
+            Err(_) => {
+                st.running.store(false, Ordering::Release);
+                return true;
+            }
+        };
+        CURRENT.with(|c| c.set(std::ptr::null()));
+        st.lost
+            .store(status.lost_nested + status.lost_full, Ordering::Relaxed);
+        status.aux_head
     };
     st.running.store(false, Ordering::Release);
-    CURRENT.with(|c| c.set(std::ptr::null()));
-    st.lost
-        .store(status.lost_nested + status.lost_full, Ordering::Relaxed);
     if let Some(t) = tx.take() {
         let Transaction {
             mut handle,
             start_head,
             _buffer,
         } = t;
-        let written = status.aux_head.wrapping_sub(start_head);
+        let written = head.wrapping_sub(start_head);
         let overwrite = _buffer.aux().is_some_and(AuxArea::overwrite);
         if overwrite {
-            handle.set_head(status.aux_head);
+            handle.set_head(head);
         }
         let size = if overwrite {
             written.min(handle.buffer().aux_size())
@@ -328,6 +421,18 @@ fn stop_here(event: &Event, st: &TraceState) -> bool {
             written
         };
         perf_aux_output_end(event, handle, size);
+        if park {
+            if let Some(slot) = parked_buffers()
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get_mut(&st.tid)
+            {
+                // The slot is empty: a thread has one trace event, and a
+                // start empties the slot before the next park.
+                *slot = Some(_buffer);
+            }
+            st.parked.store(true, Ordering::Release);
+        }
     }
     true
 }
