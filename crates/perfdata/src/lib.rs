@@ -56,6 +56,6 @@ pub use feature::{Feature, FeatureSet};
 pub use features::FeatureSections;
 pub use header::{FileHeader, FileSection};
 pub use host::HostInfo;
-pub use reader::{DataFormat, Metadata, PerfDataReader, ReaderOptions};
+pub use reader::{DataFormat, Metadata, OwnedRecord, PerfDataReader, ReaderOptions, Records};
 pub use record::{RawRecord, RecordLocation, UserRecord};
 pub use writer::{PerfDataWriter, PerfPipeWriter, WriterEvent, WriterOptions};

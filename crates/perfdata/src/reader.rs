@@ -158,7 +158,7 @@ fn read_section<R: Read + Seek>(
             ),
         ));
     }
-    let _ = end;
+    debug_assert!(end <= file_len);
     r.seek(SeekFrom::Start(section.offset))
         .map_err(|e| Error::io(section.offset, e))?;
     let mut v = vec![0u8; section.size as usize];
@@ -319,6 +319,13 @@ impl<R: Read> PerfDataReader<R> {
 
     pub fn metadata(&self) -> &Metadata {
         &self.meta
+    }
+
+    /// The records as a standard iterator of owned copies: every record,
+    /// then the error that ended the stream, if any. [`Self::next_record`]
+    /// lends records without copying and is the faster way.
+    pub fn into_records(self) -> Records<R> {
+        Records { reader: self }
     }
 
     /// The next record, `Ok(None)` at the end, or the error that ends the
@@ -573,5 +580,65 @@ impl<R: Read> PerfDataReader<R> {
             _ => {}
         }
         Ok(())
+    }
+}
+
+/// A record copied out of the reader (see [`PerfDataReader::into_records`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnedRecord {
+    pub header: PerfEventHeader,
+    pub location: RecordLocation,
+    pub bytes: Vec<u8>,
+    pub payload: Vec<u8>,
+    pub attr_index: Option<usize>,
+    pub parse_info: Option<RecordParseInfo>,
+    pub endian: Endianness,
+}
+
+impl OwnedRecord {
+    /// The borrowed form, for typed parsing.
+    pub fn as_raw(&self) -> RawRecord<'_> {
+        RawRecord {
+            header: self.header,
+            location: self.location,
+            bytes: &self.bytes,
+            payload: &self.payload,
+            attr_index: self.attr_index,
+            parse_info: self.parse_info,
+            endian: self.endian,
+        }
+    }
+}
+
+/// Iterator over owned records; see [`PerfDataReader::into_records`].
+pub struct Records<R> {
+    reader: PerfDataReader<R>,
+}
+
+impl<R> Records<R> {
+    /// The metadata as far as it is known (in pipe mode it grows as the
+    /// records pass).
+    pub fn metadata(&self) -> &Metadata {
+        &self.reader.meta
+    }
+}
+
+impl<R: Read> Iterator for Records<R> {
+    type Item = Result<OwnedRecord>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.reader.next_record() {
+            Ok(Some(r)) => Some(Ok(OwnedRecord {
+                header: r.header,
+                location: r.location,
+                bytes: r.bytes.to_vec(),
+                payload: r.payload.to_vec(),
+                attr_index: r.attr_index,
+                parse_info: r.parse_info,
+                endian: r.endian,
+            })),
+            Ok(None) => None,
+            Err(e) => Some(Err(e)),
+        }
     }
 }

@@ -387,3 +387,34 @@ fn trailing_garbage_ends_with_an_error_after_every_record() {
     assert!(e.to_string().contains("0x7c40"), "{e}");
     assert!(r.counts[&PERF_RECORD_MMAP] > 0);
 }
+
+#[test]
+fn owned_iterator_yields_the_records_then_the_error() {
+    let path = fixture("perf_data/sleep.compressed2.pipe.data");
+    let lent = read_all(&path);
+    let items: Vec<_> = PerfDataReader::open(&path)
+        .unwrap()
+        .into_records()
+        .collect();
+    let (ok, err): (Vec<_>, Vec<_>) = items.into_iter().partition(|r| r.is_ok());
+    assert_eq!(err.len(), 1, "one error, last");
+    let owned: Vec<(u64, u32, usize)> = ok
+        .into_iter()
+        .map(|r| r.unwrap())
+        .map(|r| (r.location.file_offset, r.header.type_, r.payload.len()))
+        .collect();
+    assert_eq!(owned, lent.records);
+}
+
+#[test]
+fn file_mode_needs_a_seekable_input() {
+    let f = fs::File::open(fixture("perf_data/sleep.data")).unwrap();
+    let err = PerfDataReader::from_stream(f, ReaderOptions::default())
+        .err()
+        .unwrap();
+    assert!(
+        matches!(err, perfaux_perfdata::Error::Unsupported { .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("seekable"), "{err}");
+}
