@@ -13,7 +13,7 @@ pub(crate) const MIN_CHUNK: usize = 256 * 1024;
 
 pub(crate) struct Input<R> {
     inner: R,
-    buf: Vec<u8>,
+    pub(crate) buf: Vec<u8>,
     start: usize,
     end: usize,
     /// File offset of `buf[start]`.

@@ -642,3 +642,76 @@ impl<R: Read> Iterator for Records<R> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::header::pipe_header_bytes;
+    use perfaux_abi::user::AuxtraceRecord;
+
+    /// A pipe of `n` 64-byte records with one 4 MiB AUXTRACE in the middle,
+    /// produced on the fly so the test holds no copy of it.
+    struct Generated {
+        n: u64,
+        made: u64,
+        pending: Vec<u8>,
+        pos: usize,
+    }
+
+    impl Read for Generated {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            if self.pos == self.pending.len() {
+                if self.made == self.n {
+                    return Ok(0);
+                }
+                self.pending.clear();
+                self.pos = 0;
+                let e = Endianness::Little;
+                if self.made == self.n / 2 {
+                    AuxtraceRecord::for_payload(4 << 20, 0, 0, 0, 1, 0).write(&mut self.pending, e);
+                    self.pending.resize(self.pending.len() + (4 << 20), 0xaa);
+                } else {
+                    let h = PerfEventHeader::new(PERF_RECORD_HEADER_EVENT_TYPE, 0, 64);
+                    self.pending.extend_from_slice(&h.to_bytes(e));
+                    self.pending.resize(64, 0);
+                }
+                self.made += 1;
+            }
+            let k = buf.len().min(self.pending.len() - self.pos);
+            buf[..k].copy_from_slice(&self.pending[self.pos..self.pos + k]);
+            self.pos += k;
+            Ok(k)
+        }
+    }
+
+    #[test]
+    fn memory_is_bounded_by_the_largest_record_not_the_stream() {
+        let n = 400_000; // 25 MiB of records plus the 4 MiB payload
+        let src = pipe_header_bytes(Endianness::Little).to_vec();
+        let gen_ = Generated {
+            n,
+            made: 0,
+            pending: src,
+            pos: 0,
+        };
+        let mut r = PerfDataReader::from_stream(gen_, ReaderOptions::default()).unwrap();
+        let mut count = 0;
+        let mut payload = 0;
+        while let Some(rec) = r.next_record().unwrap() {
+            count += 1;
+            payload += rec.payload.len();
+        }
+        assert_eq!((count, payload), (n, 4 << 20));
+        // The window grew to hold the AUXTRACE record and its payload (at
+        // most doubling), never towards the stream's 29 MiB.
+        assert!(
+            r.input.buf.len() <= 2 * ((4 << 20) + 48) + input_chunk(),
+            "{}",
+            r.input.buf.len()
+        );
+    }
+
+    fn input_chunk() -> usize {
+        crate::input::MIN_CHUNK
+    }
+}
