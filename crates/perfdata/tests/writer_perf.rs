@@ -140,6 +140,39 @@ fn perf_reads_what_the_writer_wrote() {
             );
             assert!(out.contains("PERF_RECORD_LOST: id:100: lost:3"), "{what}");
 
+            if !pipe {
+                // The header as perf prints it: every feature from HostInfo and the events.
+                let (ok, out, err) = run_perf(&["report", "--header-only"], &path, false);
+                assert!(ok, "{what}: {err}");
+                let h = synth::options(e).host;
+                for want in [
+                    format!("# hostname : {}", h.hostname),
+                    format!("# os release : {}", h.osrelease),
+                    format!("# perf version : {}", h.version),
+                    format!("# arch : {}", h.arch),
+                    format!("# nrcpus online : {}", h.nr_cpus_online),
+                    format!("# nrcpus avail : {}", h.nr_cpus_available),
+                    format!("# cpudesc : {}", h.cpudesc),
+                    format!("# cpuid : {}", h.cpuid),
+                    format!("# total memory : {} kB", h.total_mem_kb),
+                    format!("# cmdline : {} ", h.cmdline.join(" ")),
+                    "# event : name = cpu-clock, , id = { 100, 101 }, type = 1, size = 128"
+                        .to_string(),
+                    "# event : name = dummy:u, , id = { 200, 201 }, type = 1, size = 128"
+                        .to_string(),
+                    "# contains AUX area data (e.g. instruction trace)".to_string(),
+                ] {
+                    assert!(
+                        out.lines().any(|l| l.starts_with(&want)),
+                        "{what}: no {want:?} in\n{out}"
+                    );
+                }
+                assert!(
+                    out.contains("sample_id_all = 1"),
+                    "{what}: attr bitfields as perf reads them"
+                );
+            }
+
             let (ok, out, err) = run_perf(
                 &["script", "-f", "-F", "comm,tid,cpu,time,event,ip"],
                 &path,
