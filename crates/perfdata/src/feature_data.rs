@@ -314,4 +314,30 @@ mod tests {
         let mut c = SectionCursor::new(&b.bytes, Endianness::Little, 0, "HOSTNAME");
         assert!(parse_string(&mut c).is_err());
     }
+
+    #[test]
+    fn group_desc_and_auxtrace_index_layouts() {
+        // GROUP_DESC: u32 nr; {string name; u32 leader_idx; u32 nr_members}.
+        let mut b = SectionBuf::new(Endianness::Little);
+        b.u32(1).string("{intel_pt//,cycles}").u32(0).u32(2);
+        let mut c = SectionCursor::new(&b.bytes, Endianness::Little, 0, "GROUP_DESC");
+        let g = parse_group_desc(&mut c).unwrap();
+        assert_eq!(
+            g,
+            [GroupDesc {
+                name: "{intel_pt//,cycles}".into(),
+                leader_idx: 0,
+                nr_members: 2
+            }]
+        );
+        // AUXTRACE: u64 nr; {u64 file_offset; u64 sz}.
+        let mut b = SectionBuf::new(Endianness::Big);
+        b.u64(2).u64(0x1000).u64(48).u64(0x9000).u64(48);
+        let mut c = SectionCursor::new(&b.bytes, Endianness::Big, 0, "AUXTRACE");
+        let idx = parse_auxtrace_index(&mut c).unwrap();
+        assert_eq!(
+            idx.iter().map(|e| e.file_offset).collect::<Vec<_>>(),
+            [0x1000, 0x9000]
+        );
+    }
 }

@@ -418,3 +418,84 @@ fn file_mode_needs_a_seekable_input() {
     );
     assert!(err.to_string().contains("seekable"), "{err}");
 }
+
+/// The features of a perf 6.5 pipe file against perf's own `--header-only`
+/// (perf 6.1 reads this pipe; its file-mode twin has attr_size 152).
+#[test]
+fn pipe_features_match_perf_header_only() {
+    if !have_perf() {
+        eprintln!("skipping: perf is not installed");
+        return;
+    }
+    let path = fixture("perf_data/sleep.compressed.pipe.data");
+    let r = read_all(&path);
+    let (ok, out, err) = run_perf(&["report", "--header-only"], &path, true);
+    assert!(ok, "{err}");
+    let h = header_only(&out);
+    let f = &r.meta.features;
+    assert_eq!(f.hostname().unwrap().unwrap(), h["hostname"][0]);
+    assert_eq!(f.osrelease().unwrap().unwrap(), h["os release"][0]);
+    assert_eq!(f.version().unwrap().unwrap(), h["perf version"][0]);
+    assert_eq!(f.arch().unwrap().unwrap(), h["arch"][0]);
+    assert_eq!(f.cpuid().unwrap().unwrap(), h["cpuid"][0]);
+    let n = f.nrcpus().unwrap().unwrap();
+    assert_eq!(n.nr_cpus_online.to_string(), h["nrcpus online"][0]);
+    assert_eq!(n.nr_cpus_available.to_string(), h["nrcpus avail"][0]);
+    assert_eq!(
+        format!("{} kB", f.total_mem().unwrap().unwrap()),
+        h["total memory"][0]
+    );
+    assert_eq!(f.cmdline().unwrap().unwrap().join(" "), h["cmdline"][0]);
+    let a = &r.meta.attrs[0];
+    let ids = a
+        .ids
+        .iter()
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let want = format!(
+        "name = {}, , id = {{ {ids} }}, size = {}",
+        a.name.as_deref().unwrap(),
+        a.attr.size
+    );
+    assert!(
+        h["event"][0].starts_with(&want),
+        "{} vs {want}",
+        h["event"][0]
+    );
+    assert!(h["event"][0].contains(&format!("clockid = {}", a.attr.clockid)));
+    let pmus = f.pmu_mappings().unwrap().unwrap();
+    let text = pmus
+        .iter()
+        .map(|(t, n)| format!("{n} = {t}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    assert_eq!(text, h["pmu mappings"][0]);
+    // "clockid frequency: 1000 MHz" is 1000 / resolution in ns.
+    let res = f.clockid_res_ns().unwrap().unwrap();
+    assert_eq!(format!("{} MHz", 1000 / res), h["clockid frequency"][0]);
+    let c = f.compressed().unwrap().unwrap();
+    assert_eq!(c.type_, 1, "PERF_COMP_ZSTD");
+    assert_eq!(
+        format!("Zstd, level = {}, ratio = {}", c.level, c.ratio),
+        h["compressed"][0]
+    );
+    let cd = f.clock_data().unwrap().unwrap();
+    assert_eq!(format!("monotonic ({})", cd.clockid), h["clockid"][0]);
+    // "reference time: <date> = <s>.<us> (TOD) = <s>.<ns> (monotonic)"
+    let rt = &h["reference time"][0];
+    let tod = format!(
+        "{}.{:06} (TOD)",
+        cd.wall_clock_ns / 1_000_000_000,
+        cd.wall_clock_ns % 1_000_000_000 / 1000
+    );
+    let mono = format!(
+        "{}.{:09} (monotonic)",
+        cd.clockid_time_ns / 1_000_000_000,
+        cd.clockid_time_ns % 1_000_000_000
+    );
+    assert!(
+        rt.contains(&tod) && rt.ends_with(&mono),
+        "{rt} vs {tod} / {mono}"
+    );
+}
