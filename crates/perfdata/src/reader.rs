@@ -540,6 +540,9 @@ impl<R: Read> PerfDataReader<R> {
             }
             PERF_RECORD_HEADER_FEATURE => {
                 let r = HeaderFeatureRecord::parse(bytes, e).map_err(bad)?;
+                // perf ends a pipe's features with an empty record of id
+                // HEADER_LAST_FEATURE (32 in perf 6.1); it is kept as an
+                // empty section, since the number depends on perf's version.
                 if let Ok(f) = u32::try_from(r.feat_id) {
                     self.meta
                         .features
