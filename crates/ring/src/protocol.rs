@@ -131,6 +131,19 @@ pub fn reserve(
     check_space: bool,
     backward: bool,
 ) -> Option<Reserved> {
+    reserve_with::<Smp>(state, data_tail, size, data_size, check_space, backward)
+}
+
+/// [`reserve`] with the read-modify-writes of `R`.
+#[inline]
+pub fn reserve_with<R: Rmw>(
+    state: &AtomicU64,
+    data_tail: &AtomicU64,
+    size: u64,
+    data_size: u64,
+    check_space: bool,
+    backward: bool,
+) -> Option<Reserved> {
     let mut cur = state.load(Ordering::Relaxed);
     loop {
         let nest = state_nest(cur);
@@ -152,27 +165,8 @@ pub fn reserve(
         }
         let end = (pos + size) & POS_MASK;
         let new = ((nest + 1) << POS_BITS) | end;
-        match state.compare_exchange_weak(cur, new, Ordering::Relaxed, Ordering::Relaxed) {
+        match R::cas(state, cur, new, Ordering::Relaxed) {
             Ok(_) => return Some(Reserved { start: pos, end }),
-            Err(seen) => cur = seen,
-        }
-    }
-}
-
-/// Enters the nest without reserving (the kernel's
-/// `perf_output_get_handle()` on its own), for a writer that must publish
-/// on the way out even though it wrote nothing. Returns `false` if the nest
-/// count is full.
-#[inline]
-pub fn enter(state: &AtomicU64) -> bool {
-    let mut cur = state.load(Ordering::Relaxed);
-    loop {
-        if state_nest(cur) == NEST_MAX {
-            return false;
-        }
-        match state.compare_exchange_weak(cur, cur + NEST_ONE, Ordering::Relaxed, Ordering::Relaxed)
-        {
-            Ok(_) => return true,
             Err(seen) => cur = seen,
         }
     }
@@ -182,9 +176,15 @@ pub fn enter(state: &AtomicU64) -> bool {
 /// the position to publish if this writer was the last one in flight.
 #[inline]
 pub fn leave(state: &AtomicU64) -> Option<u64> {
+    leave_with::<Smp>(state)
+}
+
+/// [`leave`] with the read-modify-writes of `R`.
+#[inline]
+pub fn leave_with<R: Rmw>(state: &AtomicU64) -> Option<u64> {
     // Release: this writer's data stores; Acquire: every earlier writer's
     // (they are all in this word's release sequence).
-    let prev = state.fetch_sub(NEST_ONE, Ordering::AcqRel);
+    let prev = R::fetch_sub(state, NEST_ONE, Ordering::AcqRel);
     (state_nest(prev) == 1).then_some(state_pos(prev))
 }
 
@@ -196,6 +196,12 @@ pub fn leave(state: &AtomicU64) -> Option<u64> {
 /// `data_head` was already at or beyond `pos`.
 #[inline]
 pub fn publish(data_head: &AtomicU64, pos: u64, backward: bool) -> Option<u64> {
+    publish_with::<Smp>(data_head, pos, backward)
+}
+
+/// [`publish`] with the read-modify-writes of `R`.
+#[inline]
+pub fn publish_with<R: Rmw>(data_head: &AtomicU64, pos: u64, backward: bool) -> Option<u64> {
     let mut cur = data_head.load(Ordering::Relaxed);
     loop {
         // Bytes written, as published so far.
@@ -210,10 +216,99 @@ pub fn publish(data_head: &AtomicU64, pos: u64, backward: bool) -> Option<u64> {
         } else {
             new_written
         };
-        match data_head.compare_exchange_weak(cur, new, Ordering::Release, Ordering::Relaxed) {
+        match R::cas(data_head, cur, new, Ordering::Release) {
             Ok(_) => return Some(new),
             Err(seen) => cur = seen,
         }
+    }
+}
+
+/// The read-modify-writes the protocol is built of: [`Smp`] for writers on
+/// any CPU, [`Local`] for the kernel's per-CPU case.
+pub trait Rmw {
+    /// Compare-and-swap; `Err(actual)` on failure. `success` orders the
+    /// store; a failed CAS is `Relaxed`.
+    fn cas(a: &AtomicU64, current: u64, new: u64, success: Ordering) -> Result<u64, u64>;
+    /// Subtracts `v`, returning the previous value.
+    fn fetch_sub(a: &AtomicU64, v: u64, order: Ordering) -> u64;
+}
+
+/// Locked (SMP-atomic) read-modify-writes: writers on several threads.
+pub struct Smp;
+
+impl Rmw for Smp {
+    #[inline]
+    fn cas(a: &AtomicU64, current: u64, new: u64, success: Ordering) -> Result<u64, u64> {
+        a.compare_exchange_weak(current, new, success, Ordering::Relaxed)
+    }
+
+    #[inline]
+    fn fetch_sub(a: &AtomicU64, v: u64, order: Ordering) -> u64 {
+        a.fetch_sub(v, order)
+    }
+}
+
+/// The kernel's `local_t` operations: atomic against a signal handler that
+/// interrupts this thread, not against other threads. On x86-64 a single
+/// `cmpxchg` or `xadd` instruction without the `lock` prefix (what
+/// `local_cmpxchg()`/`local_sub_return()` compile to): an interrupt lands
+/// before or after an instruction, never inside. x86 keeps stores in
+/// program order (TSO), so the `Release` the protocol asks for needs only
+/// the compiler barrier the `asm!` block is. Elsewhere, and under loom,
+/// these are the [`Smp`] operations.
+///
+/// Only for a ring whose writers are one thread and its signal handlers
+/// (see `PerfBuffer::new_per_thread`): a second thread's writer could
+/// interleave inside these read-modify-writes.
+pub struct Local;
+
+#[cfg(all(target_arch = "x86_64", not(loom)))]
+impl Rmw for Local {
+    #[inline]
+    fn cas(a: &AtomicU64, current: u64, new: u64, _success: Ordering) -> Result<u64, u64> {
+        let prev: u64;
+        // SAFETY: `a` is a valid, aligned u64 for the duration of the
+        // instruction; cmpxchg reads and conditionally writes only it. No
+        // `nomem`: the block is a compiler barrier, as barrier() is.
+        unsafe {
+            core::arch::asm!(
+                "cmpxchg qword ptr [{p}], {new}",
+                p = in(reg) a.as_ptr(),
+                new = in(reg) new,
+                inout("rax") current => prev,
+                options(nostack),
+            );
+        }
+        if prev == current { Ok(prev) } else { Err(prev) }
+    }
+
+    #[inline]
+    fn fetch_sub(a: &AtomicU64, v: u64, _order: Ordering) -> u64 {
+        let mut x = v.wrapping_neg();
+        // SAFETY: as in `cas`: one read-modify-write of the aligned u64 at
+        // `a`, a compiler barrier.
+        unsafe {
+            core::arch::asm!(
+                "xadd qword ptr [{p}], {x}",
+                p = in(reg) a.as_ptr(),
+                x = inout(reg) x,
+                options(nostack),
+            );
+        }
+        x
+    }
+}
+
+#[cfg(not(all(target_arch = "x86_64", not(loom))))]
+impl Rmw for Local {
+    #[inline]
+    fn cas(a: &AtomicU64, current: u64, new: u64, success: Ordering) -> Result<u64, u64> {
+        Smp::cas(a, current, new, success)
+    }
+
+    #[inline]
+    fn fetch_sub(a: &AtomicU64, v: u64, order: Ordering) -> u64 {
+        Smp::fetch_sub(a, v, order)
     }
 }
 
@@ -278,6 +373,24 @@ mod tests {
         let pos = leave(&state).unwrap();
         // The full 64-bit data_head keeps growing past 2^48.
         assert_eq!(publish(&head, pos, false), Some(start + 16));
+    }
+
+    #[test]
+    fn local_read_modify_writes_behave_as_the_locked_ones() {
+        let a = AtomicU64::new(5);
+        assert_eq!(Local::cas(&a, 4, 9, Ordering::Relaxed), Err(5));
+        assert_eq!(Local::cas(&a, 5, 9, Ordering::Relaxed), Ok(5));
+        assert_eq!(Local::fetch_sub(&a, 3, Ordering::Relaxed), 9);
+        assert_eq!(a.load(Ordering::Relaxed), 6);
+        let state = AtomicU64::new(0);
+        let tail = AtomicU64::new(0);
+        let head = AtomicU64::new(0);
+        reserve_with::<Local>(&state, &tail, 16, 64, true, false).unwrap();
+        reserve_with::<Local>(&state, &tail, 8, 64, true, false).unwrap();
+        assert_eq!(leave_with::<Local>(&state), None);
+        assert_eq!(leave_with::<Local>(&state), Some(24));
+        assert_eq!(publish_with::<Local>(&head, 24, false), Some(24));
+        assert_eq!(publish_with::<Local>(&head, 8, false), None);
     }
 
     #[test]
