@@ -2,8 +2,9 @@
 //! the same run (figures in BENCHMARKS.md):
 //!
 //! - `output/record_32B`: `perf_output_begin` + 32-byte copy +
-//!   `perf_output_end` (target: at most 10 ns) vs a plain 32-byte copy
-//!   into a Vec-backed buffer at a moving offset;
+//!   `perf_output_end` (target: at most 10 ns), on an SMP ring and on a
+//!   per-thread ring, vs a plain 32-byte copy into a Vec-backed buffer at a
+//!   moving offset;
 //! - `drain/1MiB`: a consumer draining 1 MiB of 64-byte records (copy out,
 //!   tail, parse every header; target: at least 5 GB/s) vs a memcpy of 1 MiB;
 //! - `aux_copy/{4KiB,60KiB}`: `perf_output_copy_aux` of a range across the
@@ -18,7 +19,9 @@ use std::sync::atomic::Ordering;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use perfaux_abi::mmap_page::offsets;
 use perfaux_abi::{Endianness, PerfEventHeader};
-use perfaux_ring::{AuxConfig, DataConfig, LostInfo, PerfBuffer, PerfMmap, RingLayout, RingMemory};
+use perfaux_ring::{
+    AuxConfig, DataConfig, LostInfo, PerfBuffer, PerfMmap, RingLayout, RingMemory, Wakeup,
+};
 
 const NO_LOST: LostInfo<'static> = LostInfo {
     id: 0,
@@ -43,6 +46,28 @@ fn output(c: &mut Criterion) {
     let head = mem.user_word(offsets::DATA_HEAD);
     let tail = mem.user_word(offsets::DATA_TAIL);
     g.bench_function("record_32B", |b| {
+        b.iter_custom(|iters| {
+            let start = std::time::Instant::now();
+            for i in 0..iters {
+                if i % 1024 == 0 {
+                    tail.store(head.load(Ordering::Acquire), Ordering::Release);
+                }
+                rb.output_record(black_box(&rec), &NO_LOST).unwrap();
+            }
+            start.elapsed()
+        })
+    });
+    // The same on a per-thread ring (the kernel's per-CPU case: local_t
+    // operations, no `lock` prefix).
+    let mem = Arc::new(RingMemory::heap(RingLayout::new(64, 0).unwrap()).unwrap());
+    // SAFETY: only this benchmark's thread writes the ring.
+    let rb = unsafe {
+        PerfBuffer::new_per_thread(mem.clone(), DataConfig::default(), Arc::new(Wakeup::new()))
+    }
+    .unwrap();
+    let head = mem.user_word(offsets::DATA_HEAD);
+    let tail = mem.user_word(offsets::DATA_TAIL);
+    g.bench_function("record_32B_per_thread", |b| {
         b.iter_custom(|iters| {
             let start = std::time::Instant::now();
             for i in 0..iters {
@@ -120,6 +145,12 @@ fn aux(c: &mut Criterion) {
     .unwrap();
     let aux = rb.aux().unwrap();
     let size = aux.aux_size();
+    {
+        // Fault the area in, as a PMU that has traced would have.
+        let h = aux.output_begin().unwrap();
+        let fill = vec![0x5cu8; size as usize];
+        h.write_at(0, &fill).unwrap();
+    }
     for len in [4096usize, 60 * 1024] {
         g.throughput(Throughput::Bytes(len as u64));
         let to = size + 1024;

@@ -299,7 +299,6 @@ pub(crate) fn copy_aux_to_slice(
     to: u64,
     out: &mut [u8],
 ) -> Result<(), RingError> {
-    let pieces = aux_pieces(size, from, to)?;
     if out.len() as u64 != to.wrapping_sub(from) {
         return Err(RingError::AuxRange {
             from,
@@ -307,21 +306,22 @@ pub(crate) fn copy_aux_to_slice(
             size: out.len() as u64,
         });
     }
-    let mut at = 0;
-    for (off, len) in pieces {
-        // SAFETY: off + len <= size inside the AUX mapping; at + len <=
-        // out.len() since the pieces sum to to - from == out.len(); the
-        // regions are distinct allocations.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                base.wrapping_add(off),
-                out.as_mut_ptr().wrapping_add(at),
-                len,
-            )
-        };
-        at += len;
-    }
+    copy_aux(base, size, from, to, &mut SliceSink { out, at: 0 })?;
     Ok(())
+}
+
+/// A [`ByteSink`] filling a slice front to back (the caller sized it).
+struct SliceSink<'a> {
+    out: &'a mut [u8],
+    at: usize,
+}
+
+impl ByteSink for SliceSink<'_> {
+    #[inline]
+    fn put(&mut self, bytes: &[u8]) {
+        self.out[self.at..self.at + bytes.len()].copy_from_slice(bytes);
+        self.at += bytes.len();
+    }
 }
 
 /// `struct perf_output_handle` for the AUX area.

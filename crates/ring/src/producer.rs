@@ -387,10 +387,9 @@ impl PerfBuffer {
     fn put_handle(&self, handle_wakeup: u64) {
         let data_head = self.mem.user_word(offsets::DATA_HEAD);
         if self.local {
-            let Some(pos) = protocol::leave_with::<protocol::Local>(&self.state) else {
+            if !protocol::put_handle_local(&self.state, data_head, self.backward) {
                 return;
-            };
-            protocol::publish_with::<protocol::Local>(data_head, pos, self.backward);
+            }
         } else {
             let Some(pos) = protocol::leave_with::<protocol::Smp>(&self.state) else {
                 return;

@@ -312,6 +312,48 @@ impl Rmw for Local {
     }
 }
 
+/// `perf_output_put_handle()` for a per-thread ring, in the kernel's own
+/// order: the outermost writer publishes while it is still in the nest
+/// (a handler that interrupts it sees `nest > 1` and does not publish),
+/// then leaves with one `cmpxchg` that fails if a handler reserved more
+/// meanwhile, in which case it publishes again (the kernel's `again:`).
+/// The common case is one [`Local`] `cmpxchg` and a plain store of
+/// `data_head`. Returns whether this writer published.
+///
+/// Correct only when every other writer is a signal handler that runs to
+/// completion inside this one (see [`Local`]); with writers on several
+/// threads use [`leave`] and [`publish`].
+#[inline]
+pub fn put_handle_local(state: &AtomicU64, data_head: &AtomicU64, backward: bool) -> bool {
+    let mut published = false;
+    loop {
+        let cur = state.load(Ordering::Relaxed);
+        if state_nest(cur) > 1 {
+            // We interrupted a writer: it publishes when it resumes.
+            Local::fetch_sub(state, NEST_ONE, Ordering::Release);
+            return published;
+        }
+        // Only this writer publishes now: a plain store, which only moves
+        // data_head forward because no other writer publishes meanwhile.
+        let head = data_head.load(Ordering::Relaxed);
+        let written = if backward { head.wrapping_neg() } else { head };
+        let delta = state_pos(cur).wrapping_sub(written) & POS_MASK;
+        if delta != 0 && delta <= POS_MASK / 2 {
+            let new_written = written.wrapping_add(delta);
+            let new = if backward {
+                new_written.wrapping_neg()
+            } else {
+                new_written
+            };
+            data_head.store(new, Ordering::Release);
+            published = true;
+        }
+        if Local::cas(state, cur, cur - NEST_ONE, Ordering::Release).is_ok() {
+            return published;
+        }
+    }
+}
+
 /// The consumer's `LOAD ->data_head; smp_rmb()` (C).
 #[inline]
 pub fn load_head(data_head: &AtomicU64) -> u64 {
@@ -391,6 +433,15 @@ mod tests {
         assert_eq!(leave_with::<Local>(&state), Some(24));
         assert_eq!(publish_with::<Local>(&head, 24, false), Some(24));
         assert_eq!(publish_with::<Local>(&head, 8, false), None);
+        // The kernel-order put_handle: a nested writer leaves, the outer
+        // one publishes everything.
+        reserve_with::<Local>(&state, &tail, 16, 64, true, false).unwrap();
+        reserve_with::<Local>(&state, &tail, 8, 64, true, false).unwrap();
+        assert!(!put_handle_local(&state, &head, false));
+        assert_eq!(head.load(Ordering::Relaxed), 24);
+        assert!(put_handle_local(&state, &head, false));
+        assert_eq!(head.load(Ordering::Relaxed), 48);
+        assert_eq!(state.load(Ordering::Relaxed), 48);
     }
 
     #[test]
