@@ -7,7 +7,9 @@
 //! - `uevent_64`: a 64-byte uevent to one event, against a `write(2)` of
 //!   the same bytes to tracefs's trace_marker (or /dev/null);
 //! - `aux_sample_4k`: a sample carrying 4 KiB of AUX data, against a
-//!   4 KiB memcpy.
+//!   4 KiB memcpy (into a hot buffer, and into a 64 KiB ring as the data
+//!   area is), and against the same sample without AUX data (the peer that
+//!   isolates what the 4 KiB cost).
 
 use std::hint::black_box;
 
@@ -32,6 +34,11 @@ fn traced(x: u64) -> u64 {
 #[inline(never)]
 fn sample_point() {
     let _g = perfaux_swtrace::probe!("bench_sample_point");
+}
+
+#[inline(never)]
+fn sample_point_peer() {
+    let _g = perfaux_swtrace::probe!("bench_sample_point_peer");
 }
 
 fn attr(type_: u32, config: u64) -> PerfEventAttr {
@@ -124,9 +131,20 @@ fn aux_sample(c: &mut Criterion) {
             black_box(&dst);
         })
     });
+    // The same copy into a 64 KiB ring, as a sample lands in the data area.
+    let mut ring = vec![0u8; 64 * 1024];
+    let mut at = 0;
+    g.bench_function("memcpy_4k_into_64k_ring", |b| {
+        b.iter(|| {
+            ring[at..at + 4096].copy_from_slice(black_box(&src));
+            at = (at + 4096 + 64) % (60 * 1024);
+            black_box(&ring);
+        })
+    });
     // A trace leader with a 64 KiB overwrite AUX area, full of trace.
     let (ev, _d, _a) = trace(false);
     sample_point();
+    sample_point_peer();
     let mut s = attr(PROBE_TYPE, resolve_probe("bench_sample_point"));
     s.sample_period = 1;
     s.sample_type = PERF_SAMPLE_AUX;
@@ -134,12 +152,20 @@ fn aux_sample(c: &mut Criterion) {
     s.flags.remove(AttrFlags::DISABLED);
     let sampler = perf_event_open_attr(&s, Target::current(), -1, ev.as_raw(), 0).unwrap();
     // The samples go to an overwrite data area of their own.
-    let _sm = sampler.mmap(0, 1 + 64, Prot::READ_ONLY).unwrap();
+    let _sm = sampler.mmap(0, 1 + 16, Prot::READ_ONLY).unwrap();
+    // A peer: the same probe and trace, a sample without AUX data.
+    let mut p = attr(PROBE_TYPE, resolve_probe("bench_sample_point_peer"));
+    p.sample_period = 1;
+    p.sample_type = PERF_SAMPLE_IP;
+    p.flags.remove(AttrFlags::DISABLED);
+    let peer = perf_event_open_attr(&p, Target::current(), -1, ev.as_raw(), 0).unwrap();
+    let _pm = peer.mmap(0, 1 + 16, Prot::READ_ONLY).unwrap();
     ev.enable(0).unwrap();
     for i in 0..10_000 {
         traced(i);
     }
     g.bench_function("probe_sample_with_4k_aux", |b| b.iter(sample_point));
+    g.bench_function("probe_sample_without_aux", |b| b.iter(sample_point_peer));
     ev.disable(0).unwrap();
     let c = sampler.event().counters();
     assert_eq!(c.aux_samples_empty, 0, "every sample carried AUX data");

@@ -93,8 +93,6 @@ pub struct Hw {
     /// adjustment.
     pub(crate) sample_freq: AtomicU64,
     pub(crate) freq_time_stamp: AtomicU64,
-    /// `hwc->interrupts`.
-    pub(crate) interrupts: AtomicU64,
     /// `hwc->aux_paused` (AUX events): the last pause/resume that was not
     /// dropped.
     pub(crate) aux_paused: AtomicBool,

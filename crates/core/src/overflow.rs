@@ -99,7 +99,6 @@ pub fn perf_swevent_event(event: &Event, nr: u64, data: &mut SampleData<'_>) {
 /// toward `sample_freq` from the time since the last interrupt.
 fn perf_account_interrupt(event: &Event) {
     let hw = &event.hw;
-    hw.interrupts.fetch_add(1, Ordering::Relaxed);
     if !event.flag(AttrFlags::FREQ) {
         return;
     }
@@ -250,4 +249,57 @@ pub(crate) fn perf_event_period(event: &Event, value: u64) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calculated_period_gives_the_asked_rate() {
+        // 1000 events in 1 ms is 1e6/s; for 1000 samples/s the period is 1000.
+        assert_eq!(perf_calculate_period(1000, 1_000_000, 1000), 1000);
+        // No time elapsed: the smallest period.
+        assert_eq!(perf_calculate_period(1000, 0, 5), 1);
+        // Slower than asked: period 1 at least.
+        assert_eq!(perf_calculate_period(1000, 1_000_000_000, 1), 1);
+    }
+
+    #[test]
+    fn frequency_event_converges_to_its_period() {
+        use crate::open::perf_event_open_attr;
+        use crate::pmus::UEVENT_TYPE;
+        use perfaux_abi::attr::PerfEventAttr;
+        let mut a = PerfEventAttr {
+            type_: UEVENT_TYPE,
+            size: perfaux_abi::consts::PERF_ATTR_SIZE_VER8,
+            config: 900,
+            ..Default::default()
+        };
+        a.flags |= AttrFlags::FREQ;
+        a.set_sample_freq(1000);
+        let ev = perf_event_open_attr(&a, crate::Target::current(), -1, -1, 0).unwrap();
+        assert_eq!(
+            sample_period(ev.event()),
+            1,
+            "a frequency event starts at period 1"
+        );
+        // The low-pass filter moves an eighth of the way per interrupt.
+        let e = ev.event();
+        e.hw.sample_period.store(100, Ordering::Relaxed);
+        perf_adjust_period(e, 1_000_000, 1000);
+        assert_eq!(sample_period(e), 100 + (900 + 7) / 8);
+        e.hw.sample_period.store(5000, Ordering::Relaxed);
+        perf_adjust_period(e, 1_000_000, 1000);
+        assert_eq!(sample_period(e), 5000 - (4000 + 7) / 8);
+        // PERF_EVENT_IOC_PERIOD on a frequency event changes the rate.
+        ev.period(2000).unwrap();
+        e.hw.sample_period.store(100, Ordering::Relaxed);
+        perf_adjust_period(e, 1_000_000, 1000);
+        assert_eq!(sample_period(e), 100 + (400 + 7) / 8);
+        assert_eq!(
+            ev.period(100_001).unwrap_err().errno,
+            perfaux_abi::errno::EINVAL
+        );
+    }
 }
