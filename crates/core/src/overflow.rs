@@ -288,15 +288,18 @@ mod tests {
         let e = ev.event();
         e.hw.sample_period.store(100, Ordering::Relaxed);
         perf_adjust_period(e, 1_000_000, 1000);
-        assert_eq!(sample_period(e), 100 + (900 + 7) / 8);
+        // delta 900, +7 rounding, /8: 113.
+        assert_eq!(sample_period(e), 213);
         e.hw.sample_period.store(5000, Ordering::Relaxed);
         perf_adjust_period(e, 1_000_000, 1000);
-        assert_eq!(sample_period(e), 5000 - (4000 + 7) / 8);
+        // delta -4000, -7 rounding, /8: -500.
+        assert_eq!(sample_period(e), 4500);
         // PERF_EVENT_IOC_PERIOD on a frequency event changes the rate.
         ev.period(2000).unwrap();
         e.hw.sample_period.store(100, Ordering::Relaxed);
         perf_adjust_period(e, 1_000_000, 1000);
-        assert_eq!(sample_period(e), 100 + (400 + 7) / 8);
+        // rate 2000: target period 500, delta 400: +50.
+        assert_eq!(sample_period(e), 150);
         assert_eq!(
             ev.period(100_001).unwrap_err().errno,
             perfaux_abi::errno::EINVAL
