@@ -207,6 +207,12 @@ impl Event {
         self.private.get()?.downcast_ref::<T>()
     }
 
+    /// What perfaux-abi needs to lay out this event's records.
+    #[inline]
+    pub fn record_info(&self) -> perfaux_abi::parse_info::RecordParseInfo {
+        perfaux_abi::parse_info::RecordParseInfo::new(&self.attr)
+    }
+
     /// The PMU's capabilities.
     pub fn pmu_caps(&self) -> PmuCaps {
         self.pmu.capabilities()

@@ -8,14 +8,14 @@
 
 use std::sync::atomic::Ordering;
 
-use perfaux_abi::PerfEventHeader;
-use perfaux_abi::consts::{PERF_RECORD_AUX, PERF_RECORD_ITRACE_START};
+use perfaux_abi::Endianness;
+use perfaux_abi::records::{AuxRecord, EncodeRecord, ItraceStartRecord};
 use perfaux_ring::{LostInfo, OutputHandle};
 
 use crate::event::Event;
 use crate::pmu::PmuCaps;
 use crate::sample::SampleId;
-use crate::wire::{SinkExt, StackSink};
+use crate::wire::StackSink;
 
 /// `perf_output_begin(handle, event, size)` + `write` + `perf_output_end`.
 /// `write` gets the handle and the `sample_id` taken for this record.
@@ -60,17 +60,13 @@ pub(crate) fn perf_log_itrace_start(event: &Event) {
     }
     let tid = event.target.tid().unwrap_or_else(crate::thread::gettid);
     let id = SampleId::now(event);
-    let size = 16 + SampleId::len(event);
-    perf_output(event, size, &id, |h| {
-        h.put_header(PerfEventHeader::new(
-            PERF_RECORD_ITRACE_START,
-            0,
-            size as u16,
-        ));
-        h.put_u32(crate::thread::getpid());
-        h.put_u32(tid as u32);
-        id.write(event, h);
-    });
+    let rec = ItraceStartRecord {
+        misc: 0,
+        pid: crate::thread::getpid(),
+        tid: tid as u32,
+        sample_id: id.0,
+    };
+    write_record(event, &rec, &id);
 }
 
 /// `perf_event_itrace_started`: the PMU began tracing, ITRACE_START is no
@@ -83,12 +79,26 @@ pub fn perf_event_itrace_started(event: &Event) {
 /// `sample_id`.
 pub(crate) fn perf_output_aux_record(event: &Event, rec: &perfaux_ring::AuxRecord) {
     let id = SampleId::now(event);
-    let size = 32 + SampleId::len(event);
-    perf_output(event, size, &id, |h| {
-        h.put_header(PerfEventHeader::new(PERF_RECORD_AUX, 0, size as u16));
-        h.put_u64(rec.aux_offset);
-        h.put_u64(rec.aux_size);
-        h.put_u64(rec.flags);
-        id.write(event, h);
-    });
+    let r = AuxRecord {
+        misc: 0,
+        aux_offset: rec.aux_offset,
+        aux_size: rec.aux_size,
+        flags: rec.flags,
+        sample_id: id.0,
+    };
+    write_record(event, &r, &id);
+}
+
+/// Writes a non-SAMPLE record with perfaux-abi's encoder; the trailer
+/// follows the event's `sample_id_all` and `sample_type`.
+#[inline]
+pub(crate) fn write_record(event: &Event, rec: &impl EncodeRecord, id: &SampleId) -> bool {
+    let info = event.record_info();
+    let size = rec.encoded_len(&info);
+    if size > usize::from(u16::MAX) {
+        return false;
+    }
+    perf_output(event, size, id, |h| {
+        let _ = rec.write(&info, Endianness::NATIVE, h);
+    })
 }

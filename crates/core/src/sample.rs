@@ -4,12 +4,22 @@
 //! Everything here runs on the overflow path, possibly in a signal handler:
 //! no allocation, no lock. Field order is the kernel's (UPSTREAM.md section
 //! 2, "PERF_RECORD_SAMPLE body order").
+//!
+//! The `sample_id` trailer is perfaux-abi's. The SAMPLE body is written
+//! here, field by field, rather than with perfaux-abi's `SampleRecord`:
+//! that writer takes READ values, the callchain and the AUX data as byte
+//! arrays, while here the AUX data streams from the AUX area straight into
+//! the ring's reservation (`snapshot_aux`) and the group's counts are read
+//! while writing; staging them would cost a 4 KiB copy per AUX sample in
+//! the NMI path. `tests/sample_layout.rs` parses what this writes with
+//! perfaux-abi's `SampleRecord` to keep the two in step.
 
 use std::sync::atomic::Ordering;
 
 use perfaux_abi::attr::AttrFlags;
 use perfaux_abi::consts::*;
-use perfaux_abi::{ByteSink, PerfEventHeader};
+use perfaux_abi::sample_id::{CpuRes, PidTid, SampleId as AbiSampleId};
+use perfaux_abi::{ByteSink, Endianness, PerfEventHeader};
 
 use crate::event::{Event, EventState};
 use crate::wire::SinkExt;
@@ -38,24 +48,10 @@ pub struct SampleData<'a> {
     pub(crate) read_nr: usize,
 }
 
-/// The `sample_id` fields of one record (`perf_event_header__init_id`).
+/// The `sample_id` trailer of one record (`perf_event_header__init_id`),
+/// as perfaux-abi's [`AbiSampleId`], which also writes it.
 #[derive(Clone, Copy, Default)]
-pub(crate) struct SampleId {
-    pid: u32,
-    tid: u32,
-    time: u64,
-    id: u64,
-    stream_id: u64,
-    cpu: u32,
-}
-
-/// The `sample_type` bits the `sample_id` trailer carries.
-const ID_BITS: u64 = PERF_SAMPLE_TID
-    | PERF_SAMPLE_TIME
-    | PERF_SAMPLE_ID
-    | PERF_SAMPLE_STREAM_ID
-    | PERF_SAMPLE_CPU
-    | PERF_SAMPLE_IDENTIFIER;
+pub(crate) struct SampleId(pub(crate) AbiSampleId);
 
 impl SampleId {
     /// The trailer for `event`, taken now on the calling thread. Only the
@@ -68,43 +64,42 @@ impl SampleId {
         } else {
             0
         };
-        Self {
-            pid: thread::getpid(),
-            tid: thread::gettid() as u32,
-            time: if st & PERF_SAMPLE_TIME != 0 {
-                event.clock.now()
-            } else {
-                0
-            },
-            id: event.id,
-            stream_id: event.id,
-            cpu: if st & PERF_SAMPLE_CPU != 0 {
-                thread::current_cpu().max(0) as u32
-            } else {
-                0
-            },
-        }
+        let time = if st & PERF_SAMPLE_TIME != 0 {
+            event.clock.now()
+        } else {
+            0
+        };
+        let cpu = if st & PERF_SAMPLE_CPU != 0 {
+            thread::current_cpu().max(0) as u32
+        } else {
+            0
+        };
+        Self::with(event, thread::getpid(), thread::gettid() as u32, time, cpu)
+    }
+
+    fn with(event: &Event, pid: u32, tid: u32, time: u64, cpu: u32) -> Self {
+        Self(AbiSampleId {
+            tid: Some(PidTid { pid, tid }),
+            time: Some(time),
+            id: Some(event.id),
+            stream_id: Some(event.id),
+            cpu: Some(CpuRes { cpu, res: 0 }),
+            identifier: Some(event.id),
+        })
     }
 
     /// The trailer matching a sample's own fields (for the LOST record in
     /// front of it).
     #[inline]
     pub(crate) fn from_sample(event: &Event, data: &SampleData<'_>) -> Self {
-        Self {
-            pid: data.pid,
-            tid: data.tid,
-            time: data.time,
-            id: event.id,
-            stream_id: event.id,
-            cpu: data.cpu,
-        }
+        Self::with(event, data.pid, data.tid, data.time, data.cpu)
     }
 
     /// `id_header_size`: bytes of the trailer, 0 without `sample_id_all`.
     #[inline]
     pub(crate) fn len(event: &Event) -> usize {
         if event.flag(AttrFlags::SAMPLE_ID_ALL) {
-            (event.attr.sample_type & ID_BITS).count_ones() as usize * 8
+            AbiSampleId::len(event.attr.sample_type)
         } else {
             0
         }
@@ -114,29 +109,9 @@ impl SampleId {
     /// `sample_id_all` (IDENTIFIER last, at a fixed offset from the end).
     #[inline]
     pub(crate) fn write(&self, event: &Event, sink: &mut (impl ByteSink + ?Sized)) {
-        if !event.flag(AttrFlags::SAMPLE_ID_ALL) {
-            return;
-        }
-        let st = event.attr.sample_type;
-        if st & PERF_SAMPLE_TID != 0 {
-            sink.put_u32(self.pid);
-            sink.put_u32(self.tid);
-        }
-        if st & PERF_SAMPLE_TIME != 0 {
-            sink.put_u64(self.time);
-        }
-        if st & PERF_SAMPLE_ID != 0 {
-            sink.put_u64(self.id);
-        }
-        if st & PERF_SAMPLE_STREAM_ID != 0 {
-            sink.put_u64(self.stream_id);
-        }
-        if st & PERF_SAMPLE_CPU != 0 {
-            sink.put_u32(self.cpu);
-            sink.put_u32(0);
-        }
-        if st & PERF_SAMPLE_IDENTIFIER != 0 {
-            sink.put_u64(self.id);
+        if event.flag(AttrFlags::SAMPLE_ID_ALL) {
+            self.0
+                .write(event.attr.sample_type, Endianness::NATIVE, sink);
         }
     }
 }

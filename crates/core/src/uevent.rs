@@ -21,14 +21,14 @@ use std::ffi::{c_int, c_void};
 use perfaux_abi::attr::AttrFlags;
 use perfaux_abi::consts::ext;
 use perfaux_abi::errno;
-use perfaux_abi::{ByteSink, PerfEventHeader};
+use perfaux_abi::raw::RawData;
+use perfaux_abi::records::UeventRecord;
 
 use crate::error::{Error, Result, einval};
 use crate::event::EventState;
-use crate::output::perf_output;
+use crate::output::write_record;
 use crate::sample::SampleId;
 use crate::thread;
-use crate::wire::SinkExt;
 
 /// Emits a uevent of `type_` with payload `data` from the calling thread.
 pub fn perf_uevent(type_: u32, data: &[u8], flags: u64) -> Result<()> {
@@ -106,22 +106,16 @@ fn deliver(type_: u32, data: &[u8]) {
     });
 }
 
-/// `perf_uevent_output`: one PERF_RECORD_UEVENT into `event`'s buffer.
+/// `perf_uevent_output`: one PERF_RECORD_UEVENT into `event`'s buffer
+/// (perfaux-abi's `UeventRecord` encoder).
 #[inline]
 fn perf_uevent_output(event: &crate::event::Event, type_: u32, data: &[u8]) {
-    let padded = data.len().next_multiple_of(8);
-    let size = 16 + padded + SampleId::len(event);
     let id = SampleId::now(event);
-    perf_output(event, size, &id, |h| {
-        h.put_header(PerfEventHeader::new(
-            ext::PERF_RECORD_UEVENT,
-            0,
-            size as u16,
-        ));
-        h.put_u32(type_);
-        h.put_u32(data.len() as u32);
-        h.put(data);
-        h.put_zeros(padded - data.len());
-        id.write(event, h);
-    });
+    let rec = UeventRecord {
+        misc: 0,
+        type_,
+        data: RawData::new(data, &[]),
+        sample_id: id.0,
+    };
+    write_record(event, &rec, &id);
 }

@@ -89,4 +89,22 @@ fn every_field_in_the_kernels_order() {
     assert_eq!(&b[at + 4..at + 14], b"abcdefghij");
     assert_eq!(&b[at + 14..at + 16], &[0, 0]);
     assert_eq!(at + 4 + raw_size, b.len());
+
+    // perfaux-abi reads the same record the same way.
+    let info = perfaux_abi::parse_info::RecordParseInfo::new(sm.event().attr());
+    let body = perfaux_abi::raw::RawData::new(&b[8..], &[]);
+    let r = perfaux_abi::sample::SampleRecord::parse(
+        h.misc,
+        body,
+        &info,
+        perfaux_abi::Endianness::NATIVE,
+    )
+    .unwrap();
+    assert_eq!(r.identifier, Some(id));
+    assert_eq!(r.time, Some(t));
+    assert_eq!(r.period, Some(1));
+    let read = r.read.unwrap();
+    let values: Vec<(u64, Option<u64>)> = read.iter().map(|v| (v.value, v.id)).collect();
+    assert_eq!(values, vec![(2, Some(l.id())), (1, Some(id))]);
+    assert_eq!(r.raw.unwrap().to_vec()[..10], *b"abcdefghij");
 }

@@ -89,6 +89,23 @@ fn task_clock_samples_taken_in_a_signal_handler_are_whole() {
         for name in entered(&b[at + 8..at + 8 + size]) {
             assert!(name == "sig_a" || name == "sig_b", "{name}");
         }
+        // perfaux-abi parses the record to the same fields.
+        let info = perfaux_abi::parse_info::RecordParseInfo::new(c.event().attr());
+        let body = perfaux_abi::raw::RawData::new(&b[8..], &[]);
+        let h = perfaux_abi::PerfEventHeader::parse(
+            b[..8].try_into().unwrap(),
+            perfaux_abi::Endianness::NATIVE,
+        );
+        let r = perfaux_abi::sample::SampleRecord::parse(
+            h.misc,
+            body,
+            &info,
+            perfaux_abi::Endianness::NATIVE,
+        )
+        .unwrap();
+        assert_eq!(r.callchain.unwrap().len(), nr);
+        assert_eq!(r.aux.unwrap().len(), size);
+        assert_eq!(r.period, Some(50_000));
     }
     let uev = samples
         .iter()
