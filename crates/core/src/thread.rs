@@ -2,7 +2,7 @@
 //! lists the events observing a thread (`task->perf_event_ctxp`).
 //!
 //! The lists are read on hot paths (uevents, probe hooks) and possibly in a
-//! signal handler, so they are [`RcuCell`]s: copied and swapped by the
+//! signal handler, so they are `RcuCell`s: copied and swapped by the
 //! control path, read without a lock. A thread's context is found through a
 //! thread-local pointer; contexts live as long as the process (one small
 //! struct per tid ever observed or emitting), so that pointer never dangles.

@@ -2,7 +2,7 @@
 //! thread through perfaux-swtrace, as Intel PT traces a CPU.
 //!
 //! - `setup_aux` accepts the AUX area in either mode;
-//! - `start` (on the traced thread, see [`crate::remote`]) opens an AUX
+//! - `start` (on the traced thread, see the `remote` module) opens an AUX
 //!   transaction (`perf_aux_output_begin`) and installs the thread's writer
 //!   over the AUX memory: overwrite mode wraps freely (the flight
 //!   recorder), full-trace mode writes up to the handle's space, and when it
