@@ -310,6 +310,7 @@ impl RingMemory {
     /// # Panics
     /// If `off` is not an 8-aligned offset below `offsets::END`: offsets are
     /// the crate's constants, so this is a bug in the caller, not bad input.
+    #[inline]
     pub fn user_word(&self, off: usize) -> &AtomicU64 {
         assert!(
             off.is_multiple_of(8) && off + 8 <= offsets::END,
@@ -324,6 +325,7 @@ impl RingMemory {
     }
 
     /// The first byte of the data area.
+    #[inline]
     pub(crate) fn data_ptr(&self) -> *mut u8 {
         // SAFETY: data_offset + data_size is inside the mapping (layout validated).
         unsafe { self.user.as_ptr().add(self.layout.data_offset) }

@@ -135,7 +135,7 @@ pub fn reserve(
 }
 
 /// [`reserve`] with the read-modify-writes of `R`.
-#[inline]
+#[inline(always)]
 pub fn reserve_with<R: Rmw>(
     state: &AtomicU64,
     data_tail: &AtomicU64,
@@ -180,7 +180,7 @@ pub fn leave(state: &AtomicU64) -> Option<u64> {
 }
 
 /// [`leave`] with the read-modify-writes of `R`.
-#[inline]
+#[inline(always)]
 pub fn leave_with<R: Rmw>(state: &AtomicU64) -> Option<u64> {
     // Release: this writer's data stores; Acquire: every earlier writer's
     // (they are all in this word's release sequence).
@@ -200,7 +200,7 @@ pub fn publish(data_head: &AtomicU64, pos: u64, backward: bool) -> Option<u64> {
 }
 
 /// [`publish`] with the read-modify-writes of `R`.
-#[inline]
+#[inline(always)]
 pub fn publish_with<R: Rmw>(data_head: &AtomicU64, pos: u64, backward: bool) -> Option<u64> {
     let mut cur = data_head.load(Ordering::Relaxed);
     loop {
@@ -237,12 +237,12 @@ pub trait Rmw {
 pub struct Smp;
 
 impl Rmw for Smp {
-    #[inline]
+    #[inline(always)]
     fn cas(a: &AtomicU64, current: u64, new: u64, success: Ordering) -> Result<u64, u64> {
         a.compare_exchange_weak(current, new, success, Ordering::Relaxed)
     }
 
-    #[inline]
+    #[inline(always)]
     fn fetch_sub(a: &AtomicU64, v: u64, order: Ordering) -> u64 {
         a.fetch_sub(v, order)
     }
@@ -264,7 +264,7 @@ pub struct Local;
 
 #[cfg(all(target_arch = "x86_64", not(loom)))]
 impl Rmw for Local {
-    #[inline]
+    #[inline(always)]
     fn cas(a: &AtomicU64, current: u64, new: u64, _success: Ordering) -> Result<u64, u64> {
         let prev: u64;
         // SAFETY: `a` is a valid, aligned u64 for the duration of the
@@ -282,7 +282,7 @@ impl Rmw for Local {
         if prev == current { Ok(prev) } else { Err(prev) }
     }
 
-    #[inline]
+    #[inline(always)]
     fn fetch_sub(a: &AtomicU64, v: u64, _order: Ordering) -> u64 {
         let mut x = v.wrapping_neg();
         // SAFETY: as in `cas`: one read-modify-write of the aligned u64 at
@@ -301,12 +301,12 @@ impl Rmw for Local {
 
 #[cfg(not(all(target_arch = "x86_64", not(loom))))]
 impl Rmw for Local {
-    #[inline]
+    #[inline(always)]
     fn cas(a: &AtomicU64, current: u64, new: u64, success: Ordering) -> Result<u64, u64> {
         Smp::cas(a, current, new, success)
     }
 
-    #[inline]
+    #[inline(always)]
     fn fetch_sub(a: &AtomicU64, v: u64, order: Ordering) -> u64 {
         Smp::fetch_sub(a, v, order)
     }
@@ -323,7 +323,7 @@ impl Rmw for Local {
 /// Correct only when every other writer is a signal handler that runs to
 /// completion inside this one (see [`Local`]); with writers on several
 /// threads use [`leave`] and [`publish`].
-#[inline]
+#[inline(always)]
 pub fn put_handle_local(state: &AtomicU64, data_head: &AtomicU64, backward: bool) -> bool {
     let mut published = false;
     loop {
