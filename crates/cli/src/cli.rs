@@ -36,8 +36,11 @@ Events (-e), with perf's syntax:
   swtrace//                 the software trace PMU: an AUX area event tracing every
                             call and return of the workload's instrumented functions
   uevent, uevent:TYPE       userspace events (all, or the count of one type)
-  probe:FUNC                count the calls of an instrumented function
-  task-clock, cpu-clock, dummy
+  probe:FUNC                count the calls of an instrumented function: serve_request,
+                            parse_request, lookup_cache, rebuild_cache, compute, fib,
+                            mat_mul, send_response
+  uevent:TYPE types         request_start (1), request_done (2), slow_path (3)
+  task-clock, dummy         thread CPU time (sampled every 250 us), nothing
   {a,b}                     a group (a is the leader); a,b a list
   pmu/term=value,.../mods   terms: period= freq= config= name= aux-sample-size=
                             aux-action=start-paused|pause|resume aux-output
@@ -48,9 +51,11 @@ Examples:
   perfaux record -o perf.data
   perfaux record -S -e swtrace// -e uevent        (snapshot on SIGUSR2)
   perfaux record -e swtrace/aux-action=start-paused/ \\
-                 -e probe:handle_request/aux-action=resume/ \\
-                 -e probe:request_done/aux-action=pause/
-  perfaux record --aux-sample -e '{swtrace//,uevent}'")]
+                 -e probe:serve_request/aux-action=resume/ \\
+                 -e probe:send_response/aux-action=pause/
+  perfaux script --call-trace
+  perfaux record --aux-sample=1K -e '{swtrace//,uevent:request_done}'
+  perfaux report -D -i perf.data")]
 pub struct RecordArgs {
     /// Output file name.
     #[arg(short, long, default_value = "perf.data")]

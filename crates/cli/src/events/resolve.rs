@@ -4,7 +4,7 @@
 //! `auxtrace_parse_aux_action` and `auxtrace_parse_sample_options`).
 
 use perfaux_abi::attr::AuxAction;
-use perfaux_abi::consts::{PERF_COUNT_SW_CPU_CLOCK, PERF_COUNT_SW_DUMMY, PERF_COUNT_SW_TASK_CLOCK};
+use perfaux_abi::consts::{PERF_COUNT_SW_DUMMY, PERF_COUNT_SW_TASK_CLOCK};
 
 use super::parse::{EventError, EventSpec, Term, TermValue, parse_events};
 
@@ -15,7 +15,6 @@ pub const SWTRACE_PMU: &str = "swtrace";
 /// `event_symbols_sw`) that perfaux's core counts per thread.
 pub const SOFTWARE_EVENTS: &[(&str, u64)] = &[
     ("task-clock", PERF_COUNT_SW_TASK_CLOCK),
-    ("cpu-clock", PERF_COUNT_SW_CPU_CLOCK),
     ("dummy", PERF_COUNT_SW_DUMMY),
 ];
 

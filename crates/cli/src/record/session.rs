@@ -11,7 +11,7 @@ use perfaux_abi::consts::ext::PERF_RECORD_UEVENT;
 use perfaux_abi::consts::*;
 use perfaux_abi::parse_info::RecordParseInfo;
 use perfaux_abi::raw::RawData;
-use perfaux_abi::records::{CommRecord, EncodeRecord, Record};
+use perfaux_abi::records::{CommRecord, EncodeRecord, Mmap2FileId, Mmap2Record, Record};
 use perfaux_abi::sample::SampleRecord;
 use perfaux_abi::sample_id::{CpuRes, PidTid, SampleId};
 use perfaux_abi::{Endianness, PerfEventHeader};
@@ -164,6 +164,79 @@ impl Session<'_> {
             .to_vec(&self.file_info[0], self.endian)
             .map_err(|e| CliError::msg(format!("synthesizing COMM: {e}")))?;
         self.push(&bytes)
+    }
+
+    /// Synthesized MMAP2s for the executable mappings of the process (perf's
+    /// `perf_event__synthesize_mmap_events` from /proc/PID/maps), so that
+    /// perf resolves the probe addresses in samples to the workload's
+    /// functions.
+    fn synth_mmaps(&mut self, pid: u32) -> Result<(), CliError> {
+        let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+            return Ok(());
+        };
+        for line in maps.lines() {
+            // start-end perms offset maj:min inode path
+            let mut f = line.split_whitespace();
+            let (Some(range), Some(perms), Some(off), Some(dev), Some(ino)) =
+                (f.next(), f.next(), f.next(), f.next(), f.next())
+            else {
+                continue;
+            };
+            let path = f.collect::<Vec<_>>().join(" ");
+            if !perms.contains('x') || !path.starts_with('/') {
+                continue;
+            }
+            let hex = |t: &str| u64::from_str_radix(t, 16).ok();
+            let (Some((a, b)), Some((maj, min))) = (range.split_once('-'), dev.split_once(':'))
+            else {
+                continue;
+            };
+            let (Some(start), Some(end), Some(pgoff), Some(maj), Some(min), Ok(ino)) = (
+                hex(a),
+                hex(b),
+                hex(off),
+                hex(maj),
+                hex(min),
+                ino.parse::<u64>(),
+            ) else {
+                continue;
+            };
+            let b = perms.as_bytes();
+            let prot = u32::from(b[0] == b'r')
+                | (u32::from(b[1] == b'w') << 1)
+                | (u32::from(b[2] == b'x') << 2);
+            // MAP_SHARED 1, MAP_PRIVATE 2.
+            let flags = if b.get(3) == Some(&b's') { 1 } else { 2 };
+            let rec = Mmap2Record {
+                misc: PERF_RECORD_MISC_USER,
+                pid,
+                tid: pid,
+                addr: start,
+                len: end.saturating_sub(start),
+                pgoff,
+                file_id: Mmap2FileId::Inode {
+                    maj: maj as u32,
+                    min: min as u32,
+                    ino,
+                    ino_generation: 0,
+                },
+                prot,
+                flags,
+                filename: RawData::new(path.as_bytes(), &[]),
+                sample_id: SampleId {
+                    tid: Some(PidTid { pid, tid: pid }),
+                    time: Some(0),
+                    cpu: Some(CpuRes { cpu: 0, res: 0 }),
+                    identifier: Some(0),
+                    ..Default::default()
+                },
+            };
+            let bytes = rec
+                .to_vec(&self.file_info[0], self.endian)
+                .map_err(|e| CliError::msg(format!("synthesizing MMAP2: {e}")))?;
+            self.push(&bytes)?;
+        }
+        Ok(())
     }
 
     /// Drains one thread's data area (and, in full-trace mode, its AUX
@@ -372,6 +445,7 @@ pub fn record(cfg: &RecordConfig, progress: &mut Progress) -> Result<RecordSumma
     }
     let pid = std::process::id();
     s.synth_comm(pid, pid, "perfaux")?;
+    s.synth_mmaps(pid)?;
     for (w, &tid) in workload.tids().iter().enumerate() {
         s.synth_comm(pid, tid as u32, &format!("perfaux-worker{w}"))?;
     }

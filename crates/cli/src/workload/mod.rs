@@ -189,6 +189,17 @@ mod tests {
     }
 
     #[test]
+    fn every_probe_name_is_a_registered_probe() {
+        // probe:FUNC resolves these names (perfaux-core's resolve_probe),
+        // so they must be the probes' registered names, not module paths.
+        let mut c = Cache::new();
+        serve_request("GET /x", 0, &mut c);
+        for name in PROBES {
+            assert!(!perfaux_swtrace::lookup(name).is_empty(), "probe {name} not registered");
+        }
+    }
+
+    #[test]
     fn workers_serve_every_request_with_start_and_done_uevents() {
         let w = Workload::spawn(70, collect).unwrap();
         assert_eq!(w.tids().len(), WORKERS);

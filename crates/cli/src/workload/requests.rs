@@ -1,5 +1,6 @@
 //! The instrumented request path of the built-in workload. Every function
-//! in the `traced!` block is a swtrace probe named after it.
+//! enters a swtrace probe named after it (the bare name, as `probe:FUNC`
+//! takes it, rather than `traced!`'s module path).
 
 use std::hint::black_box;
 
@@ -53,69 +54,86 @@ impl Cache {
     }
 }
 
-perfaux_swtrace::traced! {
-    /// Serves one request; returns its result and whether the slow path ran.
-    pub fn serve_request(text: &str, req: u32, cache: &mut Cache) -> (u64, bool) {
-        let key = parse_request(text);
-        let (hit, slow) = lookup_cache(key, req, cache);
-        let value = compute(key, hit);
-        let result = send_response(req, value);
-        (result, slow)
-    }
+/// Serves one request; returns its result and whether the slow path ran.
+pub fn serve_request(text: &str, req: u32, cache: &mut Cache) -> (u64, bool) {
+    let _probe = perfaux_swtrace::probe!("serve_request");
+    let key = parse_request(text);
+    let (hit, slow) = lookup_cache(key, req, cache);
+    let value = compute(key, hit);
+    let result = send_response(req, value);
+    (result, slow)
+}
 
-    fn parse_request(text: &str) -> u64 {
-        // FNV-1a over the request line.
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in black_box(text).bytes() {
-            h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        h
+fn parse_request(text: &str) -> u64 {
+    let _probe = perfaux_swtrace::probe!("parse_request");
+    // FNV-1a over the request line.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in black_box(text).bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
     }
+    h
+}
 
-    fn lookup_cache(key: u64, req: u32, cache: &mut Cache) -> (u64, bool) {
-        let slow = req.is_multiple_of(SLOW_PATH_EVERY);
-        if slow || cache.table.is_empty() {
-            rebuild_cache(cache);
-        }
-        let hit = cache.table[(key % cache.table.len() as u64) as usize];
-        (hit, slow)
+fn lookup_cache(key: u64, req: u32, cache: &mut Cache) -> (u64, bool) {
+    let _probe = perfaux_swtrace::probe!("lookup_cache");
+    let slow = req.is_multiple_of(SLOW_PATH_EVERY);
+    if slow || cache.table.is_empty() {
+        rebuild_cache(cache);
     }
+    let hit = cache.table[(key % cache.table.len() as u64) as usize];
+    (hit, slow)
+}
 
-    fn rebuild_cache(cache: &mut Cache) {
-        cache.generation += 1;
-        let g = u64::from(cache.generation);
-        let mut t: Vec<u64> = (0..512u64).map(|i| (i * 2_654_435_761 + g) % 10_007).collect();
-        t.sort_unstable();
-        cache.table = t;
+fn rebuild_cache(cache: &mut Cache) {
+    let _probe = perfaux_swtrace::probe!("rebuild_cache");
+    cache.generation += 1;
+    let g = u64::from(cache.generation);
+    let mut t: Vec<u64> = (0..512u64)
+        .map(|i| (i * 2_654_435_761 + g) % 10_007)
+        .collect();
+    t.sort_unstable();
+    cache.table = t;
+}
+
+fn compute(key: u64, hit: u64) -> u64 {
+    let _probe = perfaux_swtrace::probe!("compute");
+    let f = fib(FIB_N);
+    let m = mat_mul(key ^ hit);
+    f.wrapping_add(m)
+}
+
+fn fib(n: u32) -> u64 {
+    let _probe = perfaux_swtrace::probe!("fib");
+    if n < 2 {
+        u64::from(n)
+    } else {
+        fib(n - 1) + fib(n - 2)
     }
+}
 
-    fn compute(key: u64, hit: u64) -> u64 {
-        let f = fib(FIB_N);
-        let m = mat_mul(key ^ hit);
-        f.wrapping_add(m)
-    }
-
-    fn fib(n: u32) -> u64 {
-        if n < 2 { u64::from(n) } else { fib(n - 1) + fib(n - 2) }
-    }
-
-    fn mat_mul(seed: u64) -> u64 {
-        let a: [[u64; 4]; 4] = std::array::from_fn(|i| std::array::from_fn(|j| seed.rotate_left((i * 4 + j) as u32) & 0xff));
-        let mut c = [[0u64; 4]; 4];
-        for i in 0..4 {
-            for j in 0..4 {
-                for (k, row) in a.iter().enumerate() {
-                    c[i][j] = c[i][j].wrapping_add(a[i][k].wrapping_mul(row[j]));
-                }
+fn mat_mul(seed: u64) -> u64 {
+    let _probe = perfaux_swtrace::probe!("mat_mul");
+    let a: [[u64; 4]; 4] = std::array::from_fn(|i| {
+        std::array::from_fn(|j| seed.rotate_left((i * 4 + j) as u32) & 0xff)
+    });
+    let mut c = [[0u64; 4]; 4];
+    for i in 0..4 {
+        for j in 0..4 {
+            for (k, row) in a.iter().enumerate() {
+                c[i][j] = c[i][j].wrapping_add(a[i][k].wrapping_mul(row[j]));
             }
         }
-        black_box(c).iter().flatten().fold(0u64, |x, &y| x.wrapping_add(y))
     }
+    black_box(c)
+        .iter()
+        .flatten()
+        .fold(0u64, |x, &y| x.wrapping_add(y))
+}
 
-    fn send_response(req: u32, value: u64) -> u64 {
-        let line = format!("200 OK req={req} value={value}");
-        line.len() as u64 + value % 1000
-    }
+fn send_response(req: u32, value: u64) -> u64 {
+    let _probe = perfaux_swtrace::probe!("send_response");
+    let line = format!("200 OK req={req} value={value}");
+    line.len() as u64 + value % 1000
 }
 
 #[cfg(test)]
