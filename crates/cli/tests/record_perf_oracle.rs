@@ -71,6 +71,27 @@ fn full_trace_default_loses_nothing() {
     assert!(count(&rows, "AUX") >= 3);
     assert_eq!(count(&rows, "LOST"), 0);
     assert!(dump.contains("perfaux trace section"));
+    // No trace lost either: every request of every worker (200 by
+    // default) is in the decoded call trace, each with its FIB_N tree.
+    let ct = perfaux(&["script", "--call-trace", "-i", path_str(&f)]);
+    assert_eq!(ct.code, 0, "{}", ct.stderr);
+    let calls = |name: &str| {
+        ct.stdout
+            .lines()
+            .filter(|l| l.trim_end().ends_with(&format!(" {name}")))
+            .count()
+    };
+    assert_eq!(calls("serve_request"), 3 * 200);
+    assert_eq!(calls("send_response"), 3 * 200);
+    assert_eq!(
+        calls("fib"),
+        3 * 200 * 41,
+        "2 * fib(8) - 1 calls of fib per request"
+    );
+    assert!(
+        !ct.stdout.contains("lost"),
+        "the writer reported lost probe events"
+    );
 }
 
 #[test]

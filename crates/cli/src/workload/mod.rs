@@ -195,7 +195,10 @@ mod tests {
         let mut c = Cache::new();
         serve_request("GET /x", 0, &mut c);
         for name in PROBES {
-            assert!(!perfaux_swtrace::lookup(name).is_empty(), "probe {name} not registered");
+            assert!(
+                !perfaux_swtrace::lookup(name).is_empty(),
+                "probe {name} not registered"
+            );
         }
     }
 
