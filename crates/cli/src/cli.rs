@@ -97,7 +97,7 @@ pub struct RecordArgs {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Input file name.
+    /// Input file name ('-': standard input).
     #[arg(short, long, default_value = "perf.data")]
     pub input: PathBuf,
     /// Dump raw trace in ASCII: every record, its bytes and its fields.
@@ -107,7 +107,7 @@ pub struct ReportArgs {
 
 #[derive(Debug, Args)]
 pub struct ScriptArgs {
-    /// Input file name.
+    /// Input file name ('-': standard input).
     #[arg(short, long, default_value = "perf.data")]
     pub input: PathBuf,
     /// Decode the software trace into a call trace (like perf script --call-trace).

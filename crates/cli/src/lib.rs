@@ -16,6 +16,7 @@ pub mod cli;
 pub mod dump;
 pub mod error;
 pub mod events;
+pub mod input;
 pub mod progress;
 pub mod record;
 pub mod script;

@@ -68,7 +68,15 @@ impl Progress {
 
     /// Prints a status line (always with -v; on a terminal as progress).
     pub fn note(&mut self, msg: &str) {
+        let now = Instant::now();
+        if self
+            .last
+            .is_some_and(|t| now - t < Duration::from_millis(250))
+        {
+            return;
+        }
         if self.enabled {
+            self.last = Some(now);
             let end = if self.tty { "\r" } else { "\n" };
             eprint!("{}: {msg}{end}", self.what);
             self.shown = true;

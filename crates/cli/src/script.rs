@@ -17,7 +17,7 @@ use perfaux_abi::consts::*;
 use perfaux_abi::raw::RawData;
 use perfaux_abi::records::Record;
 use perfaux_abi::sample::SampleRecord;
-use perfaux_perfdata::{Feature, PerfDataReader, UserRecord};
+use perfaux_perfdata::{Feature, UserRecord};
 use perfaux_swtrace::decode::{Decoder, Event as TraceEvent};
 use perfaux_swtrace::{CallTrace, CallTraceOptions, ProbeTable};
 
@@ -162,8 +162,7 @@ pub fn script(
     out: &mut impl Write,
     progress: &mut Progress,
 ) -> Result<(), CliError> {
-    let file_len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    let mut reader = PerfDataReader::open(path).map_err(|e| CliError::file(path, e))?;
+    let (mut reader, file_len) = crate::input::open_input(path)?;
     let meta = reader.metadata().clone();
     if let Some(e) = &meta.feature_error {
         return Err(CliError::file(path, e));

@@ -115,3 +115,41 @@ fn truncated_and_corrupt_files() {
     let r = perfaux(&["script", "-i", path_str(&tiny)]);
     one_error_line(&r);
 }
+
+#[test]
+fn standard_input() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let dir = tempdir();
+    let (f, _) = record(dir.path(), "in.data", &["--requests", "3"]);
+    // Redirected from a file: read like the file.
+    let by_path = perfaux(&["report", "-D", "-i", path_str(&f)]);
+    let o = Command::new(PERFAUX)
+        .args(["report", "-D", "-i", "-"])
+        .stdin(std::fs::File::open(&f).unwrap())
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert_eq!(
+        stats_rows(&String::from_utf8_lossy(&o.stdout)),
+        stats_rows(&by_path.stdout)
+    );
+    // A pipe carrying a file-mode perf.data: one clear line.
+    let mut c = Command::new(PERFAUX)
+        .args(["script", "-i", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let bytes = std::fs::read(&f).unwrap();
+    let _ = c.stdin.take().unwrap().write_all(&bytes);
+    let o = c.wait_with_output().unwrap();
+    let r = Run {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    };
+    let l = one_error_line(&r);
+    assert!(l.contains("file-mode") && l.contains("-i FILE"), "{l}");
+}

@@ -32,7 +32,7 @@ use std::path::Path;
 use perfaux_abi::attr::PerfEventAttr;
 use perfaux_abi::consts::*;
 use perfaux_abi::parse_info::RecordParseInfo;
-use perfaux_perfdata::{Feature, PerfDataReader, RawRecord, UserRecord};
+use perfaux_perfdata::{Feature, RawRecord, UserRecord};
 
 use crate::auxdata::{AuxData, PERFAUX_FEATURE_BIT};
 use crate::error::CliError;
@@ -82,8 +82,7 @@ pub fn dump(
     out: &mut impl Write,
     progress: &mut Progress,
 ) -> Result<Stats, CliError> {
-    let file_len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    let mut reader = PerfDataReader::open(path).map_err(|e| CliError::file(path, e))?;
+    let (mut reader, file_len) = crate::input::open_input(path)?;
     let meta = reader.metadata().clone();
     let mut evs: Vec<EvInfo> = meta
         .attrs
