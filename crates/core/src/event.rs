@@ -142,6 +142,8 @@ pub struct CountersSnapshot {
 pub struct Event {
     pub(crate) id: u64,
     pub(crate) attr: PerfEventAttr,
+    /// `attr`'s record layout facts, computed once.
+    pub(crate) info: perfaux_abi::parse_info::RecordParseInfo,
     pub(crate) pmu: Arc<dyn Pmu>,
     pub(crate) pmu_type: u32,
     pub(crate) target: Target,
@@ -210,7 +212,7 @@ impl Event {
     /// What perfaux-abi needs to lay out this event's records.
     #[inline]
     pub fn record_info(&self) -> perfaux_abi::parse_info::RecordParseInfo {
-        perfaux_abi::parse_info::RecordParseInfo::new(&self.attr)
+        self.info
     }
 
     /// The PMU's capabilities.

@@ -409,6 +409,7 @@ fn perf_try_init_event(
     let event = Arc::new_cyclic(|weak| Event {
         id: next_event_id(),
         attr,
+        info: perfaux_abi::parse_info::RecordParseInfo::new(&attr),
         pmu: pmu.clone(),
         pmu_type,
         target,
