@@ -199,6 +199,9 @@ impl Pmu for SwtracePmu {
             return;
         }
         on_thread(st.tid, || stop_here(event, st));
+        if st.running.load(Ordering::Acquire) && crate::thread::gettid() != st.tid {
+            abandon(st);
+        }
     }
 
     fn has_aux(&self) -> bool {
@@ -435,6 +438,28 @@ fn stop_here(event: &Event, st: &TraceState) -> bool {
         }
     }
     true
+}
+
+/// The traced thread did not take the remote stop (its signals are
+/// blocked, or it stayed busy): its writer may still be writing. Keep the
+/// AUX memory alive for it (as for a parked writer) and let the event go.
+fn abandon(st: &TraceState) {
+    let Ok(mut tx) = st.tx.lock() else { return };
+    if let Some(t) = tx.take() {
+        let Transaction {
+            handle, _buffer, ..
+        } = t;
+        drop(handle);
+        if let Some(slot) = parked_buffers()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_mut(&st.tid)
+        {
+            *slot = Some(_buffer);
+        }
+    }
+    st.running.store(false, Ordering::Release);
+    st.parked.store(true, Ordering::Release);
 }
 
 /// The writer's full-trace slow path: end the transaction (PERF_RECORD_AUX)
