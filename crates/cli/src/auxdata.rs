@@ -29,7 +29,8 @@
 //!   aux_offset u64   position of the first byte in the event's AUX stream
 //!                    (the PERF_RECORD_AUX aux_offset it belongs to)
 //!   size       u64   number of trace bytes that follow
-//!   kind       u32   0 = full-trace data, 1 = snapshot (-S), 2 = AUX sample copy
+//!   kind       u32   0 = software trace data, 1 = software trace snapshot (-S),
+//!                    2 = uevent log (the `uevent_aux` PMU's AUX area, full or snapshot)
 //!   flags      u32   PERF_RECORD_AUX flags of the data (TRUNCATED, OVERWRITE...)
 //!   bytes      size bytes, then zeros to a multiple of 8
 //! ```
@@ -52,6 +53,9 @@ pub enum ChunkKind {
     Trace,
     /// A snapshot of an overwrite (`-S`) AUX area.
     Snapshot,
+    /// AUX bytes of the `uevent_aux` PMU: `{u32 type; u32 size; data; pad}`
+    /// per uevent, not software trace packets.
+    UeventLog,
 }
 
 impl ChunkKind {
@@ -59,6 +63,7 @@ impl ChunkKind {
         match self {
             ChunkKind::Trace => 0,
             ChunkKind::Snapshot => 1,
+            ChunkKind::UeventLog => 2,
         }
     }
 
@@ -66,6 +71,7 @@ impl ChunkKind {
         match c {
             0 => Some(ChunkKind::Trace),
             1 => Some(ChunkKind::Snapshot),
+            2 => Some(ChunkKind::UeventLog),
             _ => None,
         }
     }
@@ -75,6 +81,7 @@ impl ChunkKind {
         match self {
             ChunkKind::Trace => "trace",
             ChunkKind::Snapshot => "snapshot",
+            ChunkKind::UeventLog => "uevent-log",
         }
     }
 }

@@ -35,6 +35,7 @@ pub enum Command {
 Events (-e), with perf's syntax:
   swtrace//                 the software trace PMU: an AUX area event tracing every
                             call and return of the workload's instrumented functions
+  uevent_aux//              an AUX event logging uevents (no pause/resume, no AUX sampling)
   uevent, uevent:TYPE       userspace events (all, or the count of one type)
   probe:FUNC                count the calls of an instrumented function: serve_request,
                             parse_request, lookup_cache, rebuild_cache, compute, fib,

@@ -331,7 +331,7 @@ fn call_trace_lines(
     // Group consecutive chunks into windows: same event, same kind, and
     // (for trace data) starting where the previous one ended.
     let mut windows: Vec<(u64, u32, u64, Vec<u8>)> = Vec::new();
-    for c in &aux.chunks {
+    for c in aux.chunks.iter().filter(|c| c.kind != ChunkKind::UeventLog) {
         let continues = windows.last().is_some_and(|(id, tid, off, bytes)| {
             c.kind == ChunkKind::Trace
                 && *id == c.event_id

@@ -153,3 +153,30 @@ fn standard_input() {
     let l = one_error_line(&r);
     assert!(l.contains("file-mode") && l.contains("-i FILE"), "{l}");
 }
+
+#[test]
+fn kernel_refusals_reach_the_user_as_one_line() {
+    // UPSTREAM.md s.1 (4): pause/resume needs an AUX leader with
+    // PERF_PMU_CAP_AUX_PAUSE (EINVAL); (2): AUX sampling needs snapshot_aux (EINVAL).
+    let r = perfaux(&[
+        "record",
+        "-o",
+        "/tmp/never-written.data",
+        "-e",
+        "uevent_aux//",
+        "-e",
+        "probe:fib/aux-action=pause/",
+    ]);
+    let l = one_error_line(&r);
+    assert!(l.contains("EINVAL") && l.contains("probe:fib"), "{l}");
+    let r = perfaux(&[
+        "record",
+        "-o",
+        "/tmp/never-written.data",
+        "-e",
+        "{uevent_aux//,uevent:1}",
+        "--aux-sample",
+    ]);
+    let l = one_error_line(&r);
+    assert!(l.contains("EINVAL") && l.contains("snapshot_aux"), "{l}");
+}

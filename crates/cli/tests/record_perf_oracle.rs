@@ -231,3 +231,27 @@ fn pause_resume_with_aux_action() {
         "one sample per trigger hit"
     );
 }
+
+#[test]
+fn uevent_log_aux_pmu() {
+    let dir = tempdir();
+    let (f, r) = record(
+        dir.path(),
+        "ua.data",
+        &["--requests", "4", "-e", "uevent_aux//"],
+    );
+    let cap = parse_captured(&r.stderr);
+    let dump = judged_by_perf(&f, cap);
+    // The uevent_aux PMU logs seed 002 bodies into its AUX area: the
+    // section's chunks hold the `request_start` body of worker 0's first request.
+    assert!(
+        dump.contains("\nuevent-log event id: "),
+        "{}",
+        &dump[dump.len().saturating_sub(3000)..]
+    );
+    assert!(
+        dump.contains(
+            ".  0000:  01 00 00 00 0e 00 00 00 77 6f 72 6b 65 72 3d 30  ........worker=0"
+        )
+    );
+}

@@ -10,6 +10,9 @@ use super::parse::{EventError, EventSpec, Term, TermValue, parse_events};
 
 /// The name of the software trace PMU in `-e` (`swtrace//`), like `intel_pt//`.
 pub const SWTRACE_PMU: &str = "swtrace";
+/// The AUX PMU that logs uevents into its AUX area (`uevent_aux//`): no
+/// pause/resume and no AUX sampling, so it is where perf's refusals show.
+pub const UEVENT_AUX_PMU: &str = "uevent_aux";
 
 /// Software events by perf's names (tools/perf/util/parse-events.c
 /// `event_symbols_sw`) that perfaux's core counts per thread.
@@ -34,6 +37,8 @@ const TERMS: &[&str] = &[
 pub enum EventKind {
     /// The software trace PMU: the AUX event, one per traced thread.
     SwTrace,
+    /// The uevent-logging AUX PMU.
+    UeventAux,
     /// The uevent stream (`uevent`) or the count of one uevent type (`uevent:TYPE`).
     Uevent { type_: Option<String> },
     /// The probe-count event of an instrumented function, `probe:FUNC`.
@@ -45,7 +50,7 @@ pub enum EventKind {
 impl EventKind {
     /// Whether the event owns an AUX area (perf's `evsel__is_aux_event`).
     pub fn is_aux(&self) -> bool {
-        matches!(self, EventKind::SwTrace)
+        matches!(self, EventKind::SwTrace | EventKind::UeventAux)
     }
 }
 
@@ -108,6 +113,7 @@ fn resolve_one(input: &str, spec: &EventSpec, idx: usize) -> Result<Event, Event
     };
     let kind = match (spec.name.as_str(), &spec.sub) {
         (SWTRACE_PMU, None) if spec.pmu_form => EventKind::SwTrace,
+        (UEVENT_AUX_PMU, None) if spec.pmu_form => EventKind::UeventAux,
         (SWTRACE_PMU, None) => {
             return Err(name_err(format!(
                 "the trace PMU is written '{SWTRACE_PMU}//' (with terms between the slashes)"
@@ -121,7 +127,7 @@ fn resolve_one(input: &str, spec: &EventSpec, idx: usize) -> Result<Event, Event
             None => {
                 let known: Vec<&str> = SOFTWARE_EVENTS.iter().map(|(s, _)| *s).collect();
                 return Err(name_err(format!(
-                    "unknown event (known: {SWTRACE_PMU}//, uevent, uevent:TYPE, probe:FUNC, {})",
+                    "unknown event (known: {SWTRACE_PMU}//, {UEVENT_AUX_PMU}//, uevent, uevent:TYPE, probe:FUNC, {})",
                     known.join(", ")
                 )));
             }

@@ -6,7 +6,7 @@
 
 use perfaux_abi::attr::{AttrFlags, PerfEventAttr};
 use perfaux_abi::consts::*;
-use perfaux_core::pmus::{PROBE_TYPE, SWTRACE_TYPE, UEVENT_TYPE};
+use perfaux_core::pmus::{PROBE_TYPE, SWTRACE_TYPE, UEVENT_AUX_TYPE, UEVENT_TYPE};
 
 use crate::events::{Event, EventKind};
 use crate::uevent::UEVENT_EVENT_NAME;
@@ -73,6 +73,7 @@ pub fn attrs_for(ev: &Event) -> Result<EventAttrs, String> {
     let mut name = ev.name.clone();
     let mut open = match &ev.kind {
         EventKind::SwTrace => base_attr(SWTRACE_TYPE, 0),
+        EventKind::UeventAux => base_attr(UEVENT_AUX_TYPE, 0),
         EventKind::Uevent { type_: None } => {
             // The stream rides on a dummy event that accepts uevents.
             uevent_stream = true;

@@ -60,6 +60,8 @@ struct ThreadEvents {
     data: Mmap,
     /// The AUX mapping and the index of the AUX event in `fds`.
     aux: Option<(Mmap, usize)>,
+    /// The AUX event is `uevent_aux` (a uevent log, not a software trace).
+    log_aux: bool,
 }
 
 struct Session<'a> {
@@ -97,16 +99,13 @@ impl Session<'_> {
         }
         // The buffer belongs to the AUX event if there is one (its AUX area
         // hangs off the buffer), else to the first event.
-        let owner = evs
-            .iter()
-            .position(|e| e.kind == EventKind::SwTrace)
-            .unwrap_or(0);
+        let owner = evs.iter().position(|e| e.kind.is_aux()).unwrap_or(0);
         let page = page_size() as u64;
         let data_pages = (self.cfg.data_size / page) as usize;
         let data = fds[owner]
             .mmap(0, 1 + data_pages, Prot::READ_WRITE)
             .map_err(|e| open_err(&evs[owner].text, tid, format!("mmap of the data area: {e}")))?;
-        let aux = if evs[owner].kind == EventKind::SwTrace {
+        let aux = if evs[owner].kind.is_aux() {
             let aux_off = (1 + data_pages as u64) * page;
             data.set_aux_area(aux_off, self.cfg.aux_size)
                 .map_err(|e| open_err(&evs[owner].text, tid, e))?;
@@ -131,11 +130,13 @@ impl Session<'_> {
                     .map_err(|e| open_err(&evs[i].text, tid, format!("SET_OUTPUT: {e}")))?;
             }
         }
+        let log_aux = evs[owner].kind == EventKind::UeventAux;
         Ok(ThreadEvents {
             tid,
             fds,
             data,
             aux,
+            log_aux,
         })
     }
 
@@ -276,7 +277,11 @@ impl Session<'_> {
                     cpu: u32::MAX,
                     tid: t.tid as u32,
                     aux_offset: got.offset,
-                    kind: ChunkKind::Trace,
+                    kind: if t.log_aux {
+                        ChunkKind::UeventLog
+                    } else {
+                        ChunkKind::Trace
+                    },
                     flags: 0,
                     bytes: got.data.to_vec(),
                 });
@@ -372,7 +377,11 @@ impl Session<'_> {
                     cpu: u32::MAX,
                     tid: t.tid as u32,
                     aux_offset: snap.offset,
-                    kind: ChunkKind::Snapshot,
+                    kind: if t.log_aux {
+                        ChunkKind::UeventLog
+                    } else {
+                        ChunkKind::Snapshot
+                    },
                     flags: if snap.wrapped {
                         PERF_AUX_FLAG_OVERWRITE as u32
                     } else {

@@ -116,6 +116,8 @@ fn names_resolve_to_kinds_and_terms_apply() {
     )
     .unwrap();
     assert_eq!(v[0].kind, EventKind::SwTrace);
+    let u = resolve_events(&args(&["uevent_aux//"]), None).unwrap();
+    assert!(u[0].kind.is_aux());
     assert_eq!(v[0].aux_action, AuxAction::START_PAUSED);
     assert_eq!(v[1].kind, EventKind::Probe { func: "fib".into() });
     assert_eq!((v[1].period, v[1].name.as_str()), (Some(3), "fibs"));
