@@ -17,7 +17,7 @@ fn report(args: &ReportArgs, verbose: bool) -> Result<(), CliError> {
     }
     let stdout = std::io::stdout().lock();
     let mut out = BufWriter::with_capacity(1 << 16, stdout);
-    let mut progress = Progress::new("report -D", verbose);
+    let mut progress = Progress::new("report -D", verbose, true);
     let shown = args.input.to_string_lossy();
     perfaux::dump::dump(&args.input, &shown, &mut out, &mut progress)?;
     Ok(())
@@ -26,13 +26,13 @@ fn report(args: &ReportArgs, verbose: bool) -> Result<(), CliError> {
 fn script(args: &ScriptArgs, verbose: bool) -> Result<(), CliError> {
     let stdout = std::io::stdout().lock();
     let mut out = BufWriter::with_capacity(1 << 16, stdout);
-    let mut progress = Progress::new("script", verbose);
+    let mut progress = Progress::new("script", verbose, true);
     perfaux::script::script(&args.input, args.call_trace, &mut out, &mut progress)
 }
 
 fn record(args: &RecordArgs, verbose: bool) -> Result<(), CliError> {
     let cfg = RecordConfig::from_args(args, verbose)?;
-    let mut progress = Progress::new("record", verbose);
+    let mut progress = Progress::new("record", verbose, false);
     let summary = perfaux::record::record(&cfg, &mut progress)?;
     progress.done();
     eprint!("{}", summary.lines(&cfg.output));
