@@ -14,11 +14,14 @@ pub struct Progress {
 
 impl Progress {
     /// Progress for `what`; shown if stderr is a terminal or `verbose`.
-    pub fn new(what: &'static str, verbose: bool) -> Self {
+    /// A command whose output goes to stdout (`stdout_is_output`) shows no
+    /// progress on a terminal that also shows that output.
+    pub fn new(what: &'static str, verbose: bool, stdout_is_output: bool) -> Self {
         let tty = std::io::stderr().is_terminal();
+        let clash = stdout_is_output && std::io::stdout().is_terminal();
         Progress {
             what,
-            enabled: tty || verbose,
+            enabled: verbose || (tty && !clash),
             tty,
             last: None,
             shown: false,
