@@ -31,7 +31,9 @@
 //!   size       u64   number of trace bytes that follow
 //!   kind       u32   0 = software trace data, 1 = software trace snapshot (-S),
 //!                    2 = uevent log (the `uevent_aux` PMU's AUX area, full or snapshot)
-//!   flags      u32   PERF_RECORD_AUX flags of the data (TRUNCATED, OVERWRITE...)
+//!   flags      u32   PERF_AUX_FLAG_OVERWRITE (0x2) on a snapshot whose area had
+//!                    wrapped: its first bytes start mid-stream (the decoder
+//!                    resynchronizes); 0 otherwise
 //!   bytes      size bytes, then zeros to a multiple of 8
 //! ```
 //!
