@@ -144,30 +144,32 @@ pub fn reserve_with<R: Rmw>(
     check_space: bool,
     backward: bool,
 ) -> Option<Reserved> {
-    let mut cur = state.load(Ordering::Relaxed);
     loop {
+        // (A): pairs with the consumer's Release store of data_tail. The
+        // tail is loaded before the state word: a tail the consumer took
+        // from a published head then happens-before this load of the state,
+        // so the position read is at least that head. (Loaded the other way
+        // round, a stale position under a newer tail looks like a full ring
+        // on weakly ordered CPUs, and a record is dropped for nothing: the
+        // loom check found this.)
+        let tail = if check_space {
+            data_tail.load(Ordering::Acquire)
+        } else {
+            0
+        };
+        let cur = state.load(Ordering::Relaxed);
         let nest = state_nest(cur);
         if nest == NEST_MAX {
             return None;
         }
         let pos = state_pos(cur);
-        // (A): pairs with the consumer's Release store of data_tail.
-        if check_space
-            && !has_space(
-                pos,
-                data_tail.load(Ordering::Acquire),
-                data_size,
-                size,
-                backward,
-            )
-        {
+        if check_space && !has_space(pos, tail, data_size, size, backward) {
             return None;
         }
         let end = (pos + size) & POS_MASK;
         let new = ((nest + 1) << POS_BITS) | end;
-        match R::cas(state, cur, new, Ordering::Relaxed) {
-            Ok(_) => return Some(Reserved { start: pos, end }),
-            Err(seen) => cur = seen,
+        if R::cas(state, cur, new, Ordering::Relaxed).is_ok() {
+            return Some(Reserved { start: pos, end });
         }
     }
 }

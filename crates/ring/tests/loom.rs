@@ -15,7 +15,16 @@
 //!     cargo test -p perfaux-ring --release --test loom
 //! ```
 //!
-//! (under a minute with `LOOM_MAX_PREEMPTIONS` at its default here, 2).
+//! (about a second, with the preemption bound at 2).
+//!
+//! It has teeth: it found that `reserve` loaded the state word before
+//! `data_tail`, so that on a weakly ordered CPU a stale position under a
+//! newer tail looked like a full ring (fixed: the tail is loaded first),
+//! and it fails if `leave` publishes while another writer is in flight, if
+//! the `data_head` CAS is `Relaxed`, or if the consumer loads `data_head`
+//! `Relaxed`. (Weakening `leave`'s `AcqRel` to `Release` is not caught:
+//! loom carries the release sequence of a read-modify-write chain into
+//! later RMWs more generously than the C++ model does.)
 
 #![cfg(loom)]
 
@@ -105,6 +114,9 @@ fn published_words_are_visible_with_a_nested_and_a_concurrent_writer() {
         let t3 = loom::thread::spawn(move || {
             r3.write(3, 1, || {});
         });
+        // Let the writers run before the first read (loom's scheduler does
+        // not otherwise move a load of data_head after their CAS on it).
+        loom::thread::yield_now();
         let tail = consume(&ring, 0);
         t1.join().unwrap();
         t3.join().unwrap();
