@@ -42,9 +42,40 @@ fn judged_by_perf(file: &Path, cap: Captured) -> String {
         "one PERF_RECORD line per record"
     );
     assert_eq!(lines, record_lines(&ours.stdout));
+    // Beyond offsets: every line perf prints (record headers, fields, the
+    // thread and dso lines, the stats) is perfaux's too, in perf's words;
+    // perfaux adds only its hex views of AUX data and its trace section.
+    assert_eq!(
+        comparable(&d.stdout),
+        comparable(&ours.stdout),
+        "dump lines differ from perf's"
+    );
     let sc = perfaux(&["script", "-i", f]);
     assert_eq!(sc.code, 0, "{}", sc.stderr);
     ours.stdout
+}
+
+/// The lines of a dump that perf prints too, sorted (perf orders records
+/// by time, perfaux by file offset).
+fn comparable(text: &str) -> Vec<String> {
+    const OURS_ONLY: [&str; 7] = [
+        ". ... AUX sample: ",
+        ". ... uevent type: ",
+        ". ... raw sample: ",
+        "perfaux trace section at ",
+        "trace event id: ",
+        "snapshot event id: ",
+        "uevent-log event id: ",
+    ];
+    let mut v: Vec<String> = text
+        .lines()
+        .filter(|l| {
+            !l.is_empty() && !l.starts_with(".  ") && !OURS_ONLY.iter().any(|p| l.starts_with(p))
+        })
+        .map(str::to_string)
+        .collect();
+    v.sort();
+    v
 }
 
 fn count(rows: &[(String, u64)], name: &str) -> u64 {
