@@ -95,3 +95,48 @@ fn call_trace_holds_exactly_the_calls_inside_resume_pause_windows() {
         assert_eq!(calls, &want, "thread {tid}");
     }
 }
+
+/// Seed 004's flight recorder: with `-Se` and a small AUX area that wraps
+/// many times, the snapshot at exit holds the newest calls of each thread:
+/// its call trace ends with the last request's `send_response`, and holds
+/// far fewer requests than were served.
+#[test]
+fn snapshot_call_trace_ends_with_the_newest_calls() {
+    let dir = tempdir();
+    let requests = 1500;
+    let n = requests.to_string();
+    let (f, _) = record(
+        dir.path(),
+        "fr.data",
+        &["-Se", "-m", ",16K", "--requests", &n],
+    );
+    let r = perfaux(&["script", "--call-trace", "-i", path_str(&f)]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let mut by_tid: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+    for line in r.stdout.lines() {
+        let (head, body) = line.split_once(": ").expect("comm tid [cpu] time: body");
+        let tid: u32 = head
+            .split_whitespace()
+            .nth(1)
+            .expect("tid")
+            .parse()
+            .expect("tid number");
+        by_tid.entry(tid).or_default().push(body.trim().to_string());
+    }
+    assert_eq!(by_tid.len(), perfaux::workload::WORKERS);
+    for (tid, calls) in &by_tid {
+        let last = calls
+            .iter()
+            .rfind(|c| !c.starts_with("tr "))
+            .expect("a call");
+        assert_eq!(
+            last, "send_response",
+            "thread {tid}: the newest call is the last request's response"
+        );
+        let served = calls.iter().filter(|c| *c == "serve_request").count();
+        assert!(
+            served > 0 && served < requests as usize / 10,
+            "thread {tid}: {served} requests in 16 KiB"
+        );
+    }
+}
