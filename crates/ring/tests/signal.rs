@@ -72,8 +72,8 @@ fn run(which: usize, per_thread: bool) {
     let r = unsafe { libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut()) };
     assert_eq!(r, 0);
     ACTIVE.store(which as u64, Ordering::SeqCst);
-    const WRITES: u64 = 50_000;
-    const HANDLER_WRITES: u64 = 500;
+    const WRITES: u64 = 20_000;
+    const HANDLER_WRITES: u64 = 200;
     let done = Arc::new(AtomicBool::new(false));
     let (tid_tx, tid_rx) = std::sync::mpsc::channel();
     let writer = {
