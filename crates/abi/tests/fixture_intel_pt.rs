@@ -1,4 +1,4 @@
-//! Real kernel records: the Intel PT recording in /work/shared/fixtures
+//! Real kernel records: the Intel PT recording in the project's shared fixtures
 //! (perf 4.14, Skylake; see the fixtures README). Every kernel record of the
 //! file is parsed with the attr it belongs to and written back, and must come
 //! out byte for byte as the kernel (or perf's synthesizer) wrote it. A few
@@ -16,7 +16,14 @@ use perfaux_abi::raw::RawData;
 use perfaux_abi::records::{EncodeRecord, Record};
 use perfaux_abi::{Endianness, PerfEventHeader};
 
-const FILE: &str = "/work/shared/fixtures/intel_pt/perf.data.intel_pt-4.14";
+/// The fixture, in shared/ beside the repository (or under $PERFAUX_FIXTURES).
+fn fixture_file() -> std::path::PathBuf {
+    let dir = match std::env::var_os("PERFAUX_FIXTURES") {
+        Some(p) => std::path::PathBuf::from(p),
+        None => std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures"),
+    };
+    dir.join("intel_pt/perf.data.intel_pt-4.14")
+}
 const LE: Endianness = Endianness::Little;
 
 fn u64_at(b: &[u8], off: usize) -> u64 {
@@ -55,7 +62,8 @@ fn attrs(file: &[u8]) -> (Attrs, usize, usize) {
 
 #[test]
 fn every_kernel_record_parses_and_re_encodes_byte_for_byte() {
-    let file = std::fs::read(FILE).expect("fixture present");
+    let file = std::fs::read(fixture_file())
+        .expect("fixture present: shared/ must sit beside the repository");
     let (attrs, data_off, data_size) = attrs(&file);
     assert_eq!(attrs.infos.len(), 4);
     let data = &file[data_off..data_off + data_size];
@@ -146,7 +154,8 @@ fn every_kernel_record_parses_and_re_encodes_byte_for_byte() {
 
 #[test]
 fn values_match_perf_report_dump() {
-    let file = std::fs::read(FILE).expect("fixture present");
+    let file = std::fs::read(fixture_file())
+        .expect("fixture present: shared/ must sit beside the repository");
     let (attrs, _, _) = attrs(&file);
     let at = |file_off: usize| {
         let h = PerfEventHeader::parse(file[file_off..file_off + 8].try_into().unwrap(), LE);

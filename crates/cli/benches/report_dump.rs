@@ -9,7 +9,14 @@ use std::process::{Command, Stdio};
 use criterion::{Criterion, criterion_group, criterion_main};
 
 const PERFAUX: &str = env!("CARGO_BIN_EXE_perfaux");
-const FIXTURE: &str = "/work/shared/fixtures/intel_pt/perf.data.intel_pt-4.14";
+/// The Intel PT fixture in shared/, beside the repository (or under $PERFAUX_FIXTURES).
+fn fixture() -> PathBuf {
+    let dir = match std::env::var_os("PERFAUX_FIXTURES") {
+        Some(p) => PathBuf::from(p),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures"),
+    };
+    dir.join("intel_pt/perf.data.intel_pt-4.14")
+}
 
 fn run(cmd: &str, file: &Path, home: &Path) {
     let st = Command::new(cmd)
@@ -40,10 +47,7 @@ fn bench(c: &mut Criterion) {
     let home = dir.path().join("home");
     std::fs::create_dir_all(&home).expect("home");
     let big = recorded(dir.path());
-    for (label, file) in [
-        ("intel_pt-fixture", PathBuf::from(FIXTURE)),
-        ("workload-20000", big),
-    ] {
+    for (label, file) in [("intel_pt-fixture", fixture()), ("workload-20000", big)] {
         let mut g = c.benchmark_group(format!("report-D/{label}"));
         g.sample_size(10);
         g.bench_function("perfaux", |b| b.iter(|| run(PERFAUX, &file, &home)));

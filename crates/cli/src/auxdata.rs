@@ -6,9 +6,9 @@
 //! perf 6.1 accepts PERF_RECORD_AUXTRACE_INFO and PERF_RECORD_AUXTRACE only
 //! for the AUX PMUs it decodes (Intel PT, BTS, CoreSight, SPE, ...): with an
 //! unknown type it fails with `failed to process type: 70` and `perf script`
-//! exits 234 (/work/coord/perf61-facts.md, facts 1 and 2). An unknown feature
+//! exits 234 (docs/PERF-COMPAT.md). An unknown feature
 //! bit in a file-mode perf.data, on the other hand, is skipped silently by
-//! `perf report -D`, `perf script` and `--header-only` (fact 5). So the
+//! `perf report -D`, `perf script` and `--header-only`. So the
 //! trace bytes go into a feature section that only perfaux reads, written
 //! when the file is finished, while the PERF_RECORD_AUX and ITRACE_START
 //! records that describe them stay in the record stream where perf shows

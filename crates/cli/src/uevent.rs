@@ -4,8 +4,8 @@
 //! (seed 002: `{ u32 type; u32 size; char data[size]; padding to 8 }`).
 //!
 //! perf 6.1 refuses the seed's own record type ("failed to process type",
-//! /work/coord/perf61-facts.md fact 2) but prints BPF output samples with a
-//! hex dump of RAW (fact 4), so the body goes there unchanged and perfaux's
+//! docs/PERF-COMPAT.md) but prints BPF output samples with a
+//! hex dump of RAW, so the body goes there unchanged and perfaux's
 //! reader rebuilds the exact PERF_RECORD_UEVENT from it.
 
 use perfaux_abi::raw::RawData;

@@ -2,7 +2,7 @@
 //! `perf report -D` and `perf script` exit 0 with nothing on stderr, and
 //! the record counts perf prints (its "Aggregated stats" table) equal
 //! perfaux's own (its `report -D` table and record's summary line).
-//! The rules are /work/coord/perf61-facts.md's; the modes are the task's:
+//! The rules are docs/PERF-COMPAT.md's; the modes are the task's:
 //! full trace, snapshot (-S with SIGUSR2, -Se), AUX sample, pause/resume
 //! via aux-action, uevents.
 

@@ -1,8 +1,7 @@
 //! The attrs `record` opens for each event, and the attrs it writes into
-//! perf.data for them (/work/coord/perf61-facts.md: exclude_kernel and
-//! exclude_hv (fact 6), sample_id_all and PERF_SAMPLE_IDENTIFIER in every
-//! attr (fact 7), at most 128 bytes (fact 8), uevents as BPF output samples
-//! (fact 4)).
+//! perf.data for them (docs/PERF-COMPAT.md: exclude_kernel and
+//! exclude_hv, sample_id_all and PERF_SAMPLE_IDENTIFIER in every
+//! attr, at most 128 bytes, uevents as BPF output samples).
 
 use perfaux_abi::attr::{AttrFlags, PerfEventAttr};
 use perfaux_abi::consts::*;
