@@ -19,6 +19,48 @@
 //! of its own, it takes the event's id and `sample_id` from the caller
 //! (`PERF_RECORD_LOST`, [`LostInfo`]) or hands the fields back for the
 //! caller to write (`PERF_RECORD_AUX`, [`AuxRecord`]).
+//!
+//! # Writers
+//!
+//! [`PerfBuffer::new`] takes writers on any thread, and signal handlers
+//! interrupting them (the kernel's NMIs); [`PerfBuffer::new_per_thread`]
+//! (unsafe: one thread and its signal handlers only) is the kernel's
+//! per-CPU case and uses its cheaper `local_t` operations. Both are
+//! lock-free and allocate nothing, so both may be used from a signal
+//! handler. The protocol and its memory-ordering argument are in
+//! [`protocol`].
+//!
+//! # A typical use
+//!
+//! ```
+//! use std::sync::Arc;
+//! use perfaux_abi::ByteSink;
+//! use perfaux_ring::{DataConfig, LostInfo, PerfBuffer, PerfMmap, RingLayout, RingMemory};
+//!
+//! let mem = Arc::new(RingMemory::heap(RingLayout::new(8, 0)?)?);
+//! let rb = PerfBuffer::new(mem.clone(), DataConfig::default())?;
+//! let mut md = PerfMmap::new(mem);
+//! let record = perfaux_abi::PerfEventHeader::new(9, 0, 16).to_native_u64();
+//! let mut h = rb.output_begin(16, &LostInfo { id: 1, sample_id: &[] }).expect("room");
+//! h.put(&record.to_ne_bytes());
+//! h.put(&42u64.to_ne_bytes());
+//! h.end();
+//! let records: Vec<_> = md.read_records()?.collect::<Result<_, _>>()?;
+//! assert_eq!(records[0].body(), &42u64.to_ne_bytes());
+//! # Ok::<(), perfaux_ring::RingError>(())
+//! ```
+//!
+//! # Tests
+//!
+//! `cargo test -p perfaux-ring` runs the unit, property, two-process,
+//! signal-handler, real-kernel (skipped with a printed reason where
+//! `perf_event_open` is refused) and hand-stepped model tests. The loom
+//! check of the memory orderings needs `--cfg loom`:
+//!
+//! ```text
+//! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=/work/targets/ring-loom \
+//!     cargo test -p perfaux-ring --release --test loom
+//! ```
 
 pub mod error;
 pub mod layout;

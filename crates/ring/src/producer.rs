@@ -25,7 +25,9 @@
 //!   for a `PERF_RECORD_LOST { id, lost }` in front of its own record and
 //!   writes it with the count it takes (`local_xchg(&rb->lost, 0)`). The
 //!   ring does not know the event, so the caller passes the event's id and
-//!   its `sample_id` trailer in [`LostInfo`].
+//!   its `sample_id` trailer in [`LostInfo`]. As in the kernel, two writers
+//!   that both saw a count may both reserve a LOST record and the second
+//!   one then says `lost = 0`; the sum over all LOST records is exact.
 //! - **Overwrite** (the consumer mapped the data area read-only, so
 //!   `RING_BUFFER_WRITABLE` is clear): `data_tail` is ignored and old
 //!   records are overwritten. **write_backward**: the head moves down and
@@ -545,6 +547,11 @@ impl ByteSink for OutputHandle<'_> {
 impl Drop for OutputHandle<'_> {
     #[inline(always)]
     fn drop(&mut self) {
+        if self.remaining != 0 {
+            // A caller that wrote less than it reserved: publish zeros, not
+            // the stale bytes of an older record that could parse as one.
+            self.put_zeros(self.remaining);
+        }
         self.rb.put_handle(self.wakeup);
     }
 }

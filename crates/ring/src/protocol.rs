@@ -48,7 +48,10 @@
 //! Here: (A) is an `Acquire` load of `data_tail` in [`reserve`] (Rust has no
 //! control-dependency ordering), pairing with the consumer's `Release` store
 //! of `data_tail` in [`store_tail`] (D): bytes the consumer read before
-//! giving them back happen-before the producer overwrites them. (B) is the
+//! giving them back happen-before the producer overwrites them. The tail is
+//! loaded before the state word, so the position compared with it is at
+//! least the head the consumer took it from (the other order can see a
+//! stale position under a newer tail and call a ring full that is not). (B) is the
 //! `Release` half of every writer's `fetch_sub` in [`leave`] plus the
 //! `Release` CAS in [`publish`]: a writer's data stores are released by its
 //! `fetch_sub`; the publishing writer's `fetch_sub` is `AcqRel` and, since
@@ -58,6 +61,10 @@
 //! of `data_head` in [`load_head`]. A signal handler interrupting a writer
 //! is just one more writer with its own reservation: nothing here blocks,
 //! allocates or depends on which writer finishes first.
+//!
+//! Written by hand because no crate implements the perf ring's layout and
+//! protocol (the bytes are the kernel ABI's; generic SPSC/MPSC queues lay
+//! out their memory their own way).
 //!
 //! # Limits
 //!

@@ -8,7 +8,8 @@
 //! if the ring has one, writes 1 to an eventfd so a consumer in another
 //! process can `poll()` it. All three are async-signal-safe: atomics and
 //! the `futex`/`write` system calls, and the futex call is skipped when
-//! nobody waits.
+//! nobody waits. Hand-written because the waking side runs in signal
+//! handlers: the usual notification crates allocate or take locks there.
 
 use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, Ordering};

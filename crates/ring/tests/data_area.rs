@@ -364,3 +364,18 @@ fn threads_writing_one_ring_lose_nothing_unaccounted() {
     assert_eq!(seen, ok);
     assert_eq!(seen + lost, WRITERS * PER);
 }
+
+#[test]
+fn bytes_reserved_but_not_written_are_published_as_zeros() {
+    // A record that claims 32 bytes, of which the caller wrote 16: the rest
+    // must not be an older record's bytes.
+    let (rb, mut md) = ring(1, DataConfig::default());
+    rb.output_record(&record(0, 0, 64), &NO_LOST).unwrap();
+    drain(&mut md);
+    let mut h = rb.output_begin(32, &NO_LOST).unwrap();
+    h.put(&record(0, 1, 32)[..16]);
+    drop(h);
+    let got = drain(&mut md);
+    assert_eq!(&got[0][..16], &record(0, 1, 32)[..16]);
+    assert_eq!(&got[0][16..], &[0u8; 16]);
+}

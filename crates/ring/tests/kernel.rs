@@ -191,3 +191,33 @@ fn a_kernel_write_backward_ring_reads_as_an_overwrite_snapshot() {
     );
     ioctl(&fd, PERF_EVENT_IOC_PAUSE_OUTPUT, 0);
 }
+
+#[test]
+fn an_aux_mapping_of_a_pmu_without_aux_is_a_clean_error() {
+    // rb_alloc_aux(): a PMU without setup_aux gives -EOPNOTSUPP (UPSTREAM.md
+    // sec. 3); the consumer reports it, after writing aux_offset/aux_size
+    // into the user page as perf does.
+    let Some(fd) = open_or_skip(&attr(false)) else {
+        return;
+    };
+    let aux = perfaux_ring::KernelAux {
+        pages: 4,
+        writable: true,
+    };
+    match RingMemory::kernel(fd.as_fd(), 2, true, Some(aux)) {
+        Err(perfaux_ring::RingError::Os { what, errno }) => {
+            assert_eq!(what, "mmap of the perf event AUX area");
+            assert_eq!(errno, perfaux_abi::errno::EOPNOTSUPP);
+        }
+        other => panic!("expected EOPNOTSUPP, got {other:?}"),
+    }
+    // Overwrite AUX needs the data area writable to set aux_offset/size.
+    let aux = perfaux_ring::KernelAux {
+        pages: 4,
+        writable: false,
+    };
+    assert!(matches!(
+        RingMemory::kernel(fd.as_fd(), 2, false, Some(aux)),
+        Err(perfaux_ring::RingError::ReadOnly { .. })
+    ));
+}
