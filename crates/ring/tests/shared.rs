@@ -2,14 +2,16 @@
 //! process and a reader process that maps the same file and validates the
 //! layout it finds in the user page.
 
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use perfaux_abi::mmap_page::offsets;
 use perfaux_abi::{Endianness, PerfEventHeader};
-use perfaux_ring::{DataConfig, LostInfo, PerfBuffer, PerfMmap, RingError, RingLayout, RingMemory};
+use perfaux_ring::{
+    DataConfig, LostInfo, PerfBuffer, PerfMmap, RingError, RingLayout, RingMemory, Wakeup,
+};
 
 const RECORDS: u64 = 20_000;
 
@@ -68,7 +70,13 @@ impl Drop for KillOnDrop {
 fn a_writer_process_and_a_reader_process_lose_nothing() {
     let layout = RingLayout::new(2, 0).unwrap();
     let mem = Arc::new(RingMemory::shared(layout).unwrap());
-    let rb = PerfBuffer::new(mem.clone(), DataConfig::default()).unwrap();
+    // Watermark wakeups reach the reader process through an eventfd.
+    let wakeup = Arc::new(Wakeup::with_eventfd().unwrap());
+    let config = DataConfig {
+        wakeup_watermark: 2048,
+        ..DataConfig::default()
+    };
+    let rb = PerfBuffer::with_wakeup(mem.clone(), config, wakeup.clone()).unwrap();
     let fd = dup(mem.shared_fd().unwrap());
     let parent = std::process::id() as libc::pid_t;
     // SAFETY: the child runs only writer_child, which allocates nothing and
@@ -85,9 +93,25 @@ fn a_writer_process_and_a_reader_process_lose_nothing() {
     assert_eq!(*reader.layout(), layout);
     let mut md = PerfMmap::new(reader);
     let mut next = 0u64;
+    let mut wakeups = 0u64;
     let deadline = Instant::now() + Duration::from_secs(30);
+    let efd = wakeup.eventfd().unwrap();
     while next < RECORDS {
         assert!(Instant::now() < deadline, "stuck at record {next}");
+        // Sleep until the writer crosses a watermark (or 10 ms pass: the
+        // last records may not cross one).
+        let mut pfd = libc::pollfd {
+            fd: efd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, for the duration of the call.
+        if unsafe { libc::poll(&mut pfd, 1, 10) } == 1 {
+            let mut count = [0u8; 8];
+            if rustix::io::read(efd, &mut count).is_ok() {
+                wakeups += u64::from_ne_bytes(count);
+            }
+        }
         for r in md.read_records().unwrap() {
             let r = r.unwrap();
             let seq = u64::from_ne_bytes(r.body()[..8].try_into().unwrap());
@@ -96,7 +120,6 @@ fn a_writer_process_and_a_reader_process_lose_nothing() {
             assert!(r.body()[8..].iter().all(|&b| b == seq as u8));
             next += 1;
         }
-        std::thread::yield_now();
     }
     let mut status = 0;
     // SAFETY: waits for our own child.
@@ -107,6 +130,8 @@ fn a_writer_process_and_a_reader_process_lose_nothing() {
         "child status {status:#x}"
     );
     assert!(md.read_records().unwrap().next().is_none());
+    // ~20000 records of 24..80 bytes cross a 2 KiB watermark hundreds of times.
+    assert!(wakeups > 0, "no wakeup reached the reader");
 }
 
 #[test]
