@@ -27,27 +27,51 @@
 //!
 //! # Signal safety (the trace's NMI)
 //!
-//! A signal handler may enter probes while its thread is in the middle of writing a packet. Each
-//! packet is written inside a `busy` section of the thread's state; a probe event that finds the
-//! section busy (it can only be a signal handler on the same thread) writes nothing and is counted
-//! as lost ([`crate::format::LostKind::Nested`]; its return too), reported by a LOST packet before
-//! the next SYNC or, at the end, before STOPPED. While tracing, an ENTER or EXIT and its shadow
-//! stack update are one busy section, so no SYNC ever shows one without the other.
-//! Control calls ([`pause`], [`resume`], [`set_limit`]) made while busy are recorded and applied
-//! when the interrupted packet is complete; [`uninstall`] while busy fails with
-//! [`WriterError::Busy`]. Outside tracing (paused, shadow stack only) the shadow stack is updated
-//! depth-first (the new depth is stored before the frame), so a handler always sees a consistent
-//! prefix and leaves the outer frames alone. [`aux_head`], [`pause`], [`resume`],
-//! [`status`] and [`callchain`] are async-signal-safe; [`install`] and [`enable_shadow_stack`]
-//! allocate the thread's state on its first use and are not, then.
+//! A signal handler runs like the kernel's NMI: between any two instructions of its thread,
+//! never concurrently with it, and to completion before the thread goes on. It may enter probes
+//! and make control calls ([`install`], [`uninstall`], [`pause`], [`resume`], [`set_limit`]).
+//! The protocol is one per-thread `busy` byte:
+//!
+//! - **Every probe event and every control call runs inside a busy section, and reads the
+//!   writer's state (mode, base, mask, limit, head, epoch, paused, installed) only after taking
+//!   it.** `begin` loads `busy`, and if it is 0 stores 1, then a compiler fence keeps every
+//!   state access below the store.
+//! - A handler that runs *before* the store of 1 (also between the load and the store) runs to
+//!   completion first: whatever it changed (even a removed writer, or another region installed)
+//!   is what the interrupted code then reads. Nothing read before `begin` is used after it, so
+//!   there is no stale base, limit or mode. (The earlier protocol read the mode before `begin`:
+//!   a handler's `uninstall` in between made the probe write through the cleared base.)
+//! - A handler that runs *after* the store finds `busy` set: its probe events write nothing and
+//!   are counted lost ([`crate::format::LostKind::Nested`]; their returns too), reported by a
+//!   LOST packet before the next SYNC or, at the end, before STOPPED; [`pause`], [`resume`],
+//!   [`set_limit`] and [`enable_shadow_stack`] are recorded in `pending` and applied (and only
+//!   then validated) by `end`, once the interrupted event is complete; [`install`] and
+//!   [`uninstall`] fail with [`WriterError::Busy`] (the core retries). So nothing the section
+//!   read can change until `end` stores 0.
+//! - `end` stores 0 behind a compiler fence, then applies pending requests, each in its own
+//!   section. A handler after the store of 0 is again the first case.
+//!
+//! Hence an ENTER or EXIT and its shadow stack update are one section (no SYNC ever shows one
+//! without the other), a call opened while paused is on the stack before any SYNC a resume
+//! writes or after it (never half), and a guard's depth and epoch come from the same shadow
+//! stack. The handler may also read: [`aux_head`] (the head is stored after the packet's bytes,
+//! so it is at a packet boundary), [`status`] and [`callchain`] (the shadow stack stores the new
+//! depth before the frame, so a reader sees a consistent prefix) are async-signal-safe;
+//! [`install`] and [`enable_shadow_stack`] allocate the thread's state on its first use and are
+//! not, then. The on_full slow path runs inside the section: probes it enters are lost and
+//! control calls it makes are deferred.
+//!
 //! All fields are atomics accessed with relaxed loads and stores (plain moves on x86_64: no
 //! read-modify-write on the hot path) with compiler fences, which is what makes the signal
-//! handler's view well defined.
+//! handler's view well defined. The crate's tests raise a real signal at each point of this
+//! argument (`writer/signal_tests.rs`, through test-only points) and churn the writer from a
+//! 20 µs timer signal (`tests/signals.rs`).
 //!
 //! # Hot path
 //!
 //! With no writer and no hook: the slot load, the hook-word load, a branch, and a test of the
-//! guard's flags byte on return. Paused: the shadow stack push/pop inline as well. Tracing:
+//! guard's flags byte on return. Paused: the busy section and the shadow stack push/pop inline
+//! as well. Tracing:
 //! read the clock, compare the head with the next SYNC position and the limit, build the packet
 //! in a register ([`format::pack_event`]) and store it with one unaligned 16-byte store when it
 //! does not straddle the end of the region. Only the packet's own bytes are meaningful: up to 15
@@ -255,6 +279,7 @@ const SHADOW_ONLY: u8 = 3;
 const REQ_PAUSE: u32 = 1;
 const REQ_RESUME: u32 = 2;
 const REQ_LIMIT: u32 = 4;
+const REQ_OBSERVE: u32 = 8;
 
 /// Everything the probes of one thread touch. Reached through the thread's slot only, by the
 /// thread itself and its signal handlers.
@@ -401,83 +426,106 @@ impl ThreadTrace {
 
     // ---- the probes' side ----
 
+    /// One probe entry, wholly inside the busy section: the mode (and through it base, mask,
+    /// limit) is read only after `begin`, so no control call from a signal handler can change
+    /// it under the entry (module doc, "Signal safety").
     #[inline(always)]
     pub(crate) fn enter(&self, probe: &'static Probe, flags: u8) -> ProbeGuard {
+        #[cfg(test)]
+        at_point(Point::EnterBefore);
+        if !self.begin() {
+            return self.enter_nested(probe, flags);
+        }
+        #[cfg(test)]
+        at_point(Point::EnterInside);
         let depth = match self.mode.load(Relaxed) {
-            TRACING => match self.trace_enter(probe) {
-                Some(depth) => depth,
-                // A signal handler on a busy writer: its call is neither written nor pushed,
-                // and its return is counted lost too.
-                None => {
-                    return ProbeGuard {
-                        flags: flags | GUARD_LOST,
-                        epoch: self.epoch.load(Relaxed),
-                        ..ProbeGuard::idle(probe)
-                    };
-                }
-            },
+            TRACING => self.trace_enter(probe),
             FULL => {
                 self.count_lost_full();
                 self.shadow.push(probe)
             }
             _ => self.shadow.push(probe),
         };
+        // Read inside the section: the guard and its depth belong to the same shadow stack.
+        let epoch = self.epoch.load(Relaxed);
+        self.end();
         ProbeGuard {
             probe,
             depth,
-            epoch: self.epoch.load(Relaxed),
+            epoch,
             flags: flags | GUARD_OBSERVED,
             _not_send: std::marker::PhantomData,
         }
     }
 
+    /// A signal handler's probe on a busy writer: neither written nor pushed, and its return is
+    /// counted lost too.
+    #[cold]
+    #[inline(never)]
+    fn enter_nested(&self, probe: &'static Probe, flags: u8) -> ProbeGuard {
+        self.count_lost_nested();
+        ProbeGuard {
+            flags: flags | GUARD_LOST,
+            epoch: self.epoch.load(Relaxed),
+            ..ProbeGuard::idle(probe)
+        }
+    }
+
+    /// One probe return, wholly inside the busy section (as [`ThreadTrace::enter`]).
     #[inline(always)]
     pub(crate) fn exit(&self, guard: &ProbeGuard) {
+        #[cfg(test)]
+        at_point(Point::ExitBefore);
+        if !self.begin() {
+            self.exit_nested(guard);
+            return;
+        }
+        #[cfg(test)]
+        at_point(Point::ExitInside);
         // A guard from before the last install belongs to another stream and shadow stack.
+        if self.epoch.load(Relaxed) == guard.epoch {
+            if guard.flags & GUARD_OBSERVED == 0 {
+                self.count_lost_nested();
+            } else {
+                match self.mode.load(Relaxed) {
+                    TRACING => self.trace_exit(),
+                    FULL => self.count_lost_full(),
+                    _ => {}
+                }
+                self.shadow.pop_to(guard.depth);
+            }
+        }
+        self.end();
+    }
+
+    /// A return on a busy writer (a signal handler's call, entered while the writer was busy
+    /// too): counted lost. The interrupted code holds the section, so nothing changes the
+    /// epoch or the stack under this.
+    #[cold]
+    #[inline(never)]
+    fn exit_nested(&self, guard: &ProbeGuard) {
         if self.epoch.load(Relaxed) != guard.epoch {
             return;
         }
-        if guard.flags & GUARD_OBSERVED == 0 {
-            self.count_lost_nested();
-            return;
-        }
-        match self.mode.load(Relaxed) {
-            TRACING => self.trace_exit(guard.depth),
-            FULL => {
-                self.count_lost_full();
-                self.shadow.pop_to(guard.depth);
-            }
-            _ => self.shadow.pop_to(guard.depth),
+        self.count_lost_nested();
+        if guard.flags & GUARD_OBSERVED != 0 {
+            self.shadow.pop_to(guard.depth);
         }
     }
 
-    /// ENTER and the shadow push in one busy section, so that a SYNC written before the ENTER
-    /// shows the stack without the new frame, and a signal handler never sees one without the
-    /// other. None when busy (counted as lost). Out of line: the paused path stays small.
+    /// ENTER then the shadow push (busy held by the caller), so that a SYNC written before the
+    /// ENTER shows the stack without the new frame. Out of line: the paused path stays small.
     #[inline(never)]
-    fn trace_enter(&self, probe: &'static Probe) -> Option<u32> {
-        if !self.begin() {
-            self.count_lost_nested();
-            return None;
-        }
+    fn trace_enter(&self, probe: &'static Probe) -> u32 {
         self.emit_event(probe.current_id());
-        let depth = self.shadow.push(probe);
-        self.end();
-        Some(depth)
+        self.shadow.push(probe)
     }
 
-    /// EXIT then the shadow pop in one busy section (a SYNC before the EXIT still lists the
-    /// returning frame).
+    /// EXIT (busy held by the caller); the caller pops after it, so a SYNC before the EXIT
+    /// still lists the returning frame.
     #[inline(never)]
-    fn trace_exit(&self, depth: u32) {
-        if !self.begin() {
-            self.count_lost_nested();
-            self.shadow.pop_to(depth);
-            return;
-        }
+    fn trace_exit(&self) {
         self.emit_event(0);
-        self.shadow.pop_to(depth);
-        self.end();
     }
 
     #[cold]
@@ -757,8 +805,9 @@ impl ThreadTrace {
         self.mode.store(mode, Relaxed);
     }
 
-    /// Starts observing on this thread (slot set, fresh shadow stack) if it was not.
-    fn observe(&'static self) {
+    /// Starts observing on this thread (slot set, fresh shadow stack) if it was not. Busy
+    /// held by the caller, so that no probe event is between its push and its guard's epoch.
+    fn observe(&self) {
         if slot().is_null() {
             self.epoch
                 .store(self.epoch.load(Relaxed).wrapping_add(1).max(1), Relaxed);
@@ -786,15 +835,24 @@ impl ThreadTrace {
         if req & REQ_RESUME != 0 {
             self.resume_now();
         }
+        if req & REQ_OBSERVE != 0 && self.begin() {
+            self.observe();
+            self.end();
+        }
     }
 
+    /// Control calls check the state only inside the busy section: a handler that ran before
+    /// `begin` may have changed it (module doc, "Signal safety").
     fn pause_now(&self) -> bool {
-        if !self.installed.load(Relaxed) || self.paused.load(Relaxed) {
-            return false;
-        }
+        #[cfg(test)]
+        at_point(Point::ControlBefore);
         if !self.begin() {
             self.pending.fetch_or(REQ_PAUSE, Relaxed);
             return true;
+        }
+        if !self.installed.load(Relaxed) || self.paused.load(Relaxed) {
+            self.end();
+            return false;
         }
         if self.mode.load(Relaxed) == TRACING {
             self.write_boundary(format::PAUSED);
@@ -806,12 +864,15 @@ impl ThreadTrace {
     }
 
     fn resume_now(&self) -> bool {
-        if !self.installed.load(Relaxed) || !self.paused.load(Relaxed) {
-            return false;
-        }
+        #[cfg(test)]
+        at_point(Point::ControlBefore);
         if !self.begin() {
             self.pending.fetch_or(REQ_RESUME, Relaxed);
             return true;
+        }
+        if !self.installed.load(Relaxed) || !self.paused.load(Relaxed) {
+            self.end();
+            return false;
         }
         self.paused.store(false, Relaxed);
         self.update_mode();
@@ -838,18 +899,34 @@ impl ThreadTrace {
         }
     }
 
+    /// Validates and applies a new limit; deferred (and validated when applied) when it
+    /// interrupts a packet.
     fn set_limit_now(&self, limit: u64) -> Result<(), WriterError> {
-        if !self.installed.load(Relaxed) {
-            return Err(WriterError::NotInstalled);
-        }
-        if self.limit.load(Relaxed) == u64::MAX {
-            // Overwrite mode has no limit to move.
-            return Ok(());
-        }
+        #[cfg(test)]
+        at_point(Point::ControlBefore);
         if !self.begin() {
             self.pending_limit.store(limit, Relaxed);
             self.pending.fetch_or(REQ_LIMIT, Relaxed);
             return Ok(());
+        }
+        if !self.installed.load(Relaxed) {
+            self.end();
+            return Err(WriterError::NotInstalled);
+        }
+        if self.limit.load(Relaxed) == u64::MAX {
+            // Overwrite mode has no limit to move.
+            self.end();
+            return Ok(());
+        }
+        let head = self.head.load(Relaxed);
+        let size = self.mask.load(Relaxed) + 1;
+        if limit < head || limit - head > size {
+            self.end();
+            return Err(WriterError::BadLimit {
+                limit,
+                head,
+                size: size as usize,
+            });
         }
         self.limit.store(limit, Relaxed);
         self.update_fast_end();
@@ -888,11 +965,20 @@ impl ThreadTrace {
 /// starts with a SYNC at once.
 pub fn install(config: WriterConfig) -> Result<(), WriterError> {
     let tt = thread_trace().ok_or(WriterError::NotInstalled)?;
+    // The whole setup is one busy section: a handler's probes on this thread are counted lost
+    // meanwhile, its control calls deferred (pause, resume, set_limit) or refused (install,
+    // uninstall), so it never sees a half-built writer.
+    if !tt.begin() {
+        return Err(WriterError::Busy);
+    }
+    let result = install_busy(tt, config);
+    tt.end();
+    result
+}
+
+fn install_busy(tt: &'static ThreadTrace, config: WriterConfig) -> Result<(), WriterError> {
     if tt.installed.load(Relaxed) {
         return Err(WriterError::AlreadyInstalled);
-    }
-    if tt.busy.load(Relaxed) != 0 {
-        return Err(WriterError::Busy);
     }
     if config.sync_period < 128 {
         return Err(WriterError::BadSyncPeriod(config.sync_period));
@@ -931,15 +1017,13 @@ pub fn install(config: WriterConfig) -> Result<(), WriterError> {
     tt.reported_nested.store(0, Relaxed);
     tt.reported_full.store(0, Relaxed);
     tt.syncs.store(0, Relaxed);
-    tt.pending.store(0, Relaxed);
     tt.paused.store(config.start_paused, Relaxed);
     tt.full_stopped.store(false, Relaxed);
     tt.installed.store(true, Relaxed);
     tt.observe();
     tt.update_mode();
-    if tt.mode.load(Relaxed) == TRACING && tt.begin() {
+    if tt.mode.load(Relaxed) == TRACING {
         tt.write_resume_sync(false);
-        tt.end();
     }
     Ok(())
 }
@@ -948,11 +1032,15 @@ pub fn install(config: WriterConfig) -> Result<(), WriterError> {
 /// space) and returns the final counters; `aux_head` is the end of the stream.
 pub fn uninstall() -> Result<WriterStatus, WriterError> {
     let tt = existing().ok_or(WriterError::NotInstalled)?;
-    if !tt.installed.load(Relaxed) {
-        return Err(WriterError::NotInstalled);
-    }
+    #[cfg(test)]
+    at_point(Point::ControlBefore);
     if !tt.begin() {
         return Err(WriterError::Busy);
+    }
+    // Checked inside the section: a handler may have removed the writer just before it.
+    if !tt.installed.load(Relaxed) {
+        tt.end();
+        return Err(WriterError::NotInstalled);
     }
     // Drops not reported yet go into the stream before its end.
     let room = (2 * format::MAX_LOST + format::MAX_BOUNDARY) as u64;
@@ -969,9 +1057,9 @@ pub fn uninstall() -> Result<WriterStatus, WriterError> {
     tt.update_mode();
     let status = tt.status();
     tt.base.store(ptr::null_mut(), Relaxed);
-    tt.end();
-    tt.pending.store(0, Relaxed);
     tt.unobserve_if_idle();
+    // Requests deferred during the section find no writer when applied.
+    tt.end();
     Ok(status)
 }
 
@@ -992,17 +1080,9 @@ pub fn resume() -> bool {
 /// Gives a stopped or running full-trace writer space up to `limit` (perf_aux_output_begin's
 /// new handle). A writer stopped for lack of space writes LOST and SYNC and continues.
 pub fn set_limit(limit: u64) -> Result<(), WriterError> {
-    let tt = existing().ok_or(WriterError::NotInstalled)?;
-    let head = tt.head.load(Relaxed);
-    let size = tt.mask.load(Relaxed) + 1;
-    if tt.installed.load(Relaxed) && (limit < head || limit - head > size) {
-        return Err(WriterError::BadLimit {
-            limit,
-            head,
-            size: size as usize,
-        });
-    }
-    tt.set_limit_now(limit)
+    existing()
+        .ok_or(WriterError::NotInstalled)?
+        .set_limit_now(limit)
 }
 
 /// The calling thread's writer head: the position after the last complete packet (what the
@@ -1029,7 +1109,14 @@ pub fn status() -> Option<WriterStatus> {
 pub fn enable_shadow_stack() {
     if let Some(tt) = thread_trace() {
         tt.shadow_users.fetch_add(1, Relaxed);
-        tt.observe();
+        if tt.begin() {
+            tt.observe();
+            tt.end();
+        } else {
+            // Inside an interrupted probe event: observe (which may reset the shadow stack)
+            // when it completes.
+            tt.pending.fetch_or(REQ_OBSERVE, Relaxed);
+        }
     }
 }
 
@@ -1077,6 +1164,51 @@ pub fn callchain(out: &mut [Frame]) -> Callchain {
 
 /// The shadow stack's bound.
 pub const SHADOW_DEPTH: usize = SHADOW_CAP;
+
+/// Where a test runs a closure in place of a signal landing there (see `signal_tests`).
+#[cfg(test)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Point {
+    /// A probe event found the thread observed and is about to take the busy section.
+    EnterBefore,
+    /// A probe entry holds the busy section and has not read the mode yet.
+    EnterInside,
+    /// As `EnterBefore`, for a return.
+    ExitBefore,
+    /// As `EnterInside`, for a return.
+    ExitInside,
+    /// A control call (pause, resume, set_limit, uninstall) is about to take the busy section.
+    ControlBefore,
+}
+
+/// A point and the closure to run there.
+#[cfg(test)]
+type Armed = Option<(Point, fn())>;
+
+#[cfg(test)]
+thread_local! {
+    /// The one-shot closure to run at a point.
+    static AT_POINT: Cell<Armed> = const { Cell::new(None) };
+}
+
+/// Arms `f` to run once when this thread next reaches `point`.
+#[cfg(test)]
+pub(crate) fn arm_point(point: Point, f: fn()) {
+    AT_POINT.with(|a| a.set(Some((point, f))));
+}
+
+#[cfg(test)]
+fn at_point(point: Point) {
+    if let Some((p, f)) = AT_POINT.with(Cell::get)
+        && p == point
+    {
+        AT_POINT.with(|a| a.set(None));
+        f();
+    }
+}
+
+#[cfg(test)]
+mod signal_tests;
 
 #[cfg(test)]
 mod tests {

@@ -345,3 +345,136 @@ fn every_drop_is_reported_in_the_stream_by_its_end() {
     assert_eq!(reported, 4);
     assert!(matches!(events.last(), Some(Event::Stopped { .. })));
 }
+
+thread_local! {
+    /// The region the reinstalling handler uses (base, size) and the head it continues from.
+    static CHURN_REGION: std::cell::Cell<(usize, usize)> = const { std::cell::Cell::new((0, 0)) };
+    static CHURN_HEAD: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Signals seen and control calls that took effect (uninstall, install, pause, resume).
+    static CHURN_SIGNALS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    static CHURN_DONE: std::cell::Cell<[u64; 4]> = const { std::cell::Cell::new([0; 4]) };
+}
+
+/// Cycles through uninstall, install (continuing the stream where the last one stopped),
+/// pause and resume, one per signal: the core's pmu::stop/start landing anywhere.
+extern "C" fn churn(_sig: libc::c_int) {
+    let n = CHURN_SIGNALS.with(|c| {
+        c.set(c.get() + 1);
+        c.get()
+    });
+    let step = (n % 4) as usize;
+    let done = match step {
+        0 => match writer::uninstall() {
+            Ok(st) => {
+                CHURN_HEAD.with(|h| h.set(st.aux_head));
+                true
+            }
+            Err(_) => false,
+        },
+        1 => {
+            let (base, size) = CHURN_REGION.with(|r| r.get());
+            // SAFETY: the test's buffer outlives the writer (the test removes it before
+            // dropping the buffer) and nothing else writes it.
+            let region = unsafe { AuxRegion::new(base as *mut u8, size) }.unwrap();
+            let mut cfg = WriterConfig::full_trace(region, None);
+            cfg.aux_head = CHURN_HEAD.with(|h| h.get());
+            cfg.mode = AuxMode::FullTrace { limit: size as u64 };
+            cfg.sync_period = 128;
+            writer::install(cfg).is_ok()
+        }
+        2 => writer::pause(),
+        _ => writer::resume(),
+    };
+    if done {
+        CHURN_DONE.with(|d| {
+            let mut v = d.get();
+            v[step] += 1;
+            d.set(v);
+        });
+    }
+}
+
+/// Randomized (by timing) form of the writer's signal-safety argument (module doc, "Signal
+/// safety"): a timer signal every 20 µs uninstalls, reinstalls, pauses and resumes the writer
+/// wherever the thread is in its traced calls. Nothing may crash or write outside the granted
+/// space, and the stream must decode untorn and well nested (drops are fine).
+#[test]
+fn writer_churned_from_signal_handlers_keeps_a_decodable_stream() {
+    const SIZE: usize = 1 << 23;
+    let mut aux = vec![0u8; SIZE];
+    CHURN_REGION.with(|r| r.set((aux.as_mut_ptr() as usize, SIZE)));
+    // SAFETY: an all-zero sigaction is valid (no flags, empty mask).
+    let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+    let handler: extern "C" fn(libc::c_int) = churn;
+    sa.sa_sigaction = handler as libc::sighandler_t;
+    sa.sa_flags = libc::SA_RESTART;
+    // SAFETY: `churn` has the signature sa_handler expects and only uses const thread-locals and
+    // the writer's control calls on this thread's already-created state.
+    let rc = unsafe { libc::sigaction(libc::SIGPROF, &sa, std::ptr::null_mut()) };
+    assert_eq!(rc, 0);
+    // SAFETY: `aux` outlives the writer, removed below.
+    let region = unsafe { AuxRegion::new(aux.as_mut_ptr(), SIZE) }.unwrap();
+    let mut cfg = WriterConfig::full_trace(region, None);
+    cfg.sync_period = 128;
+    writer::install(cfg).unwrap();
+    let timer = ThreadTimer::start(libc::SIGPROF, 20_000);
+    let start = std::time::Instant::now();
+    while CHURN_SIGNALS.with(|c| c.get()) < 2000
+        && CHURN_HEAD.with(|h| h.get()) < (SIZE as u64 / 4) * 3
+        && writer::aux_head().unwrap_or(0) < (SIZE as u64 / 4) * 3
+        && start.elapsed() < std::time::Duration::from_secs(10)
+    {
+        let _m = MAIN.enter();
+        for _ in 0..8 {
+            let _l = LEAF.enter();
+        }
+        for i in 0..50u32 {
+            std::hint::black_box(i);
+        }
+    }
+    drop(timer);
+    let end = match writer::uninstall() {
+        Ok(st) => st.aux_head,
+        Err(_) => CHURN_HEAD.with(|h| h.get()),
+    };
+    let signals = CHURN_SIGNALS.with(|c| c.get());
+    let done = CHURN_DONE.with(|d| d.get());
+    assert!(signals >= 20, "only {signals} signals handled");
+    assert!(done[0] >= 1 && done[1] >= 1, "no churn: {done:?}");
+    let events = decode(&aux[..end as usize]);
+    assert_consistent_across_streams(&events);
+    // Every install started a stream with a SYNC, every uninstall ended one with STOPPED.
+    let stopped = events
+        .iter()
+        .filter(|e| matches!(e, Event::Stopped { .. }))
+        .count() as u64;
+    assert!(stopped >= done[0], "{stopped} STOPPED for {done:?}");
+}
+
+/// Checks each EXIT closes the innermost call the stream knows of: from ENTERs and from SYNCs,
+/// which state the depth (a SYNC at resume also lists calls opened while paused, a SYNC that
+/// starts a new stream after STOPPED restarts from its own depth).
+fn assert_consistent_across_streams(events: &[Event]) {
+    let mut stack: Vec<Option<u32>> = Vec::new();
+    for e in events {
+        match e {
+            Event::Sync { depth, .. } => stack.resize(*depth as usize, None),
+            Event::Enter { id, depth, .. } => {
+                assert_eq!(*depth as usize, stack.len(), "{e:?}");
+                stack.push(Some(*id));
+            }
+            Event::Exit { id, depth, .. } => {
+                let open = stack.pop();
+                assert!(open.is_some(), "EXIT with no open call: {e:?}");
+                if let Some(Some(known)) = open {
+                    assert_eq!(*id, Some(known), "{e:?}");
+                }
+                assert_eq!(*depth as usize, stack.len(), "{e:?}");
+            }
+            Event::Skipped { reason, .. } => {
+                assert_ne!(*reason, SkipReason::NoSync, "torn stream: {e:?}")
+            }
+            _ => {}
+        }
+    }
+}
