@@ -6,8 +6,8 @@
 //! # Protocol and memory ordering
 //!
 //! A writer reserves its bytes and enters the nest with one CAS on the
-//! state word, writes them, and leaves the nest with one `fetch_sub`; the
-//! last writer to leave publishes `data_head`. Why that is correct for
+//! state word, writes them, and leaves the nest with one more CAS; a
+//! writer that finds itself alone publishes `data_head` before it leaves. Why that is correct for
 //! threads as well as nested handlers, and how the orderings pair with the
 //! consumer's (the kernel's barriers A, B, C, D), is the module doc of
 //! [`crate::protocol`], which holds that code alone so that loom can check
@@ -396,15 +396,13 @@ impl PerfBuffer {
     #[inline(always)]
     fn put_handle(&self, handle_wakeup: u64) {
         let data_head = self.mem.user_word(offsets::DATA_HEAD);
-        if self.local {
-            if !protocol::put_handle_local(&self.state, data_head, self.backward) {
-                return;
-            }
+        let published = if self.local {
+            protocol::put_handle_with::<protocol::Local>(&self.state, data_head, self.backward)
         } else {
-            let Some(pos) = protocol::leave_with::<protocol::Smp>(&self.state) else {
-                return;
-            };
-            protocol::publish_with::<protocol::Smp>(data_head, pos, self.backward);
+            protocol::put_handle_with::<protocol::Smp>(&self.state, data_head, self.backward)
+        };
+        if !published {
+            return;
         }
         if handle_wakeup != self.wakeup_pos.load(Ordering::Relaxed) {
             self.wakeup.wake();

@@ -20,16 +20,23 @@
 //!
 //! - `perf_output_begin` is one CAS that checks space and takes `pos +=
 //!   size, nest += 1` together ([`reserve`]);
-//! - `perf_output_end` is one `fetch_sub` of one nest unit ([`leave`]). The
-//!   value it returns is the state at the instant this writer left: if its
-//!   `nest` was 1, every writer that had reserved bytes below its `pos` has
-//!   already left, so all of `[.., pos)` is written, and this writer
-//!   publishes `pos`. If `nest` was higher, a later leaver will publish.
-//! - Two publishers can race (a leaver that saw `nest == 1` is overtaken by
-//!   a whole later writer), so `data_head` only moves forward: [`publish`]
-//!   is a CAS loop that stores `pos` only if it is ahead of the published
-//!   head. This replaces the kernel's `again:` loop: no published byte is
-//!   unwritten and `data_head` never goes back.
+//! - `perf_output_end` ([`put_handle`]) loads the state word; a writer that
+//!   sees `nest == 1` is alone, so every byte below `pos` is written (each
+//!   writer entered the nest before reserving and leaves it after writing),
+//!   and it publishes `pos` into `data_head` while still in the nest. Then
+//!   it leaves with one CAS of the whole word. If that CAS fails, another
+//!   writer came in: it looks again (the kernel's `again:`), publishing a
+//!   newer position if it is alone again, leaving the publishing to the
+//!   newcomer otherwise. A writer that is not alone just leaves, with a CAS
+//!   as well (two writers that each saw the other cannot both leave
+//!   unpublished: the second CAS fails and looks again).
+//!
+//! Because position and nest change together, "alone" and "everything
+//! below `pos` is written" are one observation, which two words cannot
+//! give across threads; and because only a writer alone in the nest stores
+//! `data_head`, and each such writer acquires its predecessor's release
+//! through the state word, `data_head` never goes back. The common case of
+//! `perf_output_end` is one CAS and a plain store.
 //!
 //! # Memory ordering
 //!
@@ -51,16 +58,16 @@
 //! giving them back happen-before the producer overwrites them. The tail is
 //! loaded before the state word, so the position compared with it is at
 //! least the head the consumer took it from (the other order can see a
-//! stale position under a newer tail and call a ring full that is not). (B) is the
-//! `Release` half of every writer's `fetch_sub` in [`leave`] plus the
-//! `Release` CAS in [`publish`]: a writer's data stores are released by its
-//! `fetch_sub`; the publishing writer's `fetch_sub` is `AcqRel` and, since
-//! every later change of the state word is a read-modify-write, it
-//! acquires all earlier writers' releases (release sequences), then releases
-//! them again with the `data_head` CAS. (C) is the consumer's `Acquire` load
-//! of `data_head` in [`load_head`]. A signal handler interrupting a writer
-//! is just one more writer with its own reservation: nothing here blocks,
-//! allocates or depends on which writer finishes first.
+//! stale position under a newer tail and call a ring full that is not).
+//! (B) is the `Release` CAS with which every writer leaves the nest, the
+//! `Acquire` load of the state word with which the publisher finds itself
+//! alone (every modification of the state word is a read-modify-write, so
+//! it reads from the release sequence of every earlier leaver), and the
+//! `Release` store of `data_head` that hands all of it on. (C) is the
+//! consumer's `Acquire` load of `data_head` in [`load_head`]. A signal
+//! handler interrupting a writer is just one more writer with its own
+//! reservation: nothing here blocks, allocates or depends on which writer
+//! finishes first.
 //!
 //! Written by hand because no crate implements the perf ring's layout and
 //! protocol (the bytes are the kernel ABI's; generic SPSC/MPSC queues lay
@@ -181,53 +188,69 @@ pub fn reserve_with<R: Rmw>(
     }
 }
 
-/// Leaves the nest (the first half of `perf_output_put_handle()`). Returns
-/// the position to publish if this writer was the last one in flight.
-#[inline]
-pub fn leave(state: &AtomicU64) -> Option<u64> {
-    leave_with::<Smp>(state)
-}
-
-/// [`leave`] with the read-modify-writes of `R`.
+/// The `data_head` that publishes bytes-written position `pos` (modulo
+/// 2^48), given the `data_head` there now, or `None` if that is already at
+/// or beyond `pos`. A `write_backward` ring publishes its head as the kernel
+/// does, `rb->head` itself: `-pos`, moving down.
 #[inline(always)]
-pub fn leave_with<R: Rmw>(state: &AtomicU64) -> Option<u64> {
-    // Release: this writer's data stores; Acquire: every earlier writer's
-    // (they are all in this word's release sequence).
-    let prev = R::fetch_sub(state, NEST_ONE, Ordering::AcqRel);
-    (state_nest(prev) == 1).then_some(state_pos(prev))
+pub fn advance_head(data_head: u64, pos: u64, backward: bool) -> Option<u64> {
+    let written = if backward {
+        data_head.wrapping_neg()
+    } else {
+        data_head
+    };
+    let delta = pos.wrapping_sub(written) & POS_MASK;
+    if delta == 0 || delta > POS_MASK / 2 {
+        return None;
+    }
+    let new_written = written.wrapping_add(delta);
+    Some(if backward {
+        new_written.wrapping_neg()
+    } else {
+        new_written
+    })
 }
 
-/// Publishes `pos` (modulo 2^48) into `data_head` if it is ahead of what is
-/// there (the `smp_wmb(); WRITE_ONCE(user_page->data_head, head)` of
-/// `perf_output_put_handle()`, made monotonic). A `write_backward` ring
-/// publishes its head as the kernel does, `rb->head` itself: `-pos`,
-/// moving down. Returns the `data_head` now published, or `None` if
-/// `data_head` was already at or beyond `pos`.
+/// `perf_output_put_handle()`: [`put_handle_with`] for writers on any
+/// thread.
 #[inline]
-pub fn publish(data_head: &AtomicU64, pos: u64, backward: bool) -> Option<u64> {
-    publish_with::<Smp>(data_head, pos, backward)
+pub fn put_handle(state: &AtomicU64, data_head: &AtomicU64, backward: bool) -> bool {
+    put_handle_with::<Smp>(state, data_head, backward)
 }
 
-/// [`publish`] with the read-modify-writes of `R`.
+/// `perf_output_put_handle()`, in the kernel's order: a writer that finds
+/// itself alone in the nest publishes while it is still in it (any other
+/// writer then sees `nest > 1` and does not publish), then leaves with one
+/// CAS that fails if another writer entered meanwhile, in which case it
+/// looks again (the kernel's `again:`): if it is still alone, the newcomer
+/// has finished and it publishes the newer position; if not, it leaves the
+/// publishing to the last one. A writer that is not alone leaves with a
+/// CAS too, so that two writers that both saw `nest == 2` cannot both
+/// leave without publishing. The common case is one CAS and a plain store
+/// of `data_head`. Returns whether this writer published.
+///
+/// Only the writer alone in the nest stores `data_head`, and each such
+/// writer acquires (through the state word) the previous one's release, so
+/// the stores are ordered and `data_head` never goes back.
 #[inline(always)]
-pub fn publish_with<R: Rmw>(data_head: &AtomicU64, pos: u64, backward: bool) -> Option<u64> {
-    let mut cur = data_head.load(Ordering::Relaxed);
+pub fn put_handle_with<R: Rmw>(state: &AtomicU64, data_head: &AtomicU64, backward: bool) -> bool {
+    let mut published = false;
     loop {
-        // Bytes written, as published so far.
-        let written = if backward { cur.wrapping_neg() } else { cur };
-        let delta = pos.wrapping_sub(written) & POS_MASK;
-        if delta == 0 || delta > POS_MASK / 2 {
-            return None;
+        // Acquire: every writer that left before (their data, and the
+        // previous publisher's data_head store).
+        let cur = state.load(Ordering::Acquire);
+        if state_nest(cur) == 1 {
+            // (B): the Release store orders this writer's data and all it
+            // acquired before data_head.
+            let head = data_head.load(Ordering::Relaxed);
+            if let Some(new) = advance_head(head, state_pos(cur), backward) {
+                data_head.store(new, Ordering::Release);
+                published = true;
+            }
         }
-        let new_written = written.wrapping_add(delta);
-        let new = if backward {
-            new_written.wrapping_neg()
-        } else {
-            new_written
-        };
-        match R::cas(data_head, cur, new, Ordering::Release) {
-            Ok(_) => return Some(new),
-            Err(seen) => cur = seen,
+        // Release: this writer's data, for whoever publishes them.
+        if R::cas(state, cur, cur - NEST_ONE, Ordering::Release).is_ok() {
+            return published;
         }
     }
 }
@@ -321,48 +344,6 @@ impl Rmw for Local {
     }
 }
 
-/// `perf_output_put_handle()` for a per-thread ring, in the kernel's own
-/// order: the outermost writer publishes while it is still in the nest
-/// (a handler that interrupts it sees `nest > 1` and does not publish),
-/// then leaves with one `cmpxchg` that fails if a handler reserved more
-/// meanwhile, in which case it publishes again (the kernel's `again:`).
-/// The common case is one [`Local`] `cmpxchg` and a plain store of
-/// `data_head`. Returns whether this writer published.
-///
-/// Correct only when every other writer is a signal handler that runs to
-/// completion inside this one (see [`Local`]); with writers on several
-/// threads use [`leave`] and [`publish`].
-#[inline(always)]
-pub fn put_handle_local(state: &AtomicU64, data_head: &AtomicU64, backward: bool) -> bool {
-    let mut published = false;
-    loop {
-        let cur = state.load(Ordering::Relaxed);
-        if state_nest(cur) > 1 {
-            // We interrupted a writer: it publishes when it resumes.
-            Local::fetch_sub(state, NEST_ONE, Ordering::Release);
-            return published;
-        }
-        // Only this writer publishes now: a plain store, which only moves
-        // data_head forward because no other writer publishes meanwhile.
-        let head = data_head.load(Ordering::Relaxed);
-        let written = if backward { head.wrapping_neg() } else { head };
-        let delta = state_pos(cur).wrapping_sub(written) & POS_MASK;
-        if delta != 0 && delta <= POS_MASK / 2 {
-            let new_written = written.wrapping_add(delta);
-            let new = if backward {
-                new_written.wrapping_neg()
-            } else {
-                new_written
-            };
-            data_head.store(new, Ordering::Release);
-            published = true;
-        }
-        if Local::cas(state, cur, cur - NEST_ONE, Ordering::Release).is_ok() {
-            return published;
-        }
-    }
-}
-
 /// The consumer's `LOAD ->data_head; smp_rmb()` (C).
 #[inline]
 pub fn load_head(data_head: &AtomicU64) -> u64 {
@@ -402,18 +383,24 @@ mod tests {
         let b = reserve(&state, &tail, 24, 64, true, false).unwrap();
         assert_eq!((a.start, a.end, b.start, b.end), (0, 16, 16, 40));
         // a leaves first: b is in flight, so a must not publish.
-        assert_eq!(leave(&state), None);
-        assert_eq!(leave(&state), Some(40));
-        assert_eq!(publish(&head, 40, false), Some(40));
-        // A stale publisher never moves data_head back.
-        assert_eq!(publish(&head, 16, false), None);
+        assert!(!put_handle(&state, &head, false));
+        assert_eq!(head.load(Ordering::Relaxed), 0);
+        assert!(put_handle(&state, &head, false));
         assert_eq!(head.load(Ordering::Relaxed), 40);
+        assert_eq!(state.load(Ordering::Relaxed), 40);
         // 40 + 24 would leave no free byte.
         assert_eq!(reserve(&state, &tail, 24, 64, true, false), None);
     }
 
     #[test]
-    fn positions_wrap_at_48_bits_and_publish_stays_monotonic() {
+    fn advance_head_never_moves_data_head_back() {
+        assert_eq!(advance_head(0, 40, false), Some(40));
+        assert_eq!(advance_head(40, 16, false), None);
+        assert_eq!(advance_head(40, 40, false), None);
+    }
+
+    #[test]
+    fn positions_wrap_at_48_bits_and_data_head_keeps_growing() {
         let start = POS_MASK - 7;
         let state = AtomicU64::new(start);
         let tail = AtomicU64::new(start);
@@ -421,9 +408,9 @@ mod tests {
         let r = reserve(&state, &tail, 16, 64, true, false).unwrap();
         assert_eq!(r.end, 8);
         assert_eq!(state_nest(state.load(Ordering::Relaxed)), 1);
-        let pos = leave(&state).unwrap();
+        assert!(put_handle(&state, &head, false));
         // The full 64-bit data_head keeps growing past 2^48.
-        assert_eq!(publish(&head, pos, false), Some(start + 16));
+        assert_eq!(head.load(Ordering::Relaxed), start + 16);
     }
 
     #[test]
@@ -436,30 +423,25 @@ mod tests {
         let state = AtomicU64::new(0);
         let tail = AtomicU64::new(0);
         let head = AtomicU64::new(0);
+        // A nested writer leaves, the outer one publishes everything.
         reserve_with::<Local>(&state, &tail, 16, 64, true, false).unwrap();
         reserve_with::<Local>(&state, &tail, 8, 64, true, false).unwrap();
-        assert_eq!(leave_with::<Local>(&state), None);
-        assert_eq!(leave_with::<Local>(&state), Some(24));
-        assert_eq!(publish_with::<Local>(&head, 24, false), Some(24));
-        assert_eq!(publish_with::<Local>(&head, 8, false), None);
-        // The kernel-order put_handle: a nested writer leaves, the outer
-        // one publishes everything.
-        reserve_with::<Local>(&state, &tail, 16, 64, true, false).unwrap();
-        reserve_with::<Local>(&state, &tail, 8, 64, true, false).unwrap();
-        assert!(!put_handle_local(&state, &head, false));
+        assert!(!put_handle_with::<Local>(&state, &head, false));
+        assert_eq!(head.load(Ordering::Relaxed), 0);
+        assert!(put_handle_with::<Local>(&state, &head, false));
         assert_eq!(head.load(Ordering::Relaxed), 24);
-        assert!(put_handle_local(&state, &head, false));
-        assert_eq!(head.load(Ordering::Relaxed), 48);
-        assert_eq!(state.load(Ordering::Relaxed), 48);
+        assert_eq!(state.load(Ordering::Relaxed), 24);
     }
 
     #[test]
     fn a_backward_ring_publishes_its_head_moving_down() {
         // ring_buffer.c: perf_output_put_handle() publishes rb->head, which
         // a write_backward ring decrements.
-        let head = AtomicU64::new(0);
-        assert_eq!(publish(&head, 40, true), Some(40u64.wrapping_neg()));
-        assert_eq!(publish(&head, 16, true), None);
-        assert_eq!(publish(&head, 48, true), Some(48u64.wrapping_neg()));
+        assert_eq!(advance_head(0, 40, true), Some(40u64.wrapping_neg()));
+        assert_eq!(advance_head(40u64.wrapping_neg(), 16, true), None);
+        assert_eq!(
+            advance_head(40u64.wrapping_neg(), 48, true),
+            Some(48u64.wrapping_neg())
+        );
     }
 }

@@ -19,12 +19,11 @@
 //!
 //! It has teeth: it found that `reserve` loaded the state word before
 //! `data_tail`, so that on a weakly ordered CPU a stale position under a
-//! newer tail looked like a full ring (fixed: the tail is loaded first),
-//! and it fails if `leave` publishes while another writer is in flight, if
-//! the `data_head` CAS is `Relaxed`, or if the consumer loads `data_head`
-//! `Relaxed`. (Weakening `leave`'s `AcqRel` to `Release` is not caught:
-//! loom carries the release sequence of a read-modify-write chain into
-//! later RMWs more generously than the C++ model does.)
+//! newer tail looked like a full ring (fixed: the tail is loaded first);
+//! and it fails if `put_handle` publishes while another writer is in
+//! flight, if the `data_head` store is `Relaxed`, if the state word is
+//! loaded `Relaxed` in `put_handle`, or if the consumer loads `data_head`
+//! `Relaxed` (each tried by hand on the code).
 
 #![cfg(loom)]
 
@@ -77,9 +76,7 @@ impl Ring {
                 f();
             }
         }
-        if let Some(pos) = protocol::leave(&self.state) {
-            protocol::publish(&self.data_head, pos, false);
-        }
+        protocol::put_handle(&self.state, &self.data_head, false);
         r.start
     }
 }

@@ -3,10 +3,11 @@
 //! `tests/loom.rs`, under `--cfg loom`).
 //!
 //! Writers and a consumer are state machines whose steps are the
-//! protocol's atomic actions, each one a call of the real
-//! `perfaux_ring::protocol` function: `reserve` (one CAS), the data stores
-//! (one per word), `leave` (one fetch_sub) and `publish` (a CAS loop that
-//! takes effect at one CAS), and for the consumer `load_head`, the reads,
+//! protocol's atomic actions: `reserve` (the real function: one CAS that
+//! takes effect at once), the data stores (one per word), and
+//! `put_handle` cut into its atomic actions (load the state word; if alone,
+//! load `data_head` and store the `advance_head` of it; leave with a CAS,
+//! looking again if it fails), and for the consumer `load_head`, the reads,
 //! `store_tail`. A scheduler interleaves the steps: all interleavings for
 //! two writers and a consumer, random ones for three writers (one of them
 //! the "signal handler" that interrupts another) and two reads. After
@@ -19,11 +20,10 @@
 //!
 //! and when all have finished, `data_head` covers every reservation.
 
-use perfaux_ring::protocol::{self, POS_MASK};
+use perfaux_ring::protocol::{self, POS_MASK, Rmw, Smp};
 use perfaux_ring::sync::{AtomicU64, Ordering};
 
 const DATA_SIZE: u64 = 64;
-const WORDS_PER_RECORD: u64 = 2;
 const START: u64 = 48;
 
 /// The shared memory and the ghost state the checks use.
@@ -54,9 +54,25 @@ impl Clone for World {
 #[derive(Clone, Debug)]
 enum Writer {
     Reserve,
-    Write { start: u64, word: u64 },
-    Leave,
-    Publish { pos: u64 },
+    Write {
+        start: u64,
+        word: u64,
+    },
+    /// put_handle: load the state word.
+    PutLoad,
+    /// Alone in the nest: load data_head.
+    PutLoadHead {
+        cur: u64,
+    },
+    /// Store the advanced data_head.
+    PutStoreHead {
+        cur: u64,
+        new: u64,
+    },
+    /// Leave: CAS the state word, or look again.
+    PutCas {
+        cur: u64,
+    },
     Done,
 }
 
@@ -75,10 +91,11 @@ struct Sim {
     consumer: Consumer,
     tail: u64,
     last_head: u64,
+    words_per_record: u64,
 }
 
 impl Sim {
-    fn new(writers: u64, reads: u32) -> Self {
+    fn new(writers: u64, reads: u32, words_per_record: u64) -> Self {
         Sim {
             world: World {
                 state: AtomicU64::new(START),
@@ -96,6 +113,7 @@ impl Sim {
             },
             tail: START,
             last_head: START,
+            words_per_record,
         }
     }
 
@@ -148,7 +166,8 @@ impl Sim {
             };
         } else {
             let (id, w) = self.writers[actor].clone();
-            let size = WORDS_PER_RECORD * 8;
+            let words = self.words_per_record;
+            let size = words * 8;
             let next = match w {
                 Writer::Reserve => {
                     let r = protocol::reserve(
@@ -163,15 +182,15 @@ impl Sim {
                     let start = self.world.reserved_end;
                     assert_eq!(r.start, start & POS_MASK);
                     self.world.reserved_end += size;
-                    for k in 0..WORDS_PER_RECORD {
+                    for k in 0..words {
                         self.world.ghost.insert(start + 8 * k, (id + 1) << 8 | k);
                     }
                     Writer::Write { start, word: 0 }
                 }
                 Writer::Write { start, word } => {
                     *self.word(start + 8 * word) = (id + 1) << 8 | word;
-                    if word + 1 == WORDS_PER_RECORD {
-                        Writer::Leave
+                    if word + 1 == words {
+                        Writer::PutLoad
                     } else {
                         Writer::Write {
                             start,
@@ -179,13 +198,31 @@ impl Sim {
                         }
                     }
                 }
-                Writer::Leave => match protocol::leave(&self.world.state) {
-                    Some(pos) => Writer::Publish { pos },
-                    None => Writer::Done,
-                },
-                Writer::Publish { pos } => {
-                    protocol::publish(&self.world.data_head, pos, false);
-                    Writer::Done
+                Writer::PutLoad => {
+                    let cur = self.world.state.load(o);
+                    if protocol::state_nest(cur) == 1 {
+                        Writer::PutLoadHead { cur }
+                    } else {
+                        Writer::PutCas { cur }
+                    }
+                }
+                Writer::PutLoadHead { cur } => {
+                    let head = self.world.data_head.load(o);
+                    match protocol::advance_head(head, protocol::state_pos(cur), false) {
+                        Some(new) => Writer::PutStoreHead { cur, new },
+                        None => Writer::PutCas { cur },
+                    }
+                }
+                Writer::PutStoreHead { cur, new } => {
+                    self.world.data_head.store(new, o);
+                    Writer::PutCas { cur }
+                }
+                Writer::PutCas { cur } => {
+                    if Smp::cas(&self.world.state, cur, cur - protocol::NEST_ONE, o).is_ok() {
+                        Writer::Done
+                    } else {
+                        Writer::PutLoad
+                    }
                 }
                 Writer::Done => unreachable!(),
             };
@@ -245,8 +282,8 @@ fn explore(sim: &Sim) -> u64 {
 
 #[test]
 fn every_interleaving_of_two_writers_and_a_consumer_is_safe() {
-    let n = explore(&Sim::new(2, 1));
-    // Two writers of 4-5 steps and a consumer of 3: thousands of schedules.
+    let n = explore(&Sim::new(2, 1, 1));
+    // Two writers of 5-7 steps and a consumer of 3: many thousands of schedules.
     assert!(n > 10_000, "{n} interleavings");
 }
 
@@ -255,7 +292,7 @@ fn random_interleavings_of_three_writers_and_two_reads_are_safe() {
     // A small xorshift: reproducible schedules without a dependency.
     let mut seed = 0x2545_f491_4f6c_dd1du64;
     for _ in 0..20_000 {
-        let mut sim = Sim::new(3, 2);
+        let mut sim = Sim::new(3, 2, 2);
         while !sim.finished() {
             seed ^= seed << 13;
             seed ^= seed >> 7;
@@ -271,8 +308,8 @@ fn random_interleavings_of_three_writers_and_two_reads_are_safe() {
 fn a_signal_handler_that_runs_to_completion_inside_a_writer_is_safe() {
     // The nested case the kernel's nest count is for: writer 1 runs all its
     // steps between any two steps of writer 0.
-    for cut in 0..5 {
-        let mut sim = Sim::new(2, 1);
+    for cut in 0..8 {
+        let mut sim = Sim::new(2, 1, 2);
         for _ in 0..cut {
             if !matches!(sim.writers[0].1, Writer::Done) {
                 sim.step(0);
