@@ -9,13 +9,17 @@
 //! - `aux_sample_4k`: a sample carrying 4 KiB of AUX data, against a
 //!   4 KiB memcpy (into a hot buffer, and into a 64 KiB ring as the data
 //!   area is), and against the same sample without AUX data (the peer that
-//!   isolates what the 4 KiB cost).
+//!   isolates what the 4 KiB cost); `sample_output_*` measure the sample
+//!   path alone (the overflow path a probe hook calls), `probe_sample_*`
+//!   the whole probed call that takes the sample.
 
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use perfaux_abi::attr::{AttrFlags, AuxAction, PerfEventAttr};
 use perfaux_abi::consts::*;
+use perfaux_core::SampleData;
+use perfaux_core::overflow::perf_swevent_event;
 use perfaux_core::pmus::probe::resolve_probe;
 use perfaux_core::pmus::{PROBE_TYPE, SWTRACE_TYPE};
 use perfaux_core::{EventFd, Mmap, Prot, Target, page_size, perf_event_open_attr, perf_uevent};
@@ -164,6 +168,28 @@ fn aux_sample(c: &mut Criterion) {
     for i in 0..10_000 {
         traced(i);
     }
+    // The figure itself: one sample carrying 4 KiB of AUX data, produced
+    // by the overflow path the probe hook calls (`perf_swevent_event`:
+    // period, perf_prepare_sample, perf_output_sample with the
+    // snapshot_aux copy into the data area), without the traced call and
+    // the hook dispatch around it.
+    let ip = sample_point as *const () as u64;
+    g.bench_function("sample_output_4k_aux", |b| {
+        b.iter(|| {
+            let mut d = SampleData::default();
+            d.ip = ip;
+            perf_swevent_event(sampler.event(), 1, &mut d);
+        })
+    });
+    g.bench_function("sample_output_no_aux", |b| {
+        b.iter(|| {
+            let mut d = SampleData::default();
+            d.ip = ip;
+            perf_swevent_event(peer.event(), 1, &mut d);
+        })
+    });
+    // End to end: a call of a probed function whose probe hook takes the
+    // sample (the traced ENTER/EXIT, the hook dispatch, the sample).
     g.bench_function("probe_sample_with_4k_aux", |b| b.iter(sample_point));
     g.bench_function("probe_sample_without_aux", |b| b.iter(sample_point_peer));
     ev.disable(0).unwrap();

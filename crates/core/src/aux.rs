@@ -13,7 +13,7 @@
 //! the AUX event ([`crate::event::EventCounters`]) and process-wide
 //! ([`dropped_pause_resume`]).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering, compiler_fence};
 
 use perfaux_abi::ByteSink;
 use perfaux_ring::AuxHandle;
@@ -44,10 +44,7 @@ pub(crate) fn perf_prepare_sample_aux(event: &Event, size: usize) -> usize {
         let Some(sampler) = sampler else { return 0 };
         let n = prepare(sampler, size);
         if n == 0 {
-            event
-                .counters
-                .aux_samples_empty
-                .fetch_add(1, Ordering::Relaxed);
+            event.counter_inc(&event.counters.aux_samples_empty);
         }
         n
     })
@@ -86,11 +83,7 @@ pub(crate) fn perf_aux_sample_output(
     event.aux_event.read(|sampler| {
         let Some(sampler) = sampler else { return };
         let Some(rb) = sampler.rb.load() else { return };
-        if rb
-            .aux_in_sampling
-            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
-        {
+        if !enter_aux_in_sampling(rb) {
             return;
         }
         let limited = &mut LimitSink {
@@ -102,6 +95,30 @@ pub(crate) fn perf_aux_sample_output(
     });
     let n = counted.n;
     counted.inner.put_zeros(aux_size - n.min(aux_size));
+}
+
+/// Takes `rb->aux_in_sampling`; false if a snapshot of `rb` is running.
+///
+/// On the thread that owns a per-thread buffer this is the kernel's
+/// `READ_ONCE` + `WRITE_ONCE` + `barrier()`: the only other taker is a
+/// signal handler, which runs to completion between two instructions of
+/// this thread, so a handler that lands between the load and the store
+/// leaves the flag as it found it, and one that lands after the store sees
+/// it set. Elsewhere (a per-CPU buffer: several threads) a compare-and-swap.
+#[inline]
+fn enter_aux_in_sampling(rb: &crate::buffer::Buffer) -> bool {
+    let flag = &rb.aux_in_sampling;
+    if rb.owner_tid == Some(thread::gettid()) {
+        if flag.load(Ordering::Relaxed) {
+            return false;
+        }
+        flag.store(true, Ordering::Relaxed);
+        compiler_fence(Ordering::SeqCst);
+        true
+    } else {
+        flag.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
 }
 
 struct CountingSink<'a, S: ByteSink + ?Sized> {

@@ -81,6 +81,27 @@ pub struct Buffer {
     pub(crate) aux_in_sampling: AtomicBool,
     /// `rb->aux_in_pause_resume`: a pause or resume is running.
     pub(crate) aux_in_pause_resume: AtomicBool,
+    /// The one thread that writes this buffer (with its signal handlers),
+    /// for a buffer of an event that observes one thread on any CPU; `None`
+    /// for a per-CPU buffer, which any thread running there may write.
+    ///
+    /// A per-thread buffer's data ring uses the kernel's `local_t`
+    /// operations (`PerfBuffer::new_per_thread`), and its
+    /// `aux_in_sampling` guard is taken as the kernel takes it on its CPU:
+    /// a load and a store, since the only other taker is a signal handler
+    /// that runs to completion inside the owner. What keeps every record
+    /// of such a buffer on its thread is listed where it is made
+    /// (`mmap::perf_mmap_data`).
+    pub(crate) owner_tid: Option<i32>,
+}
+
+/// The thread that alone writes a buffer created for `event`: its target
+/// thread when it observes that thread on every CPU (`cpu == -1`).
+pub(crate) fn per_thread_owner(event: &crate::event::Event) -> Option<i32> {
+    match event.target {
+        crate::event::Target::Thread(tid) if event.cpu == -1 => Some(tid),
+        _ => None,
+    }
 }
 
 impl Buffer {

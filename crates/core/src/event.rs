@@ -291,6 +291,26 @@ impl Event {
             .expect("an event is only reached through a live Arc")
     }
 
+    /// Adds one to a counter of [`EventCounters`] that only the overflow
+    /// path of this event writes. For an event that observes one thread,
+    /// that path runs only on that thread and in its signal handlers, so
+    /// the kernel's `local_inc` (one read-modify-write instruction without
+    /// the bus lock: atomic against a handler, which lands between
+    /// instructions) is enough; for a per-CPU event, any thread on that CPU
+    /// counts, with an atomic add.
+    #[inline]
+    pub(crate) fn counter_inc(&self, counter: &AtomicU64) {
+        use perfaux_ring::protocol::{Local, Rmw};
+        match self.target {
+            Target::Thread(_) => {
+                Local::fetch_sub(counter, 1u64.wrapping_neg(), Ordering::Relaxed);
+            }
+            Target::AnyThread => {
+                counter.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
     /// Whether the event observes the thread `tid` running on `cpu`
     /// (`event_filter_match` plus the task context).
     #[inline]

@@ -122,15 +122,28 @@ fn perf_mmap_data(event: &Arc<Event>, nr_pages: usize, prot: Prot) -> Result<Mma
     } else {
         0
     };
-    let data = PerfBuffer::with_wakeup(
-        mem.clone(),
-        DataConfig {
-            writable: prot.write,
-            write_backward: event.flag(AttrFlags::WRITE_BACKWARD),
-            wakeup_watermark: watermark,
-        },
-        wakeup.clone(),
-    )
+    let config = DataConfig {
+        writable: prot.write,
+        write_backward: event.flag(AttrFlags::WRITE_BACKWARD),
+        wakeup_watermark: watermark,
+    };
+    let owner_tid = crate::buffer::per_thread_owner(event);
+    let data = if owner_tid.is_some() {
+        // SAFETY: a per-thread buffer (its event observes one thread on any
+        // CPU) is written only by that thread and its signal handlers, the
+        // kernel's per-task buffer written by the CPU the task runs on and
+        // its NMIs: `set_output` only redirects events of the same thread
+        // into it (SET_OUTPUT rules: same cpu, and for cpu -1 the same
+        // target); the records are samples, uevents and AUX records of
+        // events in that thread's context, emitted on it (probe hooks,
+        // `perf_uevent`, its thread-directed timer signal, the trace PMU's
+        // start/stop run there), and ITRACE_START, which
+        // `perf_log_itrace_start` writes on the thread too. See
+        // `Buffer::owner_tid`.
+        unsafe { PerfBuffer::new_per_thread(mem.clone(), config, wakeup.clone()) }
+    } else {
+        PerfBuffer::with_wakeup(mem.clone(), config, wakeup.clone())
+    }
     .map_err(ring_err)?;
     let buffer = Arc::new(Buffer {
         mem: mem.clone(),
@@ -142,6 +155,7 @@ fn perf_mmap_data(event: &Arc<Event>, nr_pages: usize, prot: Prot) -> Result<Mma
         aux_mmap_count: 0.into(),
         aux_in_sampling: false.into(),
         aux_in_pause_resume: false.into(),
+        owner_tid,
     });
     event.rb.store(Some(buffer.clone()));
     event.mmap_count.fetch_add(1, Ordering::AcqRel);

@@ -44,7 +44,7 @@ pub(crate) fn perf_output(
             true
         }
         Err(_) => {
-            event.counters.lost.fetch_add(1, Ordering::Relaxed);
+            event.counter_inc(&event.counters.lost);
             false
         }
     }
@@ -52,6 +52,13 @@ pub(crate) fn perf_output(
 
 /// `perf_log_itrace_start`: PERF_RECORD_ITRACE_START `{pid, tid}` for PMUs
 /// with `PERF_PMU_CAP_ITRACE`, until the PMU reports it started tracing.
+///
+/// Written on the thread that owns the buffer when the buffer is
+/// per-thread (the kernel writes it from `event_sched_in` on the CPU the
+/// task runs on): that thread is the ring's only writer. If the thread is
+/// gone it writes nothing any more, and the record is written here; if it
+/// did not take the call (signals blocked), the record is not written
+/// rather than written beside it.
 pub(crate) fn perf_log_itrace_start(event: &Event) {
     if !event.pmu_caps().contains(PmuCaps::ITRACE)
         || event.hw.itrace_started.load(Ordering::Acquire)
@@ -59,6 +66,21 @@ pub(crate) fn perf_log_itrace_start(event: &Event) {
         return;
     }
     let tid = event.target.tid().unwrap_or_else(crate::thread::gettid);
+    let owner = event.rb.load().and_then(|rb| rb.owner_tid);
+    match owner {
+        Some(owner) if owner != crate::thread::gettid() => {
+            let mut call = || log_itrace_start(event, tid);
+            if let Err(e) = crate::remote::run_on(owner, &mut call)
+                && e.errno == perfaux_abi::errno::ESRCH
+            {
+                log_itrace_start(event, tid);
+            }
+        }
+        _ => log_itrace_start(event, tid),
+    }
+}
+
+fn log_itrace_start(event: &Event, tid: i32) {
     let id = SampleId::now(event);
     let rec = ItraceStartRecord {
         misc: 0,

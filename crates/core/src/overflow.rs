@@ -72,6 +72,43 @@ fn perf_swevent_set_period(event: &Event) -> u64 {
     }
 }
 
+/// `local64_add_negative(nr, &hwc->period_left)` and, when that reached
+/// zero, `perf_swevent_set_period`, in one compare-and-swap: the new
+/// `period_left` is re-armed in the same step that adds `nr`, so a hit pays
+/// one atomic read-modify-write for its period, not two. Another writer
+/// (`PERF_EVENT_IOC_PERIOD` on the control thread, a nested hit in a
+/// signal handler) makes the CAS fail and the step is recomputed from what
+/// it stored, as the kernel's `local64_try_cmpxchg` loop does. Returns how
+/// many periods elapsed.
+#[inline]
+fn perf_swevent_add_period(event: &Event, nr: u64) -> u64 {
+    let hw = &event.hw;
+    let mut old = hw.period_left.load(Ordering::Relaxed);
+    loop {
+        let left = old.wrapping_add(nr as i64);
+        let (new, overflows) = if left < 0 {
+            (left, 0)
+        } else {
+            let period = hw.last_period.load(Ordering::Relaxed).max(1);
+            let n = (period + left as u64) / period;
+            (left - (n * period) as i64, n)
+        };
+        match hw
+            .period_left
+            .compare_exchange_weak(old, new, Ordering::AcqRel, Ordering::Relaxed)
+        {
+            Ok(_) => {
+                if overflows != 0 {
+                    hw.last_period
+                        .store(hw.sample_period.load(Ordering::Relaxed), Ordering::Relaxed);
+                }
+                return overflows;
+            }
+            Err(v) => old = v,
+        }
+    }
+}
+
 /// `perf_swevent_event`: counts `nr` occurrences and takes a sample for
 /// every period that elapsed. `data` carries what the PMU knows (ip, raw,
 /// callchain). The caller has checked that the event is ACTIVE here.
@@ -82,11 +119,7 @@ pub fn perf_swevent_event(event: &Event, nr: u64, data: &mut SampleData<'_>) {
     if !event.is_sampling() {
         return;
     }
-    let left = hw.period_left.fetch_add(nr as i64, Ordering::AcqRel) + nr as i64;
-    if left < 0 {
-        return;
-    }
-    let overflows = perf_swevent_set_period(event);
+    let overflows = perf_swevent_add_period(event, nr);
     for _ in 0..overflows {
         data.period = hw.last_period.load(Ordering::Relaxed);
         if perf_event_overflow(event, data) {
@@ -195,7 +228,7 @@ pub fn perf_event_output(event: &Event, data: &mut SampleData<'_>) {
         }
     });
     if written {
-        event.counters.samples.fetch_add(1, Ordering::Relaxed);
+        event.counter_inc(&event.counters.samples);
     }
 }
 
