@@ -526,6 +526,17 @@ impl OutputHandle<'_> {
     }
 }
 
+impl OutputHandle<'_> {
+    /// A caller that wrote less than it reserved: publish zeros, not the
+    /// stale bytes of an older record that could parse as one. Out of line:
+    /// the hot path never comes here.
+    #[cold]
+    #[inline(never)]
+    fn zero_rest(&mut self) {
+        self.put_zeros(self.remaining);
+    }
+}
+
 impl ByteSink for OutputHandle<'_> {
     /// `__output_copy()`: bytes beyond the reservation are not written
     /// (a caller bug: debug builds assert).
@@ -546,9 +557,7 @@ impl Drop for OutputHandle<'_> {
     #[inline(always)]
     fn drop(&mut self) {
         if self.remaining != 0 {
-            // A caller that wrote less than it reserved: publish zeros, not
-            // the stale bytes of an older record that could parse as one.
-            self.put_zeros(self.remaining);
+            self.zero_rest();
         }
         self.rb.put_handle(self.wakeup);
     }
