@@ -75,11 +75,17 @@
 //!
 //! # Limits
 //!
-//! 48-bit positions order correctly while no publisher is stalled for
-//! 2^47 bytes of other writers' output (hours at memory speed), and while
-//! the area is below 2^47 bytes ([`crate::layout::MAX_AREA`] is 2^40).
-//! At most 65535 writers can be in flight; one more is refused as if the
-//! ring were full.
+//! 48-bit positions order correctly while fewer than 2^47 bytes are
+//! reserved between two publications (always, in full-trace mode, where
+//! the area is at most [`crate::layout::MAX_AREA`] = 2^40; in overwrite
+//! mode, unless one writer stays in flight for hours at memory speed). A
+//! writer in flight holds back `data_head` for everything reserved after
+//! it, as in the kernel; unlike the kernel, whose writers cannot be
+//! preempted, a user-space thread can be descheduled mid-record, and its
+//! ring's consumer then sees nothing new until it runs again (a per-thread
+//! ring, where only that thread and its signal handlers write, has no such
+//! cross-thread stall). At most 65535 writers can be in flight; one more is
+//! refused as if the ring were full.
 
 use crate::sync::{AtomicU64, Ordering};
 
