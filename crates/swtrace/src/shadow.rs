@@ -20,8 +20,10 @@ use crate::writer::{Callchain, Frame};
 /// Frames the shadow stack stores.
 pub const SHADOW_CAP: usize = 128;
 
+/// `repr(C)`: `depth` first, beside the innermost frames (see `ThreadTrace`).
+#[repr(C)]
 pub(crate) struct ShadowStack {
-    depth: AtomicU32,
+    pub(crate) depth: AtomicU32,
     overflows: AtomicU64,
     frames: [AtomicPtr<Probe>; SHADOW_CAP],
 }

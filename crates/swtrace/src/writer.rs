@@ -69,14 +69,20 @@
 //!
 //! # Hot path
 //!
-//! With no writer and no hook: the slot load, the hook-word load, a branch, and a test of the
-//! guard's flags byte on return. Paused: the busy section and the shadow stack push/pop inline
-//! as well. Tracing:
-//! read the clock, compare the head with the next SYNC position and the limit, build the packet
-//! in a register ([`format::pack_event`]) and store it with one unaligned 16-byte store when it
-//! does not straddle the end of the region. Only the packet's own bytes are meaningful: up to 15
-//! bytes after the head are scratch (in full-trace mode they are within the granted space; in
-//! overwrite mode they are the oldest bytes, which a snapshot reader resyncs past anyway).
+//! With no writer and no hook: the slot load (the one thread-local access of an entry, and of
+//! a return), the hook-word load, a branch, and a test of the guard's flags byte on return.
+//! Paused: the busy section (a load and two stores of `busy`, a load of `pending`), one
+//! comparison of the mode, and the shadow stack push/pop, all inline. Tracing: read the clock
+//! (unless `timestamp_every` says to reuse the last reading), compare the head with
+//! `fast_end` (the next SYNC position and the limit in one), and when the delta is below 128
+//! ticks and the probe id below 128 (the common case) store the two-byte packet with one
+//! 2-byte store; anything else (a due SYNC, full-trace space, long ids or deltas, a packet
+//! that straddles the end of the region) takes an out-of-line general path, which builds the
+//! packet in a register ([`format::pack_event`]) and stores it with one unaligned 16-byte
+//! store when it does not straddle the end. Only the packet's own bytes are meaningful: up to
+//! 15 bytes after the head are scratch (in full-trace mode they are within the granted space;
+//! in overwrite mode they are the oldest bytes, which a snapshot reader resyncs past anyway).
+//! Every field these paths touch is in the first cache line of the thread's state.
 
 use std::cell::Cell;
 use std::ptr::{self, NonNull};
@@ -269,10 +275,11 @@ pub struct WriterStatus {
     pub syncs: u64,
 }
 
-/// Mode byte values; the hot path only tests `== TRACING` and `== FULL`.
+/// Mode byte values.
 const TRACING: u8 = 0;
-const PAUSED: u8 = 1;
-const FULL: u8 = 2;
+const FULL: u8 = 1;
+/// From here up nothing is written: the paused path is one comparison (`mode >= PAUSED`).
+const PAUSED: u8 = 2;
 const SHADOW_ONLY: u8 = 3;
 
 /// Pending request bits (set while busy, applied after the packet).
@@ -282,28 +289,31 @@ const REQ_LIMIT: u32 = 4;
 const REQ_OBSERVE: u32 = 8;
 
 /// Everything the probes of one thread touch. Reached through the thread's slot only, by the
-/// thread itself and its signal handlers.
+/// thread itself and its signal handlers. `repr(C)` and 64-byte aligned so that every field
+/// the ENTER/EXIT fast path reads or writes sits in the first cache line, and the shadow
+/// stack's depth and innermost frames start the second (the order is checked by a test).
+#[repr(C, align(64))]
 pub(crate) struct ThreadTrace {
-    // Hot fields first.
+    // Hot line: 4 x 1 + 4 x 4 + 5 x 8 = 60 bytes.
     mode: AtomicU8,
     busy: AtomicU8,
+    clock_tsc: AtomicBool,
+    installed: AtomicBool,
     epoch: AtomicU32,
+    pending: AtomicU32,
+    ts_countdown: AtomicU32,
+    ts_every: AtomicU32,
     base: AtomicPtr<u8>,
     mask: AtomicU64,
     head: AtomicU64,
-    limit: AtomicU64,
-    next_sync: AtomicU64,
     /// `min(next_sync, limit - 15)`: the hot path's one comparison (head below it: no SYNC due
     /// and room for the largest ENTER/EXIT).
     fast_end: AtomicU64,
     last_ticks: AtomicU64,
-    pending: AtomicU32,
-    clock_tsc: AtomicBool,
-    ts_countdown: AtomicU32,
-    ts_every: AtomicU32,
     pub(crate) shadow: ShadowStack,
     // Cold fields.
-    installed: AtomicBool,
+    limit: AtomicU64,
+    next_sync: AtomicU64,
     paused: AtomicBool,
     full_stopped: AtomicBool,
     shadow_users: AtomicU32,
@@ -438,13 +448,14 @@ impl ThreadTrace {
         }
         #[cfg(test)]
         at_point(Point::EnterInside);
-        let depth = match self.mode.load(Relaxed) {
-            TRACING => self.trace_enter(probe),
-            FULL => {
-                self.count_lost_full();
-                self.shadow.push(probe)
-            }
-            _ => self.shadow.push(probe),
+        let mode = self.mode.load(Relaxed);
+        let depth = if mode >= PAUSED {
+            self.shadow.push(probe)
+        } else if mode == TRACING {
+            self.trace_enter(probe)
+        } else {
+            self.count_lost_full();
+            self.shadow.push(probe)
         };
         // Read inside the section: the guard and its depth belong to the same shadow stack.
         let epoch = self.epoch.load(Relaxed);
@@ -487,10 +498,13 @@ impl ThreadTrace {
             if guard.flags & GUARD_OBSERVED == 0 {
                 self.count_lost_nested();
             } else {
-                match self.mode.load(Relaxed) {
-                    TRACING => self.trace_exit(),
-                    FULL => self.count_lost_full(),
-                    _ => {}
+                let mode = self.mode.load(Relaxed);
+                if mode < PAUSED {
+                    if mode == TRACING {
+                        self.trace_exit();
+                    } else {
+                        self.count_lost_full();
+                    }
                 }
                 self.shadow.pop_to(guard.depth);
             }
@@ -584,17 +598,60 @@ impl ThreadTrace {
     }
 
     /// Writes ENTER of probe `id`, or EXIT when `id` is 0 (busy section held by the caller).
+    ///
+    /// The common packet is two bytes: a one-byte header (EXIT, or a short ENTER of a probe
+    /// id below 128) and a delta below 128 ticks, written with one 2-byte store when no SYNC
+    /// is due, there is room, and the two bytes do not straddle the end of the region.
+    /// Everything else takes [`ThreadTrace::emit_event_general`].
     #[inline(always)]
     fn emit_event(&self, id: u32) {
+        let now = self.event_ticks();
+        let head = self.head.load(Relaxed);
+        let last = self.last_ticks.load(Relaxed);
+        let delta = now.saturating_sub(last);
+        let mask = self.mask.load(Relaxed);
+        let off = head & mask;
+        if head < self.fast_end.load(Relaxed) && delta < 0x80 && id < 0x80 && off != mask {
+            let header = if id == 0 {
+                format::EXIT
+            } else {
+                format::ENTER_SHORT | id as u8
+            };
+            let packet = u16::from(header) | (delta as u16) << 8;
+            let base = self.base.load(Relaxed);
+            // off < mask, so both bytes are inside the region the core lent to this writer
+            // (AuxRegion::new's contract); in full-trace mode head < fast_end <= limit - 15, so
+            // they are granted space.
+            let at = base.wrapping_add(off as usize).cast::<u16>();
+            // SAFETY: `at` and `at + 1` are inside the lent region (see above).
+            unsafe { ptr::write_unaligned(at, packet.to_le()) };
+            if now > last {
+                self.last_ticks.store(now, Relaxed);
+            }
+            self.publish(head + 2);
+        } else {
+            self.emit_event_general(id, now);
+        }
+    }
+
+    /// The clock reading for the next ENTER/EXIT: a fresh one every `timestamp_every` events,
+    /// else the last measured time (delta 0).
+    #[inline(always)]
+    fn event_ticks(&self) -> u64 {
         let left = self.ts_countdown.load(Relaxed);
-        let now = if left == 0 {
+        if left == 0 {
             self.ts_countdown
                 .store(self.ts_every.load(Relaxed) - 1, Relaxed);
             self.now()
         } else {
             self.ts_countdown.store(left - 1, Relaxed);
             self.last_ticks.load(Relaxed)
-        };
+        }
+    }
+
+    /// Any ENTER/EXIT: SYNC or space due first, long ids and deltas, wrapping packets.
+    #[inline(never)]
+    fn emit_event_general(&self, id: u32, now: u64) {
         let mut head = self.head.load(Relaxed);
         if head >= self.fast_end.load(Relaxed) {
             match self.prepare_cold(head, now) {
@@ -1214,6 +1271,60 @@ mod signal_tests;
 mod tests {
     use super::*;
     use crate::decode::{Event, decode};
+
+    /// The layout the hot path relies on (ThreadTrace's doc): its fields in the first cache
+    /// line, the shadow stack's depth at the start of the second.
+    #[test]
+    fn hot_fields_share_one_cache_line() {
+        use std::mem::offset_of;
+        assert_eq!(std::mem::align_of::<ThreadTrace>(), 64);
+        assert!(offset_of!(ThreadTrace, last_ticks) + 8 <= 64);
+        assert_eq!(offset_of!(ThreadTrace, shadow), 64);
+        assert_eq!(offset_of!(ShadowStack, depth), 0);
+    }
+
+    static WRAP: Probe = Probe::new("writer_wrap");
+
+    /// Packets that straddle the end of an overwrite region (format doc: byte `p` of the
+    /// stream is at `base[p & (size - 1)]`) decode as the same events wherever they land,
+    /// including the two-byte fast path's last byte (offset size - 1).
+    #[test]
+    fn packets_across_the_region_end_decode_at_every_offset() {
+        WRAP.id().unwrap();
+        for start in 120..200u64 {
+            let mut aux = vec![0u8; MIN_REGION];
+            // SAFETY: `aux` outlives the writer, uninstalled below.
+            let region = unsafe { AuxRegion::new(aux.as_mut_ptr(), aux.len()) }.unwrap();
+            let mut cfg = WriterConfig::overwrite(region);
+            cfg.aux_head = start;
+            // Every packet carries delta 0 after the first: two-byte ENTER/EXIT.
+            cfg.timestamp_every = 1000;
+            install(cfg).unwrap();
+            for _ in 0..20 {
+                let _g = WRAP.enter();
+            }
+            let end = uninstall().unwrap().aux_head;
+            assert!(
+                end - start < MIN_REGION as u64,
+                "the stream fits the region"
+            );
+            let stream: Vec<u8> = (start..end)
+                .map(|p| aux[(p & (MIN_REGION as u64 - 1)) as usize])
+                .collect();
+            let events = decode(&stream);
+            let id = WRAP.id().unwrap().0;
+            let calls = events
+                .iter()
+                .filter(|e| matches!(e, Event::Enter { id: i, .. } if *i == id))
+                .count();
+            let exits = events
+                .iter()
+                .filter(|e| matches!(e, Event::Exit { id: Some(i), .. } if *i == id))
+                .count();
+            assert_eq!((calls, exits), (20, 20), "start {start}: {events:?}");
+            assert!(matches!(events.last(), Some(Event::Stopped { .. })));
+        }
+    }
 
     #[test]
     fn uninstall_reports_unreported_drops_before_stopped() {
