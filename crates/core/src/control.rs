@@ -177,7 +177,7 @@ impl EventFd {
         let _g = ctx_lock();
         for_each(&self.event, flags, |e| {
             e.pmu.read(e);
-            e.hw.count.store(0, Ordering::Relaxed);
+            e.on_owner_thread(&mut || e.hw.count.store(0, Ordering::Relaxed));
         });
         Ok(())
     }

@@ -291,6 +291,32 @@ impl Event {
             .expect("an event is only reached through a live Arc")
     }
 
+    /// Whether the overflow path of this event runs on one thread only
+    /// (with its signal handlers): the event observes one thread.
+    #[inline]
+    pub(crate) fn single_writer(&self) -> bool {
+        matches!(self.target, Target::Thread(_))
+    }
+
+    /// Runs a control-path write of the words the overflow path updates
+    /// with `local` operations (`count`, the period) on the thread the
+    /// event observes, as the kernel runs `PERF_EVENT_IOC_RESET` and
+    /// `PERF_EVENT_IOC_PERIOD` on the event's CPU (`event_function_call`):
+    /// a store from another thread could land inside one of those
+    /// read-modify-writes and be lost. If the thread is gone (nothing
+    /// writes there any more) or does not take the call (signals blocked),
+    /// the write is done here.
+    pub(crate) fn on_owner_thread(&self, f: &mut dyn FnMut()) {
+        match self.target {
+            Target::Thread(tid) if tid != crate::thread::gettid() => {
+                if crate::remote::run_on(tid, f).is_err() {
+                    f();
+                }
+            }
+            _ => f(),
+        }
+    }
+
     /// Adds one to a counter of [`EventCounters`] that only the overflow
     /// path of this event writes. For an event that observes one thread,
     /// that path runs only on that thread and in its signal handlers, so

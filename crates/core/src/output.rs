@@ -15,7 +15,11 @@ use perfaux_ring::{LostInfo, OutputHandle};
 use crate::event::Event;
 use crate::pmu::PmuCaps;
 use crate::sample::SampleId;
-use crate::wire::StackSink;
+use crate::wire::{BatchSink, StackSink};
+
+/// What a record is written into: the ring's output handle, behind a
+/// [`BatchSink`] that turns the record's small fields into one copy.
+pub(crate) type RecordSink<'a, 'h> = BatchSink<'a, OutputHandle<'h>, 128>;
 
 /// `perf_output_begin(handle, event, size)` + `write` + `perf_output_end`.
 /// `write` gets the handle and the `sample_id` taken for this record.
@@ -26,7 +30,7 @@ pub(crate) fn perf_output(
     event: &Event,
     size: usize,
     sample_id: &SampleId,
-    write: impl FnOnce(&mut OutputHandle<'_>),
+    write: impl FnOnce(&mut RecordSink<'_, '_>),
 ) -> bool {
     let Some(rb) = event.rb.load() else {
         return false;
@@ -39,7 +43,9 @@ pub(crate) fn perf_output(
     };
     match rb.data.output_begin(size, &lost) {
         Ok(mut h) => {
-            write(&mut h);
+            let mut b = BatchSink::new(&mut h);
+            write(&mut b);
+            b.flush();
             h.end();
             true
         }

@@ -10,9 +10,10 @@
 //! counting PMUs behave like hardware counters: one sample per period), and
 //! there is no interrupt throttling (no MAX_INTERRUPTS per tick).
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use perfaux_abi::attr::{AttrFlags, AuxAction};
+use perfaux_ring::protocol::{Local, Rmw, Smp};
 
 use crate::error::{Result, einval};
 use crate::event::{Event, EventState};
@@ -83,6 +84,11 @@ fn perf_swevent_set_period(event: &Event) -> u64 {
 #[inline]
 fn perf_swevent_add_period(event: &Event, nr: u64) -> u64 {
     let hw = &event.hw;
+    let local = event.single_writer();
+    // SAFETY: AtomicI64 and AtomicU64 have the same size and alignment;
+    // the pointer is valid while `hw` is, and every access to the word is
+    // atomic (both views only ever do atomic operations on it).
+    let left_word = unsafe { AtomicU64::from_ptr(hw.period_left.as_ptr().cast::<u64>()) };
     let mut old = hw.period_left.load(Ordering::Relaxed);
     loop {
         let left = old.wrapping_add(nr as i64);
@@ -93,10 +99,12 @@ fn perf_swevent_add_period(event: &Event, nr: u64) -> u64 {
             let n = (period + left as u64) / period;
             (left - (n * period) as i64, n)
         };
-        match hw
-            .period_left
-            .compare_exchange_weak(old, new, Ordering::AcqRel, Ordering::Relaxed)
-        {
+        let swapped = if local {
+            Local::cas(left_word, old as u64, new as u64, Ordering::Relaxed)
+        } else {
+            Smp::cas(left_word, old as u64, new as u64, Ordering::AcqRel)
+        };
+        match swapped.map_err(|v| v as i64) {
             Ok(_) => {
                 if overflows != 0 {
                     hw.last_period
@@ -111,11 +119,25 @@ fn perf_swevent_add_period(event: &Event, nr: u64) -> u64 {
 
 /// `perf_swevent_event`: counts `nr` occurrences and takes a sample for
 /// every period that elapsed. `data` carries what the PMU knows (ip, raw,
-/// callchain). The caller has checked that the event is ACTIVE here.
+/// callchain). The caller has checked that the event is ACTIVE here, and
+/// calls it on the thread the event observes (its hook or signal runs
+/// there), as the kernel calls it on the CPU the event is active on.
+///
+/// For an event that observes one thread, `event->count` and
+/// `hwc->period_left` are then written by that thread, its signal
+/// handlers, and the control path, which does its writes on the thread
+/// too (`PERF_EVENT_IOC_RESET`, `PERF_EVENT_IOC_PERIOD`: see
+/// [`Event::on_owner_thread`]), so the updates here are the kernel's
+/// `local64_*` operations ([`Local`]: one instruction, no bus lock), not
+/// SMP atomics. A per-CPU event, which any thread may hit, uses [`Smp`].
 #[inline]
 pub fn perf_swevent_event(event: &Event, nr: u64, data: &mut SampleData<'_>) {
     let hw = &event.hw;
-    hw.count.fetch_add(nr, Ordering::Relaxed);
+    if event.single_writer() {
+        Local::fetch_sub(&hw.count, nr.wrapping_neg(), Ordering::Relaxed);
+    } else {
+        hw.count.fetch_add(nr, Ordering::Relaxed);
+    }
     if !event.is_sampling() {
         return;
     }
@@ -224,7 +246,7 @@ pub fn perf_event_output(event: &Event, data: &mut SampleData<'_>) {
     let written = perf_output(event, size, &id, |h| {
         perf_output_sample(event, data, size, h);
         if !watermark {
-            h.count_wakeup_event(event.attr.wakeup_events);
+            h.inner().count_wakeup_event(event.attr.wakeup_events);
         }
     });
     if written {
@@ -271,12 +293,14 @@ pub(crate) fn perf_event_period(event: &Event, value: u64) -> Result<()> {
         if added {
             event.pmu.stop(event, ef::UPDATE);
         }
-        event.hw.sample_period.store(value, Ordering::Relaxed);
-        event.hw.last_period.store(value, Ordering::Relaxed);
-        event
-            .hw
-            .period_left
-            .store(-(value as i64), Ordering::Relaxed);
+        event.on_owner_thread(&mut || {
+            event.hw.sample_period.store(value, Ordering::Relaxed);
+            event.hw.last_period.store(value, Ordering::Relaxed);
+            event
+                .hw
+                .period_left
+                .store(-(value as i64), Ordering::Relaxed);
+        });
         if added {
             event.pmu.start(event, ef::RELOAD);
         }

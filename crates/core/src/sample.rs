@@ -57,13 +57,15 @@ impl SampleId {
     /// The trailer for `event`, taken now on the calling thread. Only the
     /// fields the trailer carries are read (the clock and the CPU number
     /// cost a vDSO call each).
+    ///
+    /// Without `sample_id_all` no record carries a trailer ([`Self::write`]
+    /// writes nothing), so nothing is read and the value is empty.
     #[inline]
     pub(crate) fn now(event: &Event) -> Self {
-        let st = if event.flag(AttrFlags::SAMPLE_ID_ALL) {
-            event.attr.sample_type
-        } else {
-            0
-        };
+        if !event.flag(AttrFlags::SAMPLE_ID_ALL) {
+            return Self::default();
+        }
+        let st = event.attr.sample_type;
         let time = if st & PERF_SAMPLE_TIME != 0 {
             event.clock.now()
         } else {
@@ -92,6 +94,9 @@ impl SampleId {
     /// front of it).
     #[inline]
     pub(crate) fn from_sample(event: &Event, data: &SampleData<'_>) -> Self {
+        if !event.flag(AttrFlags::SAMPLE_ID_ALL) {
+            return Self::default();
+        }
         Self::with(event, data.pid, data.tid, data.time, data.cpu)
     }
 

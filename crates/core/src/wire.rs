@@ -53,3 +53,71 @@ impl<const N: usize> ByteSink for StackSink<N> {
         self.len += n;
     }
 }
+
+/// Gathers a record's small fields on the stack and hands them to `inner`
+/// in one `put`: a ring's `put` handles the wrap and the reservation for
+/// every call, which for a record of eight-byte fields costs more than the
+/// bytes. A put of `N` bytes or more (a payload, the AUX data of a sample)
+/// goes straight through after what was gathered, so it is copied once.
+/// [`BatchSink::flush`] must be called before the record ends.
+pub(crate) struct BatchSink<'a, S: ByteSink + ?Sized, const N: usize> {
+    inner: &'a mut S,
+    buf: [std::mem::MaybeUninit<u8>; N],
+    len: usize,
+}
+
+impl<'a, S: ByteSink + ?Sized, const N: usize> BatchSink<'a, S, N> {
+    #[inline]
+    pub(crate) fn new(inner: &'a mut S) -> Self {
+        Self {
+            inner,
+            buf: [std::mem::MaybeUninit::uninit(); N],
+            len: 0,
+        }
+    }
+
+    /// The sink the bytes go to.
+    #[inline]
+    pub(crate) fn inner(&self) -> &S {
+        self.inner
+    }
+
+    /// Hands what was gathered to the inner sink.
+    #[inline]
+    pub(crate) fn flush(&mut self) {
+        if self.len != 0 {
+            // SAFETY: the first `len` bytes of `buf` were written by `put`.
+            let bytes =
+                unsafe { std::slice::from_raw_parts(self.buf.as_ptr().cast::<u8>(), self.len) };
+            self.inner.put(bytes);
+            self.len = 0;
+        }
+    }
+}
+
+impl<S: ByteSink + ?Sized, const N: usize> ByteSink for BatchSink<'_, S, N> {
+    #[inline(always)]
+    fn put(&mut self, bytes: &[u8]) {
+        if bytes.len() <= N - self.len {
+            let dst = &mut self.buf[self.len..self.len + bytes.len()];
+            // SAFETY: `dst` and `bytes` have the same length and do not
+            // overlap (one is this sink's own buffer); MaybeUninit<u8> has
+            // u8's layout.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    bytes.as_ptr(),
+                    dst.as_mut_ptr().cast::<u8>(),
+                    bytes.len(),
+                )
+            };
+            self.len += bytes.len();
+            return;
+        }
+        self.flush();
+        if bytes.len() >= N {
+            self.inner.put(bytes);
+        } else {
+            self.put(bytes);
+        }
+    }
+}

@@ -66,6 +66,9 @@ struct ProbeState {
     target: ProbeMatch,
     on_exit: bool,
     shadow: bool,
+    /// The probe's address (a sample's IP) for an id target, looked up
+    /// once; a name target may match several probes and looks it up per hit.
+    ip: Option<u64>,
 }
 
 enum ProbeMatch {
@@ -124,10 +127,17 @@ impl Pmu for ProbePmu {
             let id = u32::try_from(config).map_err(|_| enoent("probe: config is no probe id"))?;
             ProbeMatch::Id(id)
         };
+        let ip = match target {
+            ProbeMatch::Id(id) => {
+                perfaux_swtrace::probe_by_id(ProbeId(id)).map(|p| p.addr() as u64)
+            }
+            ProbeMatch::Name(_) => None,
+        };
         let st = ProbeState {
             target,
             on_exit: event.attr().config1 & CONFIG1_ON_EXIT != 0,
             shadow: event.attr().sample_type & PERF_SAMPLE_CALLCHAIN != 0,
+            ip,
         };
         perfaux_swtrace::set_hook(hook_target(&st), true)
             .map_err(|_| enoent("probe: no probe with this id"))?;
@@ -210,7 +220,9 @@ fn matches(st: &ProbeState, id: ProbeId) -> bool {
 }
 
 fn count(ev: &Event, id: ProbeId, st: &ProbeState) {
-    let ip = perfaux_swtrace::probe_by_id(id).map_or(0, |p| p.addr() as u64);
+    let ip = st
+        .ip
+        .unwrap_or_else(|| perfaux_swtrace::probe_by_id(id).map_or(0, |p| p.addr() as u64));
     if st.shadow && ev.is_sampling() {
         count_with_callchain(ev, ip);
         return;
