@@ -196,9 +196,9 @@ fn watermark_bounds_each_transaction_when_the_consumer_keeps_up() {
     t.ev.enable(0).unwrap();
     let mut chunks: Vec<(u64, Vec<u8>)> = Vec::new();
     let mut n_calls = 0;
-    for _ in 0..60 {
-        w.calls(100);
-        n_calls += 100;
+    for _ in 0..80 {
+        w.calls(300);
+        n_calls += 300;
         let r = t.aux.aux_reader().unwrap().read().unwrap();
         if !r.data.is_empty() {
             chunks.push((r.offset, r.data.to_vec()));

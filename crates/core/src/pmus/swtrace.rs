@@ -5,10 +5,8 @@
 //! - `start` (on the traced thread, see the `remote` module) opens an AUX
 //!   transaction (`perf_aux_output_begin`) and installs the thread's writer
 //!   over the AUX memory: overwrite mode wraps freely (the flight
-//!   recorder), full-trace mode writes up to the handle's space, and when it
-//!   runs out the writer's slow path ends the transaction (PERF_RECORD_AUX)
-//!   and begins the next; no space left disables the event (pending
-//!   disable) and wakes the consumer, as `perf_aux_output_begin` does;
+//!   recorder), full-trace mode writes within the transaction (see "Full
+//!   trace" below);
 //! - `stop` uninstalls the writer and ends the transaction
 //!   (`perf_aux_output_end`, PERF_RECORD_AUX with the event's sample_id);
 //! - `stop(PERF_EF_PAUSE)` / `start(PERF_EF_RESUME)` pause and resume the
@@ -22,6 +20,30 @@
 //! An event traces one thread (a thread target; EINVAL otherwise), and a
 //! thread has one writer: a second live swtrace event for the same thread
 //! is EBUSY, as an exclusive PMU's second event is.
+//!
+//! # Full trace: one transaction per watermark
+//!
+//! As PT's driver does (arch/x86/events/intel/pt.c: the PMI at
+//! `handle->wakeup`, then `perf_aux_output_end` and `perf_aux_output_begin`
+//! in `intel_pt_interrupt`), a transaction ends once the writer crossed
+//! the watermark: the writer's limit is the handle's space, cut just past
+//! `handle->wakeup` (by the most one writer step needs, so that the step
+//! that crosses it still fits and the slow path is only asked after the
+//! crossing). The slow path (`on_full`) then ends the transaction with the
+//! bytes written (PERF_RECORD_AUX, aux_head published, the watermark
+//! wakeup) and begins the next one over the space the consumer gave back.
+//!
+//! When the transaction's own space is used up and the consumer has not
+//! freed enough since, the trace from here on is lost: as PT does when its
+//! buffer stops (`pt_handle_status`), the transaction is ended with
+//! PERF_AUX_FLAG_TRUNCATED, which wakes the consumer and disables the event
+//! (pending disable); the writer stops and counts what it drops. The
+//! consumer sees the loss in the TRUNCATED record; after it read the area
+//! and re-enabled the event, `start` begins a new transaction and tracing
+//! resumes with a SYNC. A `perf_aux_output_begin` that still finds no
+//! space (a consumer whose aux_tail went back) gets the kernel's pending
+//! disable and wakeup, and the loss is reported by an empty TRUNCATED
+//! record at aux_head.
 //!
 //! # Stopping from another thread
 //!
@@ -43,7 +65,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use perfaux_abi::ByteSink;
+use perfaux_abi::consts::PERF_AUX_FLAG_TRUNCATED;
+use perfaux_abi::mmap_page::offsets;
 use perfaux_ring::AuxHandle;
+use perfaux_ring::protocol::circ_space;
+use perfaux_swtrace::format;
 use perfaux_swtrace::writer::{self, AuxMode, AuxRegion, WriterConfig, WriterError};
 
 use crate::aux::{AuxArea, perf_aux_output_begin, perf_aux_output_end};
@@ -294,7 +320,14 @@ fn start_here(event: &Event, st: &TraceState) -> bool {
     // the handle first (field order).
     let handle: AuxHandle<'static> = unsafe { std::mem::transmute(handle) };
     let start_head = handle.head();
-    let limit = start_head + handle.size();
+    if !overwrite && handle.size() < STEP_MAX {
+        // Too little space to start the stream with a SYNC: the trace
+        // from here is lost, as PT's `pt_buffer_reset_markers` reports
+        // when it cannot fit its stop marker (TRUNCATED, pending disable).
+        truncate(event, handle, 0);
+        return true;
+    }
+    let limit = transaction_limit(&handle, STEP_MAX);
     let installed = writer::status().is_some();
     let ours = installed
         && st.parked.load(Ordering::Acquire)
@@ -343,6 +376,8 @@ fn start_here(event: &Event, st: &TraceState) -> bool {
         config.mode = mode;
         config.aux_head = start_head;
         config.start_paused = event.aux_paused();
+        // Before the install: its first SYNC may already ask the slow path.
+        CURRENT.with(|c| c.set(event));
         match writer::install(config) {
             Ok(()) => {}
             Err(WriterError::Busy) => {
@@ -462,9 +497,58 @@ fn abandon(st: &TraceState) {
     st.parked.store(true, Ordering::Release);
 }
 
-/// The writer's full-trace slow path: end the transaction (PERF_RECORD_AUX)
-/// and begin the next. No space: the event is disabled (pending disable,
-/// done by `perf_aux_output_begin`) and the writer stops.
+/// The most one writer step asks the slow path for: LOST and SYNC before
+/// an event, and a RESUMED boundary with them after a resume.
+const STEP_MAX: u64 =
+    (format::MAX_BOUNDARY + format::MAX_SYNC + 2 * format::MAX_LOST + format::MAX_EVENT) as u64;
+
+/// The writer's limit for the transaction `handle` opened (full-trace
+/// mode): its space, cut `STEP_MAX` past the watermark (`handle->wakeup`),
+/// so that the writer asks for the next transaction only after it crossed
+/// the watermark, as PT's PMI fires past the ToPA entry marked INT. Never
+/// below the `needed` bytes of the writer's next step (the caller checked
+/// that the space holds them).
+fn transaction_limit(handle: &AuxHandle<'_>, needed: u64) -> u64 {
+    let space_end = handle.head() + handle.size();
+    let cut = handle
+        .wakeup()
+        .max(handle.head())
+        .saturating_add(STEP_MAX)
+        .max(handle.head().saturating_add(needed));
+    space_end.min(cut)
+}
+
+/// Ends `handle` with PERF_AUX_FLAG_TRUNCATED after `size` bytes: the
+/// record says the trace stops here, `perf_aux_output_end` wakes the
+/// consumer and disables the event (pending disable).
+fn truncate(event: &Event, mut handle: AuxHandle<'_>, size: u64) {
+    // Refused only for OVERWRITE, which this is not.
+    let _ = handle.flag(PERF_AUX_FLAG_TRUNCATED);
+    perf_aux_output_end(event, handle, size);
+}
+
+/// Bytes a `perf_aux_output_begin` at `head` would get now: `CIRC_SPACE`
+/// from the consumer's aux_tail, none when the tail is not within one area
+/// behind the head (a consumer's bad tail is no space, as in the kernel).
+fn space_at(aux: &AuxArea, head: u64) -> u64 {
+    let tail = aux
+        .memory()
+        .user_word(offsets::AUX_TAIL)
+        .load(Ordering::Acquire);
+    let size = aux.aux_size();
+    if head.wrapping_sub(tail) < size {
+        circ_space(head, tail, size)
+    } else {
+        0
+    }
+}
+
+/// The writer's full-trace slow path, PT's PMI: the writer crossed the
+/// watermark or used up the transaction's space. Ends the transaction
+/// (PERF_RECORD_AUX with the bytes written, aux_head, wakeup) and begins
+/// the next. No space to go on: the transaction ends TRUNCATED, the event
+/// is disabled (pending disable) and the writer stops (module doc, "Full
+/// trace").
 fn on_full(aux_head: u64, needed: u64) -> Option<u64> {
     let ev = CURRENT.with(Cell::get);
     if ev.is_null() {
@@ -476,20 +560,41 @@ fn on_full(aux_head: u64, needed: u64) -> Option<u64> {
     let event = unsafe { &*ev };
     let st = TraceState::of(event)?;
     let mut tx = st.tx.try_lock().ok()?;
-    let old = tx.take()?;
-    let written = aux_head.wrapping_sub(old.start_head);
-    let buffer = old._buffer;
-    perf_aux_output_end(event, old.handle, written);
-    let handle = perf_aux_output_begin(event)?;
-    if handle.size() < needed {
-        // Less space than one packet: as full.
-        perf_aux_output_end(event, handle, 0);
-        crate::overflow::perf_event_disable_inatomic(event);
+    let Transaction {
+        handle,
+        start_head,
+        _buffer: buffer,
+    } = tx.take()?;
+    let written = aux_head.wrapping_sub(start_head);
+    let space_end = handle.head() + handle.size();
+    if aux_head.saturating_add(needed) > space_end
+        && buffer
+            .aux()
+            .is_none_or(|aux| space_at(aux, aux_head) < needed)
+    {
+        truncate(event, handle, written);
         return None;
     }
+    perf_aux_output_end(event, handle, written);
+    let Some(handle) = perf_aux_output_begin(event) else {
+        // The consumer took space back after all (its aux_tail moved
+        // backwards); begin disabled the event and woke the consumer. Say
+        // that the trace stops here.
+        let rec = perfaux_ring::AuxRecord {
+            aux_offset: aux_head,
+            aux_size: 0,
+            flags: PERF_AUX_FLAG_TRUNCATED,
+        };
+        output::perf_output_aux_record(event, &rec);
+        return None;
+    };
+    if handle.size() < needed {
+        truncate(event, handle, 0);
+        return None;
+    }
+    let limit = transaction_limit(&handle, needed);
     // SAFETY: as in start_here.
     let handle: AuxHandle<'static> = unsafe { std::mem::transmute(handle) };
-    let limit = handle.head() + handle.size();
     *tx = Some(Transaction {
         start_head: handle.head(),
         handle,
