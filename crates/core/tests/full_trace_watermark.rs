@@ -150,15 +150,36 @@ fn full_area_ends_truncated_and_resumes_after_read() {
         "only the last one is flagged: {recs:?}"
     );
     let end = assert_tiled(&recs, 0);
-    let data = t.aux.aux_reader().unwrap().read().unwrap();
-    assert_eq!(data.offset, 0);
-    assert_eq!(data.data.len() as u64, end, "the records cover the data");
+    // Looked at without consuming: the tail stays, the area stays full.
+    let aux = t.aux.aux_reader().unwrap();
+    assert_eq!(aux.aux_head(), end, "the records cover the data");
     assert!(end > 3000 && end <= 4096, "the area was filled: {end}");
-    let events = perfaux_swtrace::decode(data.data);
+    let mut window = Vec::new();
+    aux.copy(0, end, &mut window).unwrap();
+    let events = perfaux_swtrace::decode(&window);
     assert_eq!(skipped(&events), Vec::<&Packet>::new());
     let calls = entered_names(&events);
     assert!(calls.len() > 100 && calls.len() < 10_000);
     assert!(calls.iter().all(|n| n == "wm_call"));
+
+    // Re-enabled before the consumer read: perf_aux_output_begin finds no
+    // space for the stream to go on (UPSTREAM.md 3: pending disable and a
+    // wakeup), and whatever it reports says TRUNCATED and holds no data.
+    let wakeups = t.data.buffer().data().wakeup().count();
+    t.ev.enable(0).unwrap();
+    w.calls(10);
+    assert_eq!(t.ev.event().state(), EventState::Off, "still no space");
+    assert!(t.data.buffer().data().wakeup().count() > wakeups, "woken");
+    let again = aux_records(&mut t);
+    assert!(
+        again
+            .iter()
+            .all(|r| r.0 == end && r.1 == 0 && r.2 == PERF_AUX_FLAG_TRUNCATED),
+        "{again:?}"
+    );
+    let data = t.aux.aux_reader().unwrap().read().unwrap();
+    assert_eq!(data.offset, 0);
+    assert_eq!(data.data.len() as u64, end, "nothing written meanwhile");
 
     // The consumer gave the space back; the user re-enables.
     t.ev.enable(0).unwrap();
