@@ -87,7 +87,13 @@ pub(crate) fn perf_log_itrace_start(event: &Event) {
 }
 
 fn log_itrace_start(event: &Event, tid: i32) {
-    let id = SampleId::now(event);
+    let mut id = SampleId::now(event);
+    // The kernel logs it in `event_sched_in`, where `current` is the task
+    // scheduled in: the traced thread, also when this runs on another one
+    // (a per-CPU buffer, or the traced thread gone).
+    if let Some(t) = id.0.tid.as_mut() {
+        t.tid = tid as u32;
+    }
     let rec = ItraceStartRecord {
         misc: 0,
         pid: crate::thread::getpid(),
