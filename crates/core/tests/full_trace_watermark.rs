@@ -307,3 +307,30 @@ fn itrace_start_names_the_traced_thread() {
         vec!["wm_call"; 3]
     );
 }
+
+/// The same with a per-CPU buffer (the event counts on CPU 0), which the
+/// recorder's enable writes into from its own thread: the sample_id still
+/// names the traced thread.
+#[test]
+fn itrace_start_names_the_traced_thread_in_a_per_cpu_buffer() {
+    let w = Worker::spawn();
+    let ev = perf_event_open_attr(&trace_attr(), Target::Thread(w.tid), 0, -1, 0).unwrap();
+    let mut t = map_trace(ev, 1, false);
+    t.ev.enable(0).unwrap();
+    w.calls(3);
+    t.ev.disable(0).unwrap();
+    let starts: Vec<Vec<u8>> = records(&mut t.data)
+        .into_iter()
+        .filter(|(h, _)| h.type_ == PERF_RECORD_ITRACE_START)
+        .map(|(_, b)| b)
+        .collect();
+    assert_eq!(starts.len(), 1);
+    let me = std::process::id();
+    let b = &starts[0];
+    assert_eq!((u32_at(b, 8), u32_at(b, 12)), (me, w.tid as u32), "body");
+    assert_eq!(
+        (u32_at(b, 16), u32_at(b, 20)),
+        (me, w.tid as u32),
+        "sample_id"
+    );
+}
