@@ -46,7 +46,9 @@ pub(crate) fn perf_output(
             let mut b = BatchSink::new(&mut h);
             write(&mut b);
             b.flush();
-            h.end();
+            // perf_output_end is the handle's drop at the end of this arm,
+            // in place: `h.end()` would first move the handle, reloading
+            // what was just stored into it.
             true
         }
         Err(_) => {
