@@ -145,6 +145,17 @@ fn aux_sample(c: &mut Criterion) {
             black_box(&ring);
         })
     });
+    // The same copy at the places a sample's AUX data lands: records of
+    // 4112 bytes (header, aux size, 4 KiB) back to back, the data 16 bytes
+    // into each, so the destination is 16-byte but not 64-byte aligned.
+    let mut at = 0;
+    g.bench_function("memcpy_4k_into_64k_ring_record_stride", |b| {
+        b.iter(|| {
+            ring[at + 16..at + 16 + 4096].copy_from_slice(black_box(&src));
+            at = (at + 4112) % (60 * 1024);
+            black_box(&ring);
+        })
+    });
     // A trace leader with a 64 KiB overwrite AUX area, full of trace.
     let (ev, _d, _a) = trace(false);
     sample_point();

@@ -79,22 +79,25 @@ pub(crate) fn perf_aux_sample_output(
     aux_size: usize,
     h: &mut (impl ByteSink + ?Sized),
 ) {
-    let mut counted = CountingSink { inner: h, n: 0 };
+    let mut limited = LimitSink {
+        inner: h,
+        left: aux_size,
+    };
     event.aux_event.read(|sampler| {
         let Some(sampler) = sampler else { return };
         let Some(rb) = sampler.rb.load() else { return };
         if !enter_aux_in_sampling(rb) {
             return;
         }
-        let limited = &mut LimitSink {
-            inner: &mut counted,
-            left: aux_size,
-        };
-        sampler.pmu.snapshot_aux(sampler, limited, aux_size);
+        sampler.pmu.snapshot_aux(sampler, &mut limited, aux_size);
         rb.aux_in_sampling.store(false, Ordering::Release);
     });
-    let n = counted.n;
-    counted.inner.put_zeros(aux_size - n.min(aux_size));
+    // What the PMU did not give is zero-filled, so the record is exactly
+    // the size prepared.
+    if limited.left != 0 {
+        let left = limited.left;
+        limited.inner.put_zeros(left);
+    }
 }
 
 /// Takes `rb->aux_in_sampling`; false if a snapshot of `rb` is running.
@@ -121,25 +124,15 @@ fn enter_aux_in_sampling(rb: &crate::buffer::Buffer) -> bool {
     }
 }
 
-struct CountingSink<'a, S: ByteSink + ?Sized> {
+/// Keeps a PMU's snapshot within the bytes the record reserved, and counts
+/// what is left.
+struct LimitSink<'a, S: ByteSink + ?Sized> {
     inner: &'a mut S,
-    n: usize,
-}
-
-impl<S: ByteSink + ?Sized> ByteSink for CountingSink<'_, S> {
-    fn put(&mut self, bytes: &[u8]) {
-        self.inner.put(bytes);
-        self.n += bytes.len();
-    }
-}
-
-/// Keeps a PMU's snapshot within the bytes the record reserved.
-struct LimitSink<'a> {
-    inner: &'a mut dyn ByteSink,
     left: usize,
 }
 
-impl ByteSink for LimitSink<'_> {
+impl<S: ByteSink + ?Sized> ByteSink for LimitSink<'_, S> {
+    #[inline]
     fn put(&mut self, bytes: &[u8]) {
         let n = bytes.len().min(self.left);
         self.inner.put(&bytes[..n]);
