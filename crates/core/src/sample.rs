@@ -191,10 +191,12 @@ pub(crate) fn validate_size(event: &Event, leader: Option<&Event>) -> bool {
 pub(crate) fn perf_prepare_sample(event: &Event, data: &mut SampleData<'_>) -> usize {
     let st = event.attr.sample_type;
     let mut size = PerfEventHeader::SIZE + fixed_sample_size(st);
-    data.pid = thread::getpid();
-    data.tid = thread::gettid() as u32;
-    // The clock and the CPU are read only when the record carries them
-    // (here or in the LOST trailer's sample_id).
+    // pid/tid, like the clock and the CPU below, only when the record
+    // carries them (the sample_id trailer follows the same sample_type).
+    if st & PERF_SAMPLE_TID != 0 {
+        data.pid = thread::getpid();
+        data.tid = thread::gettid() as u32;
+    }
     if st & PERF_SAMPLE_TIME != 0 {
         data.time = event.clock.now();
     }
