@@ -361,7 +361,7 @@ fn pack_uleb(v: &mut u128, n: &mut u32, mut x: u64) {
 }
 
 /// ENTER of probe `id` (or EXIT when `id` is 0) as little-endian bytes in a register, and its
-/// length: the writer's hot path stores it with one unaligned 16-byte store, with no trip
+/// length: the writer's general path stores it with one unaligned 16-byte store, with no trip
 /// through memory. Same bytes as [`encode_enter`] / [`encode_exit`].
 #[inline(always)]
 pub fn pack_event(id: u32, delta: u64) -> (u128, usize) {
