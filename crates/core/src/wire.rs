@@ -4,6 +4,12 @@
 //! definitions and UPSTREAM.md section 2; this module only spares the
 //! writers from spelling `to_ne_bytes` at every field. A ring the core
 //! writes is always native-endian, as a kernel ring is.
+//!
+//! It also holds the two small stack sinks of the record path: one for a
+//! trailer built before its reservation, one that gathers a record's small
+//! fields into a single ring copy. Both are a few lines over a fixed
+//! array, safe in a signal handler (no allocation), which no workspace
+//! crate offers in this shape.
 
 use perfaux_abi::{ByteSink, PerfEventHeader};
 
