@@ -1,14 +1,9 @@
 //! PERF_RECORD_AUX_OUTPUT_HW_ID: `{ hdr; u64 hw_id; sample_id }`: the
 //! hardware id that AUX output of this event is tagged with.
 
-use super::{EncodeRecord, split_trailer, write_trailer};
+use super::fixed::fixed_record;
 use crate::consts::PERF_RECORD_AUX_OUTPUT_HW_ID;
-use crate::endian::Endianness;
-use crate::error::ParseError;
-use crate::parse_info::RecordParseInfo;
-use crate::raw::RawData;
 use crate::sample_id::SampleId;
-use crate::sink::ByteSink;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct AuxOutputHwIdRecord {
@@ -17,42 +12,10 @@ pub struct AuxOutputHwIdRecord {
     pub sample_id: SampleId,
 }
 
-impl AuxOutputHwIdRecord {
-    pub fn parse(
-        misc: u16,
-        body: RawData<'_>,
-        info: &RecordParseInfo,
-        e: Endianness,
-    ) -> Result<Self, ParseError> {
-        let (mut r, sample_id) = split_trailer(PERF_RECORD_AUX_OUTPUT_HW_ID, body, info, e)?;
-        Ok(Self {
-            misc,
-            hw_id: r.u64("hw_id")?,
-            sample_id,
-        })
-    }
-}
-
-impl EncodeRecord for AuxOutputHwIdRecord {
-    fn record_type(&self) -> u32 {
-        PERF_RECORD_AUX_OUTPUT_HW_ID
-    }
-    fn misc(&self) -> u16 {
-        self.misc
-    }
-    fn body_len(&self, info: &RecordParseInfo) -> usize {
-        8 + info.sample_id_len(PERF_RECORD_AUX_OUTPUT_HW_ID)
-    }
-    fn write_body<S: ByteSink + ?Sized>(
-        &self,
-        info: &RecordParseInfo,
-        e: Endianness,
-        sink: &mut S,
-    ) {
-        sink.put(&e.u64_bytes(self.hw_id));
-        write_trailer(PERF_RECORD_AUX_OUTPUT_HW_ID, &self.sample_id, info, e, sink);
-    }
-}
+fixed_record!(
+    AuxOutputHwIdRecord,
+    PERF_RECORD_AUX_OUTPUT_HW_ID { hw_id: u64 }
+);
 
 #[cfg(test)]
 mod tests {

@@ -1,14 +1,9 @@
 //! PERF_RECORD_LOST: `{ hdr; u64 id; u64 lost; sample_id }`: records the
 //! data area had no room for, emitted once room returns.
 
-use super::{EncodeRecord, split_trailer, write_trailer};
+use super::fixed::fixed_record;
 use crate::consts::PERF_RECORD_LOST;
-use crate::endian::Endianness;
-use crate::error::ParseError;
-use crate::parse_info::RecordParseInfo;
-use crate::raw::RawData;
 use crate::sample_id::SampleId;
-use crate::sink::ByteSink;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LostRecord {
@@ -18,48 +13,12 @@ pub struct LostRecord {
     pub sample_id: SampleId,
 }
 
-impl LostRecord {
-    pub fn parse(
-        misc: u16,
-        body: RawData<'_>,
-        info: &RecordParseInfo,
-        e: Endianness,
-    ) -> Result<Self, ParseError> {
-        let (mut r, sample_id) = split_trailer(PERF_RECORD_LOST, body, info, e)?;
-        Ok(Self {
-            misc,
-            id: r.u64("id")?,
-            lost: r.u64("lost")?,
-            sample_id,
-        })
-    }
-}
-
-impl EncodeRecord for LostRecord {
-    fn record_type(&self) -> u32 {
-        PERF_RECORD_LOST
-    }
-    fn misc(&self) -> u16 {
-        self.misc
-    }
-    fn body_len(&self, info: &RecordParseInfo) -> usize {
-        16 + info.sample_id_len(PERF_RECORD_LOST)
-    }
-    fn write_body<S: ByteSink + ?Sized>(
-        &self,
-        info: &RecordParseInfo,
-        e: Endianness,
-        sink: &mut S,
-    ) {
-        sink.put(&e.u64_bytes(self.id));
-        sink.put(&e.u64_bytes(self.lost));
-        write_trailer(PERF_RECORD_LOST, &self.sample_id, info, e, sink);
-    }
-}
+fixed_record!(LostRecord, PERF_RECORD_LOST { id: u64, lost: u64 });
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::parse_info::RecordParseInfo;
     use crate::records::Record;
     use crate::records::testutil::*;
 

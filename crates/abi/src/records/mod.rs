@@ -22,6 +22,7 @@ pub mod bpf_event;
 pub mod callchain_deferred;
 pub mod cgroup;
 pub mod comm;
+mod fixed;
 pub mod itrace_start;
 pub mod ksymbol;
 pub mod lost;

@@ -5,6 +5,7 @@
 //! `misc & PERF_RECORD_MISC_SWITCH_OUT` says out (else in);
 //! `PERF_RECORD_MISC_SWITCH_OUT_PREEMPT` says the task was preempted.
 
+use super::fixed::fixed_record;
 use super::{EncodeRecord, split_trailer, write_trailer};
 use crate::consts::{PERF_RECORD_SWITCH, PERF_RECORD_SWITCH_CPU_WIDE};
 use crate::endian::Endianness;
@@ -61,44 +62,13 @@ pub struct SwitchCpuWideRecord {
     pub sample_id: SampleId,
 }
 
-impl SwitchCpuWideRecord {
-    pub fn parse(
-        misc: u16,
-        body: RawData<'_>,
-        info: &RecordParseInfo,
-        e: Endianness,
-    ) -> Result<Self, ParseError> {
-        let (mut r, sample_id) = split_trailer(PERF_RECORD_SWITCH_CPU_WIDE, body, info, e)?;
-        Ok(Self {
-            misc,
-            next_prev_pid: r.u32("next_prev_pid")?,
-            next_prev_tid: r.u32("next_prev_tid")?,
-            sample_id,
-        })
+fixed_record!(
+    SwitchCpuWideRecord,
+    PERF_RECORD_SWITCH_CPU_WIDE {
+        next_prev_pid: u32,
+        next_prev_tid: u32,
     }
-}
-
-impl EncodeRecord for SwitchCpuWideRecord {
-    fn record_type(&self) -> u32 {
-        PERF_RECORD_SWITCH_CPU_WIDE
-    }
-    fn misc(&self) -> u16 {
-        self.misc
-    }
-    fn body_len(&self, info: &RecordParseInfo) -> usize {
-        8 + info.sample_id_len(PERF_RECORD_SWITCH_CPU_WIDE)
-    }
-    fn write_body<S: ByteSink + ?Sized>(
-        &self,
-        info: &RecordParseInfo,
-        e: Endianness,
-        sink: &mut S,
-    ) {
-        sink.put(&e.u32_bytes(self.next_prev_pid));
-        sink.put(&e.u32_bytes(self.next_prev_tid));
-        write_trailer(PERF_RECORD_SWITCH_CPU_WIDE, &self.sample_id, info, e, sink);
-    }
-}
+);
 
 #[cfg(test)]
 mod tests {
