@@ -1,6 +1,7 @@
 //! Records whose body is a fixed list of scalar fields followed by the
 //! sample_id trailer (`{ hdr; <fields>; sample_id }`): LOST, LOST_SAMPLES,
-//! AUX, ITRACE_START, SWITCH_CPU_WIDE, BPF_EVENT, AUX_OUTPUT_HW_ID.
+//! AUX, ITRACE_START, SWITCH_CPU_WIDE, BPF_EVENT, AUX_OUTPUT_HW_ID, and the
+//! shared layouts of EXIT/FORK and THROTTLE/UNTHROTTLE.
 //!
 //! Their parse and encode differ only in the field list, so
 //! [`fixed_record!`] generates both from it; each record's file keeps its
@@ -84,7 +85,8 @@ impl<const N: usize> FixedField for [u8; N] {
 ///
 /// A field written `type_: u16 as "type"` is named "type" in parse errors
 /// (the UAPI name, where the Rust one must differ); otherwise the field's own
-/// name is used.
+/// name is used. `fixed_record!(TaskRecord, kind: TaskKind { .. })` is the
+/// form for a layout two types share, told apart by the struct's `kind`.
 macro_rules! fixed_record {
     ($rec:ident, $ty_const:path { $($field:ident: $fty:ty $(as $what:literal)?),+ $(,)? }) => {
         impl $rec {
@@ -94,29 +96,57 @@ macro_rules! fixed_record {
                 info: &$crate::parse_info::RecordParseInfo,
                 e: $crate::endian::Endianness,
             ) -> Result<Self, $crate::error::ParseError> {
-                use $crate::records::fixed::FixedField;
                 let (mut r, sample_id) = $crate::records::split_trailer($ty_const, body, info, e)?;
                 Ok(Self {
                     misc,
-                    $($field: <$fty as FixedField>::read(
-                        &mut r,
-                        $crate::records::fixed::fixed_record!(@what $field $($what)?),
-                    )?,)+
+                    $($field: $crate::records::fixed::fixed_record!(@read r $field $fty $(as $what)?),)+
                     sample_id,
                 })
             }
         }
-
+        $crate::records::fixed::fixed_record!(@encode $rec, |_this| $ty_const, $($field: $fty),+);
+    };
+    // One layout shared by two types (EXIT/FORK, THROTTLE/UNTHROTTLE): the
+    // struct's `kind` field says which, and `parse` takes it first.
+    ($rec:ident, kind: $kind:ty { $($field:ident: $fty:ty $(as $what:literal)?),+ $(,)? }) => {
+        impl $rec {
+            pub fn parse(
+                kind: $kind,
+                misc: u16,
+                body: $crate::raw::RawData<'_>,
+                info: &$crate::parse_info::RecordParseInfo,
+                e: $crate::endian::Endianness,
+            ) -> Result<Self, $crate::error::ParseError> {
+                let (mut r, sample_id) =
+                    $crate::records::split_trailer(kind.record_type(), body, info, e)?;
+                Ok(Self {
+                    kind,
+                    misc,
+                    $($field: $crate::records::fixed::fixed_record!(@read r $field $fty $(as $what)?),)+
+                    sample_id,
+                })
+            }
+        }
+        $crate::records::fixed::fixed_record!(@encode $rec, |this| this.kind.record_type(), $($field: $fty),+);
+    };
+    (@read $r:ident $field:ident $fty:ty as $what:literal) => {
+        <$fty as $crate::records::fixed::FixedField>::read(&mut $r, $what)?
+    };
+    (@read $r:ident $field:ident $fty:ty) => {
+        <$fty as $crate::records::fixed::FixedField>::read(&mut $r, stringify!($field))?
+    };
+    (@encode $rec:ident, |$this:ident| $ty:expr, $($field:ident: $fty:ty),+) => {
         impl $crate::records::EncodeRecord for $rec {
             fn record_type(&self) -> u32 {
-                $ty_const
+                let $this = self;
+                $ty
             }
             fn misc(&self) -> u16 {
                 self.misc
             }
             fn body_len(&self, info: &$crate::parse_info::RecordParseInfo) -> usize {
                 use $crate::records::fixed::FixedField;
-                0 $(+ <$fty as FixedField>::SIZE)+ + info.sample_id_len($ty_const)
+                0 $(+ <$fty as FixedField>::SIZE)+ + info.sample_id_len(self.record_type())
             }
             fn write_body<S: $crate::sink::ByteSink + ?Sized>(
                 &self,
@@ -126,15 +156,9 @@ macro_rules! fixed_record {
             ) {
                 use $crate::records::fixed::FixedField;
                 $(<$fty as FixedField>::put(&self.$field, e, sink);)+
-                $crate::records::write_trailer($ty_const, &self.sample_id, info, e, sink);
+                $crate::records::write_trailer(self.record_type(), &self.sample_id, info, e, sink);
             }
         }
-    };
-    (@what $field:ident $what:literal) => {
-        $what
-    };
-    (@what $field:ident) => {
-        stringify!($field)
     };
 }
 

@@ -1,14 +1,9 @@
 //! PERF_RECORD_EXIT and PERF_RECORD_FORK share one layout:
 //! `{ hdr; u32 pid, ppid; u32 tid, ptid; u64 time; sample_id }`.
 
-use super::{EncodeRecord, split_trailer, write_trailer};
+use super::fixed::fixed_record;
 use crate::consts::{PERF_RECORD_EXIT, PERF_RECORD_FORK};
-use crate::endian::Endianness;
-use crate::error::ParseError;
-use crate::parse_info::RecordParseInfo;
-use crate::raw::RawData;
 use crate::sample_id::SampleId;
-use crate::sink::ByteSink;
 
 /// Which of the two types a [`TaskRecord`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -39,52 +34,13 @@ pub struct TaskRecord {
     pub sample_id: SampleId,
 }
 
-impl TaskRecord {
-    pub fn parse(
-        kind: TaskKind,
-        misc: u16,
-        body: RawData<'_>,
-        info: &RecordParseInfo,
-        e: Endianness,
-    ) -> Result<Self, ParseError> {
-        let (mut r, sample_id) = split_trailer(kind.record_type(), body, info, e)?;
-        Ok(Self {
-            kind,
-            misc,
-            pid: r.u32("pid")?,
-            ppid: r.u32("ppid")?,
-            tid: r.u32("tid")?,
-            ptid: r.u32("ptid")?,
-            time: r.u64("time")?,
-            sample_id,
-        })
-    }
-}
-
-impl EncodeRecord for TaskRecord {
-    fn record_type(&self) -> u32 {
-        self.kind.record_type()
-    }
-    fn misc(&self) -> u16 {
-        self.misc
-    }
-    fn body_len(&self, info: &RecordParseInfo) -> usize {
-        24 + info.sample_id_len(self.record_type())
-    }
-    fn write_body<S: ByteSink + ?Sized>(
-        &self,
-        info: &RecordParseInfo,
-        e: Endianness,
-        sink: &mut S,
-    ) {
-        sink.put(&e.u32_bytes(self.pid));
-        sink.put(&e.u32_bytes(self.ppid));
-        sink.put(&e.u32_bytes(self.tid));
-        sink.put(&e.u32_bytes(self.ptid));
-        sink.put(&e.u64_bytes(self.time));
-        write_trailer(self.record_type(), &self.sample_id, info, e, sink);
-    }
-}
+fixed_record!(TaskRecord, kind: TaskKind {
+    pid: u32,
+    ppid: u32,
+    tid: u32,
+    ptid: u32,
+    time: u64,
+});
 
 #[cfg(test)]
 mod tests {
