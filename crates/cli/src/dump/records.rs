@@ -41,6 +41,25 @@ fn push_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(s.as_bytes());
 }
 
+/// `pid<sep>tid` as perf prints the pair: each as a signed 32-bit value (-1 stays -1).
+fn id_pair(out: &mut Vec<u8>, a: u32, sep: u8, b: u32) {
+    sdec(out, i64::from(a as i32));
+    out.push(sep);
+    sdec(out, i64::from(b as i32));
+}
+
+/// The start MMAP and MMAP2 share: ` pid/tid: [addr(len) @ pgoff`.
+fn map_prefix(out: &mut Vec<u8>, pid: u32, tid: u32, addr: u64, len: u64, pgoff: u64) {
+    out.push(b' ');
+    id_pair(out, pid, b'/', tid);
+    out.extend_from_slice(b": [");
+    hash_x(out, addr);
+    out.push(b'(');
+    hash_x(out, len);
+    out.extend_from_slice(b") @ ");
+    hash_x(out, pgoff);
+}
+
 fn push_raw(out: &mut Vec<u8>, r: &RawData<'_>) {
     for c in r.until_nul().chunks() {
         out.extend_from_slice(c);
@@ -151,16 +170,7 @@ impl Dumper {
         match r {
             Record::Sample(s) => self.sample(out, s, ev_idx.map(|i| &self.evs[i])),
             Record::Mmap(m) => {
-                out.push(b' ');
-                sdec(out, i64::from(m.pid as i32));
-                out.push(b'/');
-                sdec(out, i64::from(m.tid as i32));
-                out.extend_from_slice(b": [");
-                hash_x(out, m.addr);
-                out.push(b'(');
-                hash_x(out, m.len);
-                out.extend_from_slice(b") @ ");
-                hash_x(out, m.pgoff);
+                map_prefix(out, m.pid, m.tid, m.addr, m.len, m.pgoff);
                 out.extend_from_slice(b"]: ");
                 out.push(if m.misc & PERF_RECORD_MISC_MMAP_DATA != 0 {
                     b'r'
@@ -173,16 +183,7 @@ impl Dumper {
                 self.add_map(m.pid, m.addr, m.len, &m.filename);
             }
             Record::Mmap2(m) => {
-                out.push(b' ');
-                sdec(out, i64::from(m.pid as i32));
-                out.push(b'/');
-                sdec(out, i64::from(m.tid as i32));
-                out.extend_from_slice(b": [");
-                hash_x(out, m.addr);
-                out.push(b'(');
-                hash_x(out, m.len);
-                out.extend_from_slice(b") @ ");
-                hash_x(out, m.pgoff);
+                map_prefix(out, m.pid, m.tid, m.addr, m.len, m.pgoff);
                 match m.file_id {
                     Mmap2FileId::Inode {
                         maj,
@@ -223,9 +224,7 @@ impl Dumper {
                 out.extend_from_slice(b": ");
                 push_raw(out, &c.comm);
                 out.push(b':');
-                sdec(out, i64::from(c.pid as i32));
-                out.push(b'/');
-                sdec(out, i64::from(c.tid as i32));
+                id_pair(out, c.pid, b'/', c.tid);
                 out.push(b'\n');
                 let mut name = Vec::new();
                 push_raw(&mut name, &c.comm);
@@ -233,13 +232,9 @@ impl Dumper {
             }
             Record::Task(t) => {
                 out.push(b'(');
-                sdec(out, i64::from(t.pid as i32));
-                out.push(b':');
-                sdec(out, i64::from(t.tid as i32));
+                id_pair(out, t.pid, b':', t.tid);
                 out.extend_from_slice(b"):(");
-                sdec(out, i64::from(t.ppid as i32));
-                out.push(b':');
-                sdec(out, i64::from(t.ptid as i32));
+                id_pair(out, t.ppid, b':', t.ptid);
                 out.extend_from_slice(b")\n");
             }
             Record::Lost(l) => {
