@@ -19,12 +19,23 @@ fn traced(x: u64) -> u64 {
     black_box(x).wrapping_mul(3)
 }
 
-fn with_writer(aux: &mut [u8], clock: ClockSource, paused: bool, every: u32, f: impl FnOnce()) {
+/// How the bench's writer starts.
+#[derive(Clone, Copy, PartialEq)]
+enum Start {
+    Tracing,
+    /// Paused, the default: the thread is not observed while paused.
+    Paused,
+    /// Paused with `track_paused`: calls are followed while paused.
+    PausedTracked,
+}
+
+fn with_writer(aux: &mut [u8], clock: ClockSource, start: Start, every: u32, f: impl FnOnce()) {
     // SAFETY: `aux` outlives the writer, uninstalled before this function returns.
     let region = unsafe { AuxRegion::new(aux.as_mut_ptr(), aux.len()) }.unwrap();
     let mut cfg = WriterConfig::overwrite(region);
     cfg.clock = clock;
-    cfg.start_paused = paused;
+    cfg.start_paused = start != Start::Tracing;
+    cfg.track_paused = start == Start::PausedTracked;
     cfg.timestamp_every = every;
     writer::install(cfg).unwrap();
     f();
@@ -38,22 +49,27 @@ fn calls(c: &mut Criterion) {
     let mut g = c.benchmark_group("call");
     g.bench_function("uninstrumented", |b| b.iter(|| plain(black_box(7))));
     g.bench_function("traced fn, no writer", |b| b.iter(|| traced(black_box(7))));
-    with_writer(&mut aux, ClockSource::Tsc, true, 1, || {
+    with_writer(&mut aux, ClockSource::Tsc, Start::Paused, 1, || {
         g.bench_function("traced fn, writer paused", |b| {
             b.iter(|| traced(black_box(7)))
         });
     });
-    with_writer(&mut aux, ClockSource::Tsc, false, 1, || {
+    with_writer(&mut aux, ClockSource::Tsc, Start::PausedTracked, 1, || {
+        g.bench_function("traced fn, writer paused, track_paused", |b| {
+            b.iter(|| traced(black_box(7)))
+        });
+    });
+    with_writer(&mut aux, ClockSource::Tsc, Start::Tracing, 1, || {
         g.bench_function("traced fn, overwrite, tsc", |b| {
             b.iter(|| traced(black_box(7)))
         });
     });
-    with_writer(&mut aux, ClockSource::Tsc, false, 16, || {
+    with_writer(&mut aux, ClockSource::Tsc, Start::Tracing, 16, || {
         g.bench_function("traced fn, overwrite, tsc every 16th packet", |b| {
             b.iter(|| traced(black_box(7)))
         });
     });
-    with_writer(&mut aux, ClockSource::Monotonic, false, 1, || {
+    with_writer(&mut aux, ClockSource::Monotonic, Start::Tracing, 1, || {
         g.bench_function("traced fn, overwrite, monotonic", |b| {
             b.iter(|| traced(black_box(7)))
         });

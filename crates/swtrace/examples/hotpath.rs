@@ -2,7 +2,8 @@
 //! bench that stays meaningful on a loaded machine (the minimum over 2000 batches of 20000
 //! calls filters out the batches another process preempted).
 //!
-//! `cargo run --release -p perfaux-swtrace --example hotpath -- <plain|none|paused|traced|rdtsc> [timestamp_every]`
+//! `cargo run --release -p perfaux-swtrace --example hotpath -- <plain|none|paused|paused-tracked|traced|rdtsc> [timestamp_every]`
+//! (`paused`: the default pause, the thread not observed; `paused-tracked`: with `track_paused`)
 //! (`rdtsc`: the clock read alone, for the share of a traced call its two timestamps take)
 
 use std::hint::black_box;
@@ -34,8 +35,9 @@ fn main() {
     let region = unsafe { AuxRegion::new(aux.as_mut_ptr(), aux.len()) }.expect("region");
     let mut cfg = WriterConfig::overwrite(region);
     cfg.timestamp_every = every;
-    cfg.start_paused = mode == "paused";
-    let with_writer = mode == "paused" || mode == "traced";
+    cfg.start_paused = mode.starts_with("paused");
+    cfg.track_paused = mode == "paused-tracked";
+    let with_writer = cfg.start_paused || mode == "traced";
     if with_writer {
         writer::install(cfg).expect("install");
     }

@@ -91,8 +91,10 @@
 //! (its depth is the number of calls still open after it; an EXIT with no open call returns from
 //! a call opened before anything the decoder saw). A later SYNC states the truth again and
 //! replaces the decoder's view (calls that returned while tracing was paused are closed by the
-//! SYNC that precedes RESUMED). A packet that does not parse (invalid header, uleb too long,
-//! bytes ending inside it) loses the sync: resume scanning at its first byte + 1.
+//! SYNC that precedes RESUMED; it names the calls open at the pause, and those opened while
+//! paused only when the writer followed them, `WriterConfig::track_paused`). A packet that does
+//! not parse (invalid header, uleb too long, bytes ending inside it) loses the sync: resume
+//! scanning at its first byte + 1.
 //!
 //! # Probe ids
 //!

@@ -127,6 +127,8 @@ impl Probe {
     #[must_use = "the probe's call ends when the guard drops: bind it with `let _g = ...`"]
     pub fn enter(&'static self) -> ProbeGuard {
         let tt = writer::slot();
+        #[cfg(test)]
+        writer::at_point(writer::Point::ProbeSlotRead);
         let hook = self.hook.load(Relaxed);
         if hook != 0 {
             return self.enter_cold(hook, current_ip());
@@ -224,9 +226,12 @@ impl ProbeGuard {
     #[inline(always)]
     fn drop_observed(&mut self) {
         if self.flags & (GUARD_OBSERVED | GUARD_LOST) != 0 {
-            let tt = writer::slot();
+            // Not the slot: a pause may have cleared it since the entry, and this call's frame
+            // must still come off the shadow stack.
+            let tt = writer::thread_trace_ptr();
             if !tt.is_null() {
-                // SAFETY: as in `Probe::enter`.
+                // SAFETY: TRACE holds null or this thread's live ThreadTrace (the OWNER
+                // destructor clears it before freeing).
                 let t: &ThreadTrace = unsafe { &*tt };
                 t.exit(self);
             }

@@ -220,19 +220,26 @@ fn overwrite_snapshot_decodes_the_newest_calls() {
     );
 }
 
-#[test]
-fn pause_and_resume_mark_boundaries_and_resync_with_the_open_calls() {
-    let (a, b, c) = (id(&A), id(&B), id(&C));
-    let stream = trace_full(4096, 512, || {
-        let _ga = A.enter();
-        assert!(writer::pause());
-        assert!(!writer::pause(), "already paused");
-        let _gb = B.enter();
-        assert!(writer::resume());
-        let _gc = C.enter();
-    });
+/// A opened while tracing, B while paused, C after the resume inside B: the stream and its
+/// events as `kind{id}@depth` strings.
+fn pause_inside_a_resume_inside_b(track_paused: bool) -> (Vec<u8>, Vec<Event>, Vec<String>) {
+    let stream = trace_full_with(
+        4096,
+        |cfg| {
+            cfg.sync_period = 512;
+            cfg.track_paused = track_paused;
+        },
+        || {
+            let _ga = A.enter();
+            assert!(writer::pause());
+            assert!(!writer::pause(), "already paused");
+            let _gb = B.enter();
+            assert!(writer::resume());
+            let _gc = C.enter();
+        },
+    );
     let events = decode(&stream);
-    let kinds: Vec<String> = events
+    let kinds = events
         .iter()
         .map(|e| match e {
             Event::Sync { depth, .. } => format!("sync{depth}"),
@@ -244,6 +251,57 @@ fn pause_and_resume_mark_boundaries_and_resync_with_the_open_calls() {
             other => format!("{other:?}"),
         })
         .collect();
+    (stream, events, kinds)
+}
+
+/// The steps of the window that starts at the first SYNC of `depth`.
+fn window_from_sync(stream: &[u8], events: &[Event], depth: u32) -> Vec<common::Step> {
+    let Some(Event::Sync { offset, .. }) = events
+        .iter()
+        .find(|e| matches!(e, Event::Sync { depth: d, .. } if *d == depth))
+    else {
+        panic!("no SYNC at depth {depth}: {events:?}")
+    };
+    steps(&decode(&stream[*offset as usize..]))
+}
+
+/// By default a paused thread is not observed (Intel PT's view: nothing of what ran while
+/// tracing was off): B, opened while paused, is in neither the SYNC at resume nor the stream,
+/// and C shows inside A, the call that was open at the pause.
+#[test]
+fn pause_and_resume_mark_boundaries_and_resync_with_the_calls_open_at_the_pause() {
+    let (a, c) = (id(&A), id(&C));
+    let (stream, events, kinds) = pause_inside_a_resume_inside_b(false);
+    assert_eq!(
+        kinds,
+        [
+            "sync0".to_string(),
+            format!("enter{a}@0"),
+            "paused".into(),
+            "sync1".into(),
+            "resumed".into(),
+            format!("enter{c}@1"),
+            format!("exit{c}@1"),
+            format!("exit{a}@0"),
+            "stopped".into(),
+        ]
+    );
+    assert_eq!(
+        window_from_sync(&stream, &events, 1),
+        [
+            common::Step::Enter(c, 1),
+            common::Step::Exit(c, 1),
+            common::Step::Exit(a, 0)
+        ]
+    );
+}
+
+/// With `track_paused` the shadow stack follows calls while paused: the SYNC at resume names
+/// B, so C shows inside B and B's return is in the stream.
+#[test]
+fn track_paused_resyncs_with_the_calls_opened_while_paused() {
+    let (a, b, c) = (id(&A), id(&B), id(&C));
+    let (stream, events, kinds) = pause_inside_a_resume_inside_b(true);
     assert_eq!(
         kinds,
         [
@@ -260,15 +318,8 @@ fn pause_and_resume_mark_boundaries_and_resync_with_the_open_calls() {
         ]
     );
     // A window starting at the SYNC after RESUMED names the calls opened while paused.
-    let Some(Event::Sync { offset, .. }) = events
-        .iter()
-        .find(|e| matches!(e, Event::Sync { depth: 2, .. }))
-    else {
-        panic!()
-    };
-    let window = decode(&stream[*offset as usize..]);
     assert_eq!(
-        steps(&window),
+        window_from_sync(&stream, &events, 2),
         [
             common::Step::Enter(c, 2),
             common::Step::Exit(c, 2),

@@ -353,6 +353,8 @@ thread_local! {
     /// Signals seen and control calls that took effect (uninstall, install, pause, resume).
     static CHURN_SIGNALS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     static CHURN_DONE: std::cell::Cell<[u64; 4]> = const { std::cell::Cell::new([0; 4]) };
+    /// Whether the writers this thread installs follow calls while paused.
+    static CHURN_TRACK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Cycles through uninstall, install (continuing the stream where the last one stopped),
@@ -380,6 +382,7 @@ extern "C" fn churn(_sig: libc::c_int) {
             cfg.aux_head = CHURN_HEAD.with(|h| h.get());
             cfg.mode = AuxMode::FullTrace { limit: size as u64 };
             cfg.sync_period = 128;
+            cfg.track_paused = CHURN_TRACK.with(|t| t.get());
             writer::install(cfg).is_ok()
         }
         2 => writer::pause(),
@@ -400,7 +403,20 @@ extern "C" fn churn(_sig: libc::c_int) {
 /// space, and the stream must decode untorn and well nested (drops are fine).
 #[test]
 fn writer_churned_from_signal_handlers_keeps_a_decodable_stream() {
+    churn_from_signal_handlers(false);
+}
+
+/// The same with writers that follow calls while paused (`track_paused`): the paused path
+/// then runs inside the busy section, and the SYNC at each resume lists the calls opened
+/// while paused.
+#[test]
+fn writer_tracking_paused_calls_churned_from_signal_handlers_keeps_a_decodable_stream() {
+    churn_from_signal_handlers(true);
+}
+
+fn churn_from_signal_handlers(track_paused: bool) {
     const SIZE: usize = 1 << 23;
+    CHURN_TRACK.with(|t| t.set(track_paused));
     let mut aux = vec![0u8; SIZE];
     CHURN_REGION.with(|r| r.set((aux.as_mut_ptr() as usize, SIZE)));
     // SAFETY: an all-zero sigaction is valid (no flags, empty mask).
@@ -416,6 +432,7 @@ fn writer_churned_from_signal_handlers_keeps_a_decodable_stream() {
     let region = unsafe { AuxRegion::new(aux.as_mut_ptr(), SIZE) }.unwrap();
     let mut cfg = WriterConfig::full_trace(region, None);
     cfg.sync_period = 128;
+    cfg.track_paused = track_paused;
     writer::install(cfg).unwrap();
     let timer = ThreadTimer::start(libc::SIGPROF, 20_000);
     let start = std::time::Instant::now();
@@ -452,8 +469,9 @@ fn writer_churned_from_signal_handlers_keeps_a_decodable_stream() {
 }
 
 /// Checks each EXIT closes the innermost call the stream knows of: from ENTERs since the last
-/// SYNC, and at the depth each SYNC states (a SYNC at resume also lists calls opened while
-/// paused, a SYNC that starts a new stream after STOPPED restarts from its own depth).
+/// SYNC, and at the depth each SYNC states (a SYNC at resume lists the calls open at the
+/// pause, and with `track_paused` also those opened while paused; a SYNC that starts a new
+/// stream after STOPPED restarts from its own depth).
 fn assert_consistent_across_streams(events: &[Event]) {
     let mut stack: Vec<Option<u32>> = Vec::new();
     for e in events {

@@ -72,10 +72,17 @@ fn handler_reinstalls() {
 
 /// An overwrite-mode writer over a fresh sentinel-filled buffer, and the handler's action.
 fn setup(action: fn()) -> Vec<u8> {
+    setup_tracking(action, false)
+}
+
+/// As [`setup`], with `track_paused` set as given.
+fn setup_tracking(action: fn(), track_paused: bool) -> Vec<u8> {
     let mut aux = vec![UNTOUCHED; 4096];
     // SAFETY: every test uninstalls before dropping `aux` (or leaks it).
     let region = unsafe { AuxRegion::new(aux.as_mut_ptr(), aux.len()) }.unwrap();
-    install(WriterConfig::overwrite(region)).unwrap();
+    let mut config = WriterConfig::overwrite(region);
+    config.track_paused = track_paused;
+    install(config).unwrap();
     ACTION.with(|a| a.set(Some(action)));
     RESULT.with(|r| r.set(None));
     aux
@@ -244,13 +251,14 @@ fn uninstall_before_an_uninstall_begins() {
     assert_eq!(kinds(&decode(&aux[..end])), ["sync", "stopped"]);
 }
 
-/// A call opened under a paused writer whose entry is interrupted before it begins by a
-/// resume: whichever side of the SYNC the push lands, the EXIT closes a call the decoder knows.
+/// A call opened under a paused writer that follows paused calls (`track_paused`), whose
+/// entry is interrupted before it begins by a resume: whichever side of the SYNC the push
+/// lands, the EXIT closes a call the decoder knows.
 #[test]
 fn resume_before_a_paused_entry_begins_keeps_the_stack_consistent() {
     OUTER.id().unwrap();
     CALL.id().unwrap();
-    let aux = setup(handler_resumes);
+    let aux = setup_tracking(handler_resumes, true);
     let _o = OUTER.enter();
     assert!(pause());
     arm_point(Point::EnterBefore, raise_sigusr1);
@@ -270,4 +278,40 @@ fn resume_before_a_paused_entry_begins_keeps_the_stack_consistent() {
         })
         .collect();
     assert_eq!(exits, [Some(call), Some(outer)], "{events:?}");
+}
+
+/// Without `track_paused` a paused thread is not observed: a resume that lands after a probe
+/// read the empty slot leaves that call untracked, so neither its entry nor its return is in
+/// the stream, and the SYNC at resume lists the call that was open at the pause.
+#[test]
+fn resume_after_an_untracked_entry_read_the_slot_leaves_the_call_out() {
+    OUTER.id().unwrap();
+    CALL.id().unwrap();
+    let aux = setup(handler_resumes);
+    let _o = OUTER.enter();
+    assert!(pause());
+    arm_point(Point::ProbeSlotRead, raise_sigusr1);
+    {
+        let _g = CALL.enter();
+        assert_eq!(handler_result(), Ok(()));
+    }
+    drop(_o);
+    let end = uninstall().unwrap().aux_head as usize;
+    let events = decode(&aux[..end]);
+    assert_eq!(
+        kinds(&events),
+        [
+            "sync", "enter", "paused", "sync", "resumed", "exit", "stopped"
+        ],
+        "{events:?}"
+    );
+    let outer = OUTER.id().unwrap().0;
+    assert!(
+        matches!(events[3], Event::Sync { depth: 1, .. }),
+        "{events:?}"
+    );
+    assert!(
+        matches!(events[5], Event::Exit { id: Some(i), depth: 0, .. } if i == outer),
+        "{events:?}"
+    );
 }

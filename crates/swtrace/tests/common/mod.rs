@@ -93,11 +93,20 @@ pub fn assert_times_monotonic(events: &[Event]) {
 /// Traces `f` on this thread in full-trace mode over a fresh buffer of `size` bytes (large
 /// enough that it does not fill) and returns the stream.
 pub fn trace_full(size: usize, sync_period: u32, f: impl FnOnce()) -> Vec<u8> {
+    trace_full_with(size, |cfg| cfg.sync_period = sync_period, f)
+}
+
+/// As [`trace_full`], with the configuration adjusted by `configure`.
+pub fn trace_full_with(
+    size: usize,
+    configure: impl FnOnce(&mut WriterConfig),
+    f: impl FnOnce(),
+) -> Vec<u8> {
     let mut aux = vec![0u8; size];
     // SAFETY: `aux` outlives the writer, which is uninstalled before it is read or dropped.
     let region = unsafe { AuxRegion::new(aux.as_mut_ptr(), aux.len()) }.unwrap();
     let mut cfg = WriterConfig::full_trace(region, None);
-    cfg.sync_period = sync_period;
+    configure(&mut cfg);
     writer::install(cfg).unwrap();
     f();
     let status = writer::uninstall().unwrap();
