@@ -3,7 +3,9 @@
 //!
 //! - `traced_call`: one call through a probe (ENTER + EXIT) into an
 //!   overwrite AUX area, against the same call without a probe;
-//! - `paused_call`: the same call while the trace is paused;
+//! - `traced_paused`: the same call while the trace is paused (the default:
+//!   a paused thread is not observed); `traced_paused_tracked`: paused with
+//!   `swtrace/track-paused/`, which follows calls while paused;
 //! - `uevent_64`: a 64-byte uevent to one event, against a `write(2)` of
 //!   the same bytes to tracefs's trace_marker (or /dev/null);
 //! - `aux_sample_4k`: a sample carrying 4 KiB of AUX data, against a
@@ -21,6 +23,7 @@ use perfaux_abi::consts::*;
 use perfaux_core::SampleData;
 use perfaux_core::overflow::perf_swevent_event;
 use perfaux_core::pmus::probe::resolve_probe;
+use perfaux_core::pmus::swtrace::CONFIG_TRACK_PAUSED;
 use perfaux_core::pmus::{PROBE_TYPE, SWTRACE_TYPE};
 use perfaux_core::{EventFd, Mmap, Prot, Target, page_size, perf_event_open_attr, perf_uevent};
 
@@ -57,8 +60,8 @@ fn attr(type_: u32, config: u64) -> PerfEventAttr {
 
 /// A trace event on this thread with an overwrite AUX area of 64 KiB and a
 /// data area in overwrite mode (nobody drains it during a bench).
-fn trace(start_paused: bool) -> (EventFd, Mmap, Mmap) {
-    let mut a = attr(SWTRACE_TYPE, 0);
+fn trace(start_paused: bool, config: u64) -> (EventFd, Mmap, Mmap) {
+    let mut a = attr(SWTRACE_TYPE, config);
     if start_paused {
         a.aux_action = AuxAction::START_PAUSED;
     }
@@ -74,16 +77,23 @@ fn calls(c: &mut Criterion) {
     let mut g = c.benchmark_group("traced_call");
     g.bench_function("uninstrumented", |b| b.iter(|| plain(black_box(7))));
     {
-        let (ev, _d, _a) = trace(false);
+        let (ev, _d, _a) = trace(false, 0);
         ev.enable(0).unwrap();
         g.bench_function("traced_overwrite", |b| b.iter(|| traced(black_box(7))));
         ev.disable(0).unwrap();
     }
     {
-        let (ev, _d, _a) = trace(true);
+        let (ev, _d, _a) = trace(true, 0);
         ev.enable(0).unwrap();
         assert!(ev.event().aux_paused());
         g.bench_function("traced_paused", |b| b.iter(|| traced(black_box(7))));
+        ev.disable(0).unwrap();
+    }
+    {
+        let (ev, _d, _a) = trace(true, CONFIG_TRACK_PAUSED);
+        ev.enable(0).unwrap();
+        assert!(ev.event().aux_paused());
+        g.bench_function("traced_paused_tracked", |b| b.iter(|| traced(black_box(7))));
         ev.disable(0).unwrap();
     }
     g.bench_function("traced_no_writer", |b| b.iter(|| traced(black_box(7))));
@@ -157,7 +167,7 @@ fn aux_sample(c: &mut Criterion) {
         })
     });
     // A trace leader with a 64 KiB overwrite AUX area, full of trace.
-    let (ev, _d, _a) = trace(false);
+    let (ev, _d, _a) = trace(false, 0);
     sample_point();
     sample_point_peer();
     let mut s = attr(PROBE_TYPE, resolve_probe("bench_sample_point"));

@@ -10,7 +10,7 @@ use perfaux_abi::attr::AuxAction;
 use perfaux_abi::consts::*;
 use perfaux_core::pmus::PROBE_TYPE;
 use perfaux_core::pmus::probe::{CONFIG1_ON_EXIT, resolve_probe};
-use perfaux_core::{Target, perf_event_open_attr};
+use perfaux_core::{EventFd, Target, perf_event_open_attr};
 
 fn s3_before() {
     let _g = perfaux_swtrace::probe!("s3_before");
@@ -28,6 +28,22 @@ fn s3_after() {
     s3_inner();
 }
 
+/// The triggers in the trace event's group: resume at s3_window's entry,
+/// pause at its return (resolved by name, possibly before s3_window ever
+/// ran), their samples into the leader's buffer.
+fn window_triggers(leader: &EventFd) -> (EventFd, EventFd) {
+    let window = resolve_probe("s3_window");
+    let mut resume = sampling(PROBE_TYPE, window, 1);
+    resume.aux_action = AuxAction::RESUME;
+    let mut pause = sampling(PROBE_TYPE, window, 1);
+    pause.config1 = CONFIG1_ON_EXIT;
+    pause.aux_action = AuxAction::PAUSE;
+    let (leader_fd, me) = (leader.as_raw(), Target::current());
+    let r = perf_event_open_attr(&resume, me, -1, leader_fd, PERF_FLAG_FD_OUTPUT).unwrap();
+    let p = perf_event_open_attr(&pause, me, -1, leader_fd, PERF_FLAG_FD_OUTPUT).unwrap();
+    (r, p)
+}
+
 #[test]
 fn trace_holds_exactly_the_calls_between_resume_and_pause() {
     let mut leader_attr = trace_attr();
@@ -35,17 +51,7 @@ fn trace_holds_exactly_the_calls_between_resume_and_pause() {
     let mut t = trace_event(&leader_attr, 4, false);
     assert!(t.ev.event().aux_paused());
 
-    // The triggers are resolved by name before "s3_window" ever ran.
-    let window = resolve_probe("s3_window");
-    let mut resume = sampling(PROBE_TYPE, window, 1);
-    resume.aux_action = AuxAction::RESUME;
-    let mut pause = sampling(PROBE_TYPE, window, 1);
-    pause.config1 = CONFIG1_ON_EXIT;
-    pause.aux_action = AuxAction::PAUSE;
-    let leader_fd = t.ev.as_raw();
-    let me = Target::current();
-    let r = perf_event_open_attr(&resume, me, -1, leader_fd, PERF_FLAG_FD_OUTPUT).unwrap();
-    let p = perf_event_open_attr(&pause, me, -1, leader_fd, PERF_FLAG_FD_OUTPUT).unwrap();
+    let (r, p) = window_triggers(&t.ev);
 
     t.ev.enable(PERF_IOC_FLAG_GROUP).unwrap();
     s3_before();
@@ -103,4 +109,55 @@ fn pause_and_resume_from_a_trigger_without_buffer_do_nothing() {
     l.enable(PERF_IOC_FLAG_GROUP).unwrap();
     s3_before();
     assert!(l.event().aux_paused());
+}
+
+fn s3_caller() {
+    let _g = perfaux_swtrace::probe!("s3_caller");
+    s3_window();
+}
+
+/// Opens the trace event with `config`, starts paused, resumes at
+/// s3_window's entry and pauses at its return, calls it from s3_caller
+/// (entered while paused), and returns each ENTER as `name@depth`.
+fn window_inside_a_paused_caller(config: u64) -> Vec<String> {
+    let mut leader_attr = trace_attr();
+    leader_attr.config = config;
+    leader_attr.aux_action = AuxAction::START_PAUSED;
+    let mut t = trace_event(&leader_attr, 4, false);
+    let _triggers = window_triggers(&t.ev);
+    t.ev.enable(PERF_IOC_FLAG_GROUP).unwrap();
+    s3_caller();
+    t.ev.disable(PERF_IOC_FLAG_GROUP).unwrap();
+    let aux = t.aux.aux_reader().unwrap().read().unwrap();
+    let table = perfaux_swtrace::probe_table();
+    perfaux_swtrace::decode(aux.data)
+        .iter()
+        .filter_map(|e| match e {
+            perfaux_swtrace::Event::Enter { id, depth, .. } => {
+                Some(format!("{}@{depth}", table.get(*id)?.name))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// By default a paused thread is not observed (as Intel PT knows nothing
+/// of what ran while paused): the window's calls decode from depth 0.
+#[test]
+fn window_decodes_without_the_calls_opened_while_paused() {
+    assert_eq!(
+        window_inside_a_paused_caller(0),
+        ["s3_window@0", "s3_inner@1", "s3_inner@1"]
+    );
+}
+
+/// `config` bit CONFIG_TRACK_PAUSED (`swtrace/track-paused/`): the writer
+/// follows calls while paused, so the SYNC at the resume names s3_caller
+/// and the window decodes at its real depth.
+#[test]
+fn track_paused_config_places_the_window_under_its_paused_caller() {
+    assert_eq!(
+        window_inside_a_paused_caller(perfaux_core::pmus::swtrace::CONFIG_TRACK_PAUSED),
+        ["s3_window@1", "s3_inner@2", "s3_inner@2"]
+    );
 }

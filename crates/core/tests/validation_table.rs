@@ -499,6 +499,11 @@ fn rows() -> Vec<(&'static str, i32, RowFn)> {
             ))
         }),
         (
+            "swtrace: config bit other than track-paused -> EINVAL",
+            EINVAL,
+            || errno_of(open(&attr(SWTRACE_TYPE, 2))),
+        ),
+        (
             "swtrace: second trace event of a thread -> EBUSY",
             EBUSY,
             || {
@@ -854,4 +859,10 @@ fn valid_configurations_open() {
         sp.event().aux_paused(),
         "aux_start_paused sets hw.aux_paused at alloc"
     );
+    drop(sp);
+    open(&attr(
+        SWTRACE_TYPE,
+        perfaux_core::pmus::swtrace::CONFIG_TRACK_PAUSED,
+    ))
+    .unwrap();
 }
