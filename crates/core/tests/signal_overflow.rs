@@ -119,3 +119,61 @@ fn task_clock_samples_taken_in_a_signal_handler_are_whole() {
     );
     assert!(c.event().count() > 0, "task-clock counted CPU time");
 }
+
+/// A task-clock sampler with PERF_SAMPLE_CALLCHAIN keeps the thread's
+/// shadow stack live, so its callchains name the open calls also while the
+/// thread's trace is paused (a paused writer alone does not follow calls).
+#[test]
+fn task_clock_callchains_name_the_open_calls_while_the_trace_is_paused() {
+    let mut leader = trace_attr();
+    leader.aux_action = perfaux_abi::attr::AuxAction::START_PAUSED;
+    let mut t = trace_event(&leader, 16, true);
+    let mut clk = sampling(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK, 50_000);
+    clk.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_CALLCHAIN;
+    let me = Target::current();
+    let _c = perf_event_open_attr(&clk, me, -1, t.ev.as_raw(), PERF_FLAG_FD_OUTPUT).unwrap();
+    t.ev.enable(PERF_IOC_FLAG_GROUP).unwrap();
+    assert!(t.ev.event().aux_paused());
+    let start = Instant::now();
+    let mut acc = 0u64;
+    let mut samples = Vec::new();
+    while start.elapsed() < Duration::from_millis(150) {
+        for i in 0..200 {
+            acc = acc.wrapping_add(sig_a(i));
+        }
+        samples.extend(records(&mut t.data));
+    }
+    std::hint::black_box(acc);
+    t.ev.disable(PERF_IOC_FLAG_GROUP).unwrap();
+    samples.extend(records(&mut t.data));
+    let addrs: Vec<u64> = ["sig_a", "sig_b"]
+        .iter()
+        .map(|n| {
+            let id = perfaux_swtrace::lookup(n)[0];
+            perfaux_swtrace::probe_by_id(id).unwrap().addr() as u64
+        })
+        .collect();
+    let mut inside = 0;
+    for (h, b) in &samples {
+        if h.type_ != PERF_RECORD_SAMPLE {
+            continue;
+        }
+        // ip, callchain {nr, ctx, ips}
+        let nr = u64_at(b, 16) as usize;
+        assert_eq!(u64_at(b, 24), PERF_CONTEXT_USER);
+        let ips: Vec<u64> = (1..nr).map(|i| u64_at(b, 24 + i * 8)).collect();
+        assert!(ips.len() <= 2, "{ips:x?}");
+        for ip in &ips {
+            assert!(addrs.contains(ip), "{ip:#x} is not a probe of sig_a/sig_b");
+        }
+        if !ips.is_empty() {
+            assert_eq!(ips.last(), Some(&addrs[0]), "outermost frame sig_a");
+            inside += 1;
+        }
+    }
+    assert!(
+        inside >= 1,
+        "no sample inside sig_a among {} records",
+        samples.len()
+    );
+}

@@ -9,17 +9,29 @@
 //! sees (page faults, context switches): EOPNOTSUPP here. Ids beyond the
 //! kernel's are ENOENT, as `perf_swevent_init` returns.
 
-use perfaux_abi::consts::{PERF_COUNT_SW_DUMMY, PERF_COUNT_SW_TASK_CLOCK};
+use perfaux_abi::consts::{PERF_COUNT_SW_DUMMY, PERF_COUNT_SW_TASK_CLOCK, PERF_SAMPLE_CALLCHAIN};
+use perfaux_swtrace::writer;
 
 use crate::error::{Result, enoent, eopnotsupp};
 use crate::event::Event;
-use crate::pmu::{Pmu, PmuCaps, PmuPrivate};
+use crate::pmu::{Pmu, PmuCaps, PmuPrivate, ef};
+use crate::remote;
 
 /// `PERF_COUNT_SW_MAX`.
 const PERF_COUNT_SW_MAX: u64 = 12;
 
 fn is_task_clock(event: &Event) -> bool {
     event.attr().config == PERF_COUNT_SW_TASK_CLOCK
+}
+
+/// The thread of a task-clock event that samples callchains.
+fn callchain_thread(event: &Event) -> Option<i32> {
+    let sampling = event.is_sampling() && event.attr().sample_type & PERF_SAMPLE_CALLCHAIN != 0;
+    if is_task_clock(event) && sampling {
+        event.target().tid()
+    } else {
+        None
+    }
 }
 
 /// The software PMU.
@@ -47,6 +59,27 @@ impl Pmu for SoftwarePmu {
             _ => Err(eopnotsupp(
                 "software event measures what only the kernel sees",
             )),
+        }
+    }
+
+    /// A task-clock sampler with PERF_SAMPLE_CALLCHAIN keeps its thread's
+    /// shadow stack live while it is scheduled in (as the probe PMU's
+    /// samplers do): its callchains then name the open calls also while
+    /// the thread's trace is paused or there is none.
+    fn add(&self, event: &Event, flags: u32) -> Result<()> {
+        if let Some(tid) = callchain_thread(event) {
+            let _ = remote::run_on(tid, &mut writer::enable_shadow_stack);
+        }
+        if flags & ef::START != 0 {
+            self.start(event, ef::RELOAD);
+        }
+        Ok(())
+    }
+
+    fn del(&self, event: &Event, _flags: u32) {
+        self.stop(event, ef::UPDATE);
+        if let Some(tid) = callchain_thread(event) {
+            let _ = remote::run_on(tid, &mut writer::disable_shadow_stack);
         }
     }
 
