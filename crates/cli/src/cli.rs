@@ -45,6 +45,8 @@ Events (-e), with perf's syntax:
   {a,b}                     a group (a is the leader); a,b a list
   pmu/term=value,.../mods   terms: period= freq= config= name= aux-sample-size=
                             aux-action=start-paused|pause|resume aux-output
+                            track-paused (swtrace//: follow calls while paused, so a
+                            resumed trace shows the calls it resumed inside)
 Default: -e swtrace// -e uevent (the trace PMU on each workload thread and the
 uevent stream).
 

@@ -30,6 +30,7 @@ const TERMS: &[&str] = &[
     "aux-sample-size",
     "aux-action",
     "aux-output",
+    "track-paused",
 ];
 
 /// What an event counts or traces.
@@ -146,6 +147,7 @@ fn resolve_one(input: &str, spec: &EventSpec, idx: usize) -> Result<Event, Event
         leader: spec.group.unwrap_or(idx),
         text: spec.text.clone(),
     };
+    let mut track_paused = None;
     for t in &spec.terms {
         let num = || match t.value {
             TermValue::Num(n) => Ok(n),
@@ -193,6 +195,22 @@ fn resolve_one(input: &str, spec: &EventSpec, idx: usize) -> Result<Event, Event
                     _ => return Err(term_err(input, t, "aux-output takes no value, 0 or 1")),
                 }
             }
+            // A named bit of the trace PMU's config, as perf's PMU format
+            // terms (`intel_pt/cyc/`) are.
+            "track-paused" => {
+                if ev.kind != EventKind::SwTrace {
+                    return Err(term_err(
+                        input,
+                        t,
+                        format!("track-paused is a term of {SWTRACE_PMU}//"),
+                    ));
+                }
+                track_paused = match t.value {
+                    TermValue::Flag | TermValue::Num(1) => Some(true),
+                    TermValue::Num(0) => Some(false),
+                    _ => return Err(term_err(input, t, "track-paused takes no value, 0 or 1")),
+                }
+            }
             other => {
                 return Err(term_err(
                     input,
@@ -201,6 +219,11 @@ fn resolve_one(input: &str, spec: &EventSpec, idx: usize) -> Result<Event, Event
                 ));
             }
         }
+    }
+    if let Some(on) = track_paused {
+        let bit = perfaux_core::pmus::swtrace::CONFIG_TRACK_PAUSED;
+        let config = ev.config.unwrap_or(0) & !bit;
+        ev.config = Some(if on { config | bit } else { config });
     }
     if ev.period.is_some() && ev.freq.is_some() {
         let t = spec.term("freq").map_or(spec.pos, |t| t.pos);

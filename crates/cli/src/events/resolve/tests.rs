@@ -194,3 +194,21 @@ fn aux_sample_size_goes_to_members_of_aux_led_groups() {
     let e = resolve_events(&args(&["swtrace//,uevent"]), Some(4096)).unwrap_err();
     assert!(e.contains("--aux-sample"), "{e}");
 }
+
+#[test]
+fn track_paused_sets_the_trace_pmus_config_bit() {
+    let bit = perfaux_core::pmus::swtrace::CONFIG_TRACK_PAUSED;
+    let v = resolve_events(&args(&["swtrace/track-paused/"]), None).unwrap();
+    assert_eq!(v[0].config, Some(bit));
+    // Whichever term comes first, the named bit applies over config=.
+    let v = resolve_events(&args(&["swtrace/track-paused,config=0x4/"]), None).unwrap();
+    assert_eq!(v[0].config, Some(0x4 | bit));
+    let v = resolve_events(&args(&["swtrace/config=0x5,track-paused=0/"]), None).unwrap();
+    assert_eq!(v[0].config, Some(0x4));
+    let v = resolve_events(&args(&["swtrace//"]), None).unwrap();
+    assert_eq!(v[0].config, None);
+    let e = resolve_events(&args(&["probe:fib/track-paused/"]), None).unwrap_err();
+    assert!(e.contains("track-paused is a term of swtrace//"), "{e}");
+    let e = resolve_events(&args(&["swtrace/track-paused=2/"]), None).unwrap_err();
+    assert!(e.contains("takes no value, 0 or 1"), "{e}");
+}
