@@ -336,6 +336,16 @@ impl RingMemory {
         self.aux.map(NonNull::as_ptr)
     }
 
+    /// The first byte of the AUX area (`layout().aux_size` bytes), if one is
+    /// mapped: for a PMU that writes the area in place, as trace hardware
+    /// writes the kernel's AUX pages. Writing through it is the caller's
+    /// contract with the ring protocol: only inside the space an open
+    /// [`crate::AuxHandle`] grants (or anywhere in overwrite mode), and only
+    /// while this memory lives.
+    pub fn aux_base(&self) -> Option<NonNull<u8>> {
+        self.aux
+    }
+
     /// Writes `data_offset`, `data_size`, `aux_offset` and `aux_size` into
     /// the user page, as `perf_mmap()` (and the AUX mmap) leave them.
     fn write_layout_fields(&self) {
