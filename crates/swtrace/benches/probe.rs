@@ -1,5 +1,7 @@
 //! Cost of a traced call: uninstrumented baseline, no writer, paused, traced into an overwrite
-//! AUX area (TSC and CLOCK_MONOTONIC timestamps), the two clocks alone, and decoding speed.
+//! AUX area (TSC and CLOCK_MONOTONIC timestamps), the floor of any timestamped ENTER + EXIT
+//! (two TSC reads and two 2-byte stores, nothing else), the two clocks alone, and decoding
+//! speed.
 
 use std::hint::black_box;
 
@@ -17,6 +19,35 @@ fn plain(x: u64) -> u64 {
 fn traced(x: u64) -> u64 {
     let _g = PROBE.enter();
     black_box(x).wrapping_mul(3)
+}
+
+/// The least a call traced with a timestamp at entry and at return can cost: what the writer's
+/// fast path does minus everything else (no signal safety, shadow stack, SYNC, mode or space
+/// checks). The peer that shows how much of a traced call is the clock.
+struct Floor {
+    aux: Vec<u8>,
+    head: u64,
+    last: u64,
+}
+
+impl Floor {
+    #[inline(always)]
+    fn packet(&mut self, header: u8) {
+        let now = clock::tsc();
+        let delta = now.wrapping_sub(self.last) & 0x7f;
+        let off = (self.head as usize) & (self.aux.len() - 2);
+        self.aux[off..off + 2].copy_from_slice(&[header, delta as u8]);
+        self.last = now;
+        self.head += 2;
+    }
+}
+
+#[inline(never)]
+fn floor(x: u64, f: &mut Floor) -> u64 {
+    f.packet(0x81);
+    let r = black_box(x).wrapping_mul(3);
+    f.packet(0x01);
+    r
 }
 
 /// How the bench's writer starts.
@@ -48,6 +79,14 @@ fn calls(c: &mut Criterion) {
     PROBE.id().unwrap();
     let mut g = c.benchmark_group("call");
     g.bench_function("uninstrumented", |b| b.iter(|| plain(black_box(7))));
+    let mut fl = Floor {
+        aux: vec![0u8; 1 << 20],
+        head: 0,
+        last: 0,
+    };
+    g.bench_function("floor: two TSC reads and two 2-byte stores", |b| {
+        b.iter(|| floor(black_box(7), &mut fl))
+    });
     g.bench_function("traced fn, no writer", |b| b.iter(|| traced(black_box(7))));
     with_writer(&mut aux, ClockSource::Tsc, Start::Paused, 1, || {
         g.bench_function("traced fn, writer paused", |b| {
