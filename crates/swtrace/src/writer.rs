@@ -298,6 +298,7 @@ const REQ_PAUSE: u32 = 1;
 const REQ_RESUME: u32 = 2;
 const REQ_LIMIT: u32 = 4;
 const REQ_OBSERVE: u32 = 8;
+const REQ_UNOBSERVE: u32 = 16;
 
 /// Everything the probes of one thread touch. Reached through the thread's slot only, by the
 /// thread itself and its signal handlers. `repr(C)` and 64-byte aligned so that every field
@@ -363,9 +364,21 @@ struct Owner(Cell<*mut ThreadTrace>);
 
 impl Drop for Owner {
     fn drop(&mut self) {
+        self.release();
+    }
+}
+
+impl Owner {
+    /// Frees the thread's ThreadTrace: at thread exit, and in tests.
+    fn release(&self) {
         // Probes and control calls run by later thread-local destructors must find nothing.
-        let _ = SLOT.try_with(|s| s.set(ptr::null()));
+        // TRACE first: a signal handler's control call between the two stores then finds no
+        // ThreadTrace, where it could otherwise publish the slot again (pause, resume and
+        // set_limit do) just before the free below.
         let _ = TRACE.try_with(|t| t.set(ptr::null()));
+        #[cfg(test)]
+        at_point(Point::Release);
+        let _ = SLOT.try_with(|s| s.set(ptr::null()));
         let p = self.0.replace(ptr::null_mut());
         if !p.is_null() {
             // SAFETY: `p` came from Box::into_raw in `thread_trace` and is freed only here, once;
@@ -900,6 +913,8 @@ impl ThreadTrace {
             && !self.track_paused.load(Relaxed)
             && self.shadow_users.load(Relaxed) == 0;
         let live = self.observing.load(Relaxed) && !idle_pause;
+        #[cfg(test)]
+        at_point(Point::SlotDecided);
         SLOT.with(|s| s.set(if live { self } else { ptr::null() }));
     }
 
@@ -915,6 +930,19 @@ impl ThreadTrace {
         self.publish_slot();
     }
 
+    /// [`ThreadTrace::unobserve_if_idle`] in a busy section (deferred if busy), for callers
+    /// outside one: the slot it publishes must not race a handler's pause or resume, which
+    /// publishes it too.
+    fn unobserve_in_section(&self) {
+        if self.begin() {
+            self.unobserve_if_idle();
+            self.end();
+        } else {
+            self.pending.fetch_or(REQ_UNOBSERVE, Relaxed);
+        }
+    }
+
+    /// Busy held by the caller.
     fn unobserve_if_idle(&self) {
         if !self.installed.load(Relaxed) && self.shadow_users.load(Relaxed) == 0 {
             self.observing.store(false, Relaxed);
@@ -935,9 +963,18 @@ impl ThreadTrace {
         if req & REQ_RESUME != 0 {
             self.resume_now();
         }
-        if req & REQ_OBSERVE != 0 && self.begin() {
-            self.observe();
-            self.end();
+        // Each in a section of its own; a handler that holds one (this runs from `end`, which a
+        // handler may interrupt) gets the request back, to apply at its own `end`.
+        if req & REQ_OBSERVE != 0 {
+            if self.begin() {
+                self.observe();
+                self.end();
+            } else {
+                self.pending.fetch_or(REQ_OBSERVE, Relaxed);
+            }
+        }
+        if req & REQ_UNOBSERVE != 0 {
+            self.unobserve_in_section();
         }
     }
 
@@ -1205,7 +1242,10 @@ pub fn status() -> Option<WriterStatus> {
 }
 
 /// Keeps the calling thread's shadow stack maintained without a writer (for callchains of
-/// samples taken at hooked probes). Counted: pair with [`disable_shadow_stack`].
+/// samples taken at hooked probes), and while its writer is paused. Counted: pair with
+/// [`disable_shadow_stack`]. Enabled during a pause without `track_paused`, the stack does not
+/// know the calls opened since the pause (their guards are idle); it follows calls from here on.
+/// The core enables it when a callchain sampler is added, before the sampler can fire.
 pub fn enable_shadow_stack() {
     if let Some(tt) = thread_trace() {
         tt.shadow_users.fetch_add(1, Relaxed);
@@ -1223,9 +1263,11 @@ pub fn enable_shadow_stack() {
 /// Undoes one [`enable_shadow_stack`].
 pub fn disable_shadow_stack() {
     if let Some(tt) = existing() {
-        let n = tt.shadow_users.load(Relaxed);
-        tt.shadow_users.store(n.saturating_sub(1), Relaxed);
-        tt.unobserve_if_idle();
+        // One read-modify-write: a handler's enable or disable may land anywhere around it.
+        let _ = tt
+            .shadow_users
+            .fetch_update(Relaxed, Relaxed, |n| Some(n.saturating_sub(1)));
+        tt.unobserve_in_section();
     }
 }
 
@@ -1278,6 +1320,10 @@ pub(crate) enum Point {
     ExitInside,
     /// A control call (pause, resume, set_limit, uninstall) is about to take the busy section.
     ControlBefore,
+    /// `publish_slot` decided what the slot holds and has not stored it.
+    SlotDecided,
+    /// The thread's ThreadTrace is being released: TRACE is cleared, the slot not yet.
+    Release,
 }
 
 /// A point and the closure to run there.

@@ -315,3 +315,47 @@ fn resume_after_an_untracked_entry_read_the_slot_leaves_the_call_out() {
         "{events:?}"
     );
 }
+
+/// A resume landing after `disable_shadow_stack` decided that the paused thread is no longer
+/// observed and before it cleared the slot: the decision and the store are one busy section,
+/// so the resume is deferred to its end and the resumed writer is observed (the calls after
+/// it are traced), where the store would otherwise hide the resumed writer.
+#[test]
+fn resume_inside_disable_shadow_stack_leaves_the_resumed_writer_observed() {
+    CALL.id().unwrap();
+    let aux = setup(handler_resumes);
+    enable_shadow_stack();
+    assert!(pause());
+    arm_point(Point::SlotDecided, raise_sigusr1);
+    disable_shadow_stack();
+    assert_eq!(
+        handler_result(),
+        Ok(()),
+        "the resume was deferred, not refused"
+    );
+    assert!(!status().unwrap().paused);
+    assert!(!slot().is_null(), "a tracing writer is observed");
+    {
+        let _g = CALL.enter();
+    }
+    let end = uninstall().unwrap().aux_head as usize;
+    assert_eq!(
+        kinds(&decode(&aux[..end])),
+        [
+            "sync", "paused", "sync", "resumed", "enter", "exit", "stopped"
+        ]
+    );
+}
+
+/// A resume landing while the thread's ThreadTrace is released (thread exit): it finds no
+/// ThreadTrace, so it cannot publish the slot over the memory about to be freed.
+#[test]
+fn resume_during_release_cannot_publish_the_slot() {
+    let _aux = setup(handler_resumes);
+    assert!(pause());
+    arm_point(Point::Release, raise_sigusr1);
+    OWNER.with(Owner::release);
+    assert_eq!(handler_result(), Err(WriterError::NotInstalled));
+    assert!(slot().is_null());
+    assert!(existing().is_none());
+}
