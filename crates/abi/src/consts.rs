@@ -239,5 +239,7 @@ pub mod ext {
     /// `PERF_FLAG_FD_SAMPLE` of seed 000, moved off the next mainline bit.
     pub const PERF_FLAG_FD_SAMPLE: u64 = 1 << 30;
     /// The largest uevent payload (seed 002: `size > PAGE_SIZE` is E2BIG).
+    /// Fixed at x86-64's PAGE_SIZE rather than the running system's: with
+    /// 64 KiB pages the seed's record could not fit its u16 header size.
     pub const UEVENT_MAX_SIZE: u32 = 4096;
 }

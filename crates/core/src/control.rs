@@ -229,13 +229,15 @@ impl EventFd {
     }
 
     /// `PERF_EVENT_IOC_PAUSE_OUTPUT`: while paused, records to this event's
-    /// buffer are dropped and counted lost. EINVAL without a buffer.
+    /// buffer are dropped and counted lost. EINVAL without a buffer, or with
+    /// one of no data pages (the kernel's `!rb || !rb->nr_pages`).
     pub fn pause_output(&self, pause: bool) -> Result<()> {
         match self.event.rb.load() {
-            Some(rb) => {
+            Some(rb) if rb.data_pages > 0 => {
                 rb.pause_output(pause);
                 Ok(())
             }
+            Some(_) => Err(einval("PAUSE_OUTPUT: the buffer has no data pages")),
             None => Err(einval("PAUSE_OUTPUT: event has no buffer")),
         }
     }

@@ -222,6 +222,16 @@ fn perf_mmap_aux(event: &Arc<Event>, pgoff: u64, nr_pages: usize, prot: Prot) ->
             "rb_alloc_aux: the PMU has no AUX area (no setup_aux)",
         ));
     }
+    // The page pointer array is one kcalloc, which cannot exceed
+    // PAGE_SIZE << MAX_PAGE_ORDER bytes (x86's MAX_PAGE_ORDER is 10): with
+    // 4 KiB pages, AUX areas above 2 GiB.
+    const MAX_PAGE_ORDER: u32 = 10;
+    if (nr_pages as u64).saturating_mul(8) > page << MAX_PAGE_ORDER {
+        return Err(Error::new(
+            errno::ENOMEM,
+            "rb_alloc_aux: the AUX page array exceeds one MAX_PAGE_ORDER allocation",
+        ));
+    }
     let overwrite = !prot.write;
     let layout = RingLayout::new(0, nr_pages).map_err(ring_err)?;
     let mem = Arc::new(RingMemory::heap(layout).map_err(ring_err)?);
@@ -243,7 +253,11 @@ fn perf_mmap_aux(event: &Arc<Event>, pgoff: u64, nr_pages: usize, prot: Prot) ->
         aux_priv: Default::default(),
         pmu: event.pmu.clone(),
     });
-    let aux_priv = event.pmu.setup_aux(event, &area, overwrite)?;
+    // The kernel's setup_aux returns a pointer: any refusal is ENOMEM.
+    let aux_priv = event
+        .pmu
+        .setup_aux(event, &area, overwrite)
+        .map_err(|e| Error::new(errno::ENOMEM, e.reason))?;
     let _ = area.aux_priv.set(aux_priv);
     buffer.aux.store(Some(area));
     buffer.aux_mmap_count.store(1, Ordering::Release);

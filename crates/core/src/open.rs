@@ -3,12 +3,13 @@
 //! the errno that wins is the one Linux (>= 6.13) returns.
 //!
 //! Order: open flags; `perf_copy_attr` (perfaux-abi); sample_freq /
-//! sample_period; cgroup; group_fd (EBADF); pid (ESRCH); inherit vs the
-//! leader; `perf_event_alloc` (cpu, sigtrap, PMU lookup, aux_output,
-//! aux_pause/aux_resume, aux_start_paused, callchain depth); NO_INTERRUPT;
+//! sample_period; cgroup mode's pid and cpu; group_fd (EBADF); pid (ESRCH);
+//! inherit vs the leader; `perf_event_alloc` (cpu, sigtrap, PMU lookup,
+//! aux_output, aux_pause/aux_resume, aux_start_paused, the cgroup fd,
+//! callchain depth); NO_INTERRUPT;
 //! clockid; the group rules; `perf_event_set_output`; size;
-//! `perf_get_aux_event`; then perfaux's `PERF_FLAG_FD_SAMPLE` (seed 000's
-//! `can_sample_for`).
+//! `perf_get_aux_event`; perfaux's `PERF_FLAG_FD_SAMPLE` (seed 000's
+//! `can_sample_for`); `exclusive_event_installable` (EBUSY).
 
 use std::sync::atomic::AtomicI8;
 use std::sync::{Arc, OnceLock};
@@ -42,9 +43,11 @@ pub const OPEN_FLAGS_ALL: u64 = PERF_FLAG_ALL | ext::PERF_FLAG_FD_SAMPLE;
 /// kernel accepts); `target` is the thread to observe or every thread of the
 /// process; `cpu` is -1 or a CPU as `sched_getcpu()` numbers it; `group_fd`
 /// is -1 or an fd from this function. Returns the event's fd, or the errno
-/// Linux returns for the same input.
+/// Linux returns for the same input. On E2BIG from the attr's size rules the
+/// kernel's `sizeof(struct perf_event_attr)` is written into `attr.size`
+/// (bytes 4..8), as `perf_copy_attr` writes it back to user space.
 pub fn perf_event_open(
-    attr: &[u8],
+    attr: &mut [u8],
     target: Target,
     cpu: i32,
     group_fd: i32,
@@ -54,8 +57,16 @@ pub fn perf_event_open(
     if flags & !OPEN_FLAGS_ALL != 0 {
         return Err(einval("unknown perf_event_open flag"));
     }
-    let attr = PerfEventAttr::copy_from_user(attr)?;
-    open_attr(attr, target, cpu, group_fd, flags)
+    let decoded = match PerfEventAttr::copy_from_user(attr) {
+        Ok(a) => a,
+        Err(e) => {
+            if let (Some(size), Some(field)) = (e.kernel_size, attr.get_mut(4..8)) {
+                field.copy_from_slice(&size.to_ne_bytes());
+            }
+            return Err(e.into());
+        }
+    };
+    open_attr(decoded, target, cpu, group_fd, flags)
 }
 
 /// [`perf_event_open`] with an attr that is already decoded (it goes
@@ -72,8 +83,8 @@ pub fn perf_event_open_attr(
     } else {
         attr.size
     };
-    let bytes = attr.to_bytes(size, perfaux_abi::Endianness::NATIVE);
-    perf_event_open(&bytes, target, cpu, group_fd, flags)
+    let mut bytes = attr.to_bytes(size, perfaux_abi::Endianness::NATIVE);
+    perf_event_open(&mut bytes, target, cpu, group_fd, flags)
 }
 
 fn open_attr(
@@ -110,26 +121,27 @@ fn open_attr(
             output_event = Some(g.clone());
         }
         if flags & ext::PERF_FLAG_FD_SAMPLE != 0 {
-            // Seed 000: the group_fd's event samples for this one; no group.
+            // Seed 000: the group_fd's event samples for this one. It stays
+            // the group leader too unless FD_NO_GROUP says otherwise, so the
+            // group rules and the inherit check still apply.
             sample_event = Some(g.clone());
         }
-        if flags & (PERF_FLAG_FD_NO_GROUP | ext::PERF_FLAG_FD_SAMPLE) == 0 {
+        if flags & PERF_FLAG_FD_NO_GROUP == 0 {
             group_leader = Some(g);
         }
     }
 
-    let task = match target {
-        Target::Thread(tid) => {
-            if flags & PERF_FLAG_PID_CGROUP != 0 {
-                // perf_cgroup_connect: the "pid" is no cgroup directory fd.
-                return Err(ebadf("PERF_FLAG_PID_CGROUP: pid is not a cgroup fd"));
-            }
+    // In cgroup mode the pid names no task: the event is a CPU event, and
+    // its cgroup fd is looked at in perf_event_alloc.
+    let cgroup = flags & PERF_FLAG_PID_CGROUP != 0;
+    let (target, task) = match target {
+        Target::Thread(tid) if !cgroup => {
             if !thread::thread_exists(tid) {
                 return Err(Error::new(errno::ESRCH, "no such thread in this process"));
             }
-            true
+            (target, true)
         }
-        Target::AnyThread => false,
+        _ => (Target::AnyThread, false),
     };
 
     if task
@@ -139,7 +151,7 @@ fn open_attr(
         return Err(einval("attr.inherit differs from the group leader's"));
     }
 
-    let event = perf_event_alloc(attr, target, cpu, task)?;
+    let event = perf_event_alloc(attr, target, cpu, task, cgroup)?;
     match install(
         event.clone(),
         attr,
@@ -209,6 +221,17 @@ fn install(
         // Seed 000: the sampler is held (`sample_event`'s reference) even
         // without aux_sample_size.
         event.aux_event.replace(Some(s));
+    }
+
+    // Last, as the kernel asks it under the context's mutex just before
+    // installing: so every other refusal wins over EBUSY.
+    if event.pmu_caps().contains(PmuCaps::EXCLUSIVE)
+        && !event.pmu.exclusive_event_installable(&event)
+    {
+        return Err(Error::new(
+            errno::EBUSY,
+            "exclusive PMU: the context already has an event of it",
+        ));
     }
 
     // Install: output redirection, group membership, context lists.
@@ -319,6 +342,7 @@ fn perf_event_alloc(
     target: Target,
     cpu: i32,
     task: bool,
+    cgroup: bool,
 ) -> Result<Arc<Event>> {
     if (cpu < 0 || cpu >= thread::nr_cpu_ids()) && (!task || cpu != -1) {
         return Err(einval("cpu is not -1 with a thread, nor a valid cpu"));
@@ -360,6 +384,13 @@ fn perf_event_alloc(
             .hw
             .aux_paused
             .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    if cgroup {
+        // perf_cgroup_connect, where the kernel calls it: perfaux has no
+        // cgroups, so no fd is a cgroup directory.
+        return refuse(ebadf(
+            "PERF_FLAG_PID_CGROUP: pid is not a cgroup fd (perfaux has no cgroups)",
+        ));
     }
     if attr.sample_type & PERF_SAMPLE_CALLCHAIN != 0 && attr.sample_max_stack > MAX_STACK {
         return refuse(Error::new(

@@ -93,6 +93,15 @@ pub trait Pmu: Send + Sync + 'static {
     /// after `event_init`); free what `event_init` set up.
     fn destroy(&self, _event: &Event) {}
 
+    /// `exclusive_event_installable`, for a PMU with [`PmuCaps::EXCLUSIVE`]:
+    /// claims the event's context for it, or returns false (EBUSY) when
+    /// another live event of this PMU has it. The syscall asks last, after
+    /// every other check, as the kernel does; `destroy` gives the claim
+    /// back.
+    fn exclusive_event_installable(&self, _event: &Event) -> bool {
+        true
+    }
+
     /// `pmu->read`: bring the event's count up to date.
     fn read(&self, _event: &Event) {}
 

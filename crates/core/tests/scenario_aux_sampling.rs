@@ -97,18 +97,31 @@ fn group_sampler_carries_the_newest_trace() {
     assert_eq!(s.event().counters().aux_samples_empty, 0);
 }
 
+/// Seed 000's form: FD_SAMPLE names the sampler; with FD_NO_GROUP the
+/// sampling event is in no group (alone, FD_SAMPLE also joins the group_fd's
+/// group, as the seed keeps `group_leader`).
 #[test]
 fn fd_sample_sampler_without_grouping() {
     let mut t = trace_event(&trace_attr(), 8, true);
+    let grouped = perf_event_open_attr(
+        &sampler_attr(),
+        Target::current(),
+        -1,
+        t.ev.as_raw(),
+        ext::PERF_FLAG_FD_SAMPLE,
+    )
+    .unwrap();
+    assert!(!grouped.event().is_group_leader(), "FD_SAMPLE alone groups");
+    drop(grouped);
     let s = perf_event_open_attr(
         &sampler_attr(),
         Target::current(),
         -1,
         t.ev.as_raw(),
-        PERF_FLAG_FD_OUTPUT | ext::PERF_FLAG_FD_SAMPLE,
+        PERF_FLAG_FD_OUTPUT | PERF_FLAG_FD_NO_GROUP | ext::PERF_FLAG_FD_SAMPLE,
     )
     .unwrap();
-    assert!(s.event().is_group_leader(), "FD_SAMPLE does not group");
+    assert!(s.event().is_group_leader(), "FD_NO_GROUP: no group");
     t.ev.enable(0).unwrap();
     s.enable(0).unwrap();
     run(100);
@@ -125,7 +138,7 @@ fn inactive_or_foreign_sampler_gives_size_zero() {
         Target::current(),
         -1,
         t.ev.as_raw(),
-        PERF_FLAG_FD_OUTPUT | ext::PERF_FLAG_FD_SAMPLE,
+        PERF_FLAG_FD_OUTPUT | PERF_FLAG_FD_NO_GROUP | ext::PERF_FLAG_FD_SAMPLE,
     )
     .unwrap();
     // The sampler (trace event) stays disabled: not ACTIVE.
@@ -153,7 +166,7 @@ fn inactive_or_foreign_sampler_gives_size_zero() {
         Target::current(),
         -1,
         ft.ev.as_raw(),
-        ext::PERF_FLAG_FD_SAMPLE,
+        PERF_FLAG_FD_NO_GROUP | ext::PERF_FLAG_FD_SAMPLE,
     )
     .unwrap();
     let data = s2.mmap(0, 1 + 4, perfaux_core::Prot::READ_WRITE).unwrap();

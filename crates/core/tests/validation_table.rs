@@ -62,7 +62,8 @@ fn uevent_aux_leader() -> EventFd {
 }
 
 /// A PMU whose events may carry `aux_output` (`config` 1: matches any AUX
-/// leader, 0: matches none), or that has no interrupt (`config` 2).
+/// leader, 0: matches none), or that has no interrupt (`config` 2) and an
+/// AUX area whose `setup_aux` always fails.
 struct TestPmu {
     caps: PmuCaps,
 }
@@ -88,6 +89,21 @@ impl Pmu for TestPmu {
     fn stop(&self, _: &Event, _: u32) {}
     fn aux_output_match(&self, _aux_event: &Event) -> bool {
         true
+    }
+    fn has_aux(&self) -> bool {
+        self.caps.contains(PmuCaps::NO_INTERRUPT)
+    }
+    /// Refuses every AUX area (the kernel's setup_aux returning NULL).
+    fn setup_aux(
+        &self,
+        _: &Event,
+        _: &perfaux_core::buffer::AuxArea,
+        _: bool,
+    ) -> Result<perfaux_core::pmu::PmuPrivate> {
+        Err(perfaux_core::Error::new(
+            EINVAL,
+            "vt_noint refuses AUX areas",
+        ))
     }
 }
 
@@ -137,19 +153,32 @@ fn rows() -> Vec<(&'static str, i32, RowFn)> {
             let mut b = dummy().to_bytes(PERF_ATTR_SIZE_VER8, Endianness::NATIVE);
             b.resize(4200, 0);
             b[4..8].copy_from_slice(&4097u32.to_ne_bytes());
-            errno_of(perf_event_open(&b, me(), -1, -1, 0))
+            errno_of(perf_event_open(&mut b, me(), -1, -1, 0))
         }),
+        (
+            "attr.size > PAGE_SIZE: E2BIG writes the kernel's sizeof into attr.size",
+            E2BIG,
+            || {
+                let mut b = dummy().to_bytes(PERF_ATTR_SIZE_VER8, Endianness::NATIVE);
+                b.resize(4200, 0);
+                b[4..8].copy_from_slice(&4097u32.to_ne_bytes());
+                let errno = errno_of(perf_event_open(&mut b, me(), -1, -1, 0));
+                let size = u32::from_ne_bytes(b[4..8].try_into().unwrap());
+                assert_eq!(size, PERF_ATTR_SIZE_LATEST, "attr.size after E2BIG");
+                errno
+            },
+        ),
         ("attr.size < PERF_ATTR_SIZE_VER0 -> E2BIG", E2BIG, || {
             let mut b = dummy().to_bytes(PERF_ATTR_SIZE_VER8, Endianness::NATIVE);
             b[4..8].copy_from_slice(&60u32.to_ne_bytes());
-            errno_of(perf_event_open(&b, me(), -1, -1, 0))
+            errno_of(perf_event_open(&mut b, me(), -1, -1, 0))
         }),
         ("non-zero bytes past sizeof(attr) -> E2BIG", E2BIG, || {
             let mut b = dummy().to_bytes(PERF_ATTR_SIZE_VER9, Endianness::NATIVE);
             b.resize(160, 0);
             b[4..8].copy_from_slice(&160u32.to_ne_bytes());
             b[150] = 1;
-            errno_of(perf_event_open(&b, me(), -1, -1, 0))
+            errno_of(perf_event_open(&mut b, me(), -1, -1, 0))
         }),
         ("__reserved_1 bit set -> EINVAL", EINVAL, || {
             let mut a = dummy();
@@ -204,6 +233,56 @@ fn rows() -> Vec<(&'static str, i32, RowFn)> {
                 PERF_FLAG_PID_CGROUP,
             ))
         }),
+        // perf_cgroup_connect runs inside perf_event_alloc, after the PMU
+        // lookup and the aux checks: those errnos win over its EBADF.
+        (
+            "PERF_FLAG_PID_CGROUP, pid no cgroup fd -> EBADF",
+            EBADF,
+            || {
+                errno_of(perf_event_open_attr(
+                    &dummy(),
+                    me(),
+                    0,
+                    -1,
+                    PERF_FLAG_PID_CGROUP,
+                ))
+            },
+        ),
+        (
+            "PERF_FLAG_PID_CGROUP with an unknown type: PMU lookup first -> ENOENT",
+            ENOENT,
+            || {
+                errno_of(perf_event_open_attr(
+                    &attr(0x7fff_0000, 0),
+                    me(),
+                    0,
+                    -1,
+                    PERF_FLAG_PID_CGROUP,
+                ))
+            },
+        ),
+        (
+            "PERF_FLAG_PID_CGROUP with cpu out of range: perf_event_alloc's cpu check first -> EINVAL",
+            EINVAL,
+            || {
+                errno_of(perf_event_open_attr(
+                    &dummy(),
+                    me(),
+                    4096,
+                    -1,
+                    PERF_FLAG_PID_CGROUP,
+                ))
+            },
+        ),
+        (
+            "PERF_FLAG_PID_CGROUP with aux_pause and aux_resume: aux checks first -> EINVAL",
+            EINVAL,
+            || {
+                let mut a = dummy();
+                a.aux_action = AuxAction::PAUSE | AuxAction::RESUME;
+                errno_of(perf_event_open_attr(&a, me(), 0, -1, PERF_FLAG_PID_CGROUP))
+            },
+        ),
         // --- group_fd and pid ---
         (
             "group_fd is not a perf event (stdin) -> EBADF",
@@ -467,7 +546,7 @@ fn rows() -> Vec<(&'static str, i32, RowFn)> {
                     me(),
                     -1,
                     s.as_raw(),
-                    PERF_FLAG_FD_SAMPLE_EXT,
+                    PERF_FLAG_FD_SAMPLE_EXT | PERF_FLAG_FD_NO_GROUP,
                 ))
             },
         ),
@@ -483,6 +562,42 @@ fn rows() -> Vec<(&'static str, i32, RowFn)> {
                     &a,
                     me(),
                     0,
+                    s.as_raw(),
+                    PERF_FLAG_FD_SAMPLE_EXT | PERF_FLAG_FD_NO_GROUP,
+                ))
+            },
+        ),
+        (
+            "FD_SAMPLE without FD_NO_GROUP joins the group: a pinned member -> EINVAL",
+            EINVAL,
+            || {
+                let (s, _m) = trace_leader(false);
+                let mut a = sampling(UEVENT_TYPE, 1);
+                a.sample_type = PERF_SAMPLE_AUX;
+                a.aux_sample_size = 64;
+                a.flags |= AttrFlags::PINNED;
+                errno_of(perf_event_open_attr(
+                    &a,
+                    me(),
+                    -1,
+                    s.as_raw(),
+                    PERF_FLAG_FD_SAMPLE_EXT,
+                ))
+            },
+        ),
+        (
+            "FD_SAMPLE without FD_NO_GROUP: inherit differs from the leader's -> EINVAL",
+            EINVAL,
+            || {
+                let (s, _m) = trace_leader(false);
+                let mut a = sampling(UEVENT_TYPE, 1);
+                a.sample_type = PERF_SAMPLE_AUX;
+                a.aux_sample_size = 64;
+                a.flags |= AttrFlags::INHERIT;
+                errno_of(perf_event_open_attr(
+                    &a,
+                    me(),
+                    -1,
                     s.as_raw(),
                     PERF_FLAG_FD_SAMPLE_EXT,
                 ))
@@ -509,6 +624,44 @@ fn rows() -> Vec<(&'static str, i32, RowFn)> {
             || {
                 let _a = open(&attr(SWTRACE_TYPE, 0)).unwrap();
                 errno_of(open(&attr(SWTRACE_TYPE, 0)))
+            },
+        ),
+        // exclusive_event_installable is the syscall's last check.
+        (
+            "swtrace: second trace event with aux_pause and aux_resume: EINVAL before EBUSY",
+            EINVAL,
+            || {
+                let _a = open(&attr(SWTRACE_TYPE, 0)).unwrap();
+                let mut b = attr(SWTRACE_TYPE, 0);
+                b.aux_action = AuxAction::PAUSE | AuxAction::RESUME;
+                errno_of(open(&b))
+            },
+        ),
+        (
+            "swtrace: second trace event with an unknown clockid: EINVAL before EBUSY",
+            EINVAL,
+            || {
+                let _a = open(&attr(SWTRACE_TYPE, 0)).unwrap();
+                let mut b = attr(SWTRACE_TYPE, 0);
+                b.flags |= AttrFlags::USE_CLOCKID;
+                b.clockid = 1234;
+                errno_of(open(&b))
+            },
+        ),
+        (
+            "swtrace: a refused second event leaves the first one's claim -> EBUSY again",
+            EBUSY,
+            || {
+                let _a = open(&attr(SWTRACE_TYPE, 0)).unwrap();
+                let mut b = attr(SWTRACE_TYPE, 0);
+                b.aux_action = AuxAction::PAUSE | AuxAction::RESUME;
+                assert_eq!(errno_of(open(&b)), EINVAL);
+                assert_eq!(errno_of(open(&attr(SWTRACE_TYPE, 0))), EBUSY);
+                drop(_a);
+                let c = open(&attr(SWTRACE_TYPE, 0));
+                assert!(c.is_ok(), "the claim went with the first event");
+                drop(c);
+                errno_of(open(&attr(SWTRACE_TYPE, 0)).and_then(|_x| open(&attr(SWTRACE_TYPE, 0))))
             },
         ),
         // --- mmap (UPSTREAM 3, "mmap rules") ---
@@ -605,6 +758,25 @@ fn rows() -> Vec<(&'static str, i32, RowFn)> {
             },
         ),
         (
+            "AUX area whose page array exceeds one MAX_PAGE_ORDER allocation -> ENOMEM",
+            ENOMEM,
+            || {
+                let e = open(&attr(UEVENT_AUX_TYPE, 0)).unwrap();
+                let m = e.mmap(0, 3, Prot::READ_WRITE).unwrap();
+                let pages = 1u64 << 20;
+                m.set_aux_area(3 * page_size() as u64, pages * page_size() as u64)
+                    .unwrap();
+                errno_of(e.mmap(3, pages as usize, Prot::READ_WRITE))
+            },
+        ),
+        ("AUX mmap whose setup_aux fails -> ENOMEM", ENOMEM, || {
+            let e = open(&attr(test_pmus().1, 0)).unwrap();
+            let m = e.mmap(0, 3, Prot::READ_WRITE).unwrap();
+            m.set_aux_area(3 * page_size() as u64, page_size() as u64)
+                .unwrap();
+            errno_of(e.mmap(3, 1, Prot::READ_WRITE))
+        }),
+        (
             "AUX mmap on a PMU without setup_aux -> EOPNOTSUPP",
             EOPNOTSUPP,
             || {
@@ -674,6 +846,15 @@ fn rows() -> Vec<(&'static str, i32, RowFn)> {
         ("PAUSE_OUTPUT without a buffer -> EINVAL", EINVAL, || {
             errno_of(open(&dummy()).unwrap().pause_output(true))
         }),
+        (
+            "PAUSE_OUTPUT on a buffer of the user page alone -> EINVAL",
+            EINVAL,
+            || {
+                let e = open(&dummy()).unwrap();
+                let _m = e.mmap(0, 1, Prot::READ_WRITE).unwrap();
+                errno_of(e.pause_output(true))
+            },
+        ),
         ("close of a closed fd -> EBADF", EBADF, || {
             let e = open(&dummy()).unwrap();
             let fd = e.as_raw();
@@ -705,12 +886,12 @@ fn rows() -> Vec<(&'static str, i32, RowFn)> {
         ("order: unknown flag before a bad attr size", EINVAL, || {
             let mut b = dummy().to_bytes(PERF_ATTR_SIZE_VER8, Endianness::NATIVE);
             b[4..8].copy_from_slice(&60u32.to_ne_bytes());
-            errno_of(perf_event_open(&b, me(), -1, -1, 1 << 7))
+            errno_of(perf_event_open(&mut b, me(), -1, -1, 1 << 7))
         }),
         ("order: bad attr size before a bad group_fd", E2BIG, || {
             let mut b = dummy().to_bytes(PERF_ATTR_SIZE_VER8, Endianness::NATIVE);
             b[4..8].copy_from_slice(&60u32.to_ne_bytes());
-            errno_of(perf_event_open(&b, me(), -1, 0, 0))
+            errno_of(perf_event_open(&mut b, me(), -1, 0, 0))
         }),
         ("order: sample_freq check before group_fd", EINVAL, || {
             let mut a = dummy();

@@ -80,7 +80,7 @@ use perfaux_swtrace::writer::{self, AuxMode, AuxRegion, WriterConfig, WriterErro
 
 use crate::aux::{AuxArea, perf_aux_output_begin, perf_aux_output_end};
 use crate::buffer::Buffer;
-use crate::error::{Error, Result, einval};
+use crate::error::{Result, einval};
 use crate::event::{Event, Target};
 use crate::pmu::{Pmu, PmuCaps, PmuPrivate, ef};
 use crate::{output, remote};
@@ -104,6 +104,8 @@ pub(crate) struct TraceState {
     lost: AtomicU64,
     /// This event's writer is parked (paused, installed) on its thread.
     parked: AtomicBool,
+    /// This event holds its thread's claim (`exclusive_event_installable`).
+    claimed: AtomicBool,
 }
 
 struct Transaction {
@@ -166,16 +168,6 @@ impl Pmu for SwtracePmu {
         if event.is_sampling() {
             return Err(einval("swtrace does not sample"));
         }
-        if !traced_tids()
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(tid)
-        {
-            return Err(Error::new(
-                perfaux_abi::errno::EBUSY,
-                "swtrace: the thread already has a trace event",
-            ));
-        }
         parked_buffers()
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -187,11 +179,28 @@ impl Pmu for SwtracePmu {
             running: AtomicBool::new(false),
             lost: AtomicU64::new(0),
             parked: AtomicBool::new(false),
+            claimed: AtomicBool::new(false),
         }))
     }
 
+    /// A thread has one writer: one live trace event per thread, as an
+    /// exclusive PMU has one event per context.
+    fn exclusive_event_installable(&self, event: &Event) -> bool {
+        let Some(st) = TraceState::of(event) else {
+            return false;
+        };
+        let claimed = traced_tids()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(st.tid);
+        st.claimed.store(claimed, Ordering::Relaxed);
+        claimed
+    }
+
     fn destroy(&self, event: &Event) {
-        if let Some(st) = TraceState::of(event) {
+        if let Some(st) = TraceState::of(event)
+            && st.claimed.load(Ordering::Relaxed)
+        {
             traced_tids()
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
