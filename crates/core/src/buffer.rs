@@ -29,6 +29,9 @@ pub struct AuxArea {
     /// `rb->aux_priv`, from `setup_aux`.
     pub(crate) aux_priv: std::sync::OnceLock<PmuPrivate>,
     pub(crate) pmu: Arc<dyn Pmu>,
+    /// What the area was charged (`rb->aux_mmap_locked` and the user's
+    /// share), given back at its last unmap.
+    pub(crate) locked: crate::mlock::Charge,
 }
 
 impl AuxArea {
@@ -93,6 +96,9 @@ pub struct Buffer {
     /// of such a buffer on its thread is listed where it is made
     /// (`mmap::perf_mmap_data`).
     pub(crate) owner_tid: Option<i32>,
+    /// What the data area was charged (`rb->mmap_locked` and the user's
+    /// share), given back at its last unmap.
+    pub(crate) locked: crate::mlock::Charge,
 }
 
 /// The thread that alone writes a buffer created for `event`: its target

@@ -10,6 +10,7 @@ pub mod error;
 pub mod event;
 pub mod fd;
 mod grave;
+pub mod mlock;
 pub mod mmap;
 pub mod open;
 pub mod output;

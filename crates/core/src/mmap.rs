@@ -6,7 +6,8 @@
 //! (`pgoff` 0, `1 + 2^n` pages); then the user writes `aux_offset` and
 //! `aux_size` into its user page ([`Mmap::set_aux_area`]) and maps the AUX
 //! area at that offset (`2^m` pages). Mapping the AUX area read-only
-//! selects overwrite mode.
+//! selects overwrite mode. A new buffer is charged against the locked-memory
+//! limits first (`crate::mlock`, EPERM).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -114,6 +115,7 @@ fn perf_mmap_data(event: &Arc<Event>, nr_pages: usize, prot: Prot) -> Result<Mma
             },
         });
     }
+    let locked = crate::mlock::check(nr_pages as u64)?;
     let layout = RingLayout::new(data_pages, 0).map_err(ring_err)?;
     let mem = Arc::new(RingMemory::heap(layout).map_err(ring_err)?);
     let wakeup = Arc::new(Wakeup::new());
@@ -156,7 +158,9 @@ fn perf_mmap_data(event: &Arc<Event>, nr_pages: usize, prot: Prot) -> Result<Mma
         aux_in_sampling: false.into(),
         aux_in_pause_resume: false.into(),
         owner_tid,
+        locked,
     });
+    crate::mlock::charge(locked);
     event.rb.store(Some(buffer.clone()));
     event.mmap_count.fetch_add(1, Ordering::AcqRel);
     Ok(Mmap {
@@ -216,6 +220,7 @@ fn perf_mmap_aux(event: &Arc<Event>, pgoff: u64, nr_pages: usize, prot: Prot) ->
             kind: Kind::Aux { reader },
         });
     }
+    let locked = crate::mlock::check(nr_pages as u64)?;
     // rb_alloc_aux
     if !event.has_aux() {
         return Err(eopnotsupp(
@@ -252,6 +257,7 @@ fn perf_mmap_aux(event: &Arc<Event>, pgoff: u64, nr_pages: usize, prot: Prot) ->
         pgoff,
         aux_priv: Default::default(),
         pmu: event.pmu.clone(),
+        locked,
     });
     // The kernel's setup_aux returns a pointer: any refusal is ENOMEM.
     let aux_priv = event
@@ -259,6 +265,7 @@ fn perf_mmap_aux(event: &Arc<Event>, pgoff: u64, nr_pages: usize, prot: Prot) ->
         .setup_aux(event, &area, overwrite)
         .map_err(|e| Error::new(errno::ENOMEM, e.reason))?;
     let _ = area.aux_priv.set(aux_priv);
+    crate::mlock::charge(locked);
     buffer.aux.store(Some(area));
     buffer.aux_mmap_count.store(1, Ordering::Release);
     let reader = AuxMmap::new(mem).map_err(ring_err)?;
@@ -340,12 +347,16 @@ impl Drop for Mmap {
             Kind::Aux { .. } => {
                 if self.buffer.aux_mmap_count.fetch_sub(1, Ordering::AcqRel) == 1 {
                     crate::control::perf_pmu_output_stop(&self.event);
+                    if let Some(aux) = self.buffer.aux.load() {
+                        crate::mlock::uncharge(aux.locked);
+                    }
                     self.buffer.aux.store(None);
                 }
             }
             Kind::Data { .. } => {
                 self.event.mmap_count.fetch_sub(1, Ordering::AcqRel);
                 if self.buffer.mmap_count.fetch_sub(1, Ordering::AcqRel) == 1 {
+                    crate::mlock::uncharge(self.buffer.locked);
                     let owns = self
                         .event
                         .rb

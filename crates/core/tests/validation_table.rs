@@ -757,6 +757,12 @@ fn rows() -> Vec<(&'static str, i32, RowFn)> {
                 errno_of(e.mmap(3, 2, Prot::READ_WRITE))
             },
         ),
+        ("AUX mmap of 0 pages -> EINVAL", EINVAL, || {
+            let e = open(&attr(UEVENT_AUX_TYPE, 0)).unwrap();
+            let m = e.mmap(0, 3, Prot::READ_WRITE).unwrap();
+            m.set_aux_area(3 * page_size() as u64, 0).unwrap();
+            errno_of(e.mmap(3, 0, Prot::READ_WRITE))
+        }),
         (
             "AUX area whose page array exceeds one MAX_PAGE_ORDER allocation -> ENOMEM",
             ENOMEM,
@@ -1046,4 +1052,26 @@ fn valid_configurations_open() {
         perfaux_core::pmus::swtrace::CONFIG_TRACK_PAUSED,
     ))
     .unwrap();
+
+    // attr.size 0 is PERF_ATTR_SIZE_VER0 (perf_copy_attr).
+    let mut b = dummy().to_bytes(PERF_ATTR_SIZE_VER0, Endianness::NATIVE);
+    b[4..8].copy_from_slice(&0u32.to_ne_bytes());
+    let v0 = perf_event_open(&mut b, me(), -1, -1, 0).unwrap();
+    assert_eq!(v0.event().attr().size, PERF_ATTR_SIZE_VER0);
+
+    // A second AUX mapping with the same offset and size shares the area.
+    let e = open(&attr(UEVENT_AUX_TYPE, 0)).unwrap();
+    let m = e.mmap(0, 3, Prot::READ_WRITE).unwrap();
+    m.set_aux_area(3 * page_size() as u64, page_size() as u64)
+        .unwrap();
+    let a1 = e.mmap(3, 1, Prot::READ_WRITE).unwrap();
+    let a2 = e.mmap(3, 1, Prot::READ_WRITE).unwrap();
+    assert!(a1.buffer().aux().is_some());
+    drop(a1);
+    assert!(
+        a2.buffer().aux().is_some(),
+        "the area lives while a2 maps it"
+    );
+    drop(a2);
+    assert!(m.buffer().aux().is_none(), "the last AUX unmap frees it");
 }

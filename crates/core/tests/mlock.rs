@@ -1,0 +1,142 @@
+//! perf_mmap's locked-memory accounting (UPSTREAM.md section 3: "mlock
+//! accounting (perf_mmap_calc_limits ...) -> -EPERM"), through the real
+//! mmap path. One test: the charges are process-wide, and this file is its
+//! own process, so nothing else maps buffers meanwhile.
+
+mod common;
+
+use common::*;
+use perfaux_abi::consts::*;
+use perfaux_core::mlock::{Limits, charged};
+use perfaux_core::pmus::UEVENT_AUX_TYPE;
+use perfaux_core::{Prot, page_size};
+
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: i32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+const CAP_V3: u32 = 0x2008_0522;
+const CAP_IPC_LOCK: u32 = 14;
+
+fn caps() -> [CapData; 2] {
+    let mut h = CapHeader {
+        version: CAP_V3,
+        pid: 0,
+    };
+    let mut d = [CapData::default(); 2];
+    // SAFETY: a version-3 header and room for its two data structs.
+    let r = unsafe { libc::syscall(libc::SYS_capget, &mut h, d.as_mut_ptr()) };
+    assert_eq!(r, 0, "capget");
+    d
+}
+
+/// Sets this thread's effective capability sets (capabilities are per
+/// thread: the other threads of the process keep theirs).
+fn set_caps(d: [CapData; 2]) {
+    let mut h = CapHeader {
+        version: CAP_V3,
+        pid: 0,
+    };
+    // SAFETY: a version-3 header and its two data structs, read only.
+    let r = unsafe { libc::syscall(libc::SYS_capset, &mut h, d.as_ptr()) };
+    assert_eq!(r, 0, "capset");
+}
+
+fn memlock() -> libc::rlimit {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: a valid out-pointer.
+    assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut r) }, 0);
+    r
+}
+
+fn set_memlock(r: libc::rlimit) {
+    // SAFETY: a valid rlimit; lowering the soft limit needs no privilege.
+    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &r) }, 0);
+}
+
+#[test]
+fn new_buffers_are_charged_until_their_last_unmap_and_refused_past_the_limits() {
+    let page = page_size() as u64;
+    assert_eq!(charged(), (0, 0));
+
+    // Data area 1 + 8 pages, AUX area 4 pages: well inside the per-user
+    // allowance (perf_event_mlock_kb per CPU, 516 KiB by default).
+    let e = perfaux_core::perf_event_open_attr(
+        &attr(UEVENT_AUX_TYPE, 0),
+        perfaux_core::Target::current(),
+        -1,
+        -1,
+        0,
+    )
+    .unwrap();
+    let m = e.mmap(0, 1 + 8, Prot::READ_WRITE).unwrap();
+    assert_eq!(charged(), (9, 0));
+    let again = e.mmap(0, 1 + 8, Prot::READ_WRITE).unwrap();
+    assert_eq!(charged(), (9, 0), "a second mapping charges nothing");
+    m.set_aux_area(9 * page, 4 * page).unwrap();
+    let aux = e.mmap(9, 4, Prot::READ_WRITE).unwrap();
+    assert_eq!(charged(), (13, 0));
+    drop(aux);
+    assert_eq!(charged(), (9, 0), "the AUX area's last unmap");
+    drop(m);
+    assert_eq!(charged(), (9, 0), "one data mapping is left");
+    drop(again);
+    assert_eq!(charged(), (0, 0), "the data area's last unmap");
+
+    // Past the allowance the rest is pinned, and pinned pages over
+    // RLIMIT_MEMLOCK are EPERM unless perf is not paranoid or the thread
+    // has CAP_IPC_LOCK. Lower the limit to 16 pages and drop CAP_IPC_LOCK
+    // from this thread's effective set.
+    let saved_limit = memlock();
+    let saved_caps = caps();
+    set_memlock(libc::rlimit {
+        rlim_cur: 16 * page,
+        rlim_max: saved_limit.rlim_max,
+    });
+    let mut dropped = saved_caps;
+    dropped[0].effective &= !(1 << CAP_IPC_LOCK);
+    set_caps(dropped);
+    let limits = Limits::current(page);
+    assert_eq!(limits.lock_limit, 16);
+    let data_pages = (limits.user_lock_limit + 17).next_power_of_two() as usize;
+    let pinned = (1 + data_pages as u64) - limits.user_lock_limit;
+    let big = perfaux_core::perf_event_open_attr(
+        &attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY),
+        perfaux_core::Target::current(),
+        -1,
+        -1,
+        0,
+    )
+    .unwrap();
+    let refused = big.mmap(0, 1 + data_pages, Prot::READ_WRITE);
+    if limits.exempt {
+        // perf_event_paranoid is -1 here: the RLIMIT_MEMLOCK check is off.
+        assert!(refused.is_ok());
+        assert_eq!(charged(), (limits.user_lock_limit, pinned));
+        drop(refused);
+    } else {
+        assert_eq!(refused.err().map(|e| e.errno), Some(libc::EPERM));
+        assert_eq!(charged(), (0, 0), "a refused mapping charges nothing");
+    }
+
+    // CAP_IPC_LOCK back: the same mapping is allowed and pins the rest.
+    set_caps(saved_caps);
+    let ok = big.mmap(0, 1 + data_pages, Prot::READ_WRITE).unwrap();
+    assert_eq!(charged(), (limits.user_lock_limit, pinned));
+    drop(ok);
+    assert_eq!(charged(), (0, 0));
+    set_memlock(saved_limit);
+}
