@@ -180,3 +180,52 @@ fn kernel_refusals_reach_the_user_as_one_line() {
     let l = one_error_line(&r);
     assert!(l.contains("EINVAL") && l.contains("snapshot_aux"), "{l}");
 }
+
+/// The kernel's locked-memory rule (perf_mmap_calc_limits): without
+/// CAP_IPC_LOCK, buffers past perf_event_mlock_kb pin memory against
+/// RLIMIT_MEMLOCK, and past it the mapping is EPERM, reported with perf's
+/// advice. The child runs with a 64 KiB RLIMIT_MEMLOCK and CAP_IPC_LOCK
+/// dropped from its bounding set (so a root child has none either).
+#[test]
+fn locked_memory_limit_refuses_the_buffers_with_perfs_advice() {
+    use std::os::unix::process::CommandExt;
+    let dir = tempdir();
+    let out = dir.path().join("locked.data");
+    let mut c = std::process::Command::new(PERFAUX);
+    c.args(["record", "-o", path_str(&out), "-m", "1M,4M"]);
+    let limit_child = || {
+        let lim = libc::rlimit {
+            rlim_cur: 64 << 10,
+            rlim_max: 64 << 10,
+        };
+        // SAFETY: a valid rlimit; lowering a limit needs no privilege.
+        if unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &lim) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: PR_CAPBSET_DROP takes a capability number and touches
+        // nothing else; it fails without CAP_SETPCAP, when there is no
+        // CAP_IPC_LOCK to drop either.
+        unsafe { libc::prctl(libc::PR_CAPBSET_DROP, 14, 0, 0, 0) };
+        Ok(())
+    };
+    // SAFETY: the closure runs in the forked child before exec and only
+    // makes two system calls (async-signal-safe), touching no shared state.
+    unsafe { c.pre_exec(limit_child) };
+    let r = run(c);
+    let paranoid: i64 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .map_or(2, |s| s.trim().parse().unwrap_or(2));
+    if paranoid == -1 {
+        // Not paranoid: the RLIMIT_MEMLOCK check does not apply.
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        return;
+    }
+    assert_ne!(r.code, 0, "expected EPERM: {}", r.stdout);
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    assert!(
+        lines[0].starts_with("perfaux: error: event 'swtrace//' on thread ")
+            && lines[0].contains("EPERM"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("perf_event_mlock_kb"), "{}", r.stderr);
+}

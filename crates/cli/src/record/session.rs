@@ -81,6 +81,18 @@ fn open_err(ev: &str, tid: i32, e: impl std::fmt::Display) -> CliError {
     CliError::msg(format!("event '{ev}' on thread {tid}: {e}"))
 }
 
+/// An mmap refusal, with perf's advice when it is the locked-memory limit.
+fn mmap_err(area: &str, e: &perfaux_core::Error) -> String {
+    let mut msg = format!("mmap of the {area}: {e}");
+    if e.errno == perfaux_abi::errno::EPERM {
+        msg.push_str(
+            "\nPermission error mapping pages. Consider increasing \
+             /proc/sys/kernel/perf_event_mlock_kb, or try again with a smaller value of -m.",
+        );
+    }
+    msg
+}
+
 impl Session<'_> {
     /// Opens every event for thread `tid` and maps its buffer.
     fn open_thread(&self, tid: i32) -> Result<ThreadEvents, CliError> {
@@ -104,7 +116,7 @@ impl Session<'_> {
         let data_pages = (self.cfg.data_size / page) as usize;
         let data = fds[owner]
             .mmap(0, 1 + data_pages, Prot::READ_WRITE)
-            .map_err(|e| open_err(&evs[owner].text, tid, format!("mmap of the data area: {e}")))?;
+            .map_err(|e| open_err(&evs[owner].text, tid, mmap_err("data area", &e)))?;
         let aux = if evs[owner].kind.is_aux() {
             let aux_off = (1 + data_pages as u64) * page;
             data.set_aux_area(aux_off, self.cfg.aux_size)
@@ -117,9 +129,7 @@ impl Session<'_> {
             };
             let m = fds[owner]
                 .mmap(aux_off / page, (self.cfg.aux_size / page) as usize, prot)
-                .map_err(|e| {
-                    open_err(&evs[owner].text, tid, format!("mmap of the AUX area: {e}"))
-                })?;
+                .map_err(|e| open_err(&evs[owner].text, tid, mmap_err("AUX area", &e)))?;
             Some((m, owner))
         } else {
             None
@@ -564,4 +574,26 @@ fn write_file(s: Session<'_>, ids: Vec<Vec<u64>>) -> Result<RecordSummary, CliEr
     let mut summary = s.summary;
     summary.file_size = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
     Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mmap_err;
+    use perfaux_abi::errno;
+
+    #[test]
+    fn a_locked_memory_refusal_carries_perfs_advice() {
+        let e = perfaux_core::Error::new(errno::EPERM, "over the limit");
+        let msg = mmap_err("AUX area", &e);
+        assert!(
+            msg.starts_with("mmap of the AUX area: EPERM: over the limit"),
+            "{msg}"
+        );
+        assert!(msg.contains("perf_event_mlock_kb"), "{msg}");
+        let other = mmap_err(
+            "data area",
+            &perfaux_core::Error::new(errno::EINVAL, "size"),
+        );
+        assert!(!other.contains("perf_event_mlock_kb"), "{other}");
+    }
 }

@@ -15,7 +15,7 @@ pub struct Run {
     pub stderr: String,
 }
 
-fn run(mut c: Command) -> Run {
+pub fn run(mut c: Command) -> Run {
     let Output {
         status,
         stdout,
