@@ -185,14 +185,27 @@ fn kernel_refusals_reach_the_user_as_one_line() {
 /// CAP_IPC_LOCK, buffers past perf_event_mlock_kb pin memory against
 /// RLIMIT_MEMLOCK, and past it the mapping is EPERM, reported with perf's
 /// advice. The child runs with a 64 KiB RLIMIT_MEMLOCK and CAP_IPC_LOCK
-/// dropped from its bounding set (so a root child has none either).
+/// dropped from its bounding set (so a root child has none either), and
+/// asks for an AUX area past this machine's allowance
+/// (perf_event_mlock_kb per online CPU).
 #[test]
 fn locked_memory_limit_refuses_the_buffers_with_perfs_advice() {
     use std::os::unix::process::CommandExt;
+    let sysctl = |name: &str, default: i64| -> i64 {
+        std::fs::read_to_string(format!("/proc/sys/kernel/{name}"))
+            .map_or(default, |s| s.trim().parse().unwrap_or(default))
+    };
+    // SAFETY: sysconf has no preconditions.
+    let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as u64;
+    // SAFETY: as above.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64;
+    let allowance = sysctl("perf_event_mlock_kb", 516) as u64 * 1024 / page * cpus;
+    let aux_pages = (allowance + 32).next_power_of_two();
     let dir = tempdir();
     let out = dir.path().join("locked.data");
     let mut c = std::process::Command::new(PERFAUX);
-    c.args(["record", "-o", path_str(&out), "-m", "1M,4M"]);
+    let m = format!("16,{aux_pages}");
+    c.args(["record", "-o", path_str(&out), "-m", &m]);
     let limit_child = || {
         let lim = libc::rlimit {
             rlim_cur: 64 << 10,
@@ -212,9 +225,7 @@ fn locked_memory_limit_refuses_the_buffers_with_perfs_advice() {
     // makes two system calls (async-signal-safe), touching no shared state.
     unsafe { c.pre_exec(limit_child) };
     let r = run(c);
-    let paranoid: i64 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-        .map_or(2, |s| s.trim().parse().unwrap_or(2));
-    if paranoid == -1 {
+    if sysctl("perf_event_paranoid", 2) == -1 {
         // Not paranoid: the RLIMIT_MEMLOCK check does not apply.
         assert_eq!(r.code, 0, "{}", r.stderr);
         return;

@@ -99,10 +99,16 @@ fn perf_mmap_data(event: &Arc<Event>, nr_pages: usize, prot: Prot) -> Result<Mma
         if rb.data_pages != data_pages {
             return Err(einval("perf_mmap: buffer exists with another size"));
         }
-        let buffer = event
-            .rb
-            .get()
-            .ok_or_else(|| einval("perf_mmap: buffer vanished"))?;
+    }
+    // `atomic_inc_not_zero(&rb->mmap_count)`: a buffer whose last mapping
+    // went (the event reaches it through SET_OUTPUT) is not mapped again:
+    // the event lets go of it and gets a buffer of its own, charged anew.
+    if let Some(buffer) = event.rb.get()
+        && buffer.mmap_count.load(Ordering::Acquire) == 0
+    {
+        event.rb.store(None);
+    }
+    if let Some(buffer) = event.rb.get() {
         buffer.mmap_count.fetch_add(1, Ordering::AcqRel);
         event.mmap_count.fetch_add(1, Ordering::AcqRel);
         let reader = PerfMmap::new(buffer.mem.clone());
@@ -265,10 +271,11 @@ fn perf_mmap_aux(event: &Arc<Event>, pgoff: u64, nr_pages: usize, prot: Prot) ->
         .setup_aux(event, &area, overwrite)
         .map_err(|e| Error::new(errno::ENOMEM, e.reason))?;
     let _ = area.aux_priv.set(aux_priv);
+    // The reader before the charge: nothing may fail after it.
+    let reader = AuxMmap::new(mem).map_err(ring_err)?;
     crate::mlock::charge(locked);
     buffer.aux.store(Some(area));
     buffer.aux_mmap_count.store(1, Ordering::Release);
-    let reader = AuxMmap::new(mem).map_err(ring_err)?;
     Ok(Mmap {
         event: event.clone(),
         buffer,

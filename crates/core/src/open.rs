@@ -190,8 +190,11 @@ fn install(
         }
     }
 
+    // perf_event_set_output, whole: its refusals come before the size,
+    // AUX and exclusivity checks (the error path detaches the buffer).
     if let Some(out) = &output_event {
         control::set_output_rules(&event, out)?;
+        control::attach_output(&event, out)?;
     }
 
     if !sample::validate_size(&event, group_leader.as_deref()) {
@@ -224,7 +227,7 @@ fn install(
     }
 
     // Last, as the kernel asks it under the context's mutex just before
-    // installing: so every other refusal wins over EBUSY.
+    // installing: every refusal above wins over EBUSY.
     if event.pmu_caps().contains(PmuCaps::EXCLUSIVE)
         && !event.pmu.exclusive_event_installable(&event)
     {
@@ -234,10 +237,7 @@ fn install(
         ));
     }
 
-    // Install: output redirection, group membership, context lists.
-    if let Some(out) = &output_event {
-        control::attach_output(&event, out)?;
-    }
+    // Install: group membership, context lists.
     if let Some(leader) = &group_leader {
         control::attach_to_group(&event, leader);
     }

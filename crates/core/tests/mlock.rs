@@ -96,6 +96,28 @@ fn new_buffers_are_charged_until_their_last_unmap_and_refused_past_the_limits() 
     drop(again);
     assert_eq!(charged(), (0, 0), "the data area's last unmap");
 
+    // A buffer reached through SET_OUTPUT after its last unmap is not
+    // mapped again (the kernel's atomic_inc_not_zero): the event gets a
+    // buffer of its own, charged once and given back once.
+    let b = perfaux_core::perf_event_open_attr(
+        &attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY),
+        perfaux_core::Target::current(),
+        -1,
+        -1,
+        0,
+    )
+    .unwrap();
+    let m = e.mmap(0, 1 + 8, Prot::READ_WRITE).unwrap();
+    b.set_output(e.as_raw()).unwrap();
+    let old = std::sync::Arc::as_ptr(m.buffer());
+    drop(m);
+    assert_eq!(charged(), (0, 0));
+    let mb = b.mmap(0, 1 + 8, Prot::READ_WRITE).unwrap();
+    assert!(!std::ptr::eq(std::sync::Arc::as_ptr(mb.buffer()), old));
+    assert_eq!(charged(), (9, 0), "the new buffer is charged");
+    drop(mb);
+    assert_eq!(charged(), (0, 0), "and given back once");
+
     // Past the allowance the rest is pinned, and pinned pages over
     // RLIMIT_MEMLOCK are EPERM unless perf is not paranoid or the thread
     // has CAP_IPC_LOCK. Lower the limit to 16 pages and drop CAP_IPC_LOCK
@@ -132,11 +154,42 @@ fn new_buffers_are_charged_until_their_last_unmap_and_refused_past_the_limits() 
         assert_eq!(charged(), (0, 0), "a refused mapping charges nothing");
     }
 
-    // CAP_IPC_LOCK back: the same mapping is allowed and pins the rest.
+    // The caller's own capabilities back (root's include CAP_IPC_LOCK): if
+    // they exempt it, the same mapping is allowed and pins the rest.
     set_caps(saved_caps);
-    let ok = big.mmap(0, 1 + data_pages, Prot::READ_WRITE).unwrap();
-    assert_eq!(charged(), (limits.user_lock_limit, pinned));
-    drop(ok);
+    let limits = Limits::current(page);
+    let again = big.mmap(0, 1 + data_pages, Prot::READ_WRITE);
+    if limits.exempt {
+        assert!(again.is_ok());
+        assert_eq!(charged(), (limits.user_lock_limit, pinned));
+    } else {
+        assert_eq!(again.as_ref().err().map(|e| e.errno), Some(libc::EPERM));
+    }
+    drop(again);
+    assert_eq!(charged(), (0, 0));
+
+    // rb_alloc_aux's ENOMEM for an AUX page array over one MAX_PAGE_ORDER
+    // allocation comes after the accounting: an exempt caller gets ENOMEM,
+    // any other EPERM first (with the 16-page limit still in force).
+    let e = perfaux_core::perf_event_open_attr(
+        &attr(UEVENT_AUX_TYPE, 0),
+        perfaux_core::Target::current(),
+        -1,
+        -1,
+        0,
+    )
+    .unwrap();
+    let m = e.mmap(0, 3, Prot::READ_WRITE).unwrap();
+    let pages = 1u64 << 20;
+    m.set_aux_area(3 * page, pages * page).unwrap();
+    let want = if limits.exempt {
+        libc::ENOMEM
+    } else {
+        libc::EPERM
+    };
+    let got = e.mmap(3, pages as usize, Prot::READ_WRITE);
+    assert_eq!(got.err().map(|e| e.errno), Some(want));
+    drop(m);
     assert_eq!(charged(), (0, 0));
     set_memlock(saved_limit);
 }

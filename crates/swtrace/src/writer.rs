@@ -46,17 +46,20 @@
 //! - A handler that runs *after* the store finds `busy` set: its probe events write nothing and
 //!   are counted lost ([`crate::format::LostKind::Nested`]; their returns too), reported by a
 //!   LOST packet before the next SYNC or, at the end, before STOPPED; [`pause`], [`resume`],
-//!   [`set_limit`] and [`enable_shadow_stack`] are recorded in `pending` and applied (and only
-//!   then validated) by `end`, once the interrupted event is complete; [`install`] and
+//!   [`set_limit`], [`enable_shadow_stack`] and [`disable_shadow_stack`] are recorded in
+//!   `pending` and applied (and only then validated) by `end`, once the interrupted event is
+//!   complete; [`install`] and
 //!   [`uninstall`] fail with [`WriterError::Busy`] (the core retries). So nothing the section
 //!   read can change until `end` stores 0.
 //! - `end` stores 0 behind a compiler fence, then applies pending requests, each in its own
 //!   section. A handler after the store of 0 is again the first case.
 //!
 //! Hence an ENTER or EXIT and its shadow stack update are one section (no SYNC ever shows one
-//! without the other), a call opened while paused is on the stack before any SYNC a resume
-//! writes or after it (never half), and a guard's depth and epoch come from the same shadow
-//! stack. The handler may also read: [`aux_head`] (the head is stored after the packet's bytes,
+//! without the other), a call opened while paused (and followed: `track_paused` or a shadow
+//! stack user) is on the stack before any SYNC a resume writes or after it (never half), and a
+//! guard's depth and epoch come from the same shadow stack. Every store to the slot is made
+//! inside a section too, so a handler's pause or resume cannot interleave with a decision to
+//! publish or clear it. The handler may also read: [`aux_head`] (the head is stored after the packet's bytes,
 //! so it is at a packet boundary), [`status`] and [`callchain`] (the shadow stack stores the new
 //! depth before the frame, so a reader sees a consistent prefix) are async-signal-safe;
 //! [`install`] and [`enable_shadow_stack`] allocate the thread's state on its first use and are
