@@ -67,3 +67,53 @@ pub use registry::{
 };
 pub use table::{ProbeInfo, ProbeTable, TableError};
 pub use writer::{AuxMode, AuxRegion, OnFull, WriterConfig, WriterError, WriterStatus};
+
+/// The unit tests' allocator: the system's, counting each thread's allocations, so that a
+/// test can show a path allocates nothing (writer/signal_tests.rs).
+#[cfg(test)]
+pub(crate) mod test_alloc {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+
+    thread_local! {
+        static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+    }
+
+    struct Counting;
+
+    fn count() {
+        let _ = ALLOCATIONS.try_with(|a| a.set(a.get() + 1));
+    }
+
+    // SAFETY: every call forwards to the system allocator with the caller's arguments; the
+    // count is a thread-local without destructor, which allocates nothing.
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            count();
+            // SAFETY: the caller's contract, forwarded.
+            unsafe { System.alloc(layout) }
+        }
+        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+            count();
+            // SAFETY: the caller's contract, forwarded.
+            unsafe { System.alloc_zeroed(layout) }
+        }
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            count();
+            // SAFETY: the caller's contract, forwarded.
+            unsafe { System.realloc(ptr, layout, new_size) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            // SAFETY: the caller's contract, forwarded.
+            unsafe { System.dealloc(ptr, layout) }
+        }
+    }
+
+    #[global_allocator]
+    static GLOBAL: Counting = Counting;
+
+    /// Allocations made by the calling thread so far.
+    pub(crate) fn allocations() -> u64 {
+        ALLOCATIONS.with(Cell::get)
+    }
+}

@@ -230,8 +230,8 @@ impl ProbeGuard {
             // must still come off the shadow stack.
             let tt = writer::thread_trace_ptr();
             if !tt.is_null() {
-                // SAFETY: TRACE holds null or this thread's live ThreadTrace (the OWNER
-                // destructor clears it before freeing).
+                // SAFETY: TRACE holds null or this thread's live ThreadTrace (its release
+                // clears TRACE before freeing it).
                 let t: &ThreadTrace = unsafe { &*tt };
                 t.exit(self);
             }

@@ -59,12 +59,12 @@
 //! stack user) is on the stack before any SYNC a resume writes or after it (never half), and a
 //! guard's depth and epoch come from the same shadow stack. Every store to the slot is made
 //! inside a section too, so a handler's pause or resume cannot interleave with a decision to
-//! publish or clear it. The handler may also read: [`aux_head`] (the head is stored after the packet's bytes,
-//! so it is at a packet boundary), [`status`] and [`callchain`] (the shadow stack stores the new
-//! depth before the frame, so a reader sees a consistent prefix) are async-signal-safe;
-//! [`install`] and [`enable_shadow_stack`] allocate the thread's state on its first use and are
-//! not, then. The on_full slow path runs inside the section: probes it enters are lost and
-//! control calls it makes are deferred.
+//! publish or clear it. The handler may also read: [`aux_head`] (the head is stored after the
+//! packet's bytes, so it is at a packet boundary), [`status`] and [`callchain`] (the shadow
+//! stack stores the new depth before the frame, so a reader sees a consistent prefix) are
+//! async-signal-safe; so are [`install`] and [`enable_shadow_stack`] on a thread's first use,
+//! which makes its state without allocating (`lifetime`'s module doc). The on_full slow path
+//! runs inside the section: probes it enters are lost and control calls it makes are deferred.
 //!
 //! All fields are atomics accessed with relaxed loads and stores (plain moves on x86_64: no
 //! read-modify-write on the hot path) with compiler fences, which is what makes the signal
@@ -90,6 +90,7 @@
 //! in overwrite mode they are the oldest bytes, which a snapshot reader resyncs past anyway).
 //! Every field these paths touch is in the first cache line of the thread's state.
 
+#[cfg(test)]
 use std::cell::Cell;
 use std::ptr::{self, NonNull};
 use std::sync::atomic::Ordering::{Relaxed, Release, SeqCst};
@@ -352,87 +353,14 @@ pub(crate) struct ThreadTrace {
     syncs: AtomicU64,
 }
 
-thread_local! {
-    /// The writer slot: this thread's ThreadTrace while something observes the thread, else
-    /// null. No destructor, so reading it is one thread-local load.
-    static SLOT: Cell<*const ThreadTrace> = const { Cell::new(ptr::null()) };
-    /// This thread's ThreadTrace once created (whether observing or not); read by the control
-    /// calls with one load, so that a signal handler calling them sees a consistent value.
-    static TRACE: Cell<*const ThreadTrace> = const { Cell::new(ptr::null()) };
-    /// Owns the ThreadTrace; its destructor clears the slot and TRACE before freeing.
-    static OWNER: Owner = const { Owner(Cell::new(ptr::null_mut())) };
-}
-
-struct Owner(Cell<*mut ThreadTrace>);
-
-impl Drop for Owner {
-    fn drop(&mut self) {
-        self.release();
-    }
-}
-
-impl Owner {
-    /// Frees the thread's ThreadTrace: at thread exit, and in tests.
-    fn release(&self) {
-        // Probes and control calls run by later thread-local destructors must find nothing.
-        // TRACE first: a signal handler's control call between the two stores then finds no
-        // ThreadTrace, where it could otherwise publish the slot again (pause, resume and
-        // set_limit do) just before the free below.
-        let _ = TRACE.try_with(|t| t.set(ptr::null()));
-        #[cfg(test)]
-        at_point(Point::Release);
-        let _ = SLOT.try_with(|s| s.set(ptr::null()));
-        let p = self.0.replace(ptr::null_mut());
-        if !p.is_null() {
-            // SAFETY: `p` came from Box::into_raw in `thread_trace` and is freed only here, once;
-            // the slot and TRACE no longer point to it.
-            drop(unsafe { Box::from_raw(p) });
-        }
-    }
-}
-
-/// The calling thread's writer slot (null when nothing observes the thread).
-#[inline(always)]
-pub(crate) fn slot() -> *const ThreadTrace {
-    SLOT.with(|s| s.get())
-}
-
-/// The calling thread's ThreadTrace if one was ever created, observed or not: where the
-/// return of an observed call goes when the slot was cleared since (a pause, an uninstall).
-#[inline(always)]
-pub(crate) fn thread_trace_ptr() -> *const ThreadTrace {
-    TRACE.with(|t| t.get())
-}
+mod lifetime;
+use lifetime::{SLOT, existing, thread_trace};
+pub(crate) use lifetime::{slot, thread_trace_ptr};
 
 fn gettid() -> u32 {
     // SAFETY: gettid has no preconditions.
     let tid = unsafe { libc::gettid() };
     tid as u32
-}
-
-/// The calling thread's ThreadTrace if one was ever created. Async-signal-safe (one load).
-fn existing() -> Option<&'static ThreadTrace> {
-    let p = TRACE.try_with(|t| t.get()).ok()?;
-    // SAFETY: TRACE holds null or this thread's live ThreadTrace: the OWNER destructor clears
-    // it before freeing. The reference does not escape the calling thread's control call.
-    (!p.is_null()).then(|| unsafe { &*p })
-}
-
-/// The calling thread's ThreadTrace, created on first use. Allocates on the thread's first
-/// call, so it is not async-signal-safe then (install/enable from a signal handler is not
-/// supported on a thread that never had a writer).
-fn thread_trace() -> Option<&'static ThreadTrace> {
-    if let Some(t) = existing() {
-        return Some(t);
-    }
-    let p = Box::into_raw(Box::new(ThreadTrace::new()));
-    if OWNER.try_with(|o| o.0.set(p)).is_err() {
-        // SAFETY: `p` was just leaked above and is not shared: reclaim it.
-        drop(unsafe { Box::from_raw(p) });
-        return None;
-    }
-    TRACE.with(|t| t.set(p));
-    existing()
 }
 
 impl ThreadTrace {

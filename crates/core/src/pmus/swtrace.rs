@@ -168,6 +168,10 @@ impl Pmu for SwtracePmu {
         if event.is_sampling() {
             return Err(einval("swtrace does not sample"));
         }
+        // The writer's TSC rate is calibrated once per process (a 5 ms
+        // measurement behind a OnceLock): here, not in the signal handler
+        // that may install the first writer on another thread.
+        let _ = perfaux_swtrace::clock::tsc_rate();
         parked_buffers()
             .lock()
             .unwrap_or_else(|e| e.into_inner())

@@ -354,8 +354,57 @@ fn resume_during_release_cannot_publish_the_slot() {
     let _aux = setup(handler_resumes);
     assert!(pause());
     arm_point(Point::Release, raise_sigusr1);
-    OWNER.with(Owner::release);
+    lifetime::release_now();
     assert_eq!(handler_result(), Err(WriterError::NotInstalled));
     assert!(slot().is_null());
     assert!(existing().is_none());
+}
+
+thread_local! {
+    /// Allocations the handler's install made, and its result.
+    static HANDLER_ALLOCS: Cell<Option<(u64, Result<(), WriterError>)>> = const { Cell::new(None) };
+}
+
+fn handler_installs_first() {
+    let (base, size) = SECOND.with(Cell::get);
+    // SAFETY: SECOND is a leaked buffer of `size` bytes that nothing else writes.
+    let region = unsafe { AuxRegion::new(base as *mut u8, size) }.unwrap();
+    let config = WriterConfig::overwrite(region);
+    let before = crate::test_alloc::allocations();
+    let r = install(config);
+    let made = crate::test_alloc::allocations() - before;
+    HANDLER_ALLOCS.with(|h| h.set(Some((made, r))));
+}
+
+/// The core installs a writer from a signal handler on the traced thread (its remote call), and
+/// it may be the thread's first: making the thread's state there allocates nothing (the
+/// handler may have interrupted malloc), and thread exit frees it.
+#[test]
+fn first_install_in_a_signal_handler_allocates_nothing_and_exit_frees_it() {
+    CALL.id().unwrap();
+    // The TSC rate is calibrated once per process, on the first install: not here.
+    let _ = crate::clock::tsc_rate();
+    let second: &'static mut [u8] = Box::leak(vec![UNTOUCHED; 4096].into_boxed_slice());
+    let (base, size) = (second.as_mut_ptr() as usize, second.len());
+    let addr = std::thread::spawn(move || {
+        assert!(existing().is_none(), "a fresh thread has no state");
+        SECOND.with(|s| s.set((base, size)));
+        ACTION.with(|a| a.set(Some(handler_installs_first)));
+        raise_sigusr1();
+        ACTION.with(|a| a.set(None));
+        let (allocations, r) = HANDLER_ALLOCS.with(Cell::take).expect("the handler ran");
+        assert_eq!(r, Ok(()));
+        assert_eq!(allocations, 0, "making the state in the handler allocated");
+        {
+            let _g = CALL.enter();
+        }
+        assert!(status().is_some());
+        existing().unwrap() as *const ThreadTrace as usize
+        // The thread ends with the writer installed.
+    })
+    .join()
+    .unwrap();
+    assert!(lifetime::was_freed(addr), "thread exit freed the state");
+    let events = decode(&second[..]);
+    assert_eq!(kinds(&events)[..3], ["sync", "enter", "exit"]);
 }
