@@ -354,6 +354,7 @@ pub(crate) struct ThreadTrace {
 }
 
 mod lifetime;
+pub use lifetime::prepare;
 use lifetime::{SLOT, existing, thread_trace};
 pub(crate) use lifetime::{slot, thread_trace_ptr};
 

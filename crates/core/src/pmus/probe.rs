@@ -139,6 +139,11 @@ impl Pmu for ProbePmu {
             shadow: event.attr().sample_type & PERF_SAMPLE_CALLCHAIN != 0,
             ip,
         };
+        if st.shadow {
+            // The shadow stack is enabled on the thread by a remote call:
+            // make the writer's thread-state key here, in this context.
+            writer::prepare();
+        }
         perfaux_swtrace::set_hook(hook_target(&st), true)
             .map_err(|_| enoent("probe: no probe with this id"))?;
         Ok(Box::new(st))

@@ -169,9 +169,11 @@ impl Pmu for SwtracePmu {
             return Err(einval("swtrace does not sample"));
         }
         // The writer's TSC rate is calibrated once per process (a 5 ms
-        // measurement behind a OnceLock): here, not in the signal handler
-        // that may install the first writer on another thread.
+        // measurement behind a OnceLock) and its thread-state key made
+        // (writer::prepare): here, not in the signal handler that may
+        // install the first writer on another thread.
         let _ = perfaux_swtrace::clock::tsc_rate();
+        perfaux_swtrace::writer::prepare();
         parked_buffers()
             .lock()
             .unwrap_or_else(|e| e.into_inner())

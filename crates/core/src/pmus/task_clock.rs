@@ -109,6 +109,11 @@ pub(crate) fn event_init(event: &Event) -> Result<PmuPrivate> {
             "task-clock counts one thread: needs a thread target",
         ));
     };
+    if event.attr().sample_type & PERF_SAMPLE_CALLCHAIN != 0 {
+        // Its callchains enable the thread's shadow stack by a remote call
+        // (software.rs): make the writer's thread-state key here.
+        writer::prepare();
+    }
     let period_ns = if event.flag(AttrFlags::FREQ) {
         1_000_000_000u64
             .checked_div(event.attr().sample_freq())

@@ -9,20 +9,24 @@
 //! - the memory is an anonymous `mmap` of its own (a system call, async-signal-safe), freed by
 //!   `munmap`;
 //! - the thread-exit hook is a pthread key whose destructor frees it: `pthread_setspecific` of
-//!   one of the first 32 keys stores into the thread descriptor and allocates nothing (glibc),
-//!   and the key is made with compare-and-swap, not a lock or a `Once` a handler could find
-//!   half-done on its own thread;
+//!   one of the first 32 keys stores into the thread descriptor and allocates nothing (glibc;
+//!   a later key allocates a block on each thread's first use, so the core makes the key early,
+//!   [`prepare`]), and the key is made with compare-and-swap, not a lock or a `Once` a handler
+//!   could find half-done on its own thread;
 //! - two thread-locals without destructors point at it: SLOT (while probes have work here)
 //!   and TRACE (from creation to release), each one load to read.
 //!
 //! A pthread key's destructor runs after the thread's Rust thread-local destructors, so probes
 //! entered by those still find the state; at release TRACE is cleared before the slot, so a
-//! handler's control call in between finds nothing instead of publishing the slot again.
+//! handler's control call in between finds nothing instead of publishing the slot again (state
+//! made again after that is freed by pthread's next destructor round). A handler's control
+//! call that lands while its thread is making the state gets none: an install is refused, an
+//! [`super::enable_shadow_stack`] is lost.
 
 use std::cell::Cell;
 use std::ptr;
-use std::sync::atomic::AtomicUsize;
-use std::sync::atomic::Ordering::{AcqRel, Acquire};
+use std::sync::atomic::Ordering::{AcqRel, Acquire, SeqCst};
+use std::sync::atomic::{AtomicUsize, compiler_fence};
 
 use super::ThreadTrace;
 #[cfg(test)]
@@ -43,9 +47,9 @@ thread_local! {
 /// The pthread key whose destructor frees a thread's ThreadTrace (the key plus one; 0: not
 /// made yet).
 static KEY: AtomicUsize = AtomicUsize::new(0);
-/// The addresses of the ThreadTraces freed so far, for tests.
+/// The (tid, address) of each ThreadTrace freed so far, for tests.
 #[cfg(test)]
-static FREED: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
+static FREED: std::sync::Mutex<Vec<(u32, usize)>> = std::sync::Mutex::new(Vec::new());
 
 const LEN: usize = std::mem::size_of::<ThreadTrace>();
 
@@ -80,9 +84,21 @@ pub(super) fn thread_trace() -> Option<&'static ThreadTrace> {
     if MAKING.with(|m| m.replace(true)) {
         return None;
     }
-    let made = make();
+    // A handler that ran between the look above and the flag may have made it already.
+    compiler_fence(SeqCst);
+    let made = existing().or_else(make);
+    compiler_fence(SeqCst);
     MAKING.with(|m| m.set(false));
     made
+}
+
+/// Makes the process's pthread key now, from an ordinary context (the core's event_init), so
+/// that it is among the first keys: glibc stores the first 32 keys' values in the thread
+/// descriptor, but allocates a block on a thread's first use of a later key, which a signal
+/// handler must not. Returns whether the key is one of the first 32.
+pub fn prepare() -> bool {
+    const PTHREAD_KEY_2NDLEVEL_SIZE: libc::pthread_key_t = 32;
+    key().is_some_and(|k| k < PTHREAD_KEY_2NDLEVEL_SIZE)
 }
 
 fn make() -> Option<&'static ThreadTrace> {
@@ -110,6 +126,7 @@ fn make() -> Option<&'static ThreadTrace> {
         unsafe { free(p) };
         return None;
     }
+    compiler_fence(SeqCst);
     TRACE.with(|t| t.set(p));
     existing()
 }
@@ -155,7 +172,8 @@ unsafe fn release(p: *mut ThreadTrace) {
     FREED
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .push(p as usize);
+        // SAFETY: `p` is still live here (freed below).
+        .push((unsafe { (*p).tid }, p as usize));
     // SAFETY: the caller's contract; neither thread-local points at it any more.
     unsafe { free(p) };
 }
@@ -183,11 +201,11 @@ pub(super) fn release_now() {
     unsafe { release(p) };
 }
 
-/// Whether the ThreadTrace at `addr` was freed.
+/// Whether thread `tid`'s ThreadTrace at `addr` was freed.
 #[cfg(test)]
-pub(super) fn was_freed(addr: usize) -> bool {
+pub(super) fn was_freed(tid: u32, addr: usize) -> bool {
     FREED
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .contains(&addr)
+        .contains(&(tid, addr))
 }

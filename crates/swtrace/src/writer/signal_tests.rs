@@ -382,11 +382,13 @@ fn handler_installs_first() {
 #[test]
 fn first_install_in_a_signal_handler_allocates_nothing_and_exit_frees_it() {
     CALL.id().unwrap();
-    // The TSC rate is calibrated once per process, on the first install: not here.
+    // The TSC rate is calibrated once per process, on the first install, and the key made:
+    // the core does both at event_init, not here.
     let _ = crate::clock::tsc_rate();
+    assert!(prepare(), "the key is one of the first 32");
     let second: &'static mut [u8] = Box::leak(vec![UNTOUCHED; 4096].into_boxed_slice());
     let (base, size) = (second.as_mut_ptr() as usize, second.len());
-    let addr = std::thread::spawn(move || {
+    let (tid, addr) = std::thread::spawn(move || {
         assert!(existing().is_none(), "a fresh thread has no state");
         SECOND.with(|s| s.set((base, size)));
         ACTION.with(|a| a.set(Some(handler_installs_first)));
@@ -399,12 +401,16 @@ fn first_install_in_a_signal_handler_allocates_nothing_and_exit_frees_it() {
             let _g = CALL.enter();
         }
         assert!(status().is_some());
-        existing().unwrap() as *const ThreadTrace as usize
+        let t = existing().unwrap();
+        (t.tid, t as *const ThreadTrace as usize)
         // The thread ends with the writer installed.
     })
     .join()
     .unwrap();
-    assert!(lifetime::was_freed(addr), "thread exit freed the state");
+    assert!(
+        lifetime::was_freed(tid, addr),
+        "thread exit freed the state"
+    );
     let events = decode(&second[..]);
     assert_eq!(kinds(&events)[..3], ["sync", "enter", "exit"]);
 }
