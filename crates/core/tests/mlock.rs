@@ -67,6 +67,12 @@ fn set_memlock(r: libc::rlimit) {
     assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &r) }, 0);
 }
 
+/// An event on this thread, disabled.
+fn open(type_: u32, config: u64) -> perfaux_core::EventFd {
+    let a = attr(type_, config);
+    perfaux_core::perf_event_open_attr(&a, perfaux_core::Target::current(), -1, -1, 0).unwrap()
+}
+
 #[test]
 fn new_buffers_are_charged_until_their_last_unmap_and_refused_past_the_limits() {
     let page = page_size() as u64;
@@ -74,14 +80,7 @@ fn new_buffers_are_charged_until_their_last_unmap_and_refused_past_the_limits() 
 
     // Data area 1 + 8 pages, AUX area 4 pages: well inside the per-user
     // allowance (perf_event_mlock_kb per CPU, 516 KiB by default).
-    let e = perfaux_core::perf_event_open_attr(
-        &attr(UEVENT_AUX_TYPE, 0),
-        perfaux_core::Target::current(),
-        -1,
-        -1,
-        0,
-    )
-    .unwrap();
+    let e = open(UEVENT_AUX_TYPE, 0);
     let m = e.mmap(0, 1 + 8, Prot::READ_WRITE).unwrap();
     assert_eq!(charged(), (9, 0));
     let again = e.mmap(0, 1 + 8, Prot::READ_WRITE).unwrap();
@@ -99,14 +98,7 @@ fn new_buffers_are_charged_until_their_last_unmap_and_refused_past_the_limits() 
     // A buffer reached through SET_OUTPUT after its last unmap is not
     // mapped again (the kernel's atomic_inc_not_zero): the event gets a
     // buffer of its own, charged once and given back once.
-    let b = perfaux_core::perf_event_open_attr(
-        &attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY),
-        perfaux_core::Target::current(),
-        -1,
-        -1,
-        0,
-    )
-    .unwrap();
+    let b = open(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY);
     let m = e.mmap(0, 1 + 8, Prot::READ_WRITE).unwrap();
     b.set_output(e.as_raw()).unwrap();
     let old = std::sync::Arc::as_ptr(m.buffer());
@@ -135,14 +127,7 @@ fn new_buffers_are_charged_until_their_last_unmap_and_refused_past_the_limits() 
     assert_eq!(limits.lock_limit, 16);
     let data_pages = (limits.user_lock_limit + 17).next_power_of_two() as usize;
     let pinned = (1 + data_pages as u64) - limits.user_lock_limit;
-    let big = perfaux_core::perf_event_open_attr(
-        &attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY),
-        perfaux_core::Target::current(),
-        -1,
-        -1,
-        0,
-    )
-    .unwrap();
+    let big = open(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY);
     let refused = big.mmap(0, 1 + data_pages, Prot::READ_WRITE);
     if limits.exempt {
         // perf_event_paranoid is -1 here: the RLIMIT_MEMLOCK check is off.
@@ -171,14 +156,7 @@ fn new_buffers_are_charged_until_their_last_unmap_and_refused_past_the_limits() 
     // rb_alloc_aux's ENOMEM for an AUX page array over one MAX_PAGE_ORDER
     // allocation comes after the accounting: an exempt caller gets ENOMEM,
     // any other EPERM first (with the 16-page limit still in force).
-    let e = perfaux_core::perf_event_open_attr(
-        &attr(UEVENT_AUX_TYPE, 0),
-        perfaux_core::Target::current(),
-        -1,
-        -1,
-        0,
-    )
-    .unwrap();
+    let e = open(UEVENT_AUX_TYPE, 0);
     let m = e.mmap(0, 3, Prot::READ_WRITE).unwrap();
     let pages = 1u64 << 20;
     m.set_aux_area(3 * page, pages * page).unwrap();

@@ -133,6 +133,23 @@ fn trace_leader(aux: bool) -> (EventFd, Vec<perfaux_core::Mmap>) {
     (ev, maps)
 }
 
+/// An AUX sampler with `flags` opened with FD_SAMPLE (and no FD_NO_GROUP)
+/// on this thread's trace leader: it joins the leader's group.
+fn fd_sample_member(flags: AttrFlags) -> i32 {
+    let (s, _m) = trace_leader(false);
+    let mut a = sampling(UEVENT_TYPE, 1);
+    a.sample_type = PERF_SAMPLE_AUX;
+    a.aux_sample_size = 64;
+    a.flags |= flags;
+    errno_of(perf_event_open_attr(
+        &a,
+        me(),
+        -1,
+        s.as_raw(),
+        PERF_FLAG_FD_SAMPLE_EXT,
+    ))
+}
+
 fn errno_of<T>(r: Result<T>) -> i32 {
     match r {
         Ok(_) => 0,
@@ -570,38 +587,12 @@ fn rows() -> Vec<(&'static str, i32, RowFn)> {
         (
             "FD_SAMPLE without FD_NO_GROUP joins the group: a pinned member -> EINVAL",
             EINVAL,
-            || {
-                let (s, _m) = trace_leader(false);
-                let mut a = sampling(UEVENT_TYPE, 1);
-                a.sample_type = PERF_SAMPLE_AUX;
-                a.aux_sample_size = 64;
-                a.flags |= AttrFlags::PINNED;
-                errno_of(perf_event_open_attr(
-                    &a,
-                    me(),
-                    -1,
-                    s.as_raw(),
-                    PERF_FLAG_FD_SAMPLE_EXT,
-                ))
-            },
+            || fd_sample_member(AttrFlags::PINNED),
         ),
         (
             "FD_SAMPLE without FD_NO_GROUP: inherit differs from the leader's -> EINVAL",
             EINVAL,
-            || {
-                let (s, _m) = trace_leader(false);
-                let mut a = sampling(UEVENT_TYPE, 1);
-                a.sample_type = PERF_SAMPLE_AUX;
-                a.aux_sample_size = 64;
-                a.flags |= AttrFlags::INHERIT;
-                errno_of(perf_event_open_attr(
-                    &a,
-                    me(),
-                    -1,
-                    s.as_raw(),
-                    PERF_FLAG_FD_SAMPLE_EXT,
-                ))
-            },
+            || fd_sample_member(AttrFlags::INHERIT),
         ),
         // --- the trace PMU ---
         ("swtrace needs a thread target -> EINVAL", EINVAL, || {
