@@ -64,12 +64,46 @@ thread_local! {
     /// signal handler interrupting it) do not call it again, like the kernel's swevent
     /// recursion context.
     static IN_HOOK: Cell<bool> = const { Cell::new(false) };
+    /// Set while this thread holds (or is taking) the table lock: a probe's first entry in a
+    /// signal handler that interrupted it must not wait for the lock.
+    static HOLDING: Cell<bool> = const { Cell::new(false) };
 }
 
-fn lock() -> MutexGuard<'static, Registry> {
+/// The table lock, held; clears HOLDING only once the lock is released.
+struct Locked(std::mem::ManuallyDrop<MutexGuard<'static, Registry>>);
+
+impl Locked {
+    fn new(guard: MutexGuard<'static, Registry>) -> Locked {
+        Locked(std::mem::ManuallyDrop::new(guard))
+    }
+}
+
+impl std::ops::Deref for Locked {
+    type Target = Registry;
+    fn deref(&self) -> &Registry {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Locked {
+    fn deref_mut(&mut self) -> &mut Registry {
+        &mut self.0
+    }
+}
+
+impl Drop for Locked {
+    fn drop(&mut self) {
+        // SAFETY: dropped once, here; the field is not used afterwards.
+        unsafe { std::mem::ManuallyDrop::drop(&mut self.0) };
+        HOLDING.with(|h| h.set(false));
+    }
+}
+
+fn lock() -> Locked {
+    HOLDING.with(|h| h.set(true));
     // A panic while holding the lock leaves the table consistent (every update is a single
     // push or store), so a poisoned lock is still usable.
-    REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
+    Locked::new(REGISTRY.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
 impl Registry {
@@ -84,24 +118,36 @@ impl Registry {
     }
 }
 
+/// How long a probe's first entry waits for a lock another thread holds.
+const REGISTER_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// Takes the table lock for a probe's first entry without risking a deadlock: that entry may
-/// come from a signal handler that interrupted this very thread inside the lock. Spins, then
-/// yields, then gives up (the probe then stays unregistered for this one entry and retries on
-/// the next).
-fn lock_for_register() -> Option<MutexGuard<'static, Registry>> {
-    for attempt in 0..2000u32 {
+/// come from a signal handler. If it interrupted this very thread with the lock held (or being
+/// taken), it gives up at once; otherwise it spins, then yields for up to [`REGISTER_WAIT`]
+/// (another thread holds the lock, and its holder may be waiting for something the
+/// interrupted code holds, such as a malloc arena), then gives up. A probe that gives up stays
+/// unregistered for this one entry, which goes untraced, and retries on the next.
+fn lock_for_register() -> Option<Locked> {
+    if HOLDING.with(|h| h.replace(true)) {
+        return None;
+    }
+    let start = std::time::Instant::now();
+    for attempt in 0u32.. {
         match REGISTRY.try_lock() {
-            Ok(g) => return Some(g),
-            Err(std::sync::TryLockError::Poisoned(e)) => return Some(e.into_inner()),
+            Ok(g) => return Some(Locked::new(g)),
+            Err(std::sync::TryLockError::Poisoned(e)) => return Some(Locked::new(e.into_inner())),
             Err(std::sync::TryLockError::WouldBlock) => {
                 if attempt < 1000 {
                     std::hint::spin_loop();
-                } else {
+                } else if start.elapsed() < REGISTER_WAIT {
                     std::thread::yield_now();
+                } else {
+                    break;
                 }
             }
         }
     }
+    HOLDING.with(|h| h.set(false));
     None
 }
 
@@ -284,4 +330,40 @@ pub fn probe_table() -> ProbeTable {
         file: p.file().to_owned(),
         line: p.line(),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static WAITER: Probe = Probe::new("registry_test_waiter");
+
+    /// A probe's first entry while another thread holds the table lock for a while (20 ms,
+    /// within REGISTER_WAIT) waits for it and registers: the entry is not given up.
+    #[test]
+    fn first_entry_waits_for_a_lock_held_by_another_thread() {
+        let held = lock();
+        let t = std::thread::spawn(|| {
+            let _g = WAITER.enter();
+            WAITER.entered.load(Relaxed)
+        });
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        drop(held);
+        assert!(t.join().unwrap(), "the first entry registered");
+        assert_ne!(WAITER.current_id(), 0);
+    }
+
+    /// A first entry on a thread that holds the lock (a signal handler that interrupted it
+    /// there) gives up at once instead of waiting for itself.
+    #[test]
+    fn first_entry_on_the_holding_thread_gives_up_at_once() {
+        let held = lock();
+        let start = std::time::Instant::now();
+        assert!(lock_for_register().is_none());
+        assert!(start.elapsed() < REGISTER_WAIT);
+        drop(held);
+        assert!(!HOLDING.with(Cell::get));
+        let again = lock_for_register();
+        assert!(again.is_some(), "free again once released");
+    }
 }
