@@ -48,9 +48,8 @@
 //!   LOST packet before the next SYNC or, at the end, before STOPPED; [`pause`], [`resume`],
 //!   [`set_limit`], [`enable_shadow_stack`] and [`disable_shadow_stack`] are recorded in
 //!   `pending` and applied (and only then validated) by `end`, once the interrupted event is
-//!   complete; [`install`] and
-//!   [`uninstall`] fail with [`WriterError::Busy`] (the core retries). So nothing the section
-//!   read can change until `end` stores 0.
+//!   complete; [`install`] and [`uninstall`] fail with [`WriterError::Busy`] (the core
+//!   retries). So nothing the section read can change until `end` stores 0.
 //! - `end` stores 0 behind a compiler fence, then applies pending requests, each in its own
 //!   section. A handler after the store of 0 is again the first case.
 //!
@@ -78,8 +77,8 @@
 //! hook-word load, a branch, and a test of the guard's flag bits on return. Paused: the same,
 //! since pausing clears the slot; with `track_paused` (or a shadow stack user) the busy section
 //! (a load and two stores of `busy`, a load of `pending`), one comparison of the mode, and the
-//! shadow stack push/pop, all inline. Tracing: read the clock
-//! (unless `timestamp_every` says to reuse the last reading), compare the head with
+//! shadow stack push/pop, all inline. Tracing: read the clock (unless `timestamp_every` says
+//! to reuse the last reading), compare the head with
 //! `fast_end` (the next SYNC position and the limit in one), and when the delta is below 128
 //! ticks and the probe id below 128 (the common case) store the two-byte packet with one
 //! 2-byte store; anything else (a due SYNC, full-trace space, long ids or deltas, a packet
@@ -862,6 +861,18 @@ impl ThreadTrace {
         self.publish_slot();
     }
 
+    /// [`ThreadTrace::observe`] in a busy section, or deferred to the end of the one a signal
+    /// handler interrupted (observe may reset the shadow stack, which must not happen inside
+    /// an interrupted probe event).
+    fn observe_in_section(&self) {
+        if self.begin() {
+            self.observe();
+            self.end();
+        } else {
+            self.pending.fetch_or(REQ_OBSERVE, Relaxed);
+        }
+    }
+
     /// [`ThreadTrace::unobserve_if_idle`] in a busy section (deferred if busy), for callers
     /// outside one: the slot it publishes must not race a handler's pause or resume, which
     /// publishes it too.
@@ -898,12 +909,7 @@ impl ThreadTrace {
         // Each in a section of its own; a handler that holds one (this runs from `end`, which a
         // handler may interrupt) gets the request back, to apply at its own `end`.
         if req & REQ_OBSERVE != 0 {
-            if self.begin() {
-                self.observe();
-                self.end();
-            } else {
-                self.pending.fetch_or(REQ_OBSERVE, Relaxed);
-            }
+            self.observe_in_section();
         }
         if req & REQ_UNOBSERVE != 0 {
             self.unobserve_in_section();
@@ -1181,14 +1187,7 @@ pub fn status() -> Option<WriterStatus> {
 pub fn enable_shadow_stack() {
     if let Some(tt) = thread_trace() {
         tt.shadow_users.fetch_add(1, Relaxed);
-        if tt.begin() {
-            tt.observe();
-            tt.end();
-        } else {
-            // Inside an interrupted probe event: observe (which may reset the shadow stack)
-            // when it completes.
-            tt.pending.fetch_or(REQ_OBSERVE, Relaxed);
-        }
+        tt.observe_in_section();
     }
 }
 
