@@ -6,12 +6,12 @@
 //! - [`dump`]: `report -D`, perf's raw dump of every record;
 //! - [`record`]: `record`, the built-in workload under perfaux's perf core;
 //! - [`script`]: `script`, one line per event, and `--call-trace`;
-//! - [`auxdata`]: perfaux's private feature section (the trace bytes);
-//! - [`uevent`]: uevents as BPF-output samples perf 6.1 reads;
+//!
+//! The recording format (trace section, uevent samples, attr rules) is
+//! perfaux-perfdata's; the recorder itself is perfaux-recorder's.
 //! - [`workload`]: the built-in instrumented workload;
 //! - [`error`], [`progress`]: one-line errors, progress on stderr.
 
-pub mod auxdata;
 pub mod cli;
 pub mod dump;
 pub mod error;
@@ -20,5 +20,4 @@ pub mod input;
 pub mod progress;
 pub mod record;
 pub mod script;
-pub mod uevent;
 pub mod workload;

@@ -39,7 +39,24 @@ fn record(args: &RecordArgs, verbose: bool) -> Result<(), CliError> {
     Ok(())
 }
 
+/// Whether the subcommand is `record` (the first argument that is not an
+/// option), before clap has run.
+fn is_record() -> bool {
+    std::env::args_os()
+        .skip(1)
+        .find(|a| !a.to_string_lossy().starts_with('-'))
+        .is_some_and(|a| a == "record")
+}
+
 fn main() -> ExitCode {
+    // Before anything else: an early SIGUSR2 or SIGINT must not kill a
+    // recording (issue 11).
+    if is_record()
+        && let Err(e) = perfaux::record::signals::install()
+    {
+        eprintln!("perfaux: error: record: {e}");
+        return ExitCode::FAILURE;
+    }
     let cli = Cli::parse();
     let r = match &cli.cmd {
         Command::Report(a) => report(a, cli.verbose),

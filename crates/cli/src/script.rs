@@ -21,12 +21,12 @@ use perfaux_perfdata::{Feature, UserRecord};
 use perfaux_swtrace::decode::{Decoder, Event as TraceEvent};
 use perfaux_swtrace::{CallTrace, CallTraceOptions, ProbeTable};
 
-use crate::auxdata::{AuxData, ChunkKind, PERFAUX_FEATURE_BIT};
 use crate::dump::{EvInfo, ev_info};
 use crate::error::CliError;
 use crate::progress::Progress;
-use crate::uevent::{UEVENT_EVENT_NAME, uevent_from_raw};
 use crate::workload::UEVENT_TYPES;
+use perfaux_perfdata::trace_section::{AuxData, ChunkKind, PERFAUX_FEATURE_BIT};
+use perfaux_perfdata::uevent_sample::{UEVENT_EVENT_NAME, uevent_from_raw};
 
 /// Time-ordered output with perf's round rule.
 struct Ordered {

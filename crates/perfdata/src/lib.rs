@@ -10,6 +10,11 @@
 //!   sections, AUXTRACE index) and pipe mode (HEADER_ATTR and HEADER_FEATURE
 //!   records), with feature values taken from the machine or given.
 //!
+//! - perfaux's recording format: [`trace_section`] (the software trace
+//!   bytes in a private feature section), [`uevent_sample`] (uevents as
+//!   BPF-output samples) and [`record_attrs`] (the attrs perf 6.1 accepts,
+//!   FINISHED_ROUND).
+//!
 //! Record layouts are perfaux-abi's ([`perfaux_abi::user`] for the tool's
 //! own records).
 //!
@@ -44,6 +49,9 @@ pub mod header;
 pub mod host;
 pub mod reader;
 pub mod record;
+pub mod record_attrs;
+pub mod trace_section;
+pub mod uevent_sample;
 pub mod writer;
 
 mod attr_bits;
@@ -58,4 +66,4 @@ pub use header::{FileHeader, FileSection};
 pub use host::HostInfo;
 pub use reader::{DataFormat, Metadata, OwnedRecord, PerfDataReader, ReaderOptions, Records};
 pub use record::{RawRecord, RecordLocation, UserRecord};
-pub use writer::{PerfDataWriter, PerfPipeWriter, WriterEvent, WriterOptions};
+pub use writer::{FeatureBody, PerfDataWriter, PerfPipeWriter, WriterEvent, WriterOptions};

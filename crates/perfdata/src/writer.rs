@@ -21,7 +21,33 @@ use perfaux_abi::consts::*;
 use perfaux_abi::user::{AuxtraceRecord, HeaderAttrRecord, HeaderFeatureRecord};
 use perfaux_abi::{Endianness, PerfEventHeader};
 use std::collections::BTreeMap;
-use std::io::{Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
+
+/// A feature section given at [`PerfDataWriter::finish_with`], when the
+/// recording is over (as perf writes its header at exit).
+pub enum FeatureBody<'a> {
+    /// The whole section.
+    Bytes(Vec<u8>),
+    /// `head`, then exactly `tail_len` bytes read from `tail` (a section
+    /// too large to hold in memory, kept in a file until now).
+    Stream {
+        /// The first bytes of the section.
+        head: Vec<u8>,
+        /// The rest of it.
+        tail: &'a mut dyn Read,
+        /// How many bytes `tail` gives.
+        tail_len: u64,
+    },
+}
+
+impl FeatureBody<'_> {
+    fn len(&self) -> u64 {
+        match self {
+            FeatureBody::Bytes(b) => b.len() as u64,
+            FeatureBody::Stream { head, tail_len, .. } => head.len() as u64 + tail_len,
+        }
+    }
+}
 
 /// perf 6.1's `HEADER_LAST_FEATURE`: the `feat_id` of the empty
 /// HEADER_FEATURE record that ends the features of a pipe (perf prints the
@@ -212,6 +238,29 @@ impl<W: Write> Out<W> {
     }
 }
 
+/// Copies exactly `len` bytes of `src` into `out`.
+fn copy_exact<W: Write>(out: &mut Out<W>, src: &mut dyn Read, len: u64, f: Feature) -> Result<()> {
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut left = len;
+    while left > 0 {
+        let want = buf.len().min(left as usize);
+        let n = match src.read(&mut buf[..want]) {
+            Ok(0) => {
+                return Err(Error::write(format!(
+                    "feature {}: its source ended {left} bytes short of {len}",
+                    f.name()
+                )));
+            }
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::io(out.pos, e)),
+        };
+        out.put(&buf[..n])?;
+        left -= n as u64;
+    }
+    Ok(())
+}
+
 /// Writes a file-mode perf.data to a seekable output.
 pub struct PerfDataWriter<W: Write + Seek> {
     out: Out<W>,
@@ -221,9 +270,25 @@ pub struct PerfDataWriter<W: Write + Seek> {
     attrs: FileSection,
     data_offset: u64,
     auxtrace_index: Vec<AuxtraceIndexEntry>,
+    /// Ids were added after the data began: the id arrays go after the
+    /// data and the attrs section is rewritten at finish.
+    late_ids: bool,
 }
 
 impl<W: Write + Seek> PerfDataWriter<W> {
+    /// Adds sample ids to event `event` (instances opened after the file
+    /// was begun: threads that appear while recording).
+    pub fn add_ids(&mut self, event: usize, ids: &[u64]) -> Result<()> {
+        let n = self.events.len();
+        let ev = self
+            .events
+            .get_mut(event)
+            .ok_or_else(|| Error::write(format!("add_ids: event {event} of {n}")))?;
+        ev.ids.extend_from_slice(ids);
+        self.late_ids = true;
+        Ok(())
+    }
+
     /// Writes the ids and attrs and positions for the data section.
     pub fn new(mut w: W, events: Vec<WriterEvent>, opts: WriterOptions) -> Result<Self> {
         let attr_size = choose_attr_size(&events, &opts)?;
@@ -265,6 +330,7 @@ impl<W: Write + Seek> PerfDataWriter<W> {
             attrs,
             data_offset,
             auxtrace_index: Vec::new(),
+            late_ids: false,
         })
     }
 
@@ -311,21 +377,47 @@ impl<W: Write + Seek> PerfDataWriter<W> {
     }
 
     /// Writes the feature sections and the final header; returns the output.
-    pub fn finish(mut self) -> Result<W> {
+    pub fn finish(self) -> Result<W> {
+        self.finish_with(Vec::new())
+    }
+
+    /// [`Self::finish`] with further feature sections known only now; they
+    /// replace computed sections of the same number.
+    pub fn finish_with(mut self, late: Vec<(Feature, FeatureBody<'_>)>) -> Result<W> {
         let e = self.opts.endian;
         let data = FileSection {
             offset: self.data_offset,
             size: self.out.pos - self.data_offset,
         };
-        let mut sections = feature_sections(&self.events, &self.opts, self.attr_size);
+        let id_sections = if self.late_ids {
+            let mut v = Vec::with_capacity(self.events.len());
+            for ev in &self.events {
+                v.push(FileSection {
+                    offset: self.out.pos,
+                    size: 8 * ev.ids.len() as u64,
+                });
+                for &id in &ev.ids {
+                    self.out.put(&e.u64_bytes(id))?;
+                }
+            }
+            Some(v)
+        } else {
+            None
+        };
+        let mut sections: BTreeMap<Feature, FeatureBody<'_>> =
+            feature_sections(&self.events, &self.opts, self.attr_size)
+                .into_iter()
+                .map(|(f, b)| (f, FeatureBody::Bytes(b)))
+                .collect();
         sections.remove(&Feature::AUXTRACE);
+        sections.extend(late);
         if !self.auxtrace_index.is_empty() {
             let mut b = SectionBuf::new(e);
             b.u64(self.auxtrace_index.len() as u64);
             for ent in &self.auxtrace_index {
                 b.u64(ent.file_offset).u64(ent.sz);
             }
-            sections.insert(Feature::AUXTRACE, b.bytes);
+            sections.insert(Feature::AUXTRACE, FeatureBody::Bytes(b.bytes));
         }
         let mut features = FeatureSet::default();
         for f in sections.keys() {
@@ -335,19 +427,29 @@ impl<W: Write + Seek> PerfDataWriter<W> {
         let table_at = self.out.pos;
         let mut off = table_at + (sections.len() * FileSection::SIZE) as u64;
         let mut table = Vec::new();
-        for data in sections.values() {
+        for body in sections.values() {
             table.extend_from_slice(
                 &FileSection {
                     offset: off,
-                    size: data.len() as u64,
+                    size: body.len(),
                 }
                 .to_bytes(e),
             );
-            off += data.len() as u64;
+            off += body.len();
         }
         self.out.put(&table)?;
-        for data in sections.values() {
-            self.out.put(data)?;
+        for (f, body) in sections {
+            match body {
+                FeatureBody::Bytes(b) => self.out.put(&b)?,
+                FeatureBody::Stream {
+                    head,
+                    tail,
+                    tail_len,
+                } => {
+                    self.out.put(&head)?;
+                    copy_exact(&mut self.out, tail, tail_len, f)?;
+                }
+            }
         }
         self.out.flush()?;
         let header = FileHeader {
@@ -361,6 +463,17 @@ impl<W: Write + Seek> PerfDataWriter<W> {
             features,
         };
         let mut w = self.out.w;
+        if let Some(ids) = id_sections {
+            let mut b = Vec::with_capacity(self.attrs.size as usize);
+            for (ev, sec) in self.events.iter().zip(&ids) {
+                b.extend_from_slice(&attr_bits::to_file(ev.attr, e).to_bytes(self.attr_size, e));
+                b.extend_from_slice(&sec.to_bytes(e));
+            }
+            let at = self.attrs.offset;
+            w.seek(SeekFrom::Start(at))
+                .map_err(|err| Error::io(at, err))?;
+            w.write_all(&b).map_err(|err| Error::io(at, err))?;
+        }
         w.seek(SeekFrom::Start(0))
             .map_err(|err| Error::io(0, err))?;
         w.write_all(&header.to_bytes())

@@ -34,9 +34,9 @@ use perfaux_abi::consts::*;
 use perfaux_abi::parse_info::RecordParseInfo;
 use perfaux_perfdata::{Feature, RawRecord, UserRecord};
 
-use crate::auxdata::{AuxData, PERFAUX_FEATURE_BIT};
 use crate::error::CliError;
 use crate::progress::Progress;
+use perfaux_perfdata::trace_section::{AuxData, PERFAUX_FEATURE_BIT};
 pub use stats::{Stats, parse_aggregated_stats};
 
 /// One event of the file, as the dump needs it.

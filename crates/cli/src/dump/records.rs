@@ -15,9 +15,9 @@ use perfaux_perfdata::{RawRecord, UserRecord};
 use super::EvInfo;
 use super::fmt::{dec, hash_x, hex_lines, sdec, sdec_left, sdec_right};
 use super::names::record_name;
-use crate::auxdata::AuxData;
 use crate::error::CliError;
-use crate::uevent::{UEVENT_EVENT_NAME, uevent_from_raw};
+use perfaux_perfdata::trace_section::AuxData;
+use perfaux_perfdata::uevent_sample::{UEVENT_EVENT_NAME, uevent_from_raw};
 
 /// A mapping perf would resolve a sample's ip with.
 #[derive(Debug, Clone)]

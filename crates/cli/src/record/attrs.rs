@@ -7,16 +7,13 @@ use perfaux_abi::attr::{AttrFlags, PerfEventAttr};
 use perfaux_abi::consts::*;
 use perfaux_core::pmus::{PROBE_TYPE, SWTRACE_TYPE, UEVENT_AUX_TYPE, UEVENT_TYPE};
 
+use perfaux_perfdata::record_attrs::{base_attr, file_attr, uevent_stream_attr};
+use perfaux_perfdata::uevent_sample::UEVENT_EVENT_NAME;
+
 use crate::events::{Event, EventKind};
-use crate::uevent::UEVENT_EVENT_NAME;
 use crate::workload::{PROBES, UEVENT_TYPES};
 
-/// The sample_id every record carries: perf finds the event by IDENTIFIER
-/// (first in a sample, last in a trailer) whatever else the attrs select.
-/// IP is not in the trailer but every sample has it: perf script's default
-/// fields show symbols and refuse an event whose samples have no address.
-pub const SAMPLE_ID_TYPE: u64 =
-    PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
+pub use perfaux_perfdata::record_attrs::SAMPLE_ID_TYPE;
 
 /// perf's default sampling period for a software clock event (4000 Hz of
 /// CPU time in ns).
@@ -31,21 +28,6 @@ pub struct EventAttrs {
     /// Whether this is the uevent stream: its PERF_RECORD_UEVENTs become
     /// BPF-output samples of `file`.
     pub uevent_stream: bool,
-}
-
-fn base_attr(type_: u32, config: u64) -> PerfEventAttr {
-    let mut a = PerfEventAttr {
-        type_,
-        size: PERF_ATTR_SIZE_VER7,
-        config,
-        sample_type: SAMPLE_ID_TYPE,
-        ..Default::default()
-    };
-    a.flags |= AttrFlags::DISABLED
-        | AttrFlags::SAMPLE_ID_ALL
-        | AttrFlags::EXCLUDE_KERNEL
-        | AttrFlags::EXCLUDE_HV;
-    a
 }
 
 /// A uevent type by number or by the workload's name for it.
@@ -77,9 +59,7 @@ pub fn attrs_for(ev: &Event) -> Result<EventAttrs, String> {
             // The stream rides on a dummy event that accepts uevents.
             uevent_stream = true;
             name = UEVENT_EVENT_NAME.to_string();
-            let mut a = base_attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY);
-            a.flags |= AttrFlags::UEVENTS;
-            a
+            uevent_stream_attr()
         }
         EventKind::Uevent { type_: Some(t) } => {
             let mut a = base_attr(UEVENT_TYPE, u64::from(uevent_type(t)?));
@@ -131,17 +111,7 @@ pub fn attrs_for(ev: &Event) -> Result<EventAttrs, String> {
             open.sample_period = 1;
         }
     }
-    let mut file = open;
-    // perf 6.1 knows offset 116 as `__reserved_3` and refuses the file
-    // ("Reserved bits are set unexpectedly") if it is not zero: aux_action
-    // takes effect when the events are opened and is not written.
-    file.aux_action = Default::default();
-    if uevent_stream {
-        file.config = PERF_COUNT_SW_BPF_OUTPUT;
-        file.sample_type |= PERF_SAMPLE_RAW;
-        file.sample_period = 1;
-        file.flags.remove(AttrFlags::UEVENTS);
-    }
+    let file = file_attr(&open, uevent_stream);
     Ok(EventAttrs {
         open,
         file,

@@ -5,12 +5,13 @@
 //! drain the data and AUX areas while the workload runs (FINISHED_ROUND
 //! after each pass), snapshot on SIGUSR2 in `-S` mode, and write the file.
 //!
-//! How a recording is represented is described in [`crate::auxdata`] (the
-//! trace bytes) and [`crate::uevent`] (uevents); [`attrs`] holds the attrs.
+//! The recorder is perfaux-recorder's `Recorder`; the recording format is
+//! perfaux-perfdata's (`trace_section`, `uevent_sample`, `record_attrs`);
+//! [`attrs`] maps `-e` events to attrs, [`signals`] holds the signals.
 
 pub mod attrs;
 mod session;
-mod spill;
+pub mod signals;
 
 use std::path::PathBuf;
 
@@ -113,19 +114,10 @@ impl RecordConfig {
 /// What `record` did, for perf's closing lines.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RecordSummary {
-    /// Drain passes that found data (perf's "Woken up N times").
-    pub wakeups: u64,
-    /// Records in the data section.
-    pub records: u64,
-    /// Trace bytes kept (full-trace data and snapshots).
-    pub aux_bytes: u64,
-    /// Lost records and samples (PERF_RECORD_LOST, LOST_SAMPLES) and AUX
-    /// transactions cut short (PERF_AUX_FLAG_TRUNCATED).
-    pub lost: u64,
-    pub snapshots: u64,
+    /// The recorder's counts.
+    pub recorded: perfaux_recorder::RecordSummary,
     /// Pause/resume requests dropped because another was in progress.
     pub dropped_pause_resume: u64,
-    pub file_size: u64,
 }
 
 impl RecordSummary {
@@ -134,13 +126,13 @@ impl RecordSummary {
         format!(
             "[ perfaux record: Woken up {} times to write data ]\n\
              [ perfaux record: Captured and wrote {:.3} MB {} ({} records, {} bytes of AUX, {} lost, {} snapshots, {} dropped pause/resume) ]\n",
-            self.wakeups,
-            self.file_size as f64 / (1024.0 * 1024.0),
+            self.recorded.wakeups,
+            self.recorded.file_size as f64 / (1024.0 * 1024.0),
             output.display(),
-            self.records,
-            self.aux_bytes,
-            self.lost,
-            self.snapshots,
+            self.recorded.records,
+            self.recorded.aux_bytes,
+            self.recorded.lost,
+            self.recorded.snapshots,
             self.dropped_pause_resume
         )
     }

@@ -39,8 +39,14 @@
 //!
 //! Every length is checked against the section before it is used; a bad one
 //! is an error naming the byte offset in the file.
+//!
+//! A recorder writes the section without holding the trace in memory:
+//! [`ChunkStream`] appends each chunk (header, bytes, padding) to any
+//! `Write` as it is drained, and [`ChunkStream::section_prefix`] gives the
+//! bytes that go before the chunks once their number is known.
 
 use std::fmt;
+use std::io::{self, Write};
 
 /// The feature bit of the section: far above perf's features (31 in perf
 /// 6.1, PMU_CAPS) and simpleperf's (128 up), below the 256-bit table's end.
@@ -91,13 +97,125 @@ impl ChunkKind {
 /// One run of trace bytes from one AUX event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuxChunk {
+    /// Sample id of the AUX event the bytes came from.
     pub event_id: u64,
+    /// CPU the event counted on, or `u32::MAX` for a per-thread event.
     pub cpu: u32,
+    /// Thread the event observed.
     pub tid: u32,
+    /// Position of the first byte in the event's AUX stream.
     pub aux_offset: u64,
+    /// What the bytes are.
     pub kind: ChunkKind,
+    /// `PERF_AUX_FLAG_OVERWRITE` on a snapshot whose area had wrapped.
     pub flags: u32,
+    /// The bytes exactly as the AUX area held them.
     pub bytes: Vec<u8>,
+}
+
+/// A chunk's header fields, without its bytes (for [`ChunkStream`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkHeader {
+    /// Sample id of the AUX event the bytes came from.
+    pub event_id: u64,
+    /// CPU the event counted on, or `u32::MAX` for a per-thread event.
+    pub cpu: u32,
+    /// Thread the event observed.
+    pub tid: u32,
+    /// Position of the first byte in the event's AUX stream.
+    pub aux_offset: u64,
+    /// What the bytes are.
+    pub kind: ChunkKind,
+    /// `PERF_AUX_FLAG_OVERWRITE` on a snapshot whose area had wrapped.
+    pub flags: u32,
+}
+
+impl ChunkHeader {
+    fn put(&self, len: usize, v: &mut Vec<u8>) {
+        v.extend_from_slice(&self.event_id.to_le_bytes());
+        v.extend_from_slice(&self.cpu.to_le_bytes());
+        v.extend_from_slice(&self.tid.to_le_bytes());
+        v.extend_from_slice(&self.aux_offset.to_le_bytes());
+        v.extend_from_slice(&(len as u64).to_le_bytes());
+        v.extend_from_slice(&self.kind.code().to_le_bytes());
+        v.extend_from_slice(&self.flags.to_le_bytes());
+    }
+}
+
+/// Chunks appended to a `Write` as they come: the chunk part of the
+/// section, whose count and length are known only at the end.
+#[derive(Debug)]
+pub struct ChunkStream<W> {
+    sink: W,
+    chunks: u64,
+    len: u64,
+    scratch: Vec<u8>,
+}
+
+impl<W: Write> ChunkStream<W> {
+    /// A stream of no chunks into `sink`.
+    pub fn new(sink: W) -> Self {
+        ChunkStream {
+            sink,
+            chunks: 0,
+            len: 0,
+            scratch: Vec::with_capacity(CHUNK_HEADER),
+        }
+    }
+
+    /// Appends one chunk whose bytes are `parts` one after another (an AUX
+    /// area that wrapped hands out its bytes in two parts).
+    pub fn push(&mut self, h: &ChunkHeader, parts: &[&[u8]]) -> io::Result<()> {
+        let size: usize = parts.iter().map(|p| p.len()).sum();
+        self.scratch.clear();
+        h.put(size, &mut self.scratch);
+        self.sink.write_all(&self.scratch)?;
+        for p in parts {
+            self.sink.write_all(p)?;
+        }
+        let pad = size.next_multiple_of(8) - size;
+        self.sink.write_all(&[0u8; 8][..pad])?;
+        self.chunks += 1;
+        self.len += (CHUNK_HEADER + size + pad) as u64;
+        Ok(())
+    }
+
+    /// Chunks so far.
+    pub fn chunks(&self) -> u64 {
+        self.chunks
+    }
+
+    /// Bytes written to the sink so far.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether no chunk was pushed.
+    pub fn is_empty(&self) -> bool {
+        self.chunks == 0
+    }
+
+    /// The bytes of the section before the chunks: magic, probe table and
+    /// chunk count.
+    pub fn section_prefix(&self, probe_table: &[u8]) -> Vec<u8> {
+        section_prefix(probe_table, self.chunks)
+    }
+
+    /// The sink, flushed.
+    pub fn into_inner(mut self) -> io::Result<W> {
+        self.sink.flush()?;
+        Ok(self.sink)
+    }
+}
+
+fn section_prefix(probe_table: &[u8], chunks: u64) -> Vec<u8> {
+    let mut v = Vec::with_capacity(32 + probe_table.len());
+    v.extend_from_slice(MAGIC);
+    v.extend_from_slice(&(probe_table.len() as u64).to_le_bytes());
+    v.extend_from_slice(probe_table);
+    pad8(&mut v);
+    v.extend_from_slice(&chunks.to_le_bytes());
+    v
 }
 
 /// The chunk header fields, then the bytes; `CHUNK_HEADER` bytes before them.
@@ -108,13 +226,16 @@ const CHUNK_HEADER: usize = 8 + 4 + 4 + 8 + 8 + 4 + 4;
 pub struct AuxData {
     /// perfaux-swtrace's probe table bytes ("SWTPROBE").
     pub probe_table: Vec<u8>,
+    /// The chunks in the order they were recorded.
     pub chunks: Vec<AuxChunk>,
 }
 
 /// A malformed section: what and at which file offset.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuxDataError {
+    /// File offset of the bad field.
     pub offset: u64,
+    /// What is wrong there.
     pub what: String,
 }
 
@@ -142,24 +263,23 @@ impl AuxData {
             .iter()
             .map(|c| CHUNK_HEADER + c.bytes.len() + 8)
             .sum();
-        let mut v = Vec::with_capacity(32 + self.probe_table.len() + total);
-        v.extend_from_slice(MAGIC);
-        v.extend_from_slice(&(self.probe_table.len() as u64).to_le_bytes());
-        v.extend_from_slice(&self.probe_table);
-        pad8(&mut v);
-        v.extend_from_slice(&(self.chunks.len() as u64).to_le_bytes());
+        let mut v = Vec::with_capacity(total);
+        let mut s = ChunkStream::new(&mut v);
         for c in &self.chunks {
-            v.extend_from_slice(&c.event_id.to_le_bytes());
-            v.extend_from_slice(&c.cpu.to_le_bytes());
-            v.extend_from_slice(&c.tid.to_le_bytes());
-            v.extend_from_slice(&c.aux_offset.to_le_bytes());
-            v.extend_from_slice(&(c.bytes.len() as u64).to_le_bytes());
-            v.extend_from_slice(&c.kind.code().to_le_bytes());
-            v.extend_from_slice(&c.flags.to_le_bytes());
-            v.extend_from_slice(&c.bytes);
-            pad8(&mut v);
+            let h = ChunkHeader {
+                event_id: c.event_id,
+                cpu: c.cpu,
+                tid: c.tid,
+                aux_offset: c.aux_offset,
+                kind: c.kind,
+                flags: c.flags,
+            };
+            // Writing to a Vec cannot fail.
+            let _ = s.push(&h, &[&c.bytes]);
         }
-        v
+        let mut out = section_prefix(&self.probe_table, self.chunks.len() as u64);
+        out.extend_from_slice(&v);
+        out
     }
 
     /// Decodes the section found at file offset `file_offset`.
@@ -315,6 +435,30 @@ mod tests {
                 "cut {cut}: {e}"
             );
         }
+    }
+
+    #[test]
+    fn a_streamed_section_equals_the_whole_one() {
+        let d = sample();
+        let mut s = ChunkStream::new(Vec::new());
+        for c in &d.chunks {
+            let h = ChunkHeader {
+                event_id: c.event_id,
+                cpu: c.cpu,
+                tid: c.tid,
+                aux_offset: c.aux_offset,
+                kind: c.kind,
+                flags: c.flags,
+            };
+            let (a, b) = c.bytes.split_at(c.bytes.len() / 2);
+            s.push(&h, &[a, b]).unwrap();
+        }
+        let mut out = s.section_prefix(&d.probe_table);
+        let len = s.len();
+        let tail = s.into_inner().unwrap();
+        assert_eq!(tail.len() as u64, len);
+        out.extend_from_slice(&tail);
+        assert_eq!(out, d.to_bytes());
     }
 
     #[test]

@@ -1,0 +1,177 @@
+//! Where a recording goes, and how it gets there without destroying what
+//! the user pointed at.
+//!
+//! A file output is written to a temporary in the output's directory,
+//! created with `O_CREAT|O_EXCL` (which never follows a link), and renamed
+//! over the output only when the file is complete: an existing output is
+//! first renamed to `<output>.old`, as perf does (perf renames at start;
+//! perfaux at the end, so that a failed recording leaves the previous file
+//! untouched). A link at the output is itself renamed away, never written
+//! through. Until [`FileOutput::commit`], dropping the output removes the
+//! temporary, so a failure leaves nothing behind.
+//!
+//! The trace section's chunks stream to an unnamed file (`O_TMPFILE`) in
+//! the same directory: it has no name to leave behind and it counts
+//! against the same disk as the output.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use crate::error::{RecordError, Result};
+
+/// A file-mode output in progress.
+#[derive(Debug)]
+pub struct FileOutput {
+    path: PathBuf,
+    temp: PathBuf,
+    committed: bool,
+}
+
+fn out_err(path: &Path, what: impl Into<String>) -> impl FnOnce(io::Error) -> RecordError {
+    let path = path.to_path_buf();
+    let what = what.into();
+    move |source| RecordError::Output { path, what, source }
+}
+
+/// The directory an output path lives in (`.` for a bare name).
+pub fn output_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+impl FileOutput {
+    /// Creates the temporary for `path`; returns it open for writing.
+    pub fn create(path: &Path) -> Result<(Self, File)> {
+        let dir = output_dir(path);
+        let name = path
+            .file_name()
+            .ok_or_else(|| RecordError::Config(format!("{}: not a file name", path.display())))?;
+        let pid = std::process::id();
+        let mut last = None;
+        for n in 0..100u32 {
+            let mut t = std::ffi::OsString::from(".");
+            t.push(name);
+            t.push(format!(".perfaux-{pid}-{n}.tmp"));
+            let temp = dir.join(t);
+            match OpenOptions::new()
+                .write(true)
+                .read(true)
+                .create_new(true)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .mode(0o600)
+                .open(&temp)
+            {
+                Ok(f) => {
+                    return Ok((
+                        FileOutput {
+                            path: path.to_path_buf(),
+                            temp,
+                            committed: false,
+                        },
+                        f,
+                    ));
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
+                Err(e) => return Err(out_err(path, "cannot create the output")(e)),
+            }
+        }
+        Err(out_err(path, "cannot create the output")(
+            last.unwrap_or_else(|| io::Error::from(io::ErrorKind::AlreadyExists)),
+        ))
+    }
+
+    /// The path the user gave.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// An unnamed file beside the output for data kept until the end.
+    pub fn scratch(&self) -> Result<File> {
+        tempfile::tempfile_in(output_dir(&self.path)).map_err(out_err(
+            &self.path,
+            "cannot create scratch space beside the output",
+        ))
+    }
+
+    /// Puts the finished file in place: `<output>` becomes `<output>.old`
+    /// if it exists, the temporary becomes `<output>`.
+    pub fn commit(mut self, file: File) -> Result<()> {
+        file.sync_all()
+            .map_err(out_err(&self.path, "cannot write the output to disk"))?;
+        drop(file);
+        if std::fs::symlink_metadata(&self.path).is_ok() {
+            let mut old = self.path.clone().into_os_string();
+            old.push(".old");
+            std::fs::rename(&self.path, &old).map_err(out_err(
+                &self.path,
+                format!(
+                    "cannot rename the previous output to {}",
+                    Path::new(&old).display()
+                ),
+            ))?;
+        }
+        std::fs::rename(&self.temp, &self.path)
+            .map_err(out_err(&self.path, "cannot put the output in place"))?;
+        self.committed = true;
+        Ok(())
+    }
+}
+
+impl Drop for FileOutput {
+    fn drop(&mut self) {
+        if !self.committed {
+            // A failed recording leaves no temporary behind.
+            let _ = std::fs::remove_file(&self.temp);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn commit_keeps_the_old_file_and_replaces_a_link_without_following_it() {
+        let d = tempfile::tempdir().unwrap();
+        let target = d.path().join("target");
+        std::fs::write(&target, b"precious").unwrap();
+        let out = d.path().join("perf.data");
+        std::os::unix::fs::symlink(&target, &out).unwrap();
+        let (o, mut f) = FileOutput::create(&out).unwrap();
+        f.write_all(b"new").unwrap();
+        o.commit(f).unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"precious");
+        assert_eq!(std::fs::read(&out).unwrap(), b"new");
+        assert!(
+            std::fs::symlink_metadata(&out)
+                .unwrap()
+                .file_type()
+                .is_file()
+        );
+        let old = d.path().join("perf.data.old");
+        assert!(
+            std::fs::symlink_metadata(&old)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 3);
+    }
+
+    #[test]
+    fn a_dropped_output_leaves_the_previous_file_and_no_temporary() {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("perf.data");
+        std::fs::write(&out, b"previous").unwrap();
+        let (o, mut f) = FileOutput::create(&out).unwrap();
+        f.write_all(b"half").unwrap();
+        drop(o);
+        assert_eq!(std::fs::read(&out).unwrap(), b"previous");
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
+    }
+}

@@ -1,0 +1,25 @@
+//! The PMU types the recorder needs to know about, in one place: the PMU
+//! drivers are moving out of perfaux-core into their own crate, and only
+//! these paths change when they do.
+
+pub use perfaux_core::pmus::{PROBE_TYPE, SWTRACE_TYPE, UEVENT_AUX_TYPE, UEVENT_TYPE};
+
+/// Resolves a perfaux probe name to the config of a [`PROBE_TYPE`] event.
+pub fn resolve_probe(name: &str) -> u64 {
+    perfaux_core::pmus::probe::resolve_probe(name)
+}
+
+/// Whether events of PMU `type_` have an AUX area.
+pub fn has_aux(type_: u32) -> bool {
+    type_ == SWTRACE_TYPE || type_ == UEVENT_AUX_TYPE
+}
+
+/// Whether the AUX area of PMU `type_` holds uevents, not trace packets.
+pub fn is_uevent_log(type_: u32) -> bool {
+    type_ == UEVENT_AUX_TYPE
+}
+
+/// The probe table that names the trace's probes, for the trace section.
+pub fn probe_table() -> Vec<u8> {
+    perfaux_swtrace::probe_table().to_bytes()
+}

@@ -1,0 +1,570 @@
+//! The [`Recorder`]: events per thread, their rings, the drain, snapshots
+//! and the perf.data at the end.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use perfaux_abi::Endianness;
+use perfaux_abi::PerfEventHeader;
+use perfaux_abi::attr::PerfEventAttr;
+use perfaux_abi::consts::ext::PERF_RECORD_UEVENT;
+use perfaux_abi::consts::*;
+use perfaux_abi::parse_info::RecordParseInfo;
+use perfaux_abi::raw::RawData;
+use perfaux_abi::records::Record;
+use perfaux_perfdata::Feature;
+use perfaux_perfdata::record_attrs::{file_attr, finished_round};
+use perfaux_perfdata::trace_section::{ChunkHeader, ChunkStream, PERFAUX_FEATURE_BIT};
+use perfaux_perfdata::uevent_sample::uevent_sample;
+use perfaux_perfdata::writer::{
+    FeatureBody, PerfDataWriter, PerfPipeWriter, WriterEvent, WriterOptions,
+};
+
+use crate::error::{RecordError, Result};
+use crate::output::FileOutput;
+use crate::ring::{AuxBytes, Ring, ThreadRing, default_watermarks};
+use crate::wakeups::Wakeups;
+
+/// One event of a recording: opened with `open` on every thread, written
+/// to the file with the attr perf 6.1 accepts for it.
+#[derive(Debug, Clone)]
+pub struct EventSpec {
+    /// Its name in the file (EVENT_DESC).
+    pub name: String,
+    /// The attr it is opened with.
+    pub open: PerfEventAttr,
+    /// Index of its group leader among the events (its own index if none).
+    pub leader: usize,
+    /// It carries the uevent stream (its uevents become BPF-output samples).
+    pub uevent_stream: bool,
+    /// Its PMU has an AUX area (the ring's buffer belongs to it).
+    pub has_aux: bool,
+    /// Its AUX area holds uevents, not trace packets.
+    pub uevent_log: bool,
+}
+
+impl EventSpec {
+    /// An event of its own group; AUX facts from its PMU type.
+    pub fn new(name: impl Into<String>, open: PerfEventAttr, index: usize) -> Self {
+        EventSpec {
+            name: name.into(),
+            has_aux: crate::pmus::has_aux(open.type_),
+            uevent_log: crate::pmus::is_uevent_log(open.type_),
+            open,
+            leader: index,
+            uevent_stream: false,
+        }
+    }
+}
+
+/// Sizes and mode of the rings.
+#[derive(Debug, Clone)]
+pub struct RecorderOptions {
+    /// Data area bytes per ring (a power of two pages).
+    pub data_size: u64,
+    /// AUX area bytes per ring (a power of two pages).
+    pub aux_size: u64,
+    /// Overwrite AUX areas (flight recorder): read by [`Recorder::snapshot`].
+    pub overwrite: bool,
+}
+
+/// Where the perf.data goes.
+pub enum Output {
+    /// A file-mode perf.data at this path (temporary, then renamed).
+    File(PathBuf),
+    /// A pipe-mode perf.data to this stream (`perf ... -i -`).
+    Pipe(Box<dyn Write + Send>),
+}
+
+/// What a recording did, for perf's closing lines.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecordSummary {
+    /// Drain passes that found data (perf's "Woken up N times").
+    pub wakeups: u64,
+    /// Records in the data section.
+    pub records: u64,
+    /// Trace bytes kept (full-trace data and snapshots).
+    pub aux_bytes: u64,
+    /// Lost records and samples (PERF_RECORD_LOST, LOST_SAMPLES) and AUX
+    /// transactions cut short (PERF_AUX_FLAG_TRUNCATED).
+    pub lost: u64,
+    /// Snapshots that found trace bytes.
+    pub snapshots: u64,
+    /// Bytes of the file written.
+    pub file_size: u64,
+}
+
+enum Writer {
+    File(Box<PerfDataWriter<BufWriter<File>>>, FileOutput),
+    Pipe(PerfPipeWriter<Box<dyn Write + Send>>),
+}
+
+/// Everything a drained record goes through: parsing with the open attrs,
+/// conversion, the file.
+struct Sink {
+    writer: Writer,
+    chunks: ChunkStream<BufWriter<File>>,
+    open_info: Vec<RecordParseInfo>,
+    file_info: Vec<RecordParseInfo>,
+    spec_of: HashMap<u64, usize>,
+    uevent_stream: Vec<bool>,
+    endian: Endianness,
+    summary: RecordSummary,
+    path: PathBuf,
+}
+
+impl Sink {
+    fn write_err(&self, what: &'static str) -> impl FnOnce(perfaux_perfdata::Error) -> RecordError {
+        let path = self.path.clone();
+        move |source| RecordError::PerfData { path, what, source }
+    }
+
+    fn push(&mut self, rec: &[u8]) -> Result<()> {
+        self.summary.records += 1;
+        let r = match &mut self.writer {
+            Writer::File(w, _) => w.write_record(rec),
+            Writer::Pipe(w) => w.write_record(rec),
+        };
+        r.map(|_| ()).map_err(self.write_err("writing a record"))
+    }
+
+    fn round(&mut self) -> Result<()> {
+        let r = finished_round(self.endian);
+        self.push(&r)
+    }
+
+    /// One record from a ring: a uevent becomes a BPF-output sample; loss
+    /// is counted.
+    fn take_record(&mut self, tid: i32, rec: &[u8]) -> Result<()> {
+        let Some(h8) = rec.first_chunk::<8>() else {
+            return Err(RecordError::Record {
+                tid,
+                what: format!("a record of {} bytes", rec.len()),
+            });
+        };
+        let h = PerfEventHeader::parse(*h8, self.endian);
+        let body = RawData::new(&rec[8..], &[]);
+        // Which event: by the IDENTIFIER (all attrs carry the same sample_id layout).
+        let spec = self.open_info[0]
+            .record_id(h.type_, body, self.endian)
+            .and_then(|id| self.spec_of.get(&id).copied());
+        let parsed =
+            spec.map(|s| Record::parse(h.type_, h.misc, body, &self.open_info[s], self.endian));
+        match parsed {
+            Some(Ok(Record::Uevent(u))) if h.type_ == PERF_RECORD_UEVENT => {
+                let s = spec.unwrap_or(0);
+                if !self.uevent_stream[s] {
+                    return Err(RecordError::Record {
+                        tid,
+                        what: "a uevent of an event that does not carry the uevent stream".into(),
+                    });
+                }
+                let bytes =
+                    uevent_sample(&u, &self.file_info[s], self.endian).map_err(|source| {
+                        RecordError::Encode {
+                            what: format!("thread {tid}: converting a uevent to a sample"),
+                            source,
+                        }
+                    })?;
+                self.push(&bytes)
+            }
+            Some(Ok(Record::Lost(l))) => {
+                self.summary.lost += l.lost;
+                self.push(rec)
+            }
+            Some(Ok(Record::LostSamples(l))) => {
+                self.summary.lost += l.lost;
+                self.push(rec)
+            }
+            Some(Ok(Record::Aux(a))) => {
+                if a.flags & PERF_AUX_FLAG_TRUNCATED != 0 {
+                    self.summary.lost += 1;
+                }
+                self.push(rec)
+            }
+            Some(Err(e)) => Err(RecordError::Record {
+                tid,
+                what: format!("a record of type {} from the ring: {e}", h.type_),
+            }),
+            // A uevent must belong to a known event; anything else is a
+            // record perf 6.1 cannot read: refuse to write it.
+            _ if h.type_ == PERF_RECORD_UEVENT => Err(RecordError::Record {
+                tid,
+                what: "a uevent record with an unknown event id".into(),
+            }),
+            _ => self.push(rec),
+        }
+    }
+
+    fn take_aux(&mut self, tid: i32, a: AuxBytes<'_>) -> Result<()> {
+        self.summary.aux_bytes += a.data.len() as u64;
+        let h = ChunkHeader {
+            event_id: a.event_id,
+            cpu: u32::MAX,
+            tid: tid as u32,
+            aux_offset: a.offset,
+            kind: a.kind,
+            flags: a.flags,
+        };
+        let path = self.path.clone();
+        self.chunks
+            .push(&h, &[a.data])
+            .map_err(|source| RecordError::Output {
+                path,
+                what: "writing trace bytes".into(),
+                source,
+            })
+    }
+}
+
+/// A recording in progress: see the crate documentation.
+pub struct Recorder {
+    events: Vec<EventSpec>,
+    opts: RecorderOptions,
+    rings: Vec<Box<dyn Ring>>,
+    sink: Sink,
+    wakeups: Wakeups,
+    enabled: bool,
+}
+
+impl Recorder {
+    /// Opens the events on each of `tids`, maps their rings and begins the
+    /// file at `output`; the events stay disabled until [`Self::enable`].
+    pub fn new(
+        mut events: Vec<EventSpec>,
+        opts: RecorderOptions,
+        tids: &[i32],
+        output: Output,
+    ) -> Result<Self> {
+        let page = perfaux_core::page_size() as u64;
+        for (what, size) in [("data", opts.data_size), ("AUX", opts.aux_size)] {
+            if size < page || !(size / page).is_power_of_two() {
+                return Err(RecordError::Config(format!(
+                    "the {what} area must be a power of two pages ({size} bytes given)"
+                )));
+            }
+        }
+        if events.is_empty() {
+            return Err(RecordError::Config("no events to record".into()));
+        }
+        for ev in &mut events {
+            default_watermarks(ev, &opts);
+        }
+        let mut rings: Vec<Box<dyn Ring>> = Vec::with_capacity(tids.len());
+        let mut ids: Vec<Vec<u64>> = vec![Vec::new(); events.len()];
+        let mut spec_of = HashMap::new();
+        for &tid in tids {
+            let r = ThreadRing::open(tid, &events, &opts)?;
+            for (i, id) in r.ids().into_iter().enumerate() {
+                ids[i].push(id);
+                spec_of.insert(id, i);
+            }
+            rings.push(Box::new(r));
+        }
+        let files: Vec<PerfEventAttr> = events
+            .iter()
+            .map(|e| file_attr(&e.open, e.uevent_stream))
+            .collect();
+        let wevents: Vec<WriterEvent> = events
+            .iter()
+            .zip(&files)
+            .zip(ids)
+            .map(|((e, f), ids)| WriterEvent {
+                attr: *f,
+                ids,
+                name: e.name.clone(),
+            })
+            .collect();
+        let endian = Endianness::NATIVE;
+        let wopts = WriterOptions {
+            endian,
+            ..WriterOptions::default()
+        };
+        let (writer, path, scratch) = match output {
+            Output::File(path) => {
+                let (out, file) = FileOutput::create(&path)?;
+                let scratch = out.scratch()?;
+                let w =
+                    PerfDataWriter::new(BufWriter::with_capacity(1 << 20, file), wevents, wopts)
+                        .map_err(|source| RecordError::PerfData {
+                            path: path.clone(),
+                            what: "beginning the file",
+                            source,
+                        })?;
+                (Writer::File(Box::new(w), out), path, scratch)
+            }
+            Output::Pipe(w) => {
+                let path = PathBuf::from("-");
+                if let Some(e) = events.iter().find(|e| e.has_aux) {
+                    return Err(RecordError::Config(format!(
+                        "-: event '{}' has an AUX area, whose bytes a pipe-mode perf.data \
+                         cannot carry (perfaux keeps them in a feature section of the \
+                         file); record it to a file",
+                        e.name
+                    )));
+                }
+                let scratch = tempfile::tempfile().map_err(|source| RecordError::Output {
+                    path: path.clone(),
+                    what: "cannot create scratch space".into(),
+                    source,
+                })?;
+                let w = PerfPipeWriter::new(w, wevents, wopts).map_err(|source| {
+                    RecordError::PerfData {
+                        path: path.clone(),
+                        what: "beginning the stream",
+                        source,
+                    }
+                })?;
+                (Writer::Pipe(w), path, scratch)
+            }
+        };
+        let mut wakeups = Wakeups::default();
+        for r in &rings {
+            if let Some(w) = r.wakeup() {
+                wakeups.watch(w);
+            }
+        }
+        let sink = Sink {
+            writer,
+            chunks: ChunkStream::new(BufWriter::with_capacity(1 << 20, scratch)),
+            open_info: events
+                .iter()
+                .map(|e| RecordParseInfo::new(&e.open))
+                .collect(),
+            file_info: files.iter().map(RecordParseInfo::new).collect(),
+            spec_of,
+            uevent_stream: events.iter().map(|e| e.uevent_stream).collect(),
+            endian,
+            summary: RecordSummary::default(),
+            path,
+        };
+        Ok(Recorder {
+            events,
+            opts,
+            rings,
+            sink,
+            wakeups,
+            enabled: false,
+        })
+    }
+
+    /// The events as the recorder opens them (watermarks filled in).
+    pub fn events(&self) -> &[EventSpec] {
+        &self.events
+    }
+
+    /// The options the recorder was made with.
+    pub fn options(&self) -> &RecorderOptions {
+        &self.opts
+    }
+
+    /// The parse layout of records written with [`Self::write_record`]
+    /// (the first event's file attr; synthesized records carry its
+    /// sample_id layout).
+    pub fn file_info(&self) -> &RecordParseInfo {
+        &self.sink.file_info[0]
+    }
+
+    /// Writes a record the caller made (synthesized COMM, MMAP2, ...).
+    pub fn write_record(&mut self, rec: &[u8]) -> Result<()> {
+        self.sink.push(rec)
+    }
+
+    /// Writes a FINISHED_ROUND: records before it are sorted by time.
+    pub fn finish_round(&mut self) -> Result<()> {
+        self.sink.round()
+    }
+
+    /// Opens the events on a thread that appeared while recording.
+    pub fn add_thread(&mut self, tid: i32) -> Result<()> {
+        let r = ThreadRing::open(tid, &self.events, &self.opts)?;
+        let ids = r.ids();
+        self.add_ring(Box::new(r), &ids)
+    }
+
+    /// Adds a ring the recorder did not open (see [`crate::ring`]): `ids`
+    /// are the sample ids of its events, one per event in event order.
+    /// It is enabled if the recording is.
+    pub fn add_ring(&mut self, ring: Box<dyn Ring>, ids: &[u64]) -> Result<()> {
+        if ids.len() != self.events.len() {
+            return Err(RecordError::Config(format!(
+                "a ring with {} event ids for {} events",
+                ids.len(),
+                self.events.len()
+            )));
+        }
+        if let Writer::File(w, _) = &mut self.sink.writer {
+            for (i, &id) in ids.iter().enumerate() {
+                w.add_ids(i, &[id])
+                    .map_err(|source| RecordError::PerfData {
+                        path: self.sink.path.clone(),
+                        what: "adding event ids",
+                        source,
+                    })?;
+            }
+        } else {
+            return Err(RecordError::Config(
+                "a pipe-mode output cannot take rings after it began".into(),
+            ));
+        }
+        for (i, &id) in ids.iter().enumerate() {
+            self.sink.spec_of.insert(id, i);
+        }
+        if self.enabled {
+            ring.set_enabled(true)?;
+        }
+        if let Some(w) = ring.wakeup() {
+            self.wakeups.watch(w);
+        }
+        self.rings.push(ring);
+        Ok(())
+    }
+
+    /// Starts every event.
+    pub fn enable(&mut self) -> Result<()> {
+        for r in &self.rings {
+            r.set_enabled(true)?;
+        }
+        self.enabled = true;
+        Ok(())
+    }
+
+    /// Stops every event (the last drain comes after).
+    pub fn disable(&mut self) -> Result<()> {
+        for r in &self.rings {
+            r.set_enabled(false)?;
+        }
+        self.enabled = false;
+        Ok(())
+    }
+
+    /// Waits until a ring's producer passed a watermark, or `timeout`.
+    pub fn wait(&self, timeout: Duration) {
+        self.wakeups.wait(timeout);
+    }
+
+    /// Drains every ring (records and, in full-trace mode, AUX bytes),
+    /// then writes a FINISHED_ROUND if anything came; returns the number
+    /// of records drained.
+    pub fn drain(&mut self) -> Result<u64> {
+        let before = self.sink.summary.records;
+        let mut aux = false;
+        for r in &mut self.rings {
+            let tid = r.tid();
+            let sink = &mut self.sink;
+            r.read_records(&mut |rec| sink.take_record(tid, rec))?;
+            r.read_aux(&mut |a| {
+                aux = true;
+                sink.take_aux(tid, a)
+            })?;
+        }
+        let n = self.sink.summary.records - before;
+        if n > 0 || aux {
+            self.sink.summary.wakeups += 1;
+            self.sink.round()?;
+        }
+        Ok(n)
+    }
+
+    /// Takes a snapshot of every overwrite AUX area (each keeps whether it
+    /// wrapped); returns whether any held bytes. The bytes go to the file's
+    /// scratch space at once, so memory stays bounded by the rings.
+    pub fn snapshot(&mut self) -> Result<bool> {
+        let mut took = false;
+        for r in &mut self.rings {
+            let tid = r.tid();
+            let sink = &mut self.sink;
+            r.snapshot(&mut |a| {
+                took = true;
+                sink.take_aux(tid, a)
+            })?;
+        }
+        if took {
+            self.sink.summary.snapshots += 1;
+        }
+        Ok(took)
+    }
+
+    /// What the recording did so far.
+    pub fn summary(&self) -> &RecordSummary {
+        &self.sink.summary
+    }
+
+    /// Stops the events, drains them a last time, writes the trace section
+    /// and the header, and puts the file in place.
+    pub fn finish(mut self) -> Result<RecordSummary> {
+        if self.enabled {
+            self.disable()?;
+        }
+        self.drain()?;
+        self.wakeups.stop();
+        let rings = std::mem::take(&mut self.rings);
+        drop(rings);
+        let Recorder { sink, .. } = self;
+        let Sink {
+            writer,
+            chunks,
+            mut summary,
+            path,
+            ..
+        } = sink;
+        let scratch_err = |what: &str| {
+            let path = path.clone();
+            let what = what.to_string();
+            move |source| RecordError::Output { path, what, source }
+        };
+        // The table is read at the end: probes register on their first call.
+        let probe_table = crate::pmus::probe_table();
+        let head = chunks.section_prefix(&probe_table);
+        let tail_len = chunks.len();
+        let has_chunks = !chunks.is_empty();
+        let mut scratch = chunks
+            .into_inner()
+            .map_err(scratch_err("writing trace bytes"))?
+            .into_inner()
+            .map_err(|e| scratch_err("writing trace bytes")(e.into_error()))?;
+        scratch
+            .seek(SeekFrom::Start(0))
+            .map_err(scratch_err("reading trace bytes back"))?;
+        match writer {
+            Writer::File(w, out) => {
+                let mut late = Vec::new();
+                if has_chunks || !probe_table.is_empty() {
+                    late.push((
+                        Feature(PERFAUX_FEATURE_BIT),
+                        FeatureBody::Stream {
+                            head,
+                            tail: &mut scratch,
+                            tail_len,
+                        },
+                    ));
+                }
+                let buf = w
+                    .finish_with(late)
+                    .map_err(|source| RecordError::PerfData {
+                        path: path.clone(),
+                        what: "finishing the file",
+                        source,
+                    })?;
+                let file = buf
+                    .into_inner()
+                    .map_err(|e| scratch_err("writing the output")(e.into_error()))?;
+                summary.file_size = file.metadata().map(|m| m.len()).unwrap_or(0);
+                out.commit(file)?;
+            }
+            Writer::Pipe(w) => {
+                let pos = w.offset();
+                w.finish().map_err(|source| RecordError::PerfData {
+                    path: path.clone(),
+                    what: "finishing the stream",
+                    source,
+                })?;
+                summary.file_size = pos;
+            }
+        }
+        Ok(summary)
+    }
+}
