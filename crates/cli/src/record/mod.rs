@@ -25,8 +25,12 @@ pub use session::record;
 /// KiB; the software trace of the built-in workload is denser per second,
 /// so perfaux maps 1 MiB per thread, drained every millisecond: no loss.
 pub const DEFAULT_AUX_SIZE: u64 = 1 << 20;
-/// Data area per thread (perf's default is 512 KiB per CPU).
-pub const DEFAULT_DATA_SIZE: u64 = 1 << 20;
+/// Data area per thread (perf's default is 512 KiB per CPU). The
+/// workload's uevent samples come at about 10 MB/s; 4 MiB gives the
+/// drain loop, woken at a quarter of it, about 300 ms of slack when
+/// the machine is loaded (issue 11: `--requests 20000` under 4 busy
+/// loops lost records with 1 MiB).
+pub const DEFAULT_DATA_SIZE: u64 = 4 << 20;
 
 /// What to record, from the command line.
 #[derive(Debug, Clone)]

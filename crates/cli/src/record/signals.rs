@@ -49,7 +49,18 @@ pub fn install() -> Result<(), String> {
     set(libc::SIGINT, on_stop, "SIGINT")?;
     set(libc::SIGTERM, on_stop, "SIGTERM")?;
     set(libc::SIGHUP, on_stop, "SIGHUP")?;
-    set(libc::SIGUSR2, on_sigusr2, "SIGUSR2")
+    set(libc::SIGUSR2, on_sigusr2, "SIGUSR2")?;
+    // A parent that blocked them (a supervisor sending its request as the
+    // process starts) has them delivered now, to the handlers.
+    // SAFETY: an all-zero sigset_t is a valid value of the C type.
+    let mut set_: libc::sigset_t = unsafe { std::mem::zeroed() };
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGUSR2] {
+        // SAFETY: `set_` is a valid sigset_t this function owns.
+        unsafe { libc::sigaddset(&mut set_, sig) };
+    }
+    // SAFETY: `set_` is initialized; the old mask is not asked for.
+    unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set_, std::ptr::null_mut()) };
+    Ok(())
 }
 
 /// The signal that asked the recording to stop, if any.
