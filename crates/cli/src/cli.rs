@@ -60,7 +60,8 @@ Examples:
   perfaux record --aux-sample=1K -e '{swtrace//,uevent:request_done}'
   perfaux report -D -i perf.data")]
 pub struct RecordArgs {
-    /// Output file name.
+    /// Output file name (`-`: a pipe-mode perf.data on stdout). An
+    /// existing file is kept as `<output>.old`.
     #[arg(short, long, default_value = "perf.data")]
     pub output: PathBuf,
     /// Event selector (perf's syntax; repeatable).

@@ -23,7 +23,7 @@ pub use session::record;
 
 /// perf's default AUX size for an unprivileged Intel PT recording is 128
 /// KiB; the software trace of the built-in workload is denser per second,
-/// so perfaux maps 1 MiB per thread, drained every millisecond: no loss.
+/// so perfaux maps 1 MiB per thread, drained when a quarter is full.
 pub const DEFAULT_AUX_SIZE: u64 = 1 << 20;
 /// Data area per thread (perf's default is 512 KiB per CPU). The
 /// workload's uevent samples come at about 10 MB/s; 4 MiB gives the
