@@ -381,3 +381,116 @@ fn a_starved_consumer_counts_every_lost_record() {
     );
     perf_reads_with(&f, true);
 }
+
+/// Runs `perfaux record ARGS` into a directory holding a previous output,
+/// ended by `end` (a kill, a memory limit); the previous file must stay
+/// and no other file appear.
+fn previous_output_survives(args: &[&str], limit_as: Option<u64>, kill: bool) {
+    let dir = tempdir();
+    let out = dir.path().join("perf.data");
+    std::fs::write(&out, b"the previous recording").unwrap();
+    let mut c = Command::new(PERFAUX);
+    c.args(["-v", "record", "-o", path_str(&out)])
+        .args(args)
+        .stderr(Stdio::piped());
+    if let Some(bytes) = limit_as {
+        let set = move || {
+            let lim = libc::rlimit {
+                rlim_cur: bytes,
+                rlim_max: bytes,
+            };
+            // SAFETY: `lim` is a valid rlimit on this stack.
+            unsafe { libc::setrlimit(libc::RLIMIT_AS, &lim) };
+            Ok(())
+        };
+        // SAFETY: the closure runs in the forked child before exec and
+        // calls only setrlimit, which is async-signal-safe.
+        unsafe { c.pre_exec(set) };
+    }
+    let mut child = c.spawn().unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    if kill {
+        let mut line = String::new();
+        while err.read_line(&mut line).unwrap() > 0 && !line.contains("recording started") {
+            line.clear();
+        }
+        // SAFETY: kill() has no memory effects; the child is alive.
+        unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    }
+    let mut rest = String::new();
+    let _ = std::io::Read::read_to_string(&mut err, &mut rest);
+    let st = child.wait().unwrap();
+    assert!(!st.success(), "the recording cannot have finished: {rest}");
+    assert_eq!(std::fs::read(&out).unwrap(), b"the previous recording");
+    assert_eq!(names_in(dir.path()), ["perf.data"], "{rest}");
+}
+
+#[test]
+fn sigkill_leaves_the_previous_file_and_no_temporary() {
+    let _one = serial();
+    previous_output_survives(&["--requests", "1000000"], None, true);
+}
+
+#[test]
+fn out_of_memory_leaves_the_previous_file_and_no_temporary() {
+    let _one = serial();
+    // 20 MiB of address space: less than the threads and rings need.
+    previous_output_survives(&[], Some(20 << 20), false);
+}
+
+/// Peak RSS in KiB of `perfaux record ARGS`, and its stderr, with
+/// SIGUSR2 sent every few milliseconds while it runs.
+fn peak_rss_with_snapshots(out: &Path, requests: &str, ask: bool) -> (i64, String) {
+    // Not asked: one snapshot, at exit (-Se).
+    let mode = if ask { "-S" } else { "-Se" };
+    let (child, mut all, rest) = start(&[mode, "--requests", requests, "-o", path_str(out)], false);
+    let pid = child.id() as i32;
+    std::mem::forget(child);
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value of the C struct.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        if ask {
+            // SAFETY: kill() has no memory effects; pid is our unreaped child.
+            unsafe { libc::kill(pid, libc::SIGUSR2) };
+        }
+        // SAFETY: wait4 writes `status` and `ru`, both valid on this stack.
+        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut ru) };
+        if r == pid {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(3));
+    }
+    all += &rest.join().unwrap();
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "{all}"
+    );
+    (ru.ru_maxrss, all)
+}
+
+#[test]
+fn record_s_memory_is_bounded_by_the_buffers_not_the_snapshots() {
+    let _one = serial();
+    let dir = tempdir();
+    let (one, one_err) = peak_rss_with_snapshots(&dir.path().join("few.data"), "40000", false);
+    let (many, all) = peak_rss_with_snapshots(&dir.path().join("many.data"), "40000", true);
+    assert_eq!(parse_captured(&one_err).snapshots, 1, "{one_err}");
+    let cap = parse_captured(&all);
+    assert!(cap.snapshots >= 4, "enough snapshots to tell: {all}");
+    // Each snapshot is three AUX areas of 4 MiB; kept in memory, every
+    // snapshot after the first would add that much. Streamed, the peak
+    // stays the buffers' (and the consumer's one copy of each area): less
+    // than two snapshots' worth of growth where kept snapshots add three.
+    let per_snapshot_kib = cap.aux_bytes / cap.snapshots / 1024;
+    let grown = many - one;
+    eprintln!(
+        "peak RSS {one} KiB with one snapshot, {many} KiB with {} of {per_snapshot_kib} KiB",
+        cap.snapshots
+    );
+    assert!(
+        grown < 2 * per_snapshot_kib as i64,
+        "peak RSS grew {grown} KiB over {} snapshots of {per_snapshot_kib} KiB ({one} -> {many} KiB)",
+        cap.snapshots
+    );
+}

@@ -1,9 +1,11 @@
 //! Where a recording goes, and how it gets there without destroying what
 //! the user pointed at.
 //!
-//! A file output is written to a temporary in the output's directory,
-//! created with `O_CREAT|O_EXCL` (which never follows a link), and renamed
-//! over the output only when the file is complete: an existing output is
+//! A file output is written to an unnamed file in the output's directory
+//! (`O_TMPFILE`: a crash, an abort or SIGKILL leaves nothing behind), or
+//! where the file system has no `O_TMPFILE` to a temporary created with
+//! `O_CREAT|O_EXCL` (which never follows a link); it is given the output's
+//! name only when the file is complete: an existing output is
 //! first renamed to `<output>.old`, as perf does (perf renames at start;
 //! perfaux at the end, so that a failed recording leaves the previous file
 //! untouched). A link at the output is itself renamed away, never written
@@ -25,7 +27,8 @@ use crate::error::{RecordError, Result};
 #[derive(Debug)]
 pub struct FileOutput {
     path: PathBuf,
-    temp: PathBuf,
+    /// The named temporary, or `None` for an unnamed (`O_TMPFILE`) file.
+    temp: Option<PathBuf>,
     committed: bool,
 }
 
@@ -50,6 +53,29 @@ impl FileOutput {
         let name = path
             .file_name()
             .ok_or_else(|| RecordError::Config(format!("{}: not a file name", path.display())))?;
+        match OpenOptions::new()
+            .write(true)
+            .read(true)
+            .custom_flags(libc::O_TMPFILE | libc::O_CLOEXEC)
+            .mode(0o644)
+            .open(dir)
+        {
+            Ok(f) => {
+                let out = FileOutput {
+                    path: path.to_path_buf(),
+                    temp: None,
+                    committed: false,
+                };
+                return Ok((out, f));
+            }
+            // No O_TMPFILE here (EOPNOTSUPP, EISDIR on old kernels): a named temporary.
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EOPNOTSUPP | libc::EISDIR | libc::EINVAL)
+                ) => {}
+            Err(e) => return Err(out_err(path, "cannot create the output")(e)),
+        }
         let pid = std::process::id();
         let mut last = None;
         for n in 0..100u32 {
@@ -69,7 +95,7 @@ impl FileOutput {
                     return Ok((
                         FileOutput {
                             path: path.to_path_buf(),
-                            temp,
+                            temp: Some(temp),
                             committed: false,
                         },
                         f,
@@ -102,7 +128,6 @@ impl FileOutput {
     pub fn commit(mut self, file: File) -> Result<()> {
         file.sync_all()
             .map_err(out_err(&self.path, "cannot write the output to disk"))?;
-        drop(file);
         if std::fs::symlink_metadata(&self.path).is_ok() {
             let mut old = self.path.clone().into_os_string();
             old.push(".old");
@@ -114,18 +139,47 @@ impl FileOutput {
                 ),
             ))?;
         }
-        std::fs::rename(&self.temp, &self.path)
-            .map_err(out_err(&self.path, "cannot put the output in place"))?;
+        match &self.temp {
+            Some(temp) => std::fs::rename(temp, &self.path)
+                .map_err(out_err(&self.path, "cannot put the output in place"))?,
+            None => link_unnamed(&file, &self.path)
+                .map_err(out_err(&self.path, "cannot put the output in place"))?,
+        }
         self.committed = true;
         Ok(())
     }
 }
 
+/// Gives the unnamed file `file` the name `path` (linkat through
+/// /proc/self/fd, which needs no capability, unlike AT_EMPTY_PATH).
+fn link_unnamed(file: &File, path: &Path) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::io::AsRawFd;
+    let from = std::ffi::CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))?;
+    let to = std::ffi::CString::new(path.as_os_str().as_bytes())?;
+    // SAFETY: both are NUL-terminated strings that live across the call.
+    let r = unsafe {
+        libc::linkat(
+            libc::AT_FDCWD,
+            from.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            libc::AT_SYMLINK_FOLLOW,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 impl Drop for FileOutput {
     fn drop(&mut self) {
-        if !self.committed {
+        if !self.committed
+            && let Some(temp) = &self.temp
+        {
             // A failed recording leaves no temporary behind.
-            let _ = std::fs::remove_file(&self.temp);
+            let _ = std::fs::remove_file(temp);
         }
     }
 }

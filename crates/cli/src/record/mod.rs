@@ -21,10 +21,11 @@ use crate::events::{Event, resolve_events};
 
 pub use session::record;
 
-/// perf's default AUX size for an unprivileged Intel PT recording is 128
-/// KiB; the software trace of the built-in workload is denser per second,
-/// so perfaux maps 1 MiB per thread, drained when a quarter is full.
-pub const DEFAULT_AUX_SIZE: u64 = 1 << 20;
+/// perf's default AUX size for a privileged Intel PT recording is 4 MiB
+/// (128 KiB unprivileged); the software trace of the built-in workload
+/// runs at a few MB/s per thread, so perfaux maps 4 MiB per thread,
+/// drained when a quarter is full: no loss with four busy loops beside it.
+pub const DEFAULT_AUX_SIZE: u64 = 4 << 20;
 /// Data area per thread (perf's default is 512 KiB per CPU). The
 /// workload's uevent samples come at about 10 MB/s; 4 MiB gives the
 /// drain loop, woken at a quarter of it, about 300 ms of slack when
