@@ -389,21 +389,6 @@ impl<W: Write + Seek> PerfDataWriter<W> {
             offset: self.data_offset,
             size: self.out.pos - self.data_offset,
         };
-        let id_sections = if self.late_ids {
-            let mut v = Vec::with_capacity(self.events.len());
-            for ev in &self.events {
-                v.push(FileSection {
-                    offset: self.out.pos,
-                    size: 8 * ev.ids.len() as u64,
-                });
-                for &id in &ev.ids {
-                    self.out.put(&e.u64_bytes(id))?;
-                }
-            }
-            Some(v)
-        } else {
-            None
-        };
         let mut sections: BTreeMap<Feature, FeatureBody<'_>> =
             feature_sections(&self.events, &self.opts, self.attr_size)
                 .into_iter()
@@ -451,6 +436,23 @@ impl<W: Write + Seek> PerfDataWriter<W> {
                 }
             }
         }
+        // Late ids go after the features: perf finds the feature table
+        // right after the data (data.offset + data.size).
+        let id_sections = if self.late_ids {
+            let mut v = Vec::with_capacity(self.events.len());
+            for ev in &self.events {
+                v.push(FileSection {
+                    offset: self.out.pos,
+                    size: 8 * ev.ids.len() as u64,
+                });
+                for &id in &ev.ids {
+                    self.out.put(&e.u64_bytes(id))?;
+                }
+            }
+            Some(v)
+        } else {
+            None
+        };
         self.out.flush()?;
         let header = FileHeader {
             magic: Magic::V2,
@@ -462,6 +464,7 @@ impl<W: Write + Seek> PerfDataWriter<W> {
             event_types: FileSection::default(),
             features,
         };
+        let end = self.out.pos;
         let mut w = self.out.w;
         if let Some(ids) = id_sections {
             let mut b = Vec::with_capacity(self.attrs.size as usize);
@@ -478,9 +481,10 @@ impl<W: Write + Seek> PerfDataWriter<W> {
             .map_err(|err| Error::io(0, err))?;
         w.write_all(&header.to_bytes())
             .map_err(|err| Error::io(0, err))?;
-        w.seek(SeekFrom::Start(off))
-            .map_err(|err| Error::io(off, err))?;
-        w.flush().map_err(|err| Error::io(off, err))?;
+        debug_assert!(end >= off);
+        w.seek(SeekFrom::Start(end))
+            .map_err(|err| Error::io(end, err))?;
+        w.flush().map_err(|err| Error::io(end, err))?;
         Ok(w)
     }
 }
