@@ -66,8 +66,9 @@ fn main() -> ExitCode {
     match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            // A closed stdout (perfaux report -D | head) is not an error to report.
-            if e.0.contains("Broken pipe") {
+            // A closed stdout (perfaux report -D | head) is not an error to
+            // report; for record (-o - | ...) it is a recording that failed.
+            if !matches!(cli.cmd, Command::Record(_)) && e.0.contains("Broken pipe") {
                 return ExitCode::SUCCESS;
             }
             eprintln!("perfaux: error: {e}");

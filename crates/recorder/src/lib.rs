@@ -29,6 +29,8 @@
 //! finish, the ring's wakeup joins the drain loop's, and `drain`/`snapshot`
 //! treat it as the recorder's own.
 
+#![warn(missing_docs)]
+
 pub mod error;
 pub mod output;
 pub mod pmus;
