@@ -49,6 +49,11 @@ pub fn output_dir(path: &Path) -> &Path {
 impl FileOutput {
     /// Creates the temporary for `path`; returns it open for writing.
     pub fn create(path: &Path) -> Result<(Self, File)> {
+        if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
+            return Err(out_err(path, "cannot write the output")(io::Error::from(
+                io::ErrorKind::IsADirectory,
+            )));
+        }
         let dir = output_dir(path);
         let name = path
             .file_name()
@@ -215,6 +220,15 @@ mod tests {
                 .is_symlink()
         );
         assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 3);
+    }
+
+    #[test]
+    fn a_directory_is_not_an_output() {
+        let d = tempfile::tempdir().unwrap();
+        let e = FileOutput::create(d.path()).unwrap_err();
+        assert_eq!(e.io_kind(), Some(io::ErrorKind::IsADirectory));
+        assert!(e.to_string().starts_with(&d.path().display().to_string()));
+        assert!(d.path().is_dir());
     }
 
     #[test]
