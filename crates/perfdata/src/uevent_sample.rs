@@ -29,25 +29,11 @@ pub fn uevent_raw(type_: u32, data: &[u8]) -> Vec<u8> {
         data: RawData::new(data, &[]),
         sample_id: Default::default(),
     };
-    // No sample_id_all: the record is its header and the body alone.
+    // No sample_id_all: the body alone, without a trailer.
     let info = RecordParseInfo::new(&PerfEventAttr::default());
-    match rec.to_vec(&info, Endianness::Little) {
-        Ok(mut v) => {
-            v.drain(..8);
-            v
-        }
-        // Only a body over u16 record size fails; the caller's bound (a
-        // uevent payload is at most 4096 bytes) keeps it from happening,
-        // and the layout is simple enough to state again here.
-        Err(_) => {
-            let mut v = Vec::with_capacity(8 + data.len().next_multiple_of(8));
-            v.extend_from_slice(&type_.to_le_bytes());
-            v.extend_from_slice(&(data.len() as u32).to_le_bytes());
-            v.extend_from_slice(data);
-            v.resize(8 + data.len().next_multiple_of(8), 0);
-            v
-        }
-    }
+    let mut v = Vec::with_capacity(rec.body_len(&info));
+    rec.write_body(&info, Endianness::Little, &mut v);
+    v
 }
 
 /// The uevent type and payload in a sample's RAW data, or `None` if the
