@@ -3,7 +3,7 @@
 //! loaded machine (the minimum over many batches of 20000 calls filters out the batches another
 //! process preempted).
 //!
-//! `cargo run --release -p perfaux-swtrace --example hotpath -- <plain|none|paused|paused-tracked|traced|rdtsc> [timestamp_every]`
+//! `cargo run --release -p perfaux-swtrace --example hotpath -- <plain|none|paused|paused-tracked|traced|rdtsc> [full|entry|periodic:N]`
 //! (`paused`: the default pause, the thread not observed; `paused-tracked`: with `track_paused`)
 //! (`rdtsc`: the clock read alone, for the share of a traced call its two timestamps take)
 //!
@@ -14,7 +14,7 @@
 
 use std::hint::black_box;
 
-use perfaux_swtrace::{AuxRegion, Probe, WriterConfig, writer};
+use perfaux_swtrace::{AuxRegion, Probe, Timing, WriterConfig, writer};
 
 static PROBE: Probe = Probe::new("hotpath");
 
@@ -59,16 +59,17 @@ fn best_batch<F: Fn(u64) -> u64 + Copy>(f: F) -> (f64, f64, u64) {
 
 fn main() {
     let mode = std::env::args().nth(1).unwrap_or_else(|| "traced".into());
-    let every: u32 = std::env::args()
-        .nth(2)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1);
+    let timing_arg = std::env::args().nth(2).unwrap_or_else(|| "full".into());
+    let Some(timing) = Timing::parse(&timing_arg) else {
+        eprintln!("unknown timing {timing_arg}: full, entry, periodic:N");
+        std::process::exit(2);
+    };
     PROBE.id().expect("probe table lock");
     let mut aux = vec![0u8; 1 << 20];
     // SAFETY: `aux` outlives the writer, uninstalled at the end of main.
     let region = unsafe { AuxRegion::new(aux.as_mut_ptr(), aux.len()) }.expect("region");
     let mut cfg = WriterConfig::overwrite(region);
-    cfg.timestamp_every = every;
+    cfg.timing = timing;
     cfg.start_paused = mode.starts_with("paused");
     cfg.track_paused = mode == "paused-tracked";
     let with_writer = cfg.start_paused || mode == "traced";
@@ -88,8 +89,9 @@ fn main() {
         writer::uninstall().expect("uninstall");
     }
     println!(
-        "{mode} (timestamp_every {every}): best {best:.2} ns/call, uninstrumented {base:.2} \
+        "{mode} (timing {}): best {best:.2} ns/call, uninstrumented {base:.2} \
          ns/call, +{:.2} ns [{}]",
+        timing.name(),
         best - base,
         acc & 1
     );

@@ -72,7 +72,7 @@ pub use registry::{
     HookError, HookFn, HookTarget, lookup, probe_by_id, probe_table, set_hook, set_hook_handler,
 };
 pub use table::{ProbeInfo, ProbeTable, TableError};
-pub use writer::{AuxMode, AuxRegion, OnFull, WriterConfig, WriterError, WriterStatus};
+pub use writer::{AuxMode, AuxRegion, OnFull, Timing, WriterConfig, WriterError, WriterStatus};
 
 /// The unit tests' allocator: the system's, counting each thread's allocations, so that a
 /// test can show a path allocates nothing (writer/signal_tests.rs).

@@ -42,8 +42,8 @@ pub enum WriterError {
         /// The region's size.
         size: usize,
     },
-    /// `timestamp_every` is 0.
-    #[error("timestamp_every must be at least 1")]
+    /// [`Timing::Periodic`] with `every` 0.
+    #[error("timing: a timestamp every 0 packets (periodic timing needs at least 1)")]
     BadTimestampEvery,
     /// `sync_period` below the largest SYNC would make a stream of SYNCs.
     #[error("sync_period {0} is below the minimum of 128 bytes")]
@@ -126,11 +126,8 @@ pub struct WriterConfig {
     pub clock: ClockSource,
     /// Full-trace slow path.
     pub on_full: Option<OnFull>,
-    /// Read the clock for one ENTER/EXIT in this many (1: every packet). Like Intel PT's
-    /// timing packets, coarser timestamps trade precision for speed where the clock is slow
-    /// (BENCHMARKS.md: `rdtsc` costs ~30 ns on the test VM); the packets in between carry a
-    /// delta of 0, so a decoder shows them at the last measured time, as perf does for PT.
-    pub timestamp_every: u32,
+    /// Which ENTER/EXIT packets carry a timestamp ([`Timing::Full`] by default: every one).
+    pub timing: Timing,
     /// Follow calls while paused, so that the SYNC a resume writes names the calls opened
     /// meanwhile (see [`pause`](super::pause)). Off: a paused thread is not observed at all, and a paused
     /// call costs what a call with no writer costs (about 0.8 ns against 2.5 ns,
@@ -150,7 +147,7 @@ impl WriterConfig {
             start_paused: false,
             clock: ClockSource::default(),
             on_full: None,
-            timestamp_every: 1,
+            timing: Timing::Full,
             track_paused: false,
         }
     }
@@ -166,8 +163,53 @@ impl WriterConfig {
             start_paused: false,
             clock: ClockSource::default(),
             on_full,
-            timestamp_every: 1,
+            timing: Timing::Full,
             track_paused: false,
+        }
+    }
+}
+
+/// Which ENTER/EXIT packets read the clock, as Intel PT's MTC/CYC timing packets trade
+/// precision for speed: reading the TSC is most of a traced call's cost (BENCHMARKS.md). The
+/// packets without a reading are marked in the stream (format module doc, "Sparse timing"),
+/// and the decoder interpolates their times and flags them (`Event::Enter`'s `interpolated`).
+/// PAUSED, RESUMED, STOPPED, LOST and SYNC are always timed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Timing {
+    /// Every ENTER and EXIT timed: exact durations (the default).
+    #[default]
+    Full,
+    /// ENTERs timed, EXITs not: when each call began is exact, its return is interpolated.
+    EntryOnly,
+    /// One ENTER/EXIT in `every` timed (counting both), the others interpolated; `every` 1 is
+    /// [`Timing::Full`]. The cheapest mode.
+    Periodic {
+        /// Packets per timestamp (>= 1).
+        every: u32,
+    },
+}
+
+impl Timing {
+    /// The name of the mode for a config term (`full`, `entry`, `periodic:N`), as
+    /// [`Timing::parse`] reads it.
+    pub fn name(self) -> String {
+        match self {
+            Timing::Full => String::from("full"),
+            Timing::EntryOnly => String::from("entry"),
+            Timing::Periodic { every } => format!("periodic:{every}"),
+        }
+    }
+
+    /// Parses `full`, `entry` or `periodic:N` (N >= 1), for a PMU config term such as
+    /// `swtrace/timing=periodic:16/`.
+    pub fn parse(s: &str) -> Option<Timing> {
+        match s {
+            "full" => Some(Timing::Full),
+            "entry" => Some(Timing::EntryOnly),
+            _ => {
+                let every = s.strip_prefix("periodic:")?.parse().ok()?;
+                (every >= 1).then_some(Timing::Periodic { every })
+            }
         }
     }
 }

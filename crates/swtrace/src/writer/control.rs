@@ -6,12 +6,13 @@
 use std::ptr;
 use std::sync::atomic::Ordering::{Relaxed, Release};
 
-use super::config::{AuxMode, WriterConfig, WriterError, WriterStatus};
+use super::config::{AuxMode, Timing, WriterConfig, WriterError, WriterStatus};
 use super::lifetime::{existing, thread_trace};
 #[cfg(test)]
 use super::test_points::{Point, at_point};
 use super::thread::{
-    REQ_LIMIT, REQ_OBSERVE, REQ_PAUSE, REQ_RESUME, REQ_UNOBSERVE, TRACING, ThreadTrace,
+    REQ_LIMIT, REQ_OBSERVE, REQ_PAUSE, REQ_RESUME, REQ_UNOBSERVE, TIMING_SPARSE,
+    TIMING_UNTIMED_EXITS, TRACING, ThreadTrace,
 };
 use crate::clock::{self, ClockSource};
 use crate::format::{self, MAX_EVENT};
@@ -169,9 +170,12 @@ fn install_busy(tt: &'static ThreadTrace, config: WriterConfig) -> Result<(), Wr
     if config.sync_period < 128 {
         return Err(WriterError::BadSyncPeriod(config.sync_period));
     }
-    if config.timestamp_every == 0 {
-        return Err(WriterError::BadTimestampEvery);
-    }
+    let (ts_every, timing) = match config.timing {
+        Timing::Full | Timing::Periodic { every: 1 } => (1, 0),
+        Timing::EntryOnly => (1, TIMING_UNTIMED_EXITS | TIMING_SPARSE),
+        Timing::Periodic { every: 0 } => return Err(WriterError::BadTimestampEvery),
+        Timing::Periodic { every } => (every, TIMING_SPARSE),
+    };
     let size = config.region.size();
     let head = config.aux_head;
     let limit = match config.mode {
@@ -194,7 +198,8 @@ fn install_busy(tt: &'static ThreadTrace, config: WriterConfig) -> Result<(), Wr
     tt.fast_end.store(0, Relaxed);
     tt.last_ticks.store(0, Relaxed);
     tt.sync_period.store(u64::from(config.sync_period), Relaxed);
-    tt.ts_every.store(config.timestamp_every, Relaxed);
+    tt.ts_every.store(ts_every, Relaxed);
+    tt.timing.store(timing, Relaxed);
     tt.ts_countdown.store(0, Relaxed);
     tt.on_full
         .store(config.on_full.map_or(0, |f| f as usize), Relaxed);

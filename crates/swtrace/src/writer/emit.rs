@@ -8,7 +8,7 @@ use std::sync::atomic::compiler_fence;
 
 #[cfg(test)]
 use super::test_points::{Point, at_point};
-use super::thread::{PAUSED, TRACING, ThreadTrace};
+use super::thread::{PAUSED, TIMING_SPARSE, TIMING_UNTIMED_EXITS, TRACING, ThreadTrace};
 use crate::format::{self, MAX_EVENT};
 use crate::probe::{GUARD_LOST, GUARD_OBSERVED, OpenCall, Probe};
 
@@ -130,7 +130,7 @@ impl ThreadTrace {
     /// Everything else takes [`ThreadTrace::emit_event_general`].
     #[inline(always)]
     pub(super) fn emit_event(&self, id: u32) {
-        let now = self.event_ticks();
+        let now = self.event_ticks(id);
         let head = self.head.load(Relaxed);
         let last = self.last_ticks.load(Relaxed);
         let delta = now.saturating_sub(last);
@@ -159,24 +159,33 @@ impl ThreadTrace {
         }
     }
 
-    /// The clock reading for the next ENTER/EXIT: a fresh one every `timestamp_every` events,
-    /// else the last measured time (delta 0).
+    /// The clock reading for the next ENTER/EXIT (probe `id`, 0 for EXIT): a fresh one when
+    /// the timing mode times this packet (every packet in [`super::Timing::Full`]; ENTERs in
+    /// `EntryOnly`; one in `every` in `Periodic`), else the last time (delta 0, untimed). In
+    /// the sparse modes a fresh reading is at least one tick after the last, so that delta 0
+    /// always means untimed (format module doc, "Sparse timing").
     #[inline(always)]
-    pub(super) fn event_ticks(&self) -> u64 {
+    pub(super) fn event_ticks(&self, id: u32) -> u64 {
+        let timing = self.timing.load(Relaxed);
         let left = self.ts_countdown.load(Relaxed);
-        if left == 0 {
+        let last = self.last_ticks.load(Relaxed);
+        if left == 0 && (id != 0 || timing & TIMING_UNTIMED_EXITS == 0) {
             self.ts_countdown
                 .store(self.ts_every.load(Relaxed) - 1, Relaxed);
             self.now()
+                .max(last.saturating_add(u64::from(timing / TIMING_SPARSE)))
         } else {
-            self.ts_countdown.store(left - 1, Relaxed);
-            self.last_ticks.load(Relaxed)
+            self.ts_countdown.store(left.saturating_sub(1), Relaxed);
+            last
         }
     }
 
     /// Any ENTER/EXIT: SYNC or space due first, long ids and deltas, wrapping packets.
     #[inline(never)]
     pub(super) fn emit_event_general(&self, id: u32, now: u64) {
+        // Timed (a fresh reading, event_ticks) unless it repeats the last time; decided before
+        // a SYNC below moves the last time.
+        let timed = now > self.last_ticks.load(Relaxed);
         let mut head = self.head.load(Relaxed);
         if head >= self.fast_end.load(Relaxed) {
             match self.prepare_cold(head, now) {
@@ -188,10 +197,16 @@ impl ThreadTrace {
             }
         }
         let last = self.last_ticks.load(Relaxed);
-        let (packet, n) = format::pack_event(id, now.saturating_sub(last));
+        let mut delta = now.saturating_sub(last);
+        if timed {
+            // A SYNC just written may carry a reading later than `now`: a timed packet still
+            // says it is timed (delta >= 1 in the sparse modes).
+            delta = delta.max(u64::from(self.timing.load(Relaxed) / TIMING_SPARSE));
+        }
+        let (packet, n) = format::pack_event(id, delta);
         self.store_event(head, packet, n);
-        if now > last {
-            self.last_ticks.store(now, Relaxed);
+        if delta > 0 {
+            self.last_ticks.store(last + delta, Relaxed);
         }
         self.publish(head + n as u64);
     }

@@ -77,7 +77,7 @@
 //! hook-word load, a branch, and a test of the guard's flag bits on return. Paused: the same,
 //! since pausing clears the slot; with `track_paused` (or a shadow stack user) the busy section
 //! (a load and two stores of `busy`, a load of `pending`), one comparison of the mode, and the
-//! shadow stack push/pop, all inline. Tracing: read the clock (unless `timestamp_every` says
+//! shadow stack push/pop, all inline. Tracing: read the clock (unless [`Timing`] says
 //! to reuse the last reading), compare the head with
 //! `fast_end` (the next SYNC position and the limit in one), and when the delta is below 128
 //! ticks and the probe id below 128 (the common case) store the two-byte packet with one
@@ -112,7 +112,7 @@ mod thread;
 
 pub use crate::shadow::{Callchain, Frame};
 pub use config::{
-    AuxMode, AuxRegion, DEFAULT_SYNC_PERIOD, MIN_REGION, OnFull, WriterConfig, WriterError,
+    AuxMode, AuxRegion, DEFAULT_SYNC_PERIOD, MIN_REGION, OnFull, Timing, WriterConfig, WriterError,
     WriterStatus,
 };
 pub use control::{

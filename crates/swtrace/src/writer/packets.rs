@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::config::OnFull;
-use super::thread::ThreadTrace;
+use super::thread::{TIMING_SPARSE, ThreadTrace};
 use crate::clock::{self, ClockSource};
 use crate::format::{self, LostKind, MAX_EVENT, SyncHeader, TimeConv};
 
@@ -27,7 +27,7 @@ impl ThreadTrace {
             return None;
         }
         if need_sync {
-            // A fresh reading: `now` may be the last measured time (timestamp_every > 1).
+            // A fresh reading: `now` may be the last measured time (an untimed packet).
             self.write_lost_and_sync(now.max(self.now()));
         }
         Some(self.head.load(Relaxed))
@@ -89,6 +89,10 @@ impl ThreadTrace {
         let header = SyncHeader {
             flags: if self.clock_tsc.load(Relaxed) {
                 format::SYNC_FLAG_TSC
+            } else {
+                0
+            } | if self.timing.load(Relaxed) & TIMING_SPARSE != 0 {
+                format::SYNC_FLAG_UNTIMED
             } else {
                 0
             },

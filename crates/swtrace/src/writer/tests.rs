@@ -33,7 +33,7 @@ fn packets_across_the_region_end_decode_at_every_offset() {
         let mut cfg = WriterConfig::overwrite(region);
         cfg.aux_head = start;
         // Every packet carries delta 0 after the first: two-byte ENTER/EXIT.
-        cfg.timestamp_every = 1000;
+        cfg.timing = Timing::Periodic { every: 1000 };
         install(cfg).unwrap();
         for _ in 0..20 {
             let _g = WRAP.enter();

@@ -29,6 +29,12 @@ pub(super) const FULL: u8 = 1;
 pub(super) const PAUSED: u8 = 2;
 pub(super) const SHADOW_ONLY: u8 = 3;
 
+/// Timing bit: EXITs read no clock ([`super::Timing::EntryOnly`]).
+pub(super) const TIMING_UNTIMED_EXITS: u8 = 1;
+/// Timing bit: some ENTER/EXIT are untimed, so timed ones carry delta >= 1 and SYNCs say so
+/// (format module doc, "Sparse timing"). Also the least delta of a timed packet (`>> 1`).
+pub(super) const TIMING_SPARSE: u8 = 2;
+
 /// Pending request bits (set while busy, applied after the packet).
 pub(super) const REQ_PAUSE: u32 = 1;
 pub(super) const REQ_RESUME: u32 = 2;
@@ -42,11 +48,13 @@ pub(super) const REQ_UNOBSERVE: u32 = 16;
 /// stack's depth and innermost frames start the second (the order is checked by a test).
 #[repr(C, align(64))]
 pub(crate) struct ThreadTrace {
-    // Hot line: 4 x 1 + 4 x 4 + 5 x 8 = 60 bytes.
+    // Hot line: 5 x 1 + 4 x 4 + 5 x 8 = 61 bytes.
     pub(super) mode: AtomicU8,
     pub(super) busy: AtomicU8,
     pub(super) clock_tsc: AtomicBool,
     pub(super) installed: AtomicBool,
+    /// [`TIMING_UNTIMED_EXITS`] and [`TIMING_SPARSE`] bits.
+    pub(super) timing: AtomicU8,
     pub(super) epoch: AtomicU32,
     pub(super) pending: AtomicU32,
     pub(super) ts_countdown: AtomicU32,
@@ -106,6 +114,7 @@ impl ThreadTrace {
             last_ticks: AtomicU64::new(0),
             pending: AtomicU32::new(0),
             clock_tsc: AtomicBool::new(false),
+            timing: AtomicU8::new(0),
             ts_countdown: AtomicU32::new(0),
             ts_every: AtomicU32::new(1),
             shadow: ShadowStack::new(),
