@@ -150,7 +150,7 @@ pub fn read_pair_once() -> ClockPair {
     }
 }
 
-/// A tight pair: the first within [`TIGHT_TICKS`], else the tightest of [`PAIR_TRIES`]
+/// A tight pair: the first within [`TIGHT_TICKS`], else the tightest of 256
 /// (a thread pre-empted between the reads, on a busy machine, gets a wide bracket and
 /// tries again). Async-signal-safe.
 pub fn read_pair() -> ClockPair {

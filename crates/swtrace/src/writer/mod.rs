@@ -83,7 +83,7 @@
 //! ticks and the probe id below 128 (the common case) store the two-byte packet with one
 //! 2-byte store; anything else (a due SYNC, full-trace space, long ids or deltas, a packet
 //! that straddles the end of the region) takes an out-of-line general path, which builds the
-//! packet in a register ([`format::pack_event`]) and stores it with one unaligned 16-byte
+//! packet in a register ([`crate::format::pack_event`]) and stores it with one unaligned 16-byte
 //! store when it does not straddle the end. Only the packet's own bytes are meaningful: up to
 //! 15 bytes after the head are scratch (in full-trace mode they are within the granted space;
 //! in overwrite mode they are the oldest bytes, which a snapshot reader resyncs past anyway).
