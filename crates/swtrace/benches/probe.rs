@@ -1,12 +1,12 @@
 //! Cost of a traced call: uninstrumented baseline, no writer, paused, traced into an overwrite
-//! AUX area (TSC and CLOCK_MONOTONIC timestamps), the floor of any timestamped ENTER + EXIT
+//! AUX area (TSC and CLOCK_MONOTONIC timestamps, each timing mode beside the default), the floor of any timestamped ENTER + EXIT
 //! (two TSC reads and two 2-byte stores, nothing else), the two clocks alone, and decoding
 //! speed.
 
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use perfaux_swtrace::{AuxRegion, ClockSource, Probe, WriterConfig, clock, decode, writer};
+use perfaux_swtrace::{AuxRegion, ClockSource, Probe, Timing, WriterConfig, clock, decode, writer};
 
 static PROBE: Probe = Probe::new("bench_traced");
 
@@ -60,14 +60,14 @@ enum Start {
     PausedTracked,
 }
 
-fn with_writer(aux: &mut [u8], clock: ClockSource, start: Start, every: u32, f: impl FnOnce()) {
+fn with_writer(aux: &mut [u8], clock: ClockSource, start: Start, timing: Timing, f: impl FnOnce()) {
     // SAFETY: `aux` outlives the writer, uninstalled before this function returns.
     let region = unsafe { AuxRegion::new(aux.as_mut_ptr(), aux.len()) }.unwrap();
     let mut cfg = WriterConfig::overwrite(region);
     cfg.clock = clock;
     cfg.start_paused = start != Start::Tracing;
     cfg.track_paused = start == Start::PausedTracked;
-    cfg.timestamp_every = every;
+    cfg.timing = timing;
     writer::install(cfg).unwrap();
     f();
     writer::uninstall().unwrap();
@@ -88,31 +88,56 @@ fn calls(c: &mut Criterion) {
         b.iter(|| floor(black_box(7), &mut fl))
     });
     g.bench_function("traced fn, no writer", |b| b.iter(|| traced(black_box(7))));
-    with_writer(&mut aux, ClockSource::Tsc, Start::Paused, 1, || {
-        g.bench_function("traced fn, writer paused", |b| {
-            b.iter(|| traced(black_box(7)))
+    with_writer(
+        &mut aux,
+        ClockSource::Tsc,
+        Start::Paused,
+        Timing::Full,
+        || {
+            g.bench_function("traced fn, writer paused", |b| {
+                b.iter(|| traced(black_box(7)))
+            });
+        },
+    );
+    with_writer(
+        &mut aux,
+        ClockSource::Tsc,
+        Start::PausedTracked,
+        Timing::Full,
+        || {
+            g.bench_function("traced fn, writer paused, track_paused", |b| {
+                b.iter(|| traced(black_box(7)))
+            });
+        },
+    );
+    // The timing modes side by side (WriterConfig::timing), the default first.
+    for (name, timing) in [
+        ("traced fn, overwrite, tsc", Timing::Full),
+        ("traced fn, overwrite, tsc, timing=entry", Timing::EntryOnly),
+        (
+            "traced fn, overwrite, tsc, timing=periodic:16",
+            Timing::Periodic { every: 16 },
+        ),
+        (
+            "traced fn, overwrite, tsc, timing=periodic:256",
+            Timing::Periodic { every: 256 },
+        ),
+    ] {
+        with_writer(&mut aux, ClockSource::Tsc, Start::Tracing, timing, || {
+            g.bench_function(name, |b| b.iter(|| traced(black_box(7))));
         });
-    });
-    with_writer(&mut aux, ClockSource::Tsc, Start::PausedTracked, 1, || {
-        g.bench_function("traced fn, writer paused, track_paused", |b| {
-            b.iter(|| traced(black_box(7)))
-        });
-    });
-    with_writer(&mut aux, ClockSource::Tsc, Start::Tracing, 1, || {
-        g.bench_function("traced fn, overwrite, tsc", |b| {
-            b.iter(|| traced(black_box(7)))
-        });
-    });
-    with_writer(&mut aux, ClockSource::Tsc, Start::Tracing, 16, || {
-        g.bench_function("traced fn, overwrite, tsc every 16th packet", |b| {
-            b.iter(|| traced(black_box(7)))
-        });
-    });
-    with_writer(&mut aux, ClockSource::Monotonic, Start::Tracing, 1, || {
-        g.bench_function("traced fn, overwrite, monotonic", |b| {
-            b.iter(|| traced(black_box(7)))
-        });
-    });
+    }
+    with_writer(
+        &mut aux,
+        ClockSource::Monotonic,
+        Start::Tracing,
+        Timing::Full,
+        || {
+            g.bench_function("traced fn, overwrite, monotonic", |b| {
+                b.iter(|| traced(black_box(7)))
+            });
+        },
+    );
     g.finish();
 
     let mut g = c.benchmark_group("clock");

@@ -3,7 +3,9 @@
 //! perf prints one line per call: `comm tid [cpu] sec.nsec: ` then the call depth as 4 spaces
 //! per level (`+callindent`), then the symbol. Intel PT's PSB shows up as `psb offs: N`; the
 //! trace boundaries as `tr end` / `tr strt`, like perf's flags for TIP.PGD and TIP.PGE. With
-//! `returns` (perf's `--call-ret-trace`) returns get a line too, marked `return`.
+//! `returns` (perf's `--call-ret-trace`) returns get a line too, marked `return`. A call whose
+//! time the writer did not measure (sparse timing, `WriterConfig::timing`) shows its
+//! interpolated time as `~sec.nsec:`; the name stays the last field.
 
 use std::fmt::Write as _;
 
@@ -62,12 +64,14 @@ impl<'t> CallTrace<'t> {
         }
     }
 
-    fn prefix(&self, time: u64) -> String {
+    /// `approx`: the time was interpolated (sparse timing), shown as `~sec.nsec:`.
+    fn prefix(&self, time: u64, approx: bool) -> String {
         format!(
-            "{:>16} {:>6} [{:03}] {}.{:09}: ",
+            "{:>16} {:>6} [{:03}] {}{}.{:09}: ",
             self.options.comm,
             self.tid,
             self.options.cpu,
+            if approx { "~" } else { "" },
             time / 1_000_000_000,
             time % 1_000_000_000
         )
@@ -76,6 +80,16 @@ impl<'t> CallTrace<'t> {
     /// The line for `event`, or `None` when the options leave it out.
     pub fn line(&mut self, event: &Event) -> Option<String> {
         let indent = |depth: u32| " ".repeat(4 * depth.min(1024) as usize);
+        let approx = matches!(
+            event,
+            Event::Enter {
+                interpolated: true,
+                ..
+            } | Event::Exit {
+                interpolated: true,
+                ..
+            }
+        );
         let (time, body) = match event {
             Event::Sync {
                 offset, tid, time, ..
@@ -147,7 +161,7 @@ impl<'t> CallTrace<'t> {
             }
         };
         self.last_time = time;
-        Some(format!("{}{}", self.prefix(time), body))
+        Some(format!("{}{}", self.prefix(time, approx), body))
     }
 
     /// All lines for `events`, each ending in a newline.
@@ -202,24 +216,28 @@ mod tests {
                 id: 1,
                 depth: 0,
                 time: 24_001_058_784_629,
+                interpolated: false,
             },
             Event::Enter {
                 offset: 62,
                 id: 2,
                 depth: 1,
                 time: 24_001_058_784_629,
+                interpolated: false,
             },
             Event::Exit {
                 offset: 64,
                 id: Some(2),
                 depth: 1,
                 time: 24_001_058_784_838,
+                interpolated: false,
             },
             Event::Enter {
                 offset: 66,
                 id: 9,
                 depth: 1,
                 time: 24_001_058_785_046,
+                interpolated: false,
             },
             Event::Paused {
                 offset: 68,
@@ -273,6 +291,43 @@ mod tests {
         assert!(
             l.ends_with("0.000000005: lost 3 probe events (AUX area full)"),
             "{l}"
+        );
+    }
+
+    #[test]
+    fn interpolated_times_are_marked_and_the_name_stays_last() {
+        let t = table();
+        let mut ct = CallTrace::new(
+            &t,
+            CallTraceOptions {
+                returns: true,
+                ..Default::default()
+            },
+        );
+        let timed = ct
+            .line(&Event::Enter {
+                offset: 0,
+                id: 1,
+                depth: 0,
+                time: 1_000_000_005,
+                interpolated: false,
+            })
+            .unwrap();
+        let approx = ct
+            .line(&Event::Exit {
+                offset: 2,
+                id: Some(1),
+                depth: 0,
+                time: 1_000_000_007,
+                interpolated: true,
+            })
+            .unwrap();
+        assert!(timed.contains("] 1.000000005: "), "{timed}");
+        assert!(approx.contains("] ~1.000000007: return "), "{approx}");
+        assert_eq!(
+            approx.rsplit(' ').next(),
+            timed.rsplit(' ').next(),
+            "the probe's name is the last field of both"
         );
     }
 }

@@ -11,6 +11,8 @@
 //! `d` is matched by the EXIT at depth `d`. Calls the window saw open at its first SYNC but whose
 //! ids it does not know (the SYNC lists at most 16) exit with `id: None`.
 
+use std::collections::VecDeque;
+
 use crate::format::{self, LostKind, Packet, PacketError, SYNC_MAGIC, TimeConv};
 
 /// Why bytes were skipped.
@@ -53,6 +55,9 @@ pub enum Event {
         depth: u32,
         /// CLOCK_MONOTONIC ns.
         time: u64,
+        /// The writer did not time this packet (sparse timing): `time` is interpolated
+        /// between the timed packets around it (format module doc, "Sparse timing").
+        interpolated: bool,
     },
     /// A call returned.
     Exit {
@@ -64,6 +69,8 @@ pub enum Event {
         depth: u32,
         /// CLOCK_MONOTONIC ns.
         time: u64,
+        /// As for [`Event::Enter`].
+        interpolated: bool,
     },
     /// Tracing paused.
     Paused {
@@ -117,6 +124,12 @@ pub struct Decoder<'a> {
     synced: bool,
     skip_reason: SkipReason,
     queued: Option<Event>,
+    /// Since the last SYNC: ENTER/EXIT with delta 0 are untimed (SYNC_FLAG_UNTIMED).
+    sparse: bool,
+    /// Untimed events held back until the next timed one gives the end of their interval
+    /// (at most MAX_HELD), and events ready to return.
+    held: VecDeque<Event>,
+    ready: VecDeque<Event>,
     /// Open calls below `frames`, ids unknown.
     base: u64,
     frames: Vec<Option<u32>>,
@@ -180,6 +193,9 @@ impl<'a> Decoder<'a> {
             synced: false,
             skip_reason: SkipReason::NoSync,
             queued: None,
+            sparse: false,
+            held: VecDeque::new(),
+            ready: VecDeque::new(),
             base: 0,
             frames: Vec::new(),
             ticks: 0,
@@ -235,6 +251,7 @@ impl<'a> Decoder<'a> {
         self.ticks = s.ticks;
         self.conv = s.conv;
         self.tid = s.tid;
+        self.sparse = s.flags & format::SYNC_FLAG_UNTIMED != 0;
     }
 
     /// Scans for the next valid SYNC at or after `self.pos`.
@@ -283,19 +300,22 @@ impl<'a> Decoder<'a> {
     }
 }
 
-impl Iterator for Decoder<'_> {
-    type Item = Event;
+/// Most untimed events a decoder holds back waiting for the next timed one; beyond it they
+/// keep the time before them (bounded memory whatever the stream says).
+const MAX_HELD: usize = 4096;
 
-    fn next(&mut self) -> Option<Event> {
+impl Decoder<'_> {
+    /// The next event, times not yet interpolated, and whether it is an untimed ENTER/EXIT.
+    fn next_raw(&mut self) -> Option<(Event, bool)> {
         if let Some(e) = self.queued.take() {
-            return Some(e);
+            return Some((e, false));
         }
         loop {
             if self.pos >= self.bytes.len() {
                 return None;
             }
             if !self.synced {
-                return Some(self.resync());
+                return Some((self.resync(), false));
             }
             let at = self.pos;
             let offset = self.offset(at);
@@ -303,11 +323,14 @@ impl Iterator for Decoder<'_> {
                 Ok(p) => p,
                 Err(PacketError::Truncated { .. }) => {
                     self.pos = self.bytes.len();
-                    return Some(Event::Skipped {
-                        offset,
-                        bytes: (self.bytes.len() - at) as u64,
-                        reason: SkipReason::Truncated,
-                    });
+                    return Some((
+                        Event::Skipped {
+                            offset,
+                            bytes: (self.bytes.len() - at) as u64,
+                            reason: SkipReason::Truncated,
+                        },
+                        false,
+                    ));
                 }
                 Err(e) => {
                     self.lose_sync(SkipReason::Corrupt(e));
@@ -315,6 +338,7 @@ impl Iterator for Decoder<'_> {
                 }
             };
             self.pos = at + len;
+            let mut untimed = false;
             let event = match packet {
                 Packet::Pad => continue,
                 Packet::Sync(s) => {
@@ -327,6 +351,7 @@ impl Iterator for Decoder<'_> {
                     }
                 }
                 Packet::Enter { id, delta } => {
+                    untimed = self.sparse && delta == 0;
                     let time = self.advance(delta);
                     let depth = self.depth();
                     self.frames.push(Some(id));
@@ -335,9 +360,11 @@ impl Iterator for Decoder<'_> {
                         id,
                         depth,
                         time,
+                        interpolated: untimed,
                     }
                 }
                 Packet::Exit { delta } => {
+                    untimed = self.sparse && delta == 0;
                     let time = self.advance(delta);
                     let id = match self.frames.pop() {
                         Some(id) => id,
@@ -351,6 +378,7 @@ impl Iterator for Decoder<'_> {
                         id,
                         depth: self.depth(),
                         time,
+                        interpolated: untimed,
                     }
                 }
                 Packet::Paused { delta } => Event::Paused {
@@ -372,7 +400,74 @@ impl Iterator for Decoder<'_> {
                     time: self.advance(delta),
                 },
             };
-            return Some(event);
+            return Some((event, untimed));
+        }
+    }
+
+    /// Releases the held untimed events, spread evenly between their common start time and
+    /// `end` (the next timed event's time), or at their start time when there is no end.
+    fn release_held(&mut self, end: Option<u64>) {
+        let k = self.held.len() as u128;
+        for (i, mut e) in self.held.drain(..).enumerate() {
+            if let (Event::Enter { time, .. } | Event::Exit { time, .. }, Some(t1)) = (&mut e, end)
+                && t1 > *time
+            {
+                let t0 = u128::from(*time);
+                let step = (u128::from(t1) - t0) * (i as u128 + 1) / (k + 1);
+                *time = (t0 + step) as u64;
+            }
+            self.ready.push_back(e);
+        }
+    }
+}
+
+impl Event {
+    /// The event's CLOCK_MONOTONIC time (`None` for [`Event::Skipped`], which has none).
+    pub fn time(&self) -> Option<u64> {
+        match self {
+            Event::Sync { time, .. }
+            | Event::Enter { time, .. }
+            | Event::Exit { time, .. }
+            | Event::Paused { time, .. }
+            | Event::Resumed { time, .. }
+            | Event::Stopped { time, .. }
+            | Event::Lost { time, .. } => Some(*time),
+            Event::Skipped { .. } => None,
+        }
+    }
+}
+
+impl Iterator for Decoder<'_> {
+    type Item = Event;
+
+    fn next(&mut self) -> Option<Event> {
+        loop {
+            if let Some(e) = self.ready.pop_front() {
+                return Some(e);
+            }
+            match self.next_raw() {
+                Some((e, true)) => {
+                    self.held.push_back(e);
+                    if self.held.len() >= MAX_HELD {
+                        self.release_held(None);
+                    }
+                }
+                Some((e, false)) => {
+                    if !self.held.is_empty() {
+                        // Any timed event ends the interval, a SYNC too (its ticks are a fresh
+                        // reading); a skip (no time) comes first when the SYNC follows damaged
+                        // bytes, and releases them at their start time.
+                        self.release_held(e.time());
+                    }
+                    self.ready.push_back(e);
+                }
+                None => {
+                    if self.held.is_empty() {
+                        return None;
+                    }
+                    self.release_held(None);
+                }
+            }
         }
     }
 }

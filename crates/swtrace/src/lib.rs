@@ -6,10 +6,14 @@
 //!
 //! - [`format`](mod@format): the packet format, specified byte by byte (ENTER/EXIT, SYNC with the shadow
 //!   stack, PAUSED/RESUMED/STOPPED boundaries, LOST);
-//! - the runtime: [`probe`](mod@probe) (statics, guards, the [`probe!`], [`trace_fn!`] and [`traced!`]
-//!   macros), [`registry`] (ids, the probe table, hooks for counting events and `aux_action`
-//!   triggers), [`writer`] (the per-thread writer the core installs over an AUX region, with its
-//!   contract) and [`shadow`] (the per-thread shadow stack);
+//! - the runtime, in layers that import only downwards: [`probe`](mod@probe) (the statics and
+//!   the [`probe!`], [`trace_fn!`] and [`traced!`] macros) and [`shadow`] (the per-thread shadow
+//!   stack, [`writer::Frame`], [`writer::Callchain`]) at the bottom; above them [`registry`]
+//!   (ids, the probe table, hooks for counting events and `aux_action` triggers; the registry
+//!   sits above the probe as tracing-core's registry above its callsites) and [`writer`] (the
+//!   per-thread writer the core installs over an AUX region, with its contract); on top
+//!   [`guard`] ([`Probe::enter`] and the [`ProbeGuard`] whose drop marks the return), which
+//!   ties a probe to its thread's writer and to the registry;
 //! - the reader: [`decode`](mod@decode) (any window to events, resyncing at SYNC packets), [`table`] (the
 //!   probe table stored beside the trace) and [`calltrace`] (`perf script --call-trace` lines).
 //!
@@ -52,6 +56,7 @@ pub mod calltrace;
 pub mod clock;
 pub mod decode;
 pub mod format;
+pub mod guard;
 pub mod probe;
 pub mod registry;
 pub mod shadow;
@@ -61,12 +66,13 @@ pub mod writer;
 pub use calltrace::{CallTrace, CallTraceOptions};
 pub use clock::ClockSource;
 pub use decode::{Decoder, Event, SkipReason, decode, decode_chunks};
-pub use probe::{Probe, ProbeEvent, ProbeGuard, ProbeId};
+pub use guard::ProbeGuard;
+pub use probe::{Probe, ProbeEvent, ProbeId};
 pub use registry::{
     HookError, HookFn, HookTarget, lookup, probe_by_id, probe_table, set_hook, set_hook_handler,
 };
 pub use table::{ProbeInfo, ProbeTable, TableError};
-pub use writer::{AuxMode, AuxRegion, OnFull, WriterConfig, WriterError, WriterStatus};
+pub use writer::{AuxMode, AuxRegion, OnFull, Timing, WriterConfig, WriterError, WriterStatus};
 
 /// The unit tests' allocator: the system's, counting each thread's allocations, so that a
 /// test can show a path allocates nothing (writer/signal_tests.rs).

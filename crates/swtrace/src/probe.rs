@@ -6,11 +6,7 @@
 //! first entry of every probe takes the cold path once: it gets its id and joins the global
 //! table there, and picks up hooks that were asked for by name before it ever ran.
 
-use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::Relaxed};
-
-use crate::registry;
-use crate::writer::{self, ThreadTrace};
 
 /// Hook word bit: the probe was never entered (it may have no id yet, and its address is not
 /// known): the next entry takes the cold path.
@@ -112,69 +108,6 @@ impl Probe {
         self.addr.load(Relaxed)
     }
 
-    /// The probe's id, registering the probe if it never ran (`None` only if the probe table
-    /// stayed locked, see [`crate::registry`]).
-    pub fn id(&'static self) -> Option<ProbeId> {
-        match self.id.load(Relaxed) {
-            0 => registry::register(self, None),
-            id => Some(ProbeId(id)),
-        }
-    }
-
-    /// Enters the probe: the returned guard marks the return when dropped (also on early
-    /// return and unwinding). Keep the guard in a named binding (`let _g = ...`), not `_`.
-    #[inline(always)]
-    #[must_use = "the probe's call ends when the guard drops: bind it with `let _g = ...`"]
-    pub fn enter(&'static self) -> ProbeGuard {
-        let tt = writer::slot();
-        #[cfg(test)]
-        writer::at_point(writer::Point::ProbeSlotRead);
-        let hook = self.hook.load(Relaxed);
-        if hook != 0 {
-            return self.enter_cold(hook, current_ip());
-        }
-        if tt.is_null() {
-            return ProbeGuard::idle(self);
-        }
-        self.enter_observed(tt)
-    }
-
-    /// The paused/shadow-only path inline; the packet writing is out of line
-    /// (`ThreadTrace::trace_enter`), so the unobserved path stays small.
-    #[inline(always)]
-    fn enter_observed(&'static self, tt: *const ThreadTrace) -> ProbeGuard {
-        // SAFETY: a non-null slot points to this thread's live ThreadTrace (writer::slot's
-        // contract: the slot is cleared before the ThreadTrace is freed).
-        unsafe { &*tt }.enter(self, 0)
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn enter_cold(&'static self, hook: u32, ip: usize) -> ProbeGuard {
-        let mut hook = hook;
-        if hook & HOOK_UNREGISTERED != 0 {
-            if registry::register(self, Some(ip)).is_none() {
-                // Without an id there is nothing to write: this one entry goes unobserved.
-                return ProbeGuard::idle(self);
-            }
-            hook = self.hook.load(Relaxed);
-        }
-        let mut flags = 0;
-        if hook & HOOK_ON != 0 && registry::call_hook(self, ProbeEvent::Enter) {
-            flags |= GUARD_HOOKED;
-        }
-        // The hook may have installed, paused or removed this thread's writer: reload.
-        let tt = writer::slot();
-        if tt.is_null() {
-            return ProbeGuard {
-                flags,
-                ..ProbeGuard::idle(self)
-            };
-        }
-        // SAFETY: as in `enter`.
-        unsafe { &*tt }.enter(self, flags)
-    }
-
     #[inline(always)]
     pub(crate) fn current_id(&self) -> u32 {
         self.id.load(Relaxed)
@@ -189,76 +122,14 @@ pub(crate) const GUARD_HOOKED: u8 = 2;
 /// exit.
 pub(crate) const GUARD_LOST: u8 = 4;
 
-/// The open call of a probe; dropping it marks the return. Not `Send`: a call returns on the
-/// thread it was made on.
-#[derive(Debug)]
-pub struct ProbeGuard {
-    pub(crate) probe: &'static Probe,
+/// What an open call's guard keeps: its place on the thread's shadow stack, the stream
+/// (epoch) it belongs to, and the `GUARD_*` flags. The writer fills it on entry and reads it
+/// on return.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct OpenCall {
     pub(crate) depth: u32,
     pub(crate) epoch: u32,
     pub(crate) flags: u8,
-    pub(crate) _not_send: PhantomData<*const ()>,
-}
-
-impl ProbeGuard {
-    #[inline(always)]
-    pub(crate) fn idle(probe: &'static Probe) -> ProbeGuard {
-        ProbeGuard {
-            probe,
-            depth: 0,
-            epoch: 0,
-            flags: 0,
-            _not_send: PhantomData,
-        }
-    }
-}
-
-impl Drop for ProbeGuard {
-    #[inline(always)]
-    fn drop(&mut self) {
-        if self.flags != 0 {
-            self.drop_observed();
-        }
-    }
-}
-
-impl ProbeGuard {
-    #[inline(always)]
-    fn drop_observed(&mut self) {
-        if self.flags & (GUARD_OBSERVED | GUARD_LOST) != 0 {
-            // Not the slot: a pause may have cleared it since the entry, and this call's frame
-            // must still come off the shadow stack.
-            let tt = writer::thread_trace_ptr();
-            if !tt.is_null() {
-                // SAFETY: TRACE holds null or this thread's live ThreadTrace (its release
-                // clears TRACE before freeing it).
-                let t: &ThreadTrace = unsafe { &*tt };
-                t.exit(self);
-            }
-        }
-        if self.flags & GUARD_HOOKED != 0 {
-            registry::call_hook(self.probe, ProbeEvent::Exit);
-        }
-    }
-}
-
-/// An address inside the function this is inlined into.
-#[inline(always)]
-fn current_ip() -> usize {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let ip: usize;
-        // SAFETY: `lea` of the instruction pointer reads no memory and changes nothing but
-        // the output register.
-        unsafe {
-            core::arch::asm!("lea {}, [rip]", out(reg) ip, options(nomem, nostack, preserves_flags));
-        }
-        ip
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        0
-    }
 }
 
 /// The enclosing function's path from the `type_name` of a function item declared in it

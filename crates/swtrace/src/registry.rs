@@ -267,6 +267,17 @@ pub fn probe_by_id(id: ProbeId) -> Option<&'static Probe> {
     by_id::get(id.0)
 }
 
+impl Probe {
+    /// The probe's id, registering the probe if it never ran (`None` only if the probe table
+    /// stayed locked, see [`crate::registry`]).
+    pub fn id(&'static self) -> Option<ProbeId> {
+        match self.id.load(Relaxed) {
+            0 => register(self, None),
+            id => Some(ProbeId(id)),
+        }
+    }
+}
+
 /// Probes by id without the lock: chunk `k` holds ids `2^k .. 2^(k+1)`, allocated (under the
 /// registration lock) when its first id is given and never freed, so readers need only two
 /// acquire loads. A hand-written two-level table: no crate gives a lock-free, append-only,

@@ -15,7 +15,6 @@ use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64};
 
 use crate::format::MAX_SYNC_FRAMES;
 use crate::probe::{Probe, ProbeId};
-use crate::writer::{Callchain, Frame};
 
 /// Frames the shadow stack stores.
 pub const SHADOW_CAP: usize = 128;
@@ -121,4 +120,24 @@ impl ShadowStack {
             overflows: self.overflows.load(Relaxed),
         }
     }
+}
+
+/// One frame of a callchain built from the shadow stack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Frame {
+    /// The probe of the open call.
+    pub id: ProbeId,
+    /// An address inside the instrumented function (see [`Probe::addr`]).
+    pub addr: u64,
+}
+
+/// What [`crate::writer::callchain`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Callchain {
+    /// Open traced calls.
+    pub depth: u32,
+    /// Frames written to the caller's buffer, innermost first.
+    pub written: usize,
+    /// Calls that went deeper than the shadow stack's bound since it was reset.
+    pub overflows: u64,
 }

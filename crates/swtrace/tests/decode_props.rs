@@ -10,7 +10,7 @@ use proptest::prelude::*;
 
 fn sync_strategy() -> impl Strategy<Value = Sync> {
     (
-        0u8..=1,
+        0u8..=3,
         any::<u32>(),
         prop::collection::vec(1u32.., 0..=MAX_SYNC_FRAMES),
         0u32..1000,
@@ -189,13 +189,14 @@ fn corruption_mid_stream_is_skipped_up_to_the_next_sync() {
                 offset: 0,
                 tid: 7,
                 depth: 0,
-                time: 1000
+                time: 1000,
             },
             Event::Enter {
                 offset: 60,
                 id: 3,
                 depth: 0,
-                time: 1005
+                time: 1005,
+                interpolated: false,
             },
             Event::Skipped {
                 offset: bad_at as u64,
@@ -206,13 +207,14 @@ fn corruption_mid_stream_is_skipped_up_to_the_next_sync() {
                 offset: sync2_at as u64,
                 tid: 7,
                 depth: 1,
-                time: 2000
+                time: 2000,
             },
             Event::Exit {
                 offset: (sync2_at + 64) as u64,
                 id: Some(3),
                 depth: 0,
-                time: 2010
+                time: 2010,
+                interpolated: false,
             },
         ]
     );
@@ -257,7 +259,7 @@ fn tsc_times_convert_with_the_sync_anchor() {
             offset: 0,
             tid: 1,
             depth: 0,
-            time: 5_000_001_000
+            time: 5_000_001_000,
         }
     );
     assert!(matches!(
@@ -267,4 +269,155 @@ fn tsc_times_convert_with_the_sync_anchor() {
             ..
         }
     ));
+}
+
+/// ENTER/EXIT with delta 0 (untimed in a sparse stream) or 1.., and the always-timed
+/// packets, for the sparse-timing properties.
+fn sparse_packet_strategy() -> impl Strategy<Value = Packet> {
+    let delta = prop_oneof![Just(0u64), 1u64..1000];
+    prop_oneof![
+        Just(Packet::Pad),
+        (1u32..200, delta.clone()).prop_map(|(id, delta)| Packet::Enter { id, delta }),
+        delta.clone().prop_map(|delta| Packet::Exit { delta }),
+        (0u64..1000).prop_map(|delta| Packet::Paused { delta }),
+        (0u64..1000).prop_map(|delta| Packet::Resumed { delta }),
+        (1u64..5, 0u64..1000).prop_map(|(count, delta)| Packet::Lost {
+            kind: LostKind::Full,
+            count,
+            delta
+        }),
+    ]
+}
+
+/// What the format doc ("Sparse timing") says each event's (time, interpolated) is, with an
+/// identity conversion (ns = ticks), for the packets after a SYNC at `ticks`.
+fn sparse_model(ticks: u64, packets: &[Packet], sparse: bool) -> Vec<(u64, bool)> {
+    let mut t = ticks;
+    let mut out: Vec<(u64, bool)> = Vec::new();
+    let mut run: Vec<usize> = Vec::new();
+    let mut t0 = t;
+    for p in packets {
+        let delta = match p {
+            Packet::Pad => continue,
+            Packet::Enter { delta, .. } | Packet::Exit { delta } if sparse && *delta == 0 => {
+                if run.is_empty() {
+                    t0 = t;
+                }
+                run.push(out.len());
+                out.push((t, true));
+                continue;
+            }
+            Packet::Enter { delta, .. }
+            | Packet::Exit { delta }
+            | Packet::Paused { delta }
+            | Packet::Resumed { delta }
+            | Packet::Stopped { delta }
+            | Packet::Lost { delta, .. } => *delta,
+            Packet::Sync(_) => unreachable!("not generated"),
+        };
+        t += delta;
+        let k = run.len() as u64;
+        for (i, &at) in run.iter().enumerate() {
+            out[at].0 = t0 + (t - t0) * (i as u64 + 1) / (k + 1);
+        }
+        run.clear();
+        out.push((t, false));
+    }
+    out
+}
+
+fn sparse_stream(flags: u8, ticks: u64, packets: &[Packet]) -> Vec<u8> {
+    let sync = Sync {
+        flags,
+        tid: 1,
+        depth: 0,
+        first: 0,
+        frames: Vec::new(),
+        ticks,
+        conv: TimeConv::IDENTITY,
+    };
+    let mut all = vec![Packet::Sync(sync)];
+    all.extend(packets.iter().cloned());
+    all.iter().flat_map(encode_packet).collect()
+}
+
+fn time_and_flag(e: &Event) -> (u64, bool) {
+    match e {
+        Event::Enter {
+            time, interpolated, ..
+        }
+        | Event::Exit {
+            time, interpolated, ..
+        } => (*time, *interpolated),
+        other => (other.time().expect("no skips in these streams"), false),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// In a SYNC_FLAG_UNTIMED stream, exactly the ENTER/EXIT with delta 0 are flagged
+    /// interpolated; each gets `t0 + (t1 - t0) * i / (k + 1)` between the timed events around
+    /// its run (or `t0` when no timed event follows); timed events keep their exact times;
+    /// times never go back.
+    #[test]
+    fn untimed_packets_are_flagged_and_spread_between_timed_ones(
+        ticks in 0u64..1 << 40,
+        packets in prop::collection::vec(sparse_packet_strategy(), 0..60),
+    ) {
+        let bytes = sparse_stream(format::SYNC_FLAG_UNTIMED, ticks, &packets);
+        let events = decode(&bytes);
+        let starts_with_sync = matches!(events[0], Event::Sync { .. });
+        prop_assert!(starts_with_sync);
+        let got: Vec<(u64, bool)> = events[1..].iter().map(time_and_flag).collect();
+        prop_assert_eq!(&got, &sparse_model(ticks, &packets, true));
+        prop_assert!(got.windows(2).all(|w| w[0].0 <= w[1].0), "{:?}", got);
+    }
+
+    /// Without the flag, delta 0 is a real delta: nothing is interpolated (the full-timing
+    /// streams and those written before the flag decode as before).
+    #[test]
+    fn without_the_flag_delta_zero_is_an_exact_time(
+        ticks in 0u64..1 << 40,
+        packets in prop::collection::vec(sparse_packet_strategy(), 0..60),
+    ) {
+        let bytes = sparse_stream(0, ticks, &packets);
+        let got: Vec<(u64, bool)> = decode(&bytes)[1..].iter().map(time_and_flag).collect();
+        prop_assert_eq!(&got, &sparse_model(ticks, &packets, false));
+    }
+
+    /// Any window of a sparse stream decodes with the same guarantees, and the flag bit is
+    /// accepted by the SYNC parser in any combination with the TSC bit.
+    #[test]
+    fn sparse_windows_keep_the_invariants(
+        flags in 0u8..=3,
+        packets in prop::collection::vec(sparse_packet_strategy(), 0..60),
+    ) {
+        let bytes = sparse_stream(flags, 5, &packets);
+        let events = decode(&bytes);
+        let starts_with_sync = matches!(events[0], Event::Sync { .. });
+        prop_assert!(starts_with_sync);
+        for s in 0..bytes.len() {
+            let w: Vec<Event> = Decoder::with_offset(&bytes[s..], 0).collect();
+            check_invariants(&bytes[s..], &w);
+        }
+    }
+}
+
+/// More untimed packets in a row than the decoder holds back: memory stays bounded, and the
+/// ones past the bound keep the time before them, flagged.
+#[test]
+fn a_long_run_of_untimed_packets_is_bounded() {
+    let mut packets = vec![Packet::Enter { id: 1, delta: 0 }; 10_000];
+    packets.push(Packet::Exit { delta: 100 });
+    let bytes = sparse_stream(format::SYNC_FLAG_UNTIMED, 1000, &packets);
+    let events = decode(&bytes);
+    assert_eq!(events.len(), 10_002);
+    let got: Vec<(u64, bool)> = events[1..].iter().map(time_and_flag).collect();
+    assert!(got[..10_000].iter().all(|&(_, i)| i));
+    // The first 2 x 4096 were released at the bound with the time before them; the rest are
+    // spread up to the EXIT.
+    assert!(got[..8192].iter().all(|&(t, _)| t == 1000));
+    assert!(got[9999].0 > 1000 && got[9999].0 < 1100, "{:?}", got[9999]);
+    assert_eq!(got[10_000], (1100, false));
 }

@@ -6,7 +6,7 @@ use common::*;
 use perfaux_swtrace::decode::{Decoder, Event, SkipReason, decode};
 use perfaux_swtrace::format::{self, LostKind};
 use perfaux_swtrace::writer::{self, Frame};
-use perfaux_swtrace::{AuxMode, AuxRegion, Probe, ProbeId, WriterConfig, WriterError};
+use perfaux_swtrace::{AuxMode, AuxRegion, Probe, ProbeId, Timing, WriterConfig, WriterError};
 use proptest::prelude::*;
 
 static A: Probe = Probe::new("rt_a");
@@ -739,42 +739,85 @@ fn probes_without_a_writer_write_nothing_and_unwinding_closes_calls() {
     );
 }
 
-#[test]
-fn coarse_timestamps_repeat_the_last_time_between_clock_readings() {
+/// Traces 100 calls of A with `timing`; returns the decoded events.
+fn trace_with_timing(timing: Timing) -> Vec<Event> {
     let mut aux = vec![0u8; 1 << 16];
     // SAFETY: `aux` outlives the writer.
     let region = unsafe { AuxRegion::new(aux.as_mut_ptr(), aux.len()) }.unwrap();
     let mut cfg = WriterConfig::full_trace(region, None);
-    cfg.timestamp_every = 8;
+    cfg.timing = timing;
     cfg.sync_period = 4096;
     writer::install(cfg).unwrap();
     for _ in 0..100 {
         let _g = A.enter();
     }
     let end = writer::uninstall().unwrap().aux_head as usize;
-    let events = decode(&aux[..end]);
+    decode(&aux[..end])
+}
+
+/// (timed, interpolated) ENTER/EXIT events.
+fn timed_and_interpolated(events: &[Event]) -> (Vec<&Event>, Vec<&Event>) {
+    events
+        .iter()
+        .filter(|e| matches!(e, Event::Enter { .. } | Event::Exit { .. }))
+        .partition(|e| {
+            !matches!(
+                e,
+                Event::Enter {
+                    interpolated: true,
+                    ..
+                } | Event::Exit {
+                    interpolated: true,
+                    ..
+                }
+            )
+        })
+}
+
+#[test]
+fn periodic_timing_times_one_packet_in_n_and_interpolates_the_rest() {
+    let events = trace_with_timing(Timing::Periodic { every: 8 });
     assert_eq!(steps(&events).len(), 200);
     assert_times_monotonic(&events);
-    // Only every 8th ENTER/EXIT reads the clock: the others carry delta 0 (1 byte).
-    let times: Vec<u64> = events
+    // The first ENTER/EXIT of every 8 reads the clock; the others are flagged.
+    let (timed, interpolated) = timed_and_interpolated(&events);
+    assert_eq!(timed.len(), 200 / 8, "{events:?}");
+    assert_eq!(interpolated.len(), 200 - 200 / 8);
+    // Interpolated times are spread between the timed ones, not stuck at the last one.
+    let times: Vec<u64> = steps_times(&events);
+    let changes = times.windows(2).filter(|w| w[0] != w[1]).count();
+    assert!(changes > 200 / 8, "{changes} time changes: {times:?}");
+    let mut aux = vec![0u8; 1024];
+    let mut cfg0 = WriterConfig::overwrite(
+        // SAFETY: never installed (rejected).
+        unsafe { AuxRegion::new(aux.as_mut_ptr(), 1024) }.unwrap(),
+    );
+    cfg0.timing = Timing::Periodic { every: 0 };
+    assert_eq!(writer::install(cfg0), Err(WriterError::BadTimestampEvery));
+}
+
+#[test]
+fn entry_only_timing_times_every_entry_and_no_exit() {
+    let events = trace_with_timing(Timing::EntryOnly);
+    assert_eq!(steps(&events).len(), 200);
+    assert_times_monotonic(&events);
+    let (timed, interpolated) = timed_and_interpolated(&events);
+    assert!(timed.iter().all(|e| matches!(e, Event::Enter { .. })));
+    assert!(interpolated.iter().all(|e| matches!(e, Event::Exit { .. })));
+    assert_eq!((timed.len(), interpolated.len()), (100, 100));
+    // Full timing flags nothing.
+    let full = trace_with_timing(Timing::Full);
+    assert_eq!(timed_and_interpolated(&full).1.len(), 0);
+}
+
+fn steps_times(events: &[Event]) -> Vec<u64> {
+    events
         .iter()
         .filter_map(|e| match e {
             Event::Enter { time, .. } | Event::Exit { time, .. } => Some(*time),
             _ => None,
         })
-        .collect();
-    let changes = times.windows(2).filter(|w| w[0] != w[1]).count();
-    let syncs = events
-        .iter()
-        .filter(|e| matches!(e, Event::Sync { .. }))
-        .count();
-    assert!(changes <= 200 / 8 + syncs, "{changes} time changes");
-    let mut cfg0 = WriterConfig::overwrite(
-        // SAFETY: never installed (rejected).
-        unsafe { AuxRegion::new(aux.as_mut_ptr(), 1024) }.unwrap(),
-    );
-    cfg0.timestamp_every = 0;
-    assert_eq!(writer::install(cfg0), Err(WriterError::BadTimestampEvery));
+        .collect()
 }
 
 #[test]

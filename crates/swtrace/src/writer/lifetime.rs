@@ -28,14 +28,11 @@ use std::ptr;
 use std::sync::atomic::Ordering::{AcqRel, Acquire, SeqCst};
 use std::sync::atomic::{AtomicUsize, compiler_fence};
 
-use super::ThreadTrace;
 #[cfg(test)]
-use super::{Point, at_point};
+use super::test_points::{Point, at_point};
+use super::thread::{SLOT, ThreadTrace};
 
 thread_local! {
-    /// The writer slot: this thread's ThreadTrace while something observes the thread, else
-    /// null. No destructor, so reading it is one thread-local load.
-    pub(super) static SLOT: Cell<*const ThreadTrace> = const { Cell::new(ptr::null()) };
     /// This thread's ThreadTrace once created (whether observing or not); read by the control
     /// calls with one load, so that a signal handler calling them sees a consistent value.
     static TRACE: Cell<*const ThreadTrace> = const { Cell::new(ptr::null()) };

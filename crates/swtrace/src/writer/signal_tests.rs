@@ -5,8 +5,12 @@
 
 use std::cell::Cell;
 
+use std::ptr;
+
+use super::lifetime::{self, existing};
 use super::*;
 use crate::decode::{Event, decode};
+use crate::probe::Probe;
 
 static OUTER: Probe = Probe::new("sigtest_outer");
 static CALL: Probe = Probe::new("sigtest_call");

@@ -75,16 +75,7 @@ pub fn steps(events: &[Event]) -> Vec<Step> {
 pub fn assert_times_monotonic(events: &[Event]) {
     let mut last = 0;
     for e in events {
-        let t = match e {
-            Event::Sync { time, .. }
-            | Event::Enter { time, .. }
-            | Event::Exit { time, .. }
-            | Event::Paused { time, .. }
-            | Event::Resumed { time, .. }
-            | Event::Stopped { time, .. }
-            | Event::Lost { time, .. } => *time,
-            Event::Skipped { .. } => continue,
-        };
+        let Some(t) = e.time() else { continue };
         assert!(t >= last, "time went back from {last} to {t} at {e:?}");
         last = t;
     }

@@ -1,0 +1,153 @@
+//! The probe's hot path and its guard: [`Probe::enter`] (one slot load, one hook-word load, a
+//! branch) and [`ProbeGuard`], whose drop marks the return. The top of the runtime: it finds
+//! the thread's writer (`writer`) and, on a probe's first entry or a hooked one, the registry.
+
+use std::marker::PhantomData;
+use std::sync::atomic::Ordering::Relaxed;
+
+use crate::probe::{
+    GUARD_HOOKED, GUARD_LOST, GUARD_OBSERVED, HOOK_ON, HOOK_UNREGISTERED, OpenCall, Probe,
+    ProbeEvent,
+};
+use crate::registry;
+use crate::writer::{self, ThreadTrace};
+
+impl Probe {
+    /// Enters the probe: the returned guard marks the return when dropped (also on early
+    /// return and unwinding). Keep the guard in a named binding (`let _g = ...`), not `_`.
+    #[inline(always)]
+    #[must_use = "the probe's call ends when the guard drops: bind it with `let _g = ...`"]
+    pub fn enter(&'static self) -> ProbeGuard {
+        let tt = writer::slot();
+        #[cfg(test)]
+        writer::at_point(writer::Point::ProbeSlotRead);
+        let hook = self.hook.load(Relaxed);
+        if hook != 0 {
+            return self.enter_cold(hook, current_ip());
+        }
+        if tt.is_null() {
+            return ProbeGuard::idle(self);
+        }
+        self.enter_observed(tt)
+    }
+
+    /// The paused/shadow-only path inline; the packet writing is out of line
+    /// (`ThreadTrace::trace_enter`), so the unobserved path stays small.
+    #[inline(always)]
+    fn enter_observed(&'static self, tt: *const ThreadTrace) -> ProbeGuard {
+        // SAFETY: a non-null slot points to this thread's live ThreadTrace (writer::slot's
+        // contract: the slot is cleared before the ThreadTrace is freed).
+        ProbeGuard::new(self, unsafe { &*tt }.enter(self, 0))
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn enter_cold(&'static self, hook: u32, ip: usize) -> ProbeGuard {
+        let mut hook = hook;
+        if hook & HOOK_UNREGISTERED != 0 {
+            if registry::register(self, Some(ip)).is_none() {
+                // Without an id there is nothing to write: this one entry goes unobserved.
+                return ProbeGuard::idle(self);
+            }
+            hook = self.hook.load(Relaxed);
+        }
+        let mut flags = 0;
+        if hook & HOOK_ON != 0 && registry::call_hook(self, ProbeEvent::Enter) {
+            flags |= GUARD_HOOKED;
+        }
+        // The hook may have installed, paused or removed this thread's writer: reload.
+        let tt = writer::slot();
+        if tt.is_null() {
+            let call = OpenCall {
+                flags,
+                ..OpenCall::default()
+            };
+            return ProbeGuard::new(self, call);
+        }
+        // SAFETY: as in `enter`.
+        ProbeGuard::new(self, unsafe { &*tt }.enter(self, flags))
+    }
+}
+
+/// The open call of a probe; dropping it marks the return. Not `Send`: a call returns on the
+/// thread it was made on.
+#[derive(Debug)]
+pub struct ProbeGuard {
+    probe: &'static Probe,
+    depth: u32,
+    epoch: u32,
+    flags: u8,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl ProbeGuard {
+    #[inline(always)]
+    fn idle(probe: &'static Probe) -> ProbeGuard {
+        ProbeGuard::new(probe, OpenCall::default())
+    }
+
+    #[inline(always)]
+    fn new(probe: &'static Probe, call: OpenCall) -> ProbeGuard {
+        // Flat fields, not an OpenCall inside: the guard is built from registers, as when the
+        // writer built it (an embedded OpenCall measured four extra moves on the entry).
+        ProbeGuard {
+            probe,
+            depth: call.depth,
+            epoch: call.epoch,
+            flags: call.flags,
+            _not_send: PhantomData,
+        }
+    }
+}
+
+impl Drop for ProbeGuard {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if self.flags != 0 {
+            self.drop_observed();
+        }
+    }
+}
+
+impl ProbeGuard {
+    #[inline(always)]
+    fn drop_observed(&mut self) {
+        if self.flags & (GUARD_OBSERVED | GUARD_LOST) != 0 {
+            // Not the slot: a pause may have cleared it since the entry, and this call's frame
+            // must still come off the shadow stack.
+            let tt = writer::thread_trace_ptr();
+            if !tt.is_null() {
+                // SAFETY: TRACE holds null or this thread's live ThreadTrace (its release
+                // clears TRACE before freeing it).
+                let t: &ThreadTrace = unsafe { &*tt };
+                t.exit(OpenCall {
+                    depth: self.depth,
+                    epoch: self.epoch,
+                    flags: self.flags,
+                });
+            }
+        }
+        if self.flags & GUARD_HOOKED != 0 {
+            registry::call_hook(self.probe, ProbeEvent::Exit);
+        }
+    }
+}
+
+/// An address inside the function this is inlined into.
+#[inline(always)]
+fn current_ip() -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let ip: usize;
+        // SAFETY: `lea` of the instruction pointer reads no memory and changes nothing but
+        // the output register.
+        unsafe {
+            core::arch::asm!("lea {}, [rip]", out(reg) ip, options(nomem, nostack, preserves_flags));
+        }
+        ip
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        0
+    }
+}

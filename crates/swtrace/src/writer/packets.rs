@@ -1,0 +1,156 @@
+//! The cold packets: LOST and SYNC (with the clock anchor, refreshed every few ms), the
+//! PAUSED/RESUMED/STOPPED boundaries, and full-trace space (the core's [`OnFull`] slow path).
+
+use std::sync::atomic::Ordering::Relaxed;
+
+use super::config::OnFull;
+use super::thread::{TIMING_SPARSE, ThreadTrace};
+use crate::clock::{self, ClockSource};
+use crate::format::{self, LostKind, MAX_EVENT, SyncHeader, TimeConv};
+
+/// Ticks after which a SYNC re-measures its clock anchor (about 5 ms of TSC at 3 GHz).
+const ANCHOR_REFRESH_TICKS: u64 = 1 << 24;
+
+impl ThreadTrace {
+    /// Makes room for the next event (full-trace) and writes the due LOST and SYNC packets.
+    /// Returns the head to write the event at, or None when there is no space.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn prepare_cold(&self, head: u64, now: u64) -> Option<u64> {
+        let need_sync = head >= self.next_sync.load(Relaxed);
+        let needed = if need_sync {
+            (format::MAX_SYNC + 2 * format::MAX_LOST) as u64
+        } else {
+            0
+        } + MAX_EVENT as u64;
+        if !self.ensure_space(head, needed) {
+            return None;
+        }
+        if need_sync {
+            // A fresh reading: `now` may be the last measured time (an untimed packet).
+            self.write_lost_and_sync(now.max(self.now()));
+        }
+        Some(self.head.load(Relaxed))
+    }
+
+    /// True when `needed` bytes fit below the limit, asking the core's on_full if they do not.
+    pub(super) fn ensure_space(&self, head: u64, needed: u64) -> bool {
+        if head.saturating_add(needed) <= self.limit.load(Relaxed) {
+            return true;
+        }
+        let f = self.on_full.load(Relaxed);
+        if f != 0 {
+            // SAFETY: on_full holds either 0 or an `OnFull` fn pointer stored by `install`.
+            let on_full: OnFull = unsafe { std::mem::transmute::<usize, OnFull>(f) };
+            if let Some(limit) = on_full(head, needed) {
+                self.limit.store(limit, Relaxed);
+                self.update_fast_end();
+                if head.saturating_add(needed) <= limit {
+                    return true;
+                }
+            }
+        }
+        self.full_stopped.store(true, Relaxed);
+        self.update_mode();
+        false
+    }
+
+    /// Writes LOST for the drops not reported yet (the caller made room: 2 x MAX_LOST);
+    /// returns the head after them and the last timestamp. Does not publish the head.
+    pub(super) fn write_lost(&self, now: u64) -> (u64, u64) {
+        let mut head = self.head.load(Relaxed);
+        let mut last = self.last_ticks.load(Relaxed);
+        for (kind, lost, reported) in [
+            (LostKind::Nested, &self.lost_nested, &self.reported_nested),
+            (LostKind::Full, &self.lost_full, &self.reported_full),
+        ] {
+            let total = lost.load(Relaxed);
+            let done = reported.load(Relaxed);
+            if total != done {
+                let mut buf = [0u8; format::MAX_LOST];
+                let n = format::encode_lost(&mut buf, kind, total - done, now.saturating_sub(last));
+                self.store_bytes(head, &buf[..n]);
+                head += n as u64;
+                last = last.max(now);
+                reported.store(total, Relaxed);
+            }
+        }
+        (head, last)
+    }
+
+    /// Writes LOST for unreported drops, then a SYNC. Caller is in the busy section and made
+    /// room for both.
+    pub(super) fn write_lost_and_sync(&self, now: u64) {
+        let (mut head, last) = self.write_lost(now);
+        let conv = self.refresh_anchor(now);
+        let mut ids = [0u32; format::MAX_SYNC_FRAMES];
+        let (depth, first, n) = self.shadow.sync_frames(&mut ids);
+        let mut buf = [0u8; format::MAX_SYNC];
+        let header = SyncHeader {
+            flags: if self.clock_tsc.load(Relaxed) {
+                format::SYNC_FLAG_TSC
+            } else {
+                0
+            } | if self.timing.load(Relaxed) & TIMING_SPARSE != 0 {
+                format::SYNC_FLAG_UNTIMED
+            } else {
+                0
+            },
+            tid: self.tid,
+            depth,
+            first,
+            ticks: now.max(last),
+            conv,
+        };
+        let n = format::encode_sync(&mut buf, &header, &ids[..n]);
+        self.store_bytes(head, &buf[..n]);
+        head += n as u64;
+        self.last_ticks.store(now.max(last), Relaxed);
+        self.next_sync
+            .store(head + self.sync_period.load(Relaxed), Relaxed);
+        self.update_fast_end();
+        self.syncs.fetch_add(1, Relaxed);
+        self.publish(head);
+    }
+
+    pub(super) fn refresh_anchor(&self, now: u64) -> TimeConv {
+        if self.clock_tsc.load(Relaxed)
+            && now.wrapping_sub(self.conv_anchor_ticks.load(Relaxed)) > ANCHOR_REFRESH_TICKS
+        {
+            self.set_conv(clock::anchor(ClockSource::Tsc));
+        }
+        TimeConv {
+            anchor_ticks: self.conv_anchor_ticks.load(Relaxed),
+            anchor_ns: self.conv_anchor_ns.load(Relaxed),
+            mult: self.conv_mult.load(Relaxed),
+            shift: self.conv_shift.load(Relaxed),
+        }
+    }
+
+    pub(super) fn set_conv(&self, c: TimeConv) {
+        self.conv_anchor_ticks.store(c.anchor_ticks, Relaxed);
+        self.conv_anchor_ns.store(c.anchor_ns, Relaxed);
+        self.conv_mult.store(c.mult, Relaxed);
+        self.conv_shift.store(c.shift, Relaxed);
+    }
+
+    /// Writes a PAUSED/RESUMED/STOPPED packet (busy section held by the caller); false when
+    /// there was no space.
+    pub(super) fn write_boundary(&self, header: u8) -> bool {
+        let head = self.head.load(Relaxed);
+        if !self.full_stopped.load(Relaxed)
+            && head.saturating_add(format::MAX_BOUNDARY as u64) <= self.limit.load(Relaxed)
+        {
+            let now = self.now();
+            let last = self.last_ticks.load(Relaxed);
+            let mut buf = [0u8; format::MAX_BOUNDARY];
+            let n = format::encode_boundary(&mut buf, header, now.saturating_sub(last));
+            self.store_bytes(head, &buf[..n]);
+            self.last_ticks.store(now.max(last), Relaxed);
+            self.publish(head + n as u64);
+            true
+        } else {
+            false
+        }
+    }
+}

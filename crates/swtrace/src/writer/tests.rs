@@ -1,0 +1,88 @@
+//! The writer's own unit tests.
+
+use super::lifetime::existing;
+use super::*;
+use crate::decode::{Event, decode};
+use crate::format::LostKind;
+use crate::probe::Probe;
+use crate::shadow::ShadowStack;
+
+/// The layout the hot path relies on (ThreadTrace's doc): its fields in the first cache
+/// line, the shadow stack's depth at the start of the second.
+#[test]
+fn hot_fields_share_one_cache_line() {
+    use std::mem::offset_of;
+    assert_eq!(std::mem::align_of::<ThreadTrace>(), 64);
+    assert!(offset_of!(ThreadTrace, last_ticks) + 8 <= 64);
+    assert_eq!(offset_of!(ThreadTrace, shadow), 64);
+    assert_eq!(offset_of!(ShadowStack, depth), 0);
+}
+
+static WRAP: Probe = Probe::new("writer_wrap");
+
+/// Packets that straddle the end of an overwrite region (format doc: byte `p` of the
+/// stream is at `base[p & (size - 1)]`) decode as the same events wherever they land,
+/// including the two-byte fast path's last byte (offset size - 1).
+#[test]
+fn packets_across_the_region_end_decode_at_every_offset() {
+    WRAP.id().unwrap();
+    for start in 120..200u64 {
+        let mut aux = vec![0u8; MIN_REGION];
+        // SAFETY: `aux` outlives the writer, uninstalled below.
+        let region = unsafe { AuxRegion::new(aux.as_mut_ptr(), aux.len()) }.unwrap();
+        let mut cfg = WriterConfig::overwrite(region);
+        cfg.aux_head = start;
+        // Every packet carries delta 0 after the first: two-byte ENTER/EXIT.
+        cfg.timing = Timing::Periodic { every: 1000 };
+        install(cfg).unwrap();
+        for _ in 0..20 {
+            let _g = WRAP.enter();
+        }
+        let end = uninstall().unwrap().aux_head;
+        assert!(
+            end - start < MIN_REGION as u64,
+            "the stream fits the region"
+        );
+        let stream: Vec<u8> = (start..end)
+            .map(|p| aux[(p & (MIN_REGION as u64 - 1)) as usize])
+            .collect();
+        let events = decode(&stream);
+        let id = WRAP.id().unwrap().0;
+        let calls = events
+            .iter()
+            .filter(|e| matches!(e, Event::Enter { id: i, .. } if *i == id))
+            .count();
+        let exits = events
+            .iter()
+            .filter(|e| matches!(e, Event::Exit { id: Some(i), .. } if *i == id))
+            .count();
+        assert_eq!((calls, exits), (20, 20), "start {start}: {events:?}");
+        assert!(matches!(events.last(), Some(Event::Stopped { .. })));
+    }
+}
+
+#[test]
+fn uninstall_reports_unreported_drops_before_stopped() {
+    let mut aux = vec![0u8; 1024];
+    // SAFETY: `aux` outlives the writer, uninstalled below.
+    let region = unsafe { AuxRegion::new(aux.as_mut_ptr(), aux.len()) }.unwrap();
+    install(WriterConfig::full_trace(region, None)).unwrap();
+    let tt = existing().unwrap();
+    // As a signal handler hitting a busy writer three times would.
+    for _ in 0..3 {
+        tt.count_lost_nested();
+    }
+    let end = uninstall().unwrap().aux_head as usize;
+    let events = decode(&aux[..end]);
+    assert!(matches!(events[0], Event::Sync { .. }));
+    assert!(matches!(
+        events[1],
+        Event::Lost {
+            kind: LostKind::Nested,
+            count: 3,
+            ..
+        }
+    ));
+    assert!(matches!(events[2], Event::Stopped { .. }));
+    assert_eq!(events.len(), 3);
+}
