@@ -45,14 +45,16 @@ impl From<perfaux_abi::attr::AttrCopyError> for Error {
 /// The result type of the core's entry points.
 pub type Result<T> = std::result::Result<T, Error>;
 
-/// Shorthands for the errno values the core returns.
-pub(crate) fn einval(reason: &'static str) -> Error {
+/// `EINVAL` for the rule `reason`.
+pub fn einval(reason: &'static str) -> Error {
     Error::new(errno::EINVAL, reason)
 }
-pub(crate) fn eopnotsupp(reason: &'static str) -> Error {
+/// `EOPNOTSUPP` for the rule `reason`.
+pub fn eopnotsupp(reason: &'static str) -> Error {
     Error::new(errno::EOPNOTSUPP, reason)
 }
-pub(crate) fn enoent(reason: &'static str) -> Error {
+/// `ENOENT` ("not this PMU's event" in `event_init`) for the rule `reason`.
+pub fn enoent(reason: &'static str) -> Error {
     Error::new(errno::ENOENT, reason)
 }
 pub(crate) fn ebadf(reason: &'static str) -> Error {

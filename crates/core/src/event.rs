@@ -231,7 +231,7 @@ impl Event {
     }
 
     /// Whether `attr.flags` has `f`.
-    pub(crate) fn flag(&self, f: AttrFlags) -> bool {
+    pub fn flag(&self, f: AttrFlags) -> bool {
         self.attr.flags.contains(f)
     }
 
@@ -250,6 +250,32 @@ impl Event {
     pub fn count(&self) -> u64 {
         self.pmu.read(self);
         self.hw.count.load(Ordering::Relaxed)
+    }
+
+    /// Adds `delta` to the count (`local64_add(delta, &event->count)`),
+    /// for a PMU's `read` or its overflow path.
+    #[inline]
+    pub fn add_count(&self, delta: u64) {
+        self.hw.count.fetch_add(delta, Ordering::Relaxed);
+    }
+
+    /// Sets `hw.last_period`, the period the next sample reports.
+    #[inline]
+    pub fn set_last_period(&self, period: u64) {
+        self.hw.last_period.store(period, Ordering::Relaxed);
+    }
+
+    /// The event's ring buffer (`event->rb`), if mapped. Lock-free and
+    /// async-signal-safe; the buffer stays valid while `self` lives.
+    #[inline]
+    pub fn buffer(&self) -> Option<&Buffer> {
+        self.rb.load()
+    }
+
+    /// The event's ring buffer, as a counted reference that outlives a
+    /// `munmap` (not for signal handlers).
+    pub fn buffer_arc(&self) -> Option<Arc<Buffer>> {
+        self.rb.get()
     }
 
     /// The event's counters.
@@ -285,7 +311,9 @@ impl Event {
         self.aux_event.get()
     }
 
-    pub(crate) fn arc(&self) -> Arc<Event> {
+    /// The event as a counted reference (it is only ever reached through
+    /// one).
+    pub fn arc(&self) -> Arc<Event> {
         self.weak_self
             .upgrade()
             .expect("an event is only reached through a live Arc")
@@ -340,7 +368,7 @@ impl Event {
     /// Whether the event observes the thread `tid` running on `cpu`
     /// (`event_filter_match` plus the task context).
     #[inline]
-    pub(crate) fn observes(&self, tid: i32, cpu: i32) -> bool {
+    pub fn observes(&self, tid: i32, cpu: i32) -> bool {
         (self.cpu == -1 || self.cpu == cpu)
             && match self.target {
                 Target::Thread(t) => t == tid,

@@ -322,13 +322,34 @@ mod tests {
         assert_eq!(perf_calculate_period(1000, 1_000_000_000, 1), 1);
     }
 
+    /// A counting PMU that accepts every event of its type: the core's own
+    /// tests hold no driver.
+    struct CountingPmu;
+
+    impl crate::pmu::Pmu for CountingPmu {
+        fn name(&self) -> &'static str {
+            "overflow_test"
+        }
+        fn capabilities(&self) -> crate::pmu::PmuCaps {
+            crate::pmu::PmuCaps::NO_NMI
+        }
+        fn event_init(&self, event: &Event) -> Result<crate::pmu::PmuPrivate> {
+            if event.attr().type_ != event.pmu_type() {
+                return Err(crate::error::enoent("not an overflow_test event"));
+            }
+            Ok(Box::new(()))
+        }
+        fn start(&self, _event: &Event, _flags: u32) {}
+        fn stop(&self, _event: &Event, _flags: u32) {}
+    }
+
     #[test]
     fn frequency_event_converges_to_its_period() {
         use crate::open::perf_event_open_attr;
-        use crate::pmus::UEVENT_TYPE;
         use perfaux_abi::attr::PerfEventAttr;
+        let type_ = crate::registry::perf_pmu_register(std::sync::Arc::new(CountingPmu));
         let mut a = PerfEventAttr {
-            type_: UEVENT_TYPE,
+            type_,
             size: perfaux_abi::consts::PERF_ATTR_SIZE_VER8,
             config: 900,
             ..Default::default()

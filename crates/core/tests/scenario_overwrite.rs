@@ -4,8 +4,8 @@
 
 use perfaux_abi::attr::{AttrFlags, PerfEventAttr};
 use perfaux_abi::consts::*;
-use perfaux_core::pmus::SWTRACE_TYPE;
 use perfaux_core::{Prot, Target, page_size, perf_event_open_attr};
+use perfaux_pmus::SWTRACE_TYPE;
 use perfaux_swtrace::decode;
 
 fn step(i: u64) -> u64 {
@@ -19,6 +19,7 @@ fn marker() {
 
 #[test]
 fn flight_recorder_snapshot_holds_the_newest_calls() {
+    perfaux_pmus::register();
     let mut attr = PerfEventAttr {
         type_: SWTRACE_TYPE,
         size: PERF_ATTR_SIZE_VER8,

@@ -10,12 +10,12 @@ use perfaux_abi::Endianness;
 use perfaux_abi::attr::{AttrFlags, AuxAction, PerfEventAttr};
 use perfaux_abi::consts::*;
 use perfaux_abi::errno::*;
-use perfaux_core::pmus::{PROBE_TYPE, SWTRACE_TYPE, UEVENT_AUX_TYPE, UEVENT_TYPE};
 use perfaux_core::registry::perf_pmu_register;
 use perfaux_core::{
     Event, EventFd, Pmu, PmuCaps, Prot, Result, Target, page_size, perf_event_open,
     perf_event_open_attr, perf_uevent, perfaux_uevent,
 };
+use perfaux_pmus::{PROBE_TYPE, SWTRACE_TYPE, UEVENT_AUX_TYPE, UEVENT_TYPE};
 
 fn attr(type_: u32, config: u64) -> PerfEventAttr {
     PerfEventAttr {
@@ -54,7 +54,7 @@ fn probe_cfg() -> u64 {
         let _g = perfaux_swtrace::probe!("vt_probe");
     }
     here();
-    perfaux_core::pmus::probe::resolve_probe("vt_probe")
+    perfaux_pmus::probe::resolve_probe("vt_probe")
 }
 
 fn uevent_aux_leader() -> EventFd {
@@ -997,6 +997,7 @@ fn c_uevent(type_: u32, size: u32, null: bool, flags: u64) -> i32 {
 
 #[test]
 fn every_rule_gives_the_kernels_errno() {
+    perfaux_pmus::register();
     let mut failures = Vec::new();
     let rows = rows();
     for (rule, want, case) in &rows {
@@ -1024,6 +1025,7 @@ fn every_rule_gives_the_kernels_errno() {
 
 #[test]
 fn valid_configurations_open() {
+    perfaux_pmus::register();
     // The positive counterparts of the rows above: each opens.
     let (l, _m) = trace_leader(true);
     let mut pause = sampling(PROBE_TYPE, probe_cfg());
@@ -1046,7 +1048,7 @@ fn valid_configurations_open() {
     drop(sp);
     open(&attr(
         SWTRACE_TYPE,
-        perfaux_core::pmus::swtrace::CONFIG_TRACK_PAUSED,
+        perfaux_pmus::swtrace::CONFIG_TRACK_PAUSED,
     ))
     .unwrap();
 

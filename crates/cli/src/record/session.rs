@@ -96,6 +96,7 @@ fn mmap_err(area: &str, e: &perfaux_core::Error) -> String {
 impl Session<'_> {
     /// Opens every event for thread `tid` and maps its buffer.
     fn open_thread(&self, tid: i32) -> Result<ThreadEvents, CliError> {
+        perfaux_pmus::register();
         let evs = &self.cfg.events;
         let mut fds: Vec<EventFd> = Vec::with_capacity(evs.len());
         for (i, ev) in evs.iter().enumerate() {

@@ -5,8 +5,8 @@
 use perfaux_abi::PerfEventHeader;
 use perfaux_abi::attr::{AttrFlags, PerfEventAttr};
 use perfaux_abi::consts::*;
-use perfaux_core::pmus::SWTRACE_TYPE;
 use perfaux_core::{EventFd, Mmap, Prot, Target, page_size, perf_event_open_attr};
+use perfaux_pmus::SWTRACE_TYPE;
 
 pub fn attr(type_: u32, config: u64) -> PerfEventAttr {
     PerfEventAttr {

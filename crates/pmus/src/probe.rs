@@ -21,12 +21,12 @@ use perfaux_abi::consts::PERF_SAMPLE_CALLCHAIN;
 use perfaux_swtrace::writer::{self, Frame};
 use perfaux_swtrace::{HookTarget, ProbeEvent, ProbeId};
 
-use crate::error::{Result, enoent};
-use crate::event::{Event, EventState};
-use crate::overflow::perf_swevent_event;
-use crate::pmu::{Pmu, PmuCaps, PmuPrivate, ef};
-use crate::sample::SampleData;
-use crate::{remote, thread};
+use perfaux_core::error::{Result, enoent};
+use perfaux_core::event::{Event, EventState};
+use perfaux_core::overflow::perf_swevent_event;
+use perfaux_core::pmu::{Pmu, PmuCaps, PmuPrivate, ef};
+use perfaux_core::sample::SampleData;
+use perfaux_core::{remote, thread};
 
 /// Config values from [`resolve_probe`] for names not yet registered carry
 /// this bit; the low 32 bits index the name table.
@@ -232,10 +232,8 @@ fn count(ev: &Event, id: ProbeId, st: &ProbeState) {
         count_with_callchain(ev, ip);
         return;
     }
-    let mut data = SampleData {
-        ip,
-        ..Default::default()
-    };
+    let mut data = SampleData::default();
+    data.ip = ip;
     perf_swevent_event(ev, 1, &mut data);
 }
 
@@ -252,10 +250,8 @@ fn count_with_callchain(ev: &Event, ip: u64) {
     for (i, f) in frames[..cc.written].iter().enumerate() {
         ips[i] = f.addr;
     }
-    let mut data = SampleData {
-        ip,
-        callchain: &ips[..cc.written],
-        ..Default::default()
-    };
+    let mut data = SampleData::default();
+    data.ip = ip;
+    data.callchain = &ips[..cc.written];
     perf_swevent_event(ev, 1, &mut data);
 }
