@@ -131,10 +131,15 @@ pub struct EventCounters {
 /// A snapshot of an event's counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CountersSnapshot {
+    /// [`EventCounters::samples`].
     pub samples: u64,
+    /// [`EventCounters::lost`].
     pub lost: u64,
+    /// [`EventCounters::aux_samples_empty`].
     pub aux_samples_empty: u64,
+    /// [`EventCounters::dropped_pause`].
     pub dropped_pause: u64,
+    /// [`EventCounters::dropped_resume`].
     pub dropped_resume: u64,
 }
 

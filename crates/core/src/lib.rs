@@ -1,6 +1,7 @@
 //! perfaux-core: the perf core in user space (what kernel/events/core.c
 //! does for the AUX area), with software PMUs that trace real execution.
 #![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
 
 pub mod aux;
 pub mod buffer;

@@ -15,6 +15,8 @@
 //! A program calls [`register`] once before its first `perf_event_open`,
 //! as the kernel runs its PMU initcalls before the first event.
 
+#![warn(missing_docs)]
+
 use std::sync::{Arc, Once};
 
 use perfaux_abi::consts::PERF_TYPE_SOFTWARE;
