@@ -18,7 +18,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use perfaux_abi::attr::{AttrFlags, AuxAction, PerfEventAttr};
+use perfaux_abi::attr::{AttrBuilder, AttrFlags, AuxAction, PerfEventAttr};
 use perfaux_abi::consts::*;
 use perfaux_core::SampleData;
 use perfaux_core::overflow::perf_swevent_event;
@@ -49,13 +49,7 @@ fn sample_point_peer() {
 }
 
 fn attr(type_: u32, config: u64) -> PerfEventAttr {
-    PerfEventAttr {
-        type_,
-        size: PERF_ATTR_SIZE_VER8,
-        config,
-        flags: AttrFlags::DISABLED,
-        ..Default::default()
-    }
+    AttrBuilder::new(type_, config).build()
 }
 
 /// A trace event on this thread with an overwrite AUX area of 64 KiB and a

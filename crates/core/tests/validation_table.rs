@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use perfaux_abi::Endianness;
-use perfaux_abi::attr::{AttrFlags, AuxAction, PerfEventAttr};
+use perfaux_abi::attr::{AttrBuilder, AttrFlags, AuxAction, PerfEventAttr};
 use perfaux_abi::consts::*;
 use perfaux_abi::errno::*;
 use perfaux_core::registry::perf_pmu_register;
@@ -18,13 +18,7 @@ use perfaux_core::{
 use perfaux_pmus::{PROBE_TYPE, SWTRACE_TYPE, UEVENT_AUX_TYPE, UEVENT_TYPE};
 
 fn attr(type_: u32, config: u64) -> PerfEventAttr {
-    PerfEventAttr {
-        type_,
-        size: PERF_ATTR_SIZE_VER8,
-        config,
-        flags: AttrFlags::DISABLED,
-        ..Default::default()
-    }
+    AttrBuilder::new(type_, config).build()
 }
 
 fn me() -> Target {
