@@ -25,9 +25,9 @@ pub mod thread;
 pub mod uevent;
 mod wire;
 
+pub use control::EventFd;
 pub use error::{Error, Result};
 pub use event::{CountersSnapshot, Event, EventState, Target, WeakEvent};
-pub use fd::EventFd;
 pub use mmap::{Mmap, Prot, page_size};
 pub use open::{perf_event_open, perf_event_open_attr};
 pub use pmu::{Pmu, PmuCaps, ef};

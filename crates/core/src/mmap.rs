@@ -20,9 +20,9 @@ use perfaux_ring::{
 };
 
 use crate::buffer::{AuxArea, Buffer};
+use crate::control::EventFd;
 use crate::error::{Error, Result, einval, eopnotsupp};
 use crate::event::Event;
-use crate::fd::EventFd;
 
 /// `mmap(2)` protection and sharing, as far as perf cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,7 +121,7 @@ fn perf_mmap_data(event: &Arc<Event>, nr_pages: usize, prot: Prot) -> Result<Mma
             },
         });
     }
-    let locked = crate::mlock::check(nr_pages as u64)?;
+    let locked = crate::mlock::check(nr_pages as u64, page_size() as u64)?;
     let layout = RingLayout::new(data_pages, 0).map_err(ring_err)?;
     let mem = Arc::new(RingMemory::heap(layout).map_err(ring_err)?);
     let wakeup = Arc::new(Wakeup::new());
@@ -226,7 +226,7 @@ fn perf_mmap_aux(event: &Arc<Event>, pgoff: u64, nr_pages: usize, prot: Prot) ->
             kind: Kind::Aux { reader },
         });
     }
-    let locked = crate::mlock::check(nr_pages as u64)?;
+    let locked = crate::mlock::check(nr_pages as u64, page_size() as u64)?;
     // rb_alloc_aux
     if !event.has_aux() {
         return Err(eopnotsupp(

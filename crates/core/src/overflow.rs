@@ -17,10 +17,12 @@ use perfaux_ring::protocol::{Local, Rmw, Smp};
 
 use crate::error::{Result, einval};
 use crate::event::{Event, EventState};
-use crate::open::MAX_SAMPLE_RATE;
 use crate::output::perf_output;
 use crate::pmu::ef;
 use crate::sample::{SampleData, SampleId, perf_output_sample, perf_prepare_sample};
+
+/// `sysctl_perf_event_sample_rate`'s default (`DEFAULT_MAX_SAMPLE_RATE`).
+pub const MAX_SAMPLE_RATE: u64 = 100_000;
 
 /// `TICK_NSEC` for HZ=250: the window in which a frequency event's period
 /// is adjusted per interrupt.

@@ -13,7 +13,7 @@ use std::any::Any;
 
 use perfaux_abi::ByteSink;
 
-use crate::aux::AuxArea;
+use crate::buffer::AuxArea;
 use crate::error::{Result, eopnotsupp};
 use crate::event::Event;
 
