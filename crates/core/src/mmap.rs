@@ -269,7 +269,7 @@ fn perf_mmap_aux(event: &Arc<Event>, pgoff: u64, nr_pages: usize, prot: Prot) ->
     let aux_priv = event
         .pmu
         .setup_aux(event, &area, overwrite)
-        .map_err(|e| Error::new(errno::ENOMEM, e.reason))?;
+        .map_err(|e| Error::with_cause(errno::ENOMEM, e.reason, e))?;
     let _ = area.aux_priv.set(aux_priv);
     // The reader before the charge: nothing may fail after it.
     let reader = AuxMmap::new(mem).map_err(ring_err)?;
@@ -288,7 +288,7 @@ fn ring_err(e: perfaux_ring::RingError) -> Error {
         perfaux_ring::RingError::Os { errno, .. } => errno,
         _ => errno::EINVAL,
     };
-    Error::new(errno, "perf buffer memory refused the layout")
+    Error::with_cause(errno, "perf buffer memory refused the layout", e)
 }
 
 impl Mmap {

@@ -144,7 +144,7 @@ pub fn run_on(tid: i32, f: &mut dyn FnMut()) -> Result<()> {
                         .is_ok() =>
             {
                 return Err(Error::new(
-                    110, // ETIMEDOUT
+                    errno::ETIMEDOUT,
                     "remote call: target thread did not run the call (signals blocked?)",
                 ));
             }

@@ -21,7 +21,8 @@ use perfaux_abi::consts::PERF_SAMPLE_CALLCHAIN;
 use perfaux_swtrace::writer::{self, Frame};
 use perfaux_swtrace::{HookTarget, ProbeEvent, ProbeId};
 
-use perfaux_core::error::{Result, enoent};
+use perfaux_abi::errno;
+use perfaux_core::error::{Error, Result, enoent};
 use perfaux_core::event::{Event, EventState};
 use perfaux_core::overflow::perf_swevent_event;
 use perfaux_core::pmu::{Pmu, PmuCaps, PmuPrivate, ef};
@@ -145,7 +146,7 @@ impl Pmu for ProbePmu {
             writer::prepare();
         }
         perfaux_swtrace::set_hook(hook_target(&st), true)
-            .map_err(|_| enoent("probe: no probe with this id"))?;
+            .map_err(|e| Error::with_cause(errno::ENOENT, "probe: no probe with this id", e))?;
         Ok(Box::new(st))
     }
 

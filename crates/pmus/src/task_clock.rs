@@ -154,11 +154,11 @@ pub(crate) fn event_init(event: &Event) -> Result<PmuPrivate> {
         let r = unsafe { libc::timer_create(clockid, &mut sev, &mut timer) };
         if r != 0 {
             s.used.store(false, Ordering::Release);
-            return Err(Error::new(
-                std::io::Error::last_os_error()
-                    .raw_os_error()
-                    .unwrap_or(errno::EINVAL),
+            let os = std::io::Error::last_os_error();
+            return Err(Error::with_cause(
+                os.raw_os_error().unwrap_or(errno::EINVAL),
                 "task-clock: timer_create failed",
+                os,
             ));
         }
         timer_id = timer as usize;
