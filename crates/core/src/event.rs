@@ -79,7 +79,7 @@ pub(crate) struct EventList(pub(crate) Vec<Arc<Event>>);
 
 /// `struct hw_perf_event` and the counters the core keeps per event.
 #[derive(Default)]
-pub struct Hw {
+pub(crate) struct Hw {
     /// `event->count`.
     pub(crate) count: AtomicU64,
     /// `hwc->sample_period`.
@@ -112,7 +112,7 @@ pub struct Hw {
 
 /// Counters the core keeps beyond the kernel's, readable by the user.
 #[derive(Default)]
-pub struct EventCounters {
+pub(crate) struct EventCounters {
     /// Samples this event wrote.
     pub samples: AtomicU64,
     /// Records this event could not write (data area full or output

@@ -32,10 +32,10 @@ use crate::{control, registry, sample, thread};
 
 pub use crate::overflow::MAX_SAMPLE_RATE;
 /// `sysctl_perf_event_max_stack`'s default.
-pub const MAX_STACK: u16 = 127;
+pub(crate) const MAX_STACK: u16 = 127;
 
 /// The open flags perfaux accepts: mainline's and `PERF_FLAG_FD_SAMPLE`.
-pub const OPEN_FLAGS_ALL: u64 = PERF_FLAG_ALL | ext::PERF_FLAG_FD_SAMPLE;
+pub(crate) const OPEN_FLAGS_ALL: u64 = PERF_FLAG_ALL | ext::PERF_FLAG_FD_SAMPLE;
 
 /// Opens an event: `perf_event_open(attr, pid, cpu, group_fd, flags)`.
 ///

@@ -198,8 +198,9 @@ fn perf_adjust_period(event: &Event, nsec: u64, count: u64) {
     }
 }
 
-/// The current sample period (`hwc->sample_period`).
-pub fn sample_period(event: &Event) -> u64 {
+/// The current sample period (`hwc->sample_period`), for the tests.
+#[cfg(test)]
+pub(crate) fn sample_period(event: &Event) -> u64 {
     event.hw.sample_period.load(Ordering::Relaxed)
 }
 
@@ -241,7 +242,7 @@ pub fn perf_event_overflow(event: &Event, data: &mut SampleData<'_>) -> bool {
 }
 
 /// `perf_event_output_forward`: prepare, reserve, write one sample.
-pub fn perf_event_output(event: &Event, data: &mut SampleData<'_>) {
+pub(crate) fn perf_event_output(event: &Event, data: &mut SampleData<'_>) {
     let size = perf_prepare_sample(event, data);
     let id = SampleId::from_sample(event, data);
     let watermark = event.flag(AttrFlags::WATERMARK);

@@ -74,7 +74,7 @@ pub fn nr_cpu_ids() -> i32 {
 
 /// Whether `tid` is a live thread of this process
 /// (`find_lively_task_by_vpid`, restricted to the process).
-pub fn thread_exists(tid: i32) -> bool {
+pub(crate) fn thread_exists(tid: i32) -> bool {
     if tid <= 0 {
         return false;
     }
