@@ -176,31 +176,37 @@ pub struct Event {
 
 impl Event {
     /// The event's id (`PERF_EVENT_IOC_ID`, `PERF_SAMPLE_ID`).
+    #[inline]
     pub fn id(&self) -> u64 {
         self.id
     }
 
     /// The attr it was opened with (after `perf_copy_attr`).
+    #[inline]
     pub fn attr(&self) -> &PerfEventAttr {
         &self.attr
     }
 
     /// The PMU's type.
+    #[inline]
     pub fn pmu_type(&self) -> u32 {
         self.pmu_type
     }
 
     /// What the event observes.
+    #[inline]
     pub fn target(&self) -> Target {
         self.target
     }
 
     /// The CPU it is bound to, or -1.
+    #[inline]
     pub fn cpu(&self) -> i32 {
         self.cpu
     }
 
     /// The current state.
+    #[inline]
     pub fn state(&self) -> EventState {
         EventState::from_i8(self.state.load(Ordering::Acquire))
     }
@@ -210,6 +216,7 @@ impl Event {
     }
 
     /// The PMU's per-event state, if it is a `T`.
+    #[inline]
     pub fn pmu_private<T: 'static>(&self) -> Option<&T> {
         self.private.get()?.downcast_ref::<T>()
     }
@@ -221,21 +228,25 @@ impl Event {
     }
 
     /// The PMU's capabilities.
+    #[inline]
     pub fn pmu_caps(&self) -> PmuCaps {
         self.pmu.capabilities()
     }
 
     /// `has_aux(event)`: the PMU has an AUX area.
+    #[inline]
     pub fn has_aux(&self) -> bool {
         self.pmu.has_aux()
     }
 
     /// `is_sampling_event()`: a non-zero period or frequency.
+    #[inline]
     pub fn is_sampling(&self) -> bool {
         self.attr.sample_period != 0
     }
 
     /// Whether `attr.flags` has `f`.
+    #[inline]
     pub fn flag(&self, f: AttrFlags) -> bool {
         self.attr.flags.contains(f)
     }
@@ -247,6 +258,7 @@ impl Event {
 
     /// Whether the AUX event is paused (`hw.aux_paused`): the state the last
     /// pause or resume that was not dropped left.
+    #[inline]
     pub fn aux_paused(&self) -> bool {
         self.hw.aux_paused.load(Ordering::Acquire)
     }

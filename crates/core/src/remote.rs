@@ -29,6 +29,7 @@ thread_local! {
 
 /// Whether the calling code runs as a remote call, i.e. in a signal
 /// handler that may have interrupted the thread anywhere.
+#[inline]
 pub fn in_remote_call() -> bool {
     IN_REMOTE.with(std::cell::Cell::get)
 }
