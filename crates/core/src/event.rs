@@ -131,15 +131,18 @@ pub(crate) struct EventCounters {
 /// A snapshot of an event's counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CountersSnapshot {
-    /// [`EventCounters::samples`].
+    /// Samples this event wrote.
     pub samples: u64,
-    /// [`EventCounters::lost`].
+    /// Records this event could not write (data area full or output
+    /// paused); the ring reports them in PERF_RECORD_LOST too.
     pub lost: u64,
-    /// [`EventCounters::aux_samples_empty`].
+    /// AUX samples that carried no data (sampler inactive, elsewhere, or a
+    /// snapshot already in progress).
     pub aux_samples_empty: u64,
-    /// [`EventCounters::dropped_pause`].
+    /// Pause requests dropped by the `aux_in_pause_resume` guard (counted
+    /// on the AUX event; the kernel drops them silently).
     pub dropped_pause: u64,
-    /// [`EventCounters::dropped_resume`].
+    /// Resume requests dropped by the same guard.
     pub dropped_resume: u64,
 }
 

@@ -129,7 +129,7 @@ fn perf_swevent_add_period(event: &Event, nr: u64) -> u64 {
 /// `hwc->period_left` are then written by that thread, its signal
 /// handlers, and the control path, which does its writes on the thread
 /// too (`PERF_EVENT_IOC_RESET`, `PERF_EVENT_IOC_PERIOD`: see
-/// [`Event::on_owner_thread`]), so the updates here are the kernel's
+/// `Event::on_owner_thread`), so the updates here are the kernel's
 /// `local64_*` operations ([`Local`]: one instruction, no bus lock), not
 /// SMP atomics. A per-CPU event, which any thread may hit, uses [`Smp`].
 #[inline]

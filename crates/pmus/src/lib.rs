@@ -10,7 +10,7 @@
 //! | `uevent_aux` | [`UEVENT_AUX_TYPE`] | AUX PMU logging uevents; no AUX_PAUSE, no snapshot_aux |
 //!
 //! The drivers reach the core only through its driver API (the
-//! [`Pmu`](perfaux_core::Pmu) trait, `perfaux_core::registry`, the
+//! [`Pmu`] trait, `perfaux_core::registry`, the
 //! overflow, output and AUX entry points); the core never names a driver.
 //! A program calls [`register`] once before its first `perf_event_open`,
 //! as the kernel runs its PMU initcalls before the first event.

@@ -3,7 +3,7 @@
 //!
 //! - `PERF_COUNT_SW_DUMMY`: counts nothing; carries sideband and uevents.
 //! - `PERF_COUNT_SW_TASK_CLOCK`: the thread's CPU time in ns (see
-//!   [`super::task_clock`]).
+//!   `task_clock`).
 //!
 //! Other software ids exist in the kernel but measure what only the kernel
 //! sees (page faults, context switches): EOPNOTSUPP here. Ids beyond the
