@@ -9,6 +9,9 @@
 //! The struct is decoded field by field rather than transmuted: the bit-field
 //! word and the unions have no Rust layout, and perf.data may be foreign-endian.
 
+mod builder;
+pub use builder::AttrBuilder;
+
 use crate::consts::{
     PERF_ATTR_SIZE_LATEST, PERF_ATTR_SIZE_VER0, PERF_FORMAT_MAX, PERF_SAMPLE_BRANCH_STACK,
     PERF_SAMPLE_MAX, PERF_SAMPLE_REGS_INTR, PERF_SAMPLE_REGS_USER, PERF_SAMPLE_STACK_USER,

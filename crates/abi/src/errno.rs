@@ -23,6 +23,8 @@ pub const ERANGE: i32 = 34;
 pub const ENOSYS: i32 = 38;
 pub const EOVERFLOW: i32 = 75;
 pub const EOPNOTSUPP: i32 = 95;
+/// Connection timed out (here: a remote call the target thread never ran).
+pub const ETIMEDOUT: i32 = 110;
 
 /// The symbolic name of an errno value, for messages and test tables.
 pub fn name(errno: i32) -> &'static str {
@@ -47,6 +49,7 @@ pub fn name(errno: i32) -> &'static str {
         ENOSYS => "ENOSYS",
         EOVERFLOW => "EOVERFLOW",
         EOPNOTSUPP => "EOPNOTSUPP",
+        ETIMEDOUT => "ETIMEDOUT",
         _ => "E?",
     }
 }

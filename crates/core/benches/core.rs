@@ -18,14 +18,14 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use perfaux_abi::attr::{AttrFlags, AuxAction, PerfEventAttr};
+use perfaux_abi::attr::{AttrBuilder, AttrFlags, AuxAction, PerfEventAttr};
 use perfaux_abi::consts::*;
 use perfaux_core::SampleData;
 use perfaux_core::overflow::perf_swevent_event;
-use perfaux_core::pmus::probe::resolve_probe;
-use perfaux_core::pmus::swtrace::CONFIG_TRACK_PAUSED;
-use perfaux_core::pmus::{PROBE_TYPE, SWTRACE_TYPE};
 use perfaux_core::{EventFd, Mmap, Prot, Target, page_size, perf_event_open_attr, perf_uevent};
+use perfaux_pmus::probe::resolve_probe;
+use perfaux_pmus::swtrace::CONFIG_TRACK_PAUSED;
+use perfaux_pmus::{PROBE_TYPE, SWTRACE_TYPE};
 
 #[inline(never)]
 fn plain(x: u64) -> u64 {
@@ -49,13 +49,7 @@ fn sample_point_peer() {
 }
 
 fn attr(type_: u32, config: u64) -> PerfEventAttr {
-    PerfEventAttr {
-        type_,
-        size: PERF_ATTR_SIZE_VER8,
-        config,
-        flags: AttrFlags::DISABLED,
-        ..Default::default()
-    }
+    AttrBuilder::new(type_, config).build()
 }
 
 /// A trace event on this thread with an overwrite AUX area of 64 KiB and a
@@ -74,6 +68,7 @@ fn trace(start_paused: bool, config: u64) -> (EventFd, Mmap, Mmap) {
 }
 
 fn calls(c: &mut Criterion) {
+    perfaux_pmus::register();
     let mut g = c.benchmark_group("traced_call");
     g.bench_function("uninstrumented", |b| b.iter(|| plain(black_box(7))));
     {
@@ -101,6 +96,7 @@ fn calls(c: &mut Criterion) {
 }
 
 fn uevents(c: &mut Criterion) {
+    perfaux_pmus::register();
     let mut g = c.benchmark_group("uevent_64");
     let payload = [0x5au8; 64];
     let mut a = attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY);
@@ -136,6 +132,7 @@ fn uevents(c: &mut Criterion) {
 }
 
 fn aux_sample(c: &mut Criterion) {
+    perfaux_pmus::register();
     let mut g = c.benchmark_group("aux_sample_4k");
     let src = vec![0x11u8; 4096];
     let mut dst = vec![0u8; 4096];

@@ -10,7 +10,7 @@
 //! another is running is dropped). perfaux takes them with a
 //! compare-and-swap, since here the racing "NMI" may also be another
 //! thread, and, beyond the kernel, counts every dropped pause and resume on
-//! the AUX event ([`crate::event::EventCounters`]) and process-wide
+//! the AUX event ([`Event::counters`]) and process-wide
 //! ([`dropped_pause_resume`]).
 
 use std::sync::atomic::{AtomicU64, Ordering, compiler_fence};

@@ -9,7 +9,6 @@
 use perfaux_abi::errno;
 
 use crate::error::{Error, Result};
-use crate::pmu::PmuCaps;
 
 /// An event's clock (`event->clock`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,8 +27,9 @@ impl Default for Clock {
 impl Clock {
     /// `perf_event_set_clock(event, clk_id)`: MONOTONIC and MONOTONIC_RAW
     /// are NMI-safe; REALTIME, BOOTTIME and TAI need a PMU with NO_NMI;
-    /// anything else is EINVAL.
-    pub fn for_clockid(clockid: i32, caps: PmuCaps) -> Result<Self> {
+    /// anything else is EINVAL. `pmu_no_nmi` is whether the event's PMU
+    /// has `PERF_PMU_CAP_NO_NMI`.
+    pub fn for_clockid(clockid: i32, pmu_no_nmi: bool) -> Result<Self> {
         let nmi_safe = match clockid {
             libc::CLOCK_MONOTONIC | libc::CLOCK_MONOTONIC_RAW => true,
             libc::CLOCK_REALTIME | libc::CLOCK_BOOTTIME | libc::CLOCK_TAI => false,
@@ -40,7 +40,7 @@ impl Clock {
                 ));
             }
         };
-        if !nmi_safe && !caps.contains(PmuCaps::NO_NMI) {
+        if !nmi_safe && !pmu_no_nmi {
             return Err(Error::new(
                 errno::EINVAL,
                 "perf_event_set_clock: clock is not NMI-safe and the PMU lacks PERF_PMU_CAP_NO_NMI",

@@ -1,4 +1,5 @@
-//! The control path: enable, disable, the other `PERF_EVENT_IOC_*`
+//! The control path: [`EventFd`] (the handle `perf_event_open` returns;
+//! dropping it closes it), enable, disable, the other `PERF_EVENT_IOC_*`
 //! ioctls, `set_output`, and close (`perf_event_release_kernel`).
 //!
 //! Scheduling is the kernel's, reduced to what a process can see: an event
@@ -14,8 +15,8 @@ use perfaux_abi::attr::AttrFlags;
 use perfaux_abi::consts::PERF_IOC_FLAG_GROUP;
 
 use crate::error::{Result, einval};
-use crate::event::{Event, EventState};
-use crate::fd::{self, EventFd};
+use crate::event::{Event, EventState, WeakEvent};
+use crate::fd;
 use crate::overflow;
 use crate::pmu::ef;
 use crate::{output, thread};
@@ -153,6 +154,47 @@ pub(crate) fn run_pending_disables(ev: &Arc<Event>) {
         }
     }
     resched_group(&leader);
+}
+
+/// An open event: the fd `perf_event_open` returns. Dropping it closes it.
+pub struct EventFd {
+    pub(crate) fd: i32,
+    pub(crate) event: Arc<Event>,
+}
+
+impl EventFd {
+    /// The fd number, for `group_fd` and `set_output`.
+    pub fn as_raw(&self) -> i32 {
+        self.fd
+    }
+
+    /// The event.
+    pub fn event(&self) -> &Arc<Event> {
+        &self.event
+    }
+
+    /// A weak reference, to check after closing that nothing leaked.
+    pub fn downgrade(&self) -> WeakEvent {
+        WeakEvent(Arc::downgrade(&self.event))
+    }
+
+    /// Closes the fd now (`close(2)`); the same as dropping it.
+    pub fn close(self) {}
+}
+
+impl Drop for EventFd {
+    fn drop(&mut self) {
+        close_fd(self.fd);
+    }
+}
+
+impl std::fmt::Debug for EventFd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventFd")
+            .field("fd", &self.fd)
+            .field("event", &self.event)
+            .finish()
+    }
 }
 
 impl EventFd {

@@ -79,7 +79,7 @@ pub(crate) struct EventList(pub(crate) Vec<Arc<Event>>);
 
 /// `struct hw_perf_event` and the counters the core keeps per event.
 #[derive(Default)]
-pub struct Hw {
+pub(crate) struct Hw {
     /// `event->count`.
     pub(crate) count: AtomicU64,
     /// `hwc->sample_period`.
@@ -112,7 +112,7 @@ pub struct Hw {
 
 /// Counters the core keeps beyond the kernel's, readable by the user.
 #[derive(Default)]
-pub struct EventCounters {
+pub(crate) struct EventCounters {
     /// Samples this event wrote.
     pub samples: AtomicU64,
     /// Records this event could not write (data area full or output
@@ -131,10 +131,18 @@ pub struct EventCounters {
 /// A snapshot of an event's counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CountersSnapshot {
+    /// Samples this event wrote.
     pub samples: u64,
+    /// Records this event could not write (data area full or output
+    /// paused); the ring reports them in PERF_RECORD_LOST too.
     pub lost: u64,
+    /// AUX samples that carried no data (sampler inactive, elsewhere, or a
+    /// snapshot already in progress).
     pub aux_samples_empty: u64,
+    /// Pause requests dropped by the `aux_in_pause_resume` guard (counted
+    /// on the AUX event; the kernel drops them silently).
     pub dropped_pause: u64,
+    /// Resume requests dropped by the same guard.
     pub dropped_resume: u64,
 }
 
@@ -171,31 +179,37 @@ pub struct Event {
 
 impl Event {
     /// The event's id (`PERF_EVENT_IOC_ID`, `PERF_SAMPLE_ID`).
+    #[inline]
     pub fn id(&self) -> u64 {
         self.id
     }
 
     /// The attr it was opened with (after `perf_copy_attr`).
+    #[inline]
     pub fn attr(&self) -> &PerfEventAttr {
         &self.attr
     }
 
     /// The PMU's type.
+    #[inline]
     pub fn pmu_type(&self) -> u32 {
         self.pmu_type
     }
 
     /// What the event observes.
+    #[inline]
     pub fn target(&self) -> Target {
         self.target
     }
 
     /// The CPU it is bound to, or -1.
+    #[inline]
     pub fn cpu(&self) -> i32 {
         self.cpu
     }
 
     /// The current state.
+    #[inline]
     pub fn state(&self) -> EventState {
         EventState::from_i8(self.state.load(Ordering::Acquire))
     }
@@ -205,6 +219,7 @@ impl Event {
     }
 
     /// The PMU's per-event state, if it is a `T`.
+    #[inline]
     pub fn pmu_private<T: 'static>(&self) -> Option<&T> {
         self.private.get()?.downcast_ref::<T>()
     }
@@ -216,22 +231,26 @@ impl Event {
     }
 
     /// The PMU's capabilities.
+    #[inline]
     pub fn pmu_caps(&self) -> PmuCaps {
         self.pmu.capabilities()
     }
 
     /// `has_aux(event)`: the PMU has an AUX area.
+    #[inline]
     pub fn has_aux(&self) -> bool {
         self.pmu.has_aux()
     }
 
     /// `is_sampling_event()`: a non-zero period or frequency.
+    #[inline]
     pub fn is_sampling(&self) -> bool {
         self.attr.sample_period != 0
     }
 
     /// Whether `attr.flags` has `f`.
-    pub(crate) fn flag(&self, f: AttrFlags) -> bool {
+    #[inline]
+    pub fn flag(&self, f: AttrFlags) -> bool {
         self.attr.flags.contains(f)
     }
 
@@ -242,6 +261,7 @@ impl Event {
 
     /// Whether the AUX event is paused (`hw.aux_paused`): the state the last
     /// pause or resume that was not dropped left.
+    #[inline]
     pub fn aux_paused(&self) -> bool {
         self.hw.aux_paused.load(Ordering::Acquire)
     }
@@ -250,6 +270,32 @@ impl Event {
     pub fn count(&self) -> u64 {
         self.pmu.read(self);
         self.hw.count.load(Ordering::Relaxed)
+    }
+
+    /// Adds `delta` to the count (`local64_add(delta, &event->count)`),
+    /// for a PMU's `read` or its overflow path.
+    #[inline]
+    pub fn add_count(&self, delta: u64) {
+        self.hw.count.fetch_add(delta, Ordering::Relaxed);
+    }
+
+    /// Sets `hw.last_period`, the period the next sample reports.
+    #[inline]
+    pub fn set_last_period(&self, period: u64) {
+        self.hw.last_period.store(period, Ordering::Relaxed);
+    }
+
+    /// The event's ring buffer (`event->rb`), if mapped. Lock-free and
+    /// async-signal-safe; the buffer stays valid while `self` lives.
+    #[inline]
+    pub fn buffer(&self) -> Option<&Buffer> {
+        self.rb.load()
+    }
+
+    /// The event's ring buffer, as a counted reference that outlives a
+    /// `munmap` (not for signal handlers).
+    pub fn buffer_arc(&self) -> Option<Arc<Buffer>> {
+        self.rb.get()
     }
 
     /// The event's counters.
@@ -285,7 +331,9 @@ impl Event {
         self.aux_event.get()
     }
 
-    pub(crate) fn arc(&self) -> Arc<Event> {
+    /// The event as a counted reference (it is only ever reached through
+    /// one).
+    pub fn arc(&self) -> Arc<Event> {
         self.weak_self
             .upgrade()
             .expect("an event is only reached through a live Arc")
@@ -340,7 +388,7 @@ impl Event {
     /// Whether the event observes the thread `tid` running on `cpu`
     /// (`event_filter_match` plus the task context).
     #[inline]
-    pub(crate) fn observes(&self, tid: i32, cpu: i32) -> bool {
+    pub fn observes(&self, tid: i32, cpu: i32) -> bool {
         (self.cpu == -1 || self.cpu == cpu)
             && match self.target {
                 Target::Thread(t) => t == tid,

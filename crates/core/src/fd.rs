@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::error::{Result, ebadf};
-use crate::event::{Event, WeakEvent};
+use crate::event::Event;
 
 /// The first number the table hands out.
 pub const FD_BASE: i32 = 1 << 20;
@@ -45,45 +45,4 @@ pub(crate) fn remove(fd: i32) -> Option<Arc<Event>> {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .remove(&fd)
-}
-
-/// An open event: the fd `perf_event_open` returns. Dropping it closes it.
-pub struct EventFd {
-    pub(crate) fd: i32,
-    pub(crate) event: Arc<Event>,
-}
-
-impl EventFd {
-    /// The fd number, for `group_fd` and `set_output`.
-    pub fn as_raw(&self) -> i32 {
-        self.fd
-    }
-
-    /// The event.
-    pub fn event(&self) -> &Arc<Event> {
-        &self.event
-    }
-
-    /// A weak reference, to check after closing that nothing leaked.
-    pub fn downgrade(&self) -> WeakEvent {
-        WeakEvent(Arc::downgrade(&self.event))
-    }
-
-    /// Closes the fd now (`close(2)`); the same as dropping it.
-    pub fn close(self) {}
-}
-
-impl Drop for EventFd {
-    fn drop(&mut self) {
-        crate::control::close_fd(self.fd);
-    }
-}
-
-impl std::fmt::Debug for EventFd {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EventFd")
-            .field("fd", &self.fd)
-            .field("event", &self.event)
-            .finish()
-    }
 }

@@ -1,6 +1,7 @@
 //! perfaux-core: the perf core in user space (what kernel/events/core.c
 //! does for the AUX area), with software PMUs that trace real execution.
 #![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
 
 pub mod aux;
 pub mod buffer;
@@ -16,22 +17,19 @@ pub mod open;
 pub mod output;
 pub mod overflow;
 pub mod pmu;
-pub mod pmus;
-mod rcu;
+pub mod rcu;
 pub mod registry;
-mod remote;
+pub mod remote;
 pub mod sample;
-pub mod session;
 pub mod thread;
 pub mod uevent;
 mod wire;
 
+pub use control::EventFd;
 pub use error::{Error, Result};
 pub use event::{CountersSnapshot, Event, EventState, Target, WeakEvent};
-pub use fd::EventFd;
 pub use mmap::{Mmap, Prot, page_size};
 pub use open::{perf_event_open, perf_event_open_attr};
 pub use pmu::{Pmu, PmuCaps, ef};
 pub use sample::SampleData;
-pub use session::{AuxTrigger, Drained, Session, SessionCounters, TraceOptions};
 pub use uevent::{perf_uevent, perfaux_uevent};

@@ -96,8 +96,9 @@ pub fn calc_limits(user_locked: u64, pinned: u64, pages: u64, limits: &Limits) -
 /// The charge for a new buffer of `pages` pages, or EPERM; nothing is
 /// charged until [`charge`] (the kernel charges after the allocation
 /// succeeded). The caller holds the mmap lock from here to [`charge`].
-pub(crate) fn check(pages: u64) -> Result<Charge> {
-    let limits = Limits::current(crate::mmap::page_size() as u64);
+/// `page_size` is the system's.
+pub(crate) fn check(pages: u64, page_size: u64) -> Result<Charge> {
+    let limits = Limits::current(page_size);
     calc_limits(
         USER_LOCKED.load(Relaxed),
         PINNED.load(Relaxed),

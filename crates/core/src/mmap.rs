@@ -20,9 +20,9 @@ use perfaux_ring::{
 };
 
 use crate::buffer::{AuxArea, Buffer};
+use crate::control::EventFd;
 use crate::error::{Error, Result, einval, eopnotsupp};
 use crate::event::Event;
-use crate::fd::EventFd;
 
 /// `mmap(2)` protection and sharing, as far as perf cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,7 +121,7 @@ fn perf_mmap_data(event: &Arc<Event>, nr_pages: usize, prot: Prot) -> Result<Mma
             },
         });
     }
-    let locked = crate::mlock::check(nr_pages as u64)?;
+    let locked = crate::mlock::check(nr_pages as u64, page_size() as u64)?;
     let layout = RingLayout::new(data_pages, 0).map_err(ring_err)?;
     let mem = Arc::new(RingMemory::heap(layout).map_err(ring_err)?);
     let wakeup = Arc::new(Wakeup::new());
@@ -226,7 +226,7 @@ fn perf_mmap_aux(event: &Arc<Event>, pgoff: u64, nr_pages: usize, prot: Prot) ->
             kind: Kind::Aux { reader },
         });
     }
-    let locked = crate::mlock::check(nr_pages as u64)?;
+    let locked = crate::mlock::check(nr_pages as u64, page_size() as u64)?;
     // rb_alloc_aux
     if !event.has_aux() {
         return Err(eopnotsupp(
@@ -269,7 +269,7 @@ fn perf_mmap_aux(event: &Arc<Event>, pgoff: u64, nr_pages: usize, prot: Prot) ->
     let aux_priv = event
         .pmu
         .setup_aux(event, &area, overwrite)
-        .map_err(|e| Error::new(errno::ENOMEM, e.reason))?;
+        .map_err(|e| Error::with_cause(errno::ENOMEM, e.reason, e))?;
     let _ = area.aux_priv.set(aux_priv);
     // The reader before the charge: nothing may fail after it.
     let reader = AuxMmap::new(mem).map_err(ring_err)?;
@@ -288,7 +288,7 @@ fn ring_err(e: perfaux_ring::RingError) -> Error {
         perfaux_ring::RingError::Os { errno, .. } => errno,
         _ => errno::EINVAL,
     };
-    Error::new(errno, "perf buffer memory refused the layout")
+    Error::with_cause(errno, "perf buffer memory refused the layout", e)
 }
 
 impl Mmap {

@@ -22,20 +22,20 @@ use perfaux_abi::consts::{
 use perfaux_abi::errno;
 
 use crate::clock::Clock;
+use crate::control::EventFd;
 use crate::error::{Error, Result, ebadf, einval, enoent, eopnotsupp};
 use crate::event::{Event, EventCounters, EventState, Hw, Target, next_event_id};
-use crate::fd::{self, EventFd};
+use crate::fd;
 use crate::pmu::{Pmu, PmuCaps};
 use crate::rcu::RcuCell;
 use crate::{control, registry, sample, thread};
 
-/// `sysctl_perf_event_sample_rate`'s default (`DEFAULT_MAX_SAMPLE_RATE`).
-pub const MAX_SAMPLE_RATE: u64 = 100_000;
+pub use crate::overflow::MAX_SAMPLE_RATE;
 /// `sysctl_perf_event_max_stack`'s default.
-pub const MAX_STACK: u16 = 127;
+pub(crate) const MAX_STACK: u16 = 127;
 
 /// The open flags perfaux accepts: mainline's and `PERF_FLAG_FD_SAMPLE`.
-pub const OPEN_FLAGS_ALL: u64 = PERF_FLAG_ALL | ext::PERF_FLAG_FD_SAMPLE;
+pub(crate) const OPEN_FLAGS_ALL: u64 = PERF_FLAG_ALL | ext::PERF_FLAG_FD_SAMPLE;
 
 /// Opens an event: `perf_event_open(attr, pid, cpu, group_fd, flags)`.
 ///
@@ -433,7 +433,7 @@ fn perf_try_init_event(
     let clock = if attr.flags.contains(AttrFlags::USE_CLOCKID) {
         // The syscall body refuses a bad clockid later (`check_clock`),
         // after the NO_INTERRUPT check; until then any clock will do.
-        Clock::for_clockid(attr.clockid, PmuCaps::NO_NMI).unwrap_or_default()
+        Clock::for_clockid(attr.clockid, true).unwrap_or_default()
     } else {
         Clock::default()
     };
@@ -482,7 +482,10 @@ fn perf_try_init_event(
 /// the NO_INTERRUPT check as the kernel does.
 pub(crate) fn check_clock(event: &Event) -> Result<()> {
     if event.flag(AttrFlags::USE_CLOCKID) {
-        Clock::for_clockid(event.attr.clockid, event.pmu_caps())?;
+        Clock::for_clockid(
+            event.attr.clockid,
+            event.pmu_caps().contains(PmuCaps::NO_NMI),
+        )?;
     }
     Ok(())
 }

@@ -113,7 +113,7 @@ pub fn perf_event_itrace_started(event: &Event) {
 
 /// The PERF_RECORD_AUX that `perf_aux_output_end` emits, with the event's
 /// `sample_id`.
-pub(crate) fn perf_output_aux_record(event: &Event, rec: &perfaux_ring::AuxRecord) {
+pub fn perf_output_aux_record(event: &Event, rec: &perfaux_ring::AuxRecord) {
     let id = SampleId::now(event);
     let r = AuxRecord {
         misc: 0,

@@ -17,10 +17,12 @@ use perfaux_ring::protocol::{Local, Rmw, Smp};
 
 use crate::error::{Result, einval};
 use crate::event::{Event, EventState};
-use crate::open::MAX_SAMPLE_RATE;
 use crate::output::perf_output;
 use crate::pmu::ef;
 use crate::sample::{SampleData, SampleId, perf_output_sample, perf_prepare_sample};
+
+/// `sysctl_perf_event_sample_rate`'s default (`DEFAULT_MAX_SAMPLE_RATE`).
+pub const MAX_SAMPLE_RATE: u64 = 100_000;
 
 /// `TICK_NSEC` for HZ=250: the window in which a frequency event's period
 /// is adjusted per interrupt.
@@ -127,7 +129,7 @@ fn perf_swevent_add_period(event: &Event, nr: u64) -> u64 {
 /// `hwc->period_left` are then written by that thread, its signal
 /// handlers, and the control path, which does its writes on the thread
 /// too (`PERF_EVENT_IOC_RESET`, `PERF_EVENT_IOC_PERIOD`: see
-/// [`Event::on_owner_thread`]), so the updates here are the kernel's
+/// `Event::on_owner_thread`), so the updates here are the kernel's
 /// `local64_*` operations ([`Local`]: one instruction, no bus lock), not
 /// SMP atomics. A per-CPU event, which any thread may hit, uses [`Smp`].
 #[inline]
@@ -196,8 +198,9 @@ fn perf_adjust_period(event: &Event, nsec: u64, count: u64) {
     }
 }
 
-/// The current sample period (`hwc->sample_period`).
-pub fn sample_period(event: &Event) -> u64 {
+/// The current sample period (`hwc->sample_period`), for the tests.
+#[cfg(test)]
+pub(crate) fn sample_period(event: &Event) -> u64 {
     event.hw.sample_period.load(Ordering::Relaxed)
 }
 
@@ -239,7 +242,7 @@ pub fn perf_event_overflow(event: &Event, data: &mut SampleData<'_>) -> bool {
 }
 
 /// `perf_event_output_forward`: prepare, reserve, write one sample.
-pub fn perf_event_output(event: &Event, data: &mut SampleData<'_>) {
+pub(crate) fn perf_event_output(event: &Event, data: &mut SampleData<'_>) {
     let size = perf_prepare_sample(event, data);
     let id = SampleId::from_sample(event, data);
     let watermark = event.flag(AttrFlags::WATERMARK);
@@ -322,13 +325,34 @@ mod tests {
         assert_eq!(perf_calculate_period(1000, 1_000_000_000, 1), 1);
     }
 
+    /// A counting PMU that accepts every event of its type: the core's own
+    /// tests hold no driver.
+    struct CountingPmu;
+
+    impl crate::pmu::Pmu for CountingPmu {
+        fn name(&self) -> &'static str {
+            "overflow_test"
+        }
+        fn capabilities(&self) -> crate::pmu::PmuCaps {
+            crate::pmu::PmuCaps::NO_NMI
+        }
+        fn event_init(&self, event: &Event) -> Result<crate::pmu::PmuPrivate> {
+            if event.attr().type_ != event.pmu_type() {
+                return Err(crate::error::enoent("not an overflow_test event"));
+            }
+            Ok(Box::new(()))
+        }
+        fn start(&self, _event: &Event, _flags: u32) {}
+        fn stop(&self, _event: &Event, _flags: u32) {}
+    }
+
     #[test]
     fn frequency_event_converges_to_its_period() {
         use crate::open::perf_event_open_attr;
-        use crate::pmus::UEVENT_TYPE;
         use perfaux_abi::attr::PerfEventAttr;
+        let type_ = crate::registry::perf_pmu_register(std::sync::Arc::new(CountingPmu));
         let mut a = PerfEventAttr {
-            type_: UEVENT_TYPE,
+            type_,
             size: perfaux_abi::consts::PERF_ATTR_SIZE_VER8,
             config: 900,
             ..Default::default()

@@ -13,7 +13,7 @@ use std::any::Any;
 
 use perfaux_abi::ByteSink;
 
-use crate::aux::AuxArea;
+use crate::buffer::AuxArea;
 use crate::error::{Result, eopnotsupp};
 use crate::event::Event;
 
@@ -35,16 +35,27 @@ bitflags::bitflags! {
     /// `PERF_PMU_CAP_*`: what a PMU can do (kernel-internal values).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
     pub struct PmuCaps: u32 {
+        /// No overflow interrupt: the PMU cannot sample.
         const NO_INTERRUPT = 0x0001;
+        /// The overflow interrupt is not an NMI.
         const NO_NMI = 0x0002;
+        /// The AUX area must be one contiguous block.
         const AUX_NO_SG = 0x0004;
+        /// Sampling of extended registers.
         const EXTENDED_REGS = 0x0008;
+        /// One event per context at a time (`exclusive_event_installable`).
         const EXCLUSIVE = 0x0010;
+        /// An instruction trace PMU: PERF_RECORD_ITRACE_START is due.
         const ITRACE = 0x0020;
+        /// No `exclude_*` attr bits supported.
         const NO_EXCLUDE = 0x0040;
+        /// Other events may write into this PMU's AUX stream (`aux_output`).
         const AUX_OUTPUT = 0x0080;
+        /// Extended hardware type in `config`'s high bits.
         const EXTENDED_HW_TYPE = 0x0100;
+        /// Supports aux_action pause and resume (`PERF_EF_PAUSE`/`RESUME`).
         const AUX_PAUSE = 0x0200;
+        /// Prefers large AUX allocations.
         const AUX_PREFER_LARGE = 0x0400;
     }
 }

@@ -97,13 +97,13 @@ fn register() -> &'static ReaderState {
 
 /// An `Option<Arc<T>>` that readers access without RMW and
 /// async-signal-safely.
-pub(crate) struct RcuCell<T> {
+pub struct RcuCell<T> {
     ptr: AtomicPtr<T>,
 }
 
 impl<T> RcuCell<T> {
     /// A cell holding `v`.
-    pub(crate) fn new(v: Option<Arc<T>>) -> Self {
+    pub fn new(v: Option<Arc<T>>) -> Self {
         Self {
             ptr: AtomicPtr::new(into_raw(v)),
         }
@@ -111,7 +111,7 @@ impl<T> RcuCell<T> {
 
     /// Runs `f` on the current value. Never blocks; safe in a signal handler.
     #[inline]
-    pub(crate) fn read<R>(&self, f: impl FnOnce(Option<&T>) -> R) -> R {
+    pub fn read<R>(&self, f: impl FnOnce(Option<&T>) -> R) -> R {
         let me = me();
         let d = me.depth.load(Ordering::Relaxed);
         me.depth.store(d + 1, Ordering::Relaxed);
@@ -137,7 +137,7 @@ impl<T> RcuCell<T> {
     /// A new strong reference to the current value (an atomic increment:
     /// no allocation, so also usable in a signal handler).
     #[inline]
-    pub(crate) fn get(&self) -> Option<Arc<T>> {
+    pub fn get(&self) -> Option<Arc<T>> {
         self.read(|v| {
             v.map(|v| {
                 let p: *const T = v;
@@ -152,13 +152,13 @@ impl<T> RcuCell<T> {
     }
 
     /// Whether the cell holds a value (a racy hint).
-    pub(crate) fn is_some(&self) -> bool {
+    pub fn is_some(&self) -> bool {
         !self.ptr.load(Ordering::Relaxed).is_null()
     }
 
     /// Replaces the value and returns the old one once no reader can still
     /// see it.
-    pub(crate) fn replace(&self, v: Option<Arc<T>>) -> Option<Arc<T>> {
+    pub fn replace(&self, v: Option<Arc<T>>) -> Option<Arc<T>> {
         let old = self.ptr.swap(into_raw(v), Ordering::SeqCst);
         if old.is_null() {
             return None;

@@ -1,6 +1,10 @@
 //! The PMU registry: `perf_pmu_register` and the type lookup of
 //! `perf_init_event`.
 //!
+//! The core holds no driver: the PMUs register themselves (perfaux-pmus'
+//! `register()`, the kernel's initcalls), with a fixed type
+//! ([`perf_pmu_register_type`]) or a dynamic one ([`perf_pmu_register`]).
+//!
 //! Types follow the kernel: `PERF_TYPE_SOFTWARE` (1) is the fixed type of
 //! the software events that match the kernel's (`task-clock`, `dummy`);
 //! every other PMU gets a dynamic type counted up from
@@ -11,10 +15,8 @@
 
 use std::sync::{Arc, OnceLock, RwLock};
 
-use perfaux_abi::consts::PERF_TYPE_SOFTWARE;
-
+use crate::error::{Error, Result};
 use crate::pmu::Pmu;
-use crate::pmus;
 
 /// The first dynamic PMU type.
 pub const PMU_TYPE_DYNAMIC_BASE: u32 = 0x100;
@@ -30,17 +32,8 @@ struct Registry {
 
 fn registry() -> &'static Registry {
     static R: OnceLock<Registry> = OnceLock::new();
-    R.get_or_init(|| {
-        let r = Registry {
-            pmus: RwLock::new(Vec::new()),
-        };
-        pmus::register_builtin(|type_, pmu| {
-            r.pmus
-                .write()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(Entry { type_, pmu })
-        });
-        r
+    R.get_or_init(|| Registry {
+        pmus: RwLock::new(Vec::new()),
     })
 }
 
@@ -59,6 +52,30 @@ pub fn perf_pmu_register(pmu: Arc<dyn Pmu>) -> u32 {
     type_
 }
 
+/// Registers `pmu` under the fixed type `type_` (`perf_pmu_register(pmu,
+/// name, type)` with `type >= 0`: `PERF_TYPE_SOFTWARE` for the software
+/// PMU, a number the driver publishes for the others).
+///
+/// EEXIST when `type_` or the PMU's name is already registered.
+pub fn perf_pmu_register_type(pmu: Arc<dyn Pmu>, type_: u32) -> Result<u32> {
+    let r = registry();
+    let mut v = r.pmus.write().unwrap_or_else(|e| e.into_inner());
+    if v.iter().any(|e| e.type_ == type_) {
+        return Err(Error::new(
+            perfaux_abi::errno::EEXIST,
+            "perf_pmu_register: the type is taken",
+        ));
+    }
+    if v.iter().any(|e| e.pmu.name() == pmu.name()) {
+        return Err(Error::new(
+            perfaux_abi::errno::EEXIST,
+            "perf_pmu_register: the name is taken",
+        ));
+    }
+    v.push(Entry { type_, pmu });
+    Ok(type_)
+}
+
 /// The PMU registered under `type_`.
 pub fn pmu_by_type(type_: u32) -> Option<Arc<dyn Pmu>> {
     let v = registry().pmus.read().unwrap_or_else(|e| e.into_inner());
@@ -66,7 +83,7 @@ pub fn pmu_by_type(type_: u32) -> Option<Arc<dyn Pmu>> {
 }
 
 /// The type of the PMU named `name` (what `/sys/bus/event_source/devices/
-/// <name>/type` holds); "software" is [`PERF_TYPE_SOFTWARE`].
+/// <name>/type` holds); "software" is `PERF_TYPE_SOFTWARE`.
 pub fn pmu_type_by_name(name: &str) -> Option<u32> {
     let v = registry().pmus.read().unwrap_or_else(|e| e.into_inner());
     v.iter().find(|e| e.pmu.name() == name).map(|e| e.type_)
@@ -86,6 +103,3 @@ pub(crate) fn all() -> Vec<(u32, Arc<dyn Pmu>)> {
     let v = registry().pmus.read().unwrap_or_else(|e| e.into_inner());
     v.iter().map(|e| (e.type_, e.pmu.clone())).collect()
 }
-
-/// `PERF_TYPE_SOFTWARE`, re-exported for the software PMU's registration.
-pub(crate) const SOFTWARE_TYPE: u32 = PERF_TYPE_SOFTWARE;

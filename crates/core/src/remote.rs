@@ -29,7 +29,8 @@ thread_local! {
 
 /// Whether the calling code runs as a remote call, i.e. in a signal
 /// handler that may have interrupted the thread anywhere.
-pub(crate) fn in_remote_call() -> bool {
+#[inline]
+pub fn in_remote_call() -> bool {
     IN_REMOTE.with(std::cell::Cell::get)
 }
 
@@ -97,7 +98,7 @@ fn errno_value() -> i32 {
 }
 
 /// Sets this thread's `errno` (async-signal-safe).
-pub(crate) fn set_errno(v: i32) {
+pub fn set_errno(v: i32) {
     // SAFETY: __errno_location has no preconditions.
     let p = unsafe { libc::__errno_location() };
     // SAFETY: it returns this thread's errno slot, valid and aligned.
@@ -106,7 +107,7 @@ pub(crate) fn set_errno(v: i32) {
 
 /// Runs `f` on thread `tid` and waits for it. ESRCH if the thread is gone,
 /// ETIMEDOUT if it did not take the signal within 2 s (signals blocked).
-pub(crate) fn run_on(tid: i32, f: &mut dyn FnMut()) -> Result<()> {
+pub fn run_on(tid: i32, f: &mut dyn FnMut()) -> Result<()> {
     if tid == thread::gettid() {
         f();
         return Ok(());
@@ -144,7 +145,7 @@ pub(crate) fn run_on(tid: i32, f: &mut dyn FnMut()) -> Result<()> {
                         .is_ok() =>
             {
                 return Err(Error::new(
-                    110, // ETIMEDOUT
+                    errno::ETIMEDOUT,
                     "remote call: target thread did not run the call (signals blocked?)",
                 ));
             }

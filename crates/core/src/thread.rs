@@ -74,7 +74,7 @@ pub fn nr_cpu_ids() -> i32 {
 
 /// Whether `tid` is a live thread of this process
 /// (`find_lively_task_by_vpid`, restricted to the process).
-pub fn thread_exists(tid: i32) -> bool {
+pub(crate) fn thread_exists(tid: i32) -> bool {
     if tid <= 0 {
         return false;
     }
@@ -131,7 +131,7 @@ pub(crate) fn current_ctx() -> &'static ThreadCtx {
 /// Runs `f` on every event that observes the calling thread: its own
 /// context's events, then the per-CPU events. Lock-free.
 #[inline]
-pub(crate) fn for_each_observing(mut f: impl FnMut(&Arc<Event>)) {
+pub fn for_each_observing(mut f: impl FnMut(&Arc<Event>)) {
     current_ctx().events.read(|l| {
         if let Some(l) = l {
             l.0.iter().for_each(&mut f);

@@ -26,6 +26,7 @@ fn aux_records(t: &mut Traced) -> Vec<(u64, u64, u64)> {
 
 #[test]
 fn full_area_disables_the_event_until_the_consumer_reads() {
+    perfaux_pmus::register();
     let mut t = trace_event(&trace_attr(), 1, false);
     t.ev.enable(0).unwrap();
     let mut acc = 0;
@@ -66,6 +67,7 @@ fn full_area_disables_the_event_until_the_consumer_reads() {
 
 #[test]
 fn overwrite_records_carry_the_overwrite_flag() {
+    perfaux_pmus::register();
     let mut t = trace_event(&trace_attr(), 1, true);
     t.ev.enable(0).unwrap();
     for i in 0..10_000 {

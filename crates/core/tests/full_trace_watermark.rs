@@ -129,6 +129,7 @@ fn open_on(a: &PerfEventAttr, tid: i32, aux_pages: usize) -> Traced {
 /// and re-enabled, tracing resumes from where the stream stopped.
 #[test]
 fn full_area_ends_truncated_and_resumes_after_read() {
+    perfaux_pmus::register();
     let w = Worker::spawn();
     let mut t = open_on(&trace_attr(), w.tid, 1);
     let wakeups = t.data.buffer().data().wakeup().count();
@@ -203,6 +204,7 @@ fn full_area_ends_truncated_and_resumes_after_read() {
 /// TRUNCATED, a wakeup per watermark crossed, the whole trace decodable.
 #[test]
 fn watermark_bounds_each_transaction_when_the_consumer_keeps_up() {
+    perfaux_pmus::register();
     // Not a divisor of the area, so that a transaction ending at the end
     // of its space is told from one ending at the watermark.
     const WM: u64 = 3000;
@@ -277,6 +279,7 @@ fn watermark_bounds_each_transaction_when_the_consumer_keeps_up() {
 /// the worker's.
 #[test]
 fn itrace_start_names_the_traced_thread() {
+    perfaux_pmus::register();
     let w = Worker::spawn();
     let me = std::process::id();
     // SAFETY: gettid has no preconditions.
@@ -313,6 +316,7 @@ fn itrace_start_names_the_traced_thread() {
 /// names the traced thread.
 #[test]
 fn itrace_start_names_the_traced_thread_in_a_per_cpu_buffer() {
+    perfaux_pmus::register();
     let w = Worker::spawn();
     let ev = perf_event_open_attr(&trace_attr(), Target::Thread(w.tid), 0, -1, 0).unwrap();
     let mut t = map_trace(ev, 1, false);

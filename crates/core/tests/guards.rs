@@ -19,9 +19,9 @@ use perfaux_abi::attr::AuxAction;
 use perfaux_abi::consts::*;
 use perfaux_core::aux::AuxArea;
 use perfaux_core::pmu::{PmuPrivate, ef};
-use perfaux_core::pmus::UEVENT_TYPE;
 use perfaux_core::registry::perf_pmu_register;
 use perfaux_core::{Event, Pmu, PmuCaps, Result, Target, perf_event_open_attr, perf_uevent};
+use perfaux_pmus::UEVENT_TYPE;
 
 thread_local! {
     static NEST_ON_SNAPSHOT: Cell<Option<u32>> = const { Cell::new(None) };
@@ -91,6 +91,7 @@ fn member(leader: &Traced, mut a: perfaux_abi::attr::PerfEventAttr) -> perfaux_c
 
 #[test]
 fn sample_inside_a_snapshot_gets_no_aux_data() {
+    perfaux_pmus::register();
     let mut t = trace_event(&attr(guard_type(), 0), 1, true);
     let mut outer = sampling(UEVENT_TYPE, 100, 1);
     outer.sample_type = PERF_SAMPLE_AUX;
@@ -121,6 +122,7 @@ fn sample_inside_a_snapshot_gets_no_aux_data() {
 
 #[test]
 fn resume_inside_a_pause_is_dropped_and_counted() {
+    perfaux_pmus::register();
     let t = trace_event(&attr(guard_type(), 0), 1, true);
     let mut pause = sampling(UEVENT_TYPE, 200, 1);
     pause.aux_action = AuxAction::PAUSE;

@@ -8,8 +8,8 @@ mod common;
 use common::*;
 use perfaux_abi::attr::AttrFlags;
 use perfaux_abi::consts::*;
-use perfaux_core::pmus::UEVENT_TYPE;
 use perfaux_core::{EventState, Prot, Target, perf_event_open_attr, perf_uevent};
+use perfaux_pmus::UEVENT_TYPE;
 
 fn counter(type_config: u64, period: u64) -> perfaux_core::EventFd {
     let a = sampling(UEVENT_TYPE, type_config, period);
@@ -18,6 +18,7 @@ fn counter(type_config: u64, period: u64) -> perfaux_core::EventFd {
 
 #[test]
 fn refresh_allows_n_overflows_then_disables() {
+    perfaux_pmus::register();
     let ev = counter(400, 1);
     let mut m = ev.mmap(0, 1 + 2, Prot::READ_WRITE).unwrap();
     ev.refresh(2).unwrap();
@@ -36,6 +37,7 @@ fn refresh_allows_n_overflows_then_disables() {
 
 #[test]
 fn pause_output_drops_and_counts() {
+    perfaux_pmus::register();
     let ev = counter(401, 1);
     let mut m = ev.mmap(0, 1 + 2, Prot::READ_WRITE).unwrap();
     ev.enable(0).unwrap();
@@ -57,6 +59,7 @@ fn pause_output_drops_and_counts() {
 
 #[test]
 fn reset_id_and_group_flag() {
+    perfaux_pmus::register();
     let l = counter(402, 0);
     let mut ma = attr(UEVENT_TYPE, 402);
     ma.flags |= AttrFlags::DISABLED;
@@ -87,6 +90,7 @@ fn reset_id_and_group_flag() {
 
 #[test]
 fn set_output_redirects_and_detaches() {
+    perfaux_pmus::register();
     let a = counter(403, 1);
     let b = counter(404, 1);
     let mut mb = b.mmap(0, 1 + 2, Prot::READ_WRITE).unwrap();

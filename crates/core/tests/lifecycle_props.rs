@@ -17,9 +17,9 @@ use common::*;
 use perfaux_abi::attr::AuxAction;
 use perfaux_abi::consts::*;
 use perfaux_abi::errno::{EBADF, EBUSY};
-use perfaux_core::pmus::PROBE_TYPE;
-use perfaux_core::pmus::probe::resolve_probe;
 use perfaux_core::{EventFd, EventState, Mmap, Target, WeakEvent, perf_event_open_attr};
+use perfaux_pmus::PROBE_TYPE;
+use perfaux_pmus::probe::resolve_probe;
 use proptest::prelude::*;
 
 fn hit_pause() {
@@ -266,6 +266,7 @@ proptest! {
 
     #[test]
     fn lifecycle_keeps_the_invariants(ops in proptest::collection::vec(op(), 1..40)) {
+        perfaux_pmus::register();
         let mut w = World { live: Vec::new(), weak: Vec::new(), paused: None };
         for op in &ops {
             apply(&mut w, op)?;

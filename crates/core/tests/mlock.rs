@@ -8,8 +8,8 @@ mod common;
 use common::*;
 use perfaux_abi::consts::*;
 use perfaux_core::mlock::{Limits, charged};
-use perfaux_core::pmus::UEVENT_AUX_TYPE;
 use perfaux_core::{Prot, page_size};
+use perfaux_pmus::UEVENT_AUX_TYPE;
 
 #[repr(C)]
 struct CapHeader {
@@ -75,6 +75,7 @@ fn open(type_: u32, config: u64) -> perfaux_core::EventFd {
 
 #[test]
 fn new_buffers_are_charged_until_their_last_unmap_and_refused_past_the_limits() {
+    perfaux_pmus::register();
     let page = page_size() as u64;
     assert_eq!(charged(), (0, 0));
 

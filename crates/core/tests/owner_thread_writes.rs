@@ -12,9 +12,9 @@ use std::sync::mpsc;
 use common::*;
 use perfaux_abi::attr::AttrFlags;
 use perfaux_abi::consts::*;
-use perfaux_core::pmus::PROBE_TYPE;
-use perfaux_core::pmus::probe::resolve_probe;
 use perfaux_core::{Prot, Target, perf_event_open_attr};
+use perfaux_pmus::PROBE_TYPE;
+use perfaux_pmus::probe::resolve_probe;
 
 #[inline(never)]
 fn owner_hit(i: u64) -> u64 {
@@ -74,6 +74,7 @@ impl Drop for Worker {
 /// the count goes back to 0).
 #[test]
 fn reset_from_another_thread_takes_effect() {
+    perfaux_pmus::register();
     let w = Worker::spawn();
     let ev = perf_event_open_attr(
         &attr(PROBE_TYPE, resolve_probe("owner_thread_hit")),
@@ -104,6 +105,7 @@ fn reset_from_another_thread_takes_effect() {
 /// samples (`perf_event_period` sets `period_left` to -period).
 #[test]
 fn period_from_another_thread_rearms_the_next_overflow() {
+    perfaux_pmus::register();
     let w = Worker::spawn();
     let mut a = sampling(PROBE_TYPE, resolve_probe("owner_thread_hit"), 1000);
     a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_PERIOD;

@@ -8,11 +8,12 @@ mod common;
 use common::*;
 use perfaux_abi::attr::AttrFlags;
 use perfaux_abi::consts::*;
-use perfaux_core::pmus::UEVENT_TYPE;
 use perfaux_core::{Prot, Target, perf_event_open_attr, perf_uevent};
+use perfaux_pmus::UEVENT_TYPE;
 
 #[test]
 fn every_field_in_the_kernels_order() {
+    perfaux_pmus::register();
     let me = Target::current();
     let mut leader = attr(UEVENT_TYPE, 300);
     leader.flags |= AttrFlags::USE_CLOCKID;

@@ -8,9 +8,9 @@ mod common;
 
 use common::*;
 use perfaux_abi::consts::*;
-use perfaux_core::pmus::PROBE_TYPE;
-use perfaux_core::pmus::probe::resolve_probe;
 use perfaux_core::{Target, perf_event_open_attr};
+use perfaux_pmus::PROBE_TYPE;
+use perfaux_pmus::probe::resolve_probe;
 
 fn s1_work_a(i: u64) -> u64 {
     let _g = perfaux_swtrace::probe!("s1_work_a");
@@ -80,6 +80,7 @@ fn check(samples: &[(u64, u32, Vec<u8>)], n: usize) {
 
 #[test]
 fn group_sampler_carries_the_newest_trace() {
+    perfaux_pmus::register();
     let mut t = trace_event(&trace_attr(), 8, true);
     let s = perf_event_open_attr(
         &sampler_attr(),
@@ -102,6 +103,7 @@ fn group_sampler_carries_the_newest_trace() {
 /// group, as the seed keeps `group_leader`).
 #[test]
 fn fd_sample_sampler_without_grouping() {
+    perfaux_pmus::register();
     let mut t = trace_event(&trace_attr(), 8, true);
     let grouped = perf_event_open_attr(
         &sampler_attr(),
@@ -132,6 +134,7 @@ fn fd_sample_sampler_without_grouping() {
 
 #[test]
 fn inactive_or_foreign_sampler_gives_size_zero() {
+    perfaux_pmus::register();
     let mut t = trace_event(&trace_attr(), 8, true);
     let s = perf_event_open_attr(
         &sampler_attr(),
@@ -190,6 +193,7 @@ fn inactive_or_foreign_sampler_gives_size_zero() {
 
 #[test]
 fn sample_never_exceeds_the_record_size_limit() {
+    perfaux_pmus::register();
     // aux_sample_size far above U16_MAX: clamped to U16_MAX - header,
     // rounded down to 8 (perf_prepare_sample), and to the AUX size.
     let ev = perf_event_open_attr(&trace_attr(), Target::current(), -1, -1, 0).unwrap();

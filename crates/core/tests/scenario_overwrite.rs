@@ -2,10 +2,10 @@
 //! area read-only (overwrite mode), traces a long run, is disabled, and the
 //! snapshot (oldest first) decodes to the newest calls.
 
-use perfaux_abi::attr::{AttrFlags, PerfEventAttr};
+use perfaux_abi::attr::{AttrBuilder, AttrFlags};
 use perfaux_abi::consts::*;
-use perfaux_core::pmus::SWTRACE_TYPE;
 use perfaux_core::{Prot, Target, page_size, perf_event_open_attr};
+use perfaux_pmus::SWTRACE_TYPE;
 use perfaux_swtrace::decode;
 
 fn step(i: u64) -> u64 {
@@ -19,13 +19,11 @@ fn marker() {
 
 #[test]
 fn flight_recorder_snapshot_holds_the_newest_calls() {
-    let mut attr = PerfEventAttr {
-        type_: SWTRACE_TYPE,
-        size: PERF_ATTR_SIZE_VER8,
-        ..Default::default()
-    };
-    attr.flags |= AttrFlags::DISABLED | AttrFlags::SAMPLE_ID_ALL;
-    attr.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+    perfaux_pmus::register();
+    let attr = AttrBuilder::new(SWTRACE_TYPE, 0)
+        .flags(AttrFlags::SAMPLE_ID_ALL)
+        .sample_type(PERF_SAMPLE_TID | PERF_SAMPLE_TIME)
+        .build();
     let ev = perf_event_open_attr(&attr, Target::current(), -1, -1, 0).unwrap();
     let data = ev.mmap(0, 1 + 8, Prot::READ_WRITE).unwrap();
     let aux_pages = 4;

@@ -8,9 +8,9 @@ mod common;
 use common::*;
 use perfaux_abi::attr::AuxAction;
 use perfaux_abi::consts::*;
-use perfaux_core::pmus::PROBE_TYPE;
-use perfaux_core::pmus::probe::{CONFIG1_ON_EXIT, resolve_probe};
 use perfaux_core::{EventFd, Target, perf_event_open_attr};
+use perfaux_pmus::PROBE_TYPE;
+use perfaux_pmus::probe::{CONFIG1_ON_EXIT, resolve_probe};
 
 fn s3_before() {
     let _g = perfaux_swtrace::probe!("s3_before");
@@ -46,6 +46,7 @@ fn window_triggers(leader: &EventFd) -> (EventFd, EventFd) {
 
 #[test]
 fn trace_holds_exactly_the_calls_between_resume_and_pause() {
+    perfaux_pmus::register();
     let mut leader_attr = trace_attr();
     leader_attr.aux_action = AuxAction::START_PAUSED;
     let mut t = trace_event(&leader_attr, 4, false);
@@ -98,6 +99,7 @@ fn trace_holds_exactly_the_calls_between_resume_and_pause() {
 
 #[test]
 fn pause_and_resume_from_a_trigger_without_buffer_do_nothing() {
+    perfaux_pmus::register();
     // perf_event_aux_pause: no ring buffer, nothing happens (the kernel's
     // ring_buffer_get fails).
     let mut leader_attr = trace_attr();
@@ -155,6 +157,7 @@ fn window_inside_a_paused_caller(config: u64) -> Vec<String> {
 /// of what ran while paused): the window's calls decode from depth 0.
 #[test]
 fn window_decodes_without_the_calls_opened_while_paused() {
+    perfaux_pmus::register();
     assert_eq!(
         window_inside_a_paused_caller(0),
         ["s3_window@0", "s3_inner@1", "s3_inner@1"]
@@ -166,8 +169,9 @@ fn window_decodes_without_the_calls_opened_while_paused() {
 /// and the window decodes at its real depth.
 #[test]
 fn track_paused_config_places_the_window_under_its_paused_caller() {
+    perfaux_pmus::register();
     assert_eq!(
-        window_inside_a_paused_caller(perfaux_core::pmus::swtrace::CONFIG_TRACK_PAUSED),
+        window_inside_a_paused_caller(perfaux_pmus::swtrace::CONFIG_TRACK_PAUSED),
         ["s3_window@1", "s3_inner@2", "s3_inner@2"]
     );
 }

@@ -7,8 +7,8 @@ mod common;
 use common::*;
 use perfaux_abi::attr::AttrFlags;
 use perfaux_abi::consts::*;
-use perfaux_core::pmus::{UEVENT_AUX_TYPE, UEVENT_TYPE};
 use perfaux_core::{Prot, Target, perf_event_open_attr, perf_uevent, perfaux_uevent};
+use perfaux_pmus::{UEVENT_AUX_TYPE, UEVENT_TYPE};
 
 fn uevents_attr() -> perfaux_abi::attr::PerfEventAttr {
     let mut a = attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY);
@@ -27,6 +27,7 @@ fn drain(m: &mut perfaux_core::Mmap) -> Vec<Vec<u8>> {
 
 #[test]
 fn uevent_records_reach_exactly_the_observing_events() {
+    perfaux_pmus::register();
     let me = Target::current();
     let mine = perf_event_open_attr(&uevents_attr(), me, -1, -1, 0).unwrap();
     let mut mine_map = mine.mmap(0, 1 + 2, Prot::READ_WRITE).unwrap();
@@ -99,6 +100,7 @@ fn uevent_records_reach_exactly_the_observing_events() {
 
 #[test]
 fn per_cpu_event_gets_uevents_of_threads_on_its_cpu() {
+    perfaux_pmus::register();
     // Pin this thread to CPU 0, open a per-CPU event there.
     // SAFETY: an all-zero cpu_set_t is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
@@ -117,6 +119,7 @@ fn per_cpu_event_gets_uevents_of_threads_on_its_cpu() {
 
 #[test]
 fn uevent_counting_event_samples_with_the_payload_as_raw() {
+    perfaux_pmus::register();
     let mut a = sampling(UEVENT_TYPE, 77, 2);
     a.sample_type = PERF_SAMPLE_RAW | PERF_SAMPLE_PERIOD;
     let ev = perf_event_open_attr(&a, Target::current(), -1, -1, 0).unwrap();
@@ -139,6 +142,7 @@ fn uevent_counting_event_samples_with_the_payload_as_raw() {
 
 #[test]
 fn uevent_aux_pmu_logs_into_its_aux_area() {
+    perfaux_pmus::register();
     let ev = perf_event_open_attr(&attr(UEVENT_AUX_TYPE, 0), Target::current(), -1, -1, 0).unwrap();
     let mut t = map_trace(ev, 1, false);
     t.ev.enable(0).unwrap();

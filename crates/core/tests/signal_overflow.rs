@@ -22,6 +22,7 @@ fn sig_b(i: u64) -> u64 {
 
 #[test]
 fn task_clock_samples_taken_in_a_signal_handler_are_whole() {
+    perfaux_pmus::register();
     let mut t = trace_event(&trace_attr(), 16, true);
     let mut clk = sampling(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK, 50_000);
     clk.sample_type = PERF_SAMPLE_IP
@@ -125,6 +126,7 @@ fn task_clock_samples_taken_in_a_signal_handler_are_whole() {
 /// thread's trace is paused (a paused writer alone does not follow calls).
 #[test]
 fn task_clock_callchains_name_the_open_calls_while_the_trace_is_paused() {
+    perfaux_pmus::register();
     let mut leader = trace_attr();
     leader.aux_action = perfaux_abi::attr::AuxAction::START_PAUSED;
     let mut t = trace_event(&leader, 16, true);

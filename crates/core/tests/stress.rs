@@ -28,6 +28,7 @@ const WORKERS: usize = 3;
 
 #[test]
 fn concurrent_tracing_uevents_and_snapshots_account_for_every_record() {
+    perfaux_pmus::register();
     let ncpu = perfaux_core::thread::nr_cpu_ids();
     // One uevent collector per CPU: every uevent lands in exactly one.
     let mut collectors = Vec::new();

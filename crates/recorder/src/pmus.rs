@@ -1,12 +1,16 @@
-//! The PMU types the recorder needs to know about, in one place: the PMU
-//! drivers are moving out of perfaux-core into their own crate, and only
-//! these paths change when they do.
+//! The PMU types the recorder needs to know about, in one place: the
+//! drivers live in perfaux-pmus, outside the core, as the kernel's do.
 
-pub use perfaux_core::pmus::{PROBE_TYPE, SWTRACE_TYPE, UEVENT_AUX_TYPE, UEVENT_TYPE};
+pub use perfaux_pmus::{PROBE_TYPE, SWTRACE_TYPE, UEVENT_AUX_TYPE, UEVENT_TYPE};
+
+/// Registers the drivers (idempotent): the recorder opens their events.
+pub fn register() {
+    perfaux_pmus::register();
+}
 
 /// Resolves a perfaux probe name to the config of a [`PROBE_TYPE`] event.
 pub fn resolve_probe(name: &str) -> u64 {
-    perfaux_core::pmus::probe::resolve_probe(name)
+    perfaux_pmus::probe::resolve_probe(name)
 }
 
 /// Whether events of PMU `type_` have an AUX area.

@@ -239,6 +239,7 @@ impl Recorder {
         tids: &[i32],
         output: Output,
     ) -> Result<Self> {
+        crate::pmus::register();
         let page = perfaux_core::page_size() as u64;
         for (what, size) in [("data", opts.data_size), ("AUX", opts.aux_size)] {
             if size < page || !(size / page).is_power_of_two() {

@@ -221,7 +221,7 @@ fn resolve_one(input: &str, spec: &EventSpec, idx: usize) -> Result<Event, Event
         }
     }
     if let Some(on) = track_paused {
-        let bit = perfaux_core::pmus::swtrace::CONFIG_TRACK_PAUSED;
+        let bit = perfaux_pmus::swtrace::CONFIG_TRACK_PAUSED;
         let config = ev.config.unwrap_or(0) & !bit;
         ev.config = Some(if on { config | bit } else { config });
     }

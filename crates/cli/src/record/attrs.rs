@@ -5,7 +5,7 @@
 
 use perfaux_abi::attr::{AttrFlags, PerfEventAttr};
 use perfaux_abi::consts::*;
-use perfaux_core::pmus::{PROBE_TYPE, SWTRACE_TYPE, UEVENT_AUX_TYPE, UEVENT_TYPE};
+use perfaux_pmus::{PROBE_TYPE, SWTRACE_TYPE, UEVENT_AUX_TYPE, UEVENT_TYPE};
 
 use perfaux_perfdata::record_attrs::{base_attr, file_attr, uevent_stream_attr};
 use perfaux_perfdata::uevent_sample::UEVENT_EVENT_NAME;
@@ -75,7 +75,7 @@ pub fn attrs_for(ev: &Event) -> Result<EventAttrs, String> {
                     PROBES.join(", ")
                 ));
             }
-            let mut a = base_attr(PROBE_TYPE, perfaux_core::pmus::probe::resolve_probe(func));
+            let mut a = base_attr(PROBE_TYPE, perfaux_pmus::probe::resolve_probe(func));
             a.sample_type |= PERF_SAMPLE_PERIOD;
             a.sample_period = 1;
             a

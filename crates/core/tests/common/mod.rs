@@ -3,25 +3,19 @@
 #![allow(dead_code)]
 
 use perfaux_abi::PerfEventHeader;
-use perfaux_abi::attr::{AttrFlags, PerfEventAttr};
+use perfaux_abi::attr::{AttrBuilder, AttrFlags, PerfEventAttr};
 use perfaux_abi::consts::*;
-use perfaux_core::pmus::SWTRACE_TYPE;
 use perfaux_core::{EventFd, Mmap, Prot, Target, page_size, perf_event_open_attr};
+use perfaux_pmus::SWTRACE_TYPE;
 
 pub fn attr(type_: u32, config: u64) -> PerfEventAttr {
-    PerfEventAttr {
-        type_,
-        size: PERF_ATTR_SIZE_VER8,
-        config,
-        flags: AttrFlags::DISABLED,
-        ..Default::default()
-    }
+    AttrBuilder::new(type_, config).build()
 }
 
 pub fn sampling(type_: u32, config: u64, period: u64) -> PerfEventAttr {
-    let mut a = attr(type_, config);
-    a.sample_period = period;
-    a
+    AttrBuilder::new(type_, config)
+        .sample_period(period)
+        .build()
 }
 
 /// A trace event on the calling thread with a data area of 1 + 16 pages

@@ -197,7 +197,7 @@ fn aux_sample_size_goes_to_members_of_aux_led_groups() {
 
 #[test]
 fn track_paused_sets_the_trace_pmus_config_bit() {
-    let bit = perfaux_core::pmus::swtrace::CONFIG_TRACK_PAUSED;
+    let bit = perfaux_pmus::swtrace::CONFIG_TRACK_PAUSED;
     let v = resolve_events(&args(&["swtrace/track-paused/"]), None).unwrap();
     assert_eq!(v[0].config, Some(bit));
     // Whichever term comes first, the named bit applies over config=.

@@ -25,12 +25,12 @@ use perfaux_abi::errno;
 use perfaux_swtrace::ProbeId;
 use perfaux_swtrace::writer::{self, Frame};
 
-use crate::error::{Error, Result, einval};
-use crate::event::{Event, EventState, Target};
-use crate::overflow::perf_event_overflow;
-use crate::pmu::PmuPrivate;
-use crate::rcu::RcuCell;
-use crate::sample::SampleData;
+use perfaux_core::error::{Error, Result, einval};
+use perfaux_core::event::{Event, EventState, Target};
+use perfaux_core::overflow::perf_event_overflow;
+use perfaux_core::pmu::PmuPrivate;
+use perfaux_core::rcu::RcuCell;
+use perfaux_core::sample::SampleData;
 
 /// The signal the timers deliver.
 pub fn task_clock_signal() -> i32 {
@@ -154,11 +154,11 @@ pub(crate) fn event_init(event: &Event) -> Result<PmuPrivate> {
         let r = unsafe { libc::timer_create(clockid, &mut sev, &mut timer) };
         if r != 0 {
             s.used.store(false, Ordering::Release);
-            return Err(Error::new(
-                std::io::Error::last_os_error()
-                    .raw_os_error()
-                    .unwrap_or(errno::EINVAL),
+            let os = std::io::Error::last_os_error();
+            return Err(Error::with_cause(
+                os.raw_os_error().unwrap_or(errno::EINVAL),
                 "task-clock: timer_create failed",
+                os,
             ));
         }
         timer_id = timer as usize;
@@ -230,7 +230,7 @@ pub(crate) fn read(event: &Event) {
             .is_ok()
         {
             tc.acc.fetch_add(d, Ordering::Relaxed);
-            event.hw.count.fetch_add(d, Ordering::Relaxed);
+            event.add_count(d);
         }
     }
 }
@@ -265,7 +265,7 @@ extern "C" fn handler(_sig: i32, info: *mut libc::siginfo_t, uctx: *mut libc::c_
             }
         });
     }
-    crate::remote::set_errno(saved);
+    perfaux_core::remote::set_errno(saved);
 }
 
 /// The interrupted instruction pointer.
@@ -306,12 +306,10 @@ fn tick(ev: &Event, ip: u64) {
         }
         n = cc.written;
     }
-    let mut data = SampleData {
-        ip,
-        period: tc.period_ns,
-        callchain: &ips[..n],
-        ..Default::default()
-    };
-    ev.hw.last_period.store(tc.period_ns, Ordering::Relaxed);
+    let mut data = SampleData::default();
+    data.ip = ip;
+    data.period = tc.period_ns;
+    data.callchain = &ips[..n];
+    ev.set_last_period(tc.period_ns);
     perf_event_overflow(ev, &mut data);
 }

@@ -15,12 +15,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use perfaux_abi::ByteSink;
 
-use crate::aux::{AuxArea, perf_aux_output_begin, perf_aux_output_end};
-use crate::error::{Result, einval, enoent};
-use crate::event::{Event, EventState};
-use crate::overflow::perf_swevent_event;
-use crate::pmu::{Pmu, PmuCaps, PmuPrivate};
-use crate::sample::SampleData;
+use perfaux_core::aux::{AuxArea, perf_aux_output_begin, perf_aux_output_end};
+use perfaux_core::error::{Result, einval, enoent};
+use perfaux_core::event::{Event, EventState};
+use perfaux_core::overflow::perf_swevent_event;
+use perfaux_core::pmu::{Pmu, PmuCaps, PmuPrivate};
+use perfaux_core::sample::SampleData;
 
 /// The uevent counting PMU.
 pub struct UeventPmu;
@@ -52,10 +52,8 @@ impl Pmu for UeventPmu {
         if u64::from(type_) != event.attr().config || event.state() != EventState::Active {
             return;
         }
-        let mut sd = SampleData {
-            raw: Some(data),
-            ..Default::default()
-        };
+        let mut sd = SampleData::default();
+        sd.raw = Some(data);
         perf_swevent_event(event, 1, &mut sd);
     }
 }

@@ -21,12 +21,13 @@ use perfaux_abi::consts::PERF_SAMPLE_CALLCHAIN;
 use perfaux_swtrace::writer::{self, Frame};
 use perfaux_swtrace::{HookTarget, ProbeEvent, ProbeId};
 
-use crate::error::{Result, enoent};
-use crate::event::{Event, EventState};
-use crate::overflow::perf_swevent_event;
-use crate::pmu::{Pmu, PmuCaps, PmuPrivate, ef};
-use crate::sample::SampleData;
-use crate::{remote, thread};
+use perfaux_abi::errno;
+use perfaux_core::error::{Error, Result, enoent};
+use perfaux_core::event::{Event, EventState};
+use perfaux_core::overflow::perf_swevent_event;
+use perfaux_core::pmu::{Pmu, PmuCaps, PmuPrivate, ef};
+use perfaux_core::sample::SampleData;
+use perfaux_core::{remote, thread};
 
 /// Config values from [`resolve_probe`] for names not yet registered carry
 /// this bit; the low 32 bits index the name table.
@@ -145,7 +146,7 @@ impl Pmu for ProbePmu {
             writer::prepare();
         }
         perfaux_swtrace::set_hook(hook_target(&st), true)
-            .map_err(|_| enoent("probe: no probe with this id"))?;
+            .map_err(|e| Error::with_cause(errno::ENOENT, "probe: no probe with this id", e))?;
         Ok(Box::new(st))
     }
 
@@ -232,10 +233,8 @@ fn count(ev: &Event, id: ProbeId, st: &ProbeState) {
         count_with_callchain(ev, ip);
         return;
     }
-    let mut data = SampleData {
-        ip,
-        ..Default::default()
-    };
+    let mut data = SampleData::default();
+    data.ip = ip;
     perf_swevent_event(ev, 1, &mut data);
 }
 
@@ -252,10 +251,8 @@ fn count_with_callchain(ev: &Event, ip: u64) {
     for (i, f) in frames[..cc.written].iter().enumerate() {
         ips[i] = f.addr;
     }
-    let mut data = SampleData {
-        ip,
-        callchain: &ips[..cc.written],
-        ..Default::default()
-    };
+    let mut data = SampleData::default();
+    data.ip = ip;
+    data.callchain = &ips[..cc.written];
     perf_swevent_event(ev, 1, &mut data);
 }

@@ -78,12 +78,12 @@ use perfaux_ring::protocol::circ_space;
 use perfaux_swtrace::format;
 use perfaux_swtrace::writer::{self, AuxMode, AuxRegion, WriterConfig, WriterError};
 
-use crate::aux::{AuxArea, perf_aux_output_begin, perf_aux_output_end};
-use crate::buffer::Buffer;
-use crate::error::{Result, einval};
-use crate::event::{Event, Target};
-use crate::pmu::{Pmu, PmuCaps, PmuPrivate, ef};
-use crate::{output, remote};
+use perfaux_core::aux::{AuxArea, perf_aux_output_begin, perf_aux_output_end};
+use perfaux_core::buffer::Buffer;
+use perfaux_core::error::{Result, einval};
+use perfaux_core::event::{Event, Target};
+use perfaux_core::pmu::{Pmu, PmuCaps, PmuPrivate, ef};
+use perfaux_core::{output, remote};
 
 /// The trace PMU.
 pub struct SwtracePmu;
@@ -155,7 +155,7 @@ impl Pmu for SwtracePmu {
 
     fn event_init(&self, event: &Event) -> Result<PmuPrivate> {
         if event.attr().type_ != event.pmu_type() {
-            return Err(crate::error::enoent("not a swtrace event"));
+            return Err(perfaux_core::error::enoent("not a swtrace event"));
         }
         if event.attr().config & !CONFIG_TRACK_PAUSED != 0 {
             return Err(einval(
@@ -232,7 +232,7 @@ impl Pmu for SwtracePmu {
         if flags & ef::RESUME != 0 {
             // Only on the traced thread: a resume from elsewhere would need
             // a remote call, which the overflow path cannot wait for.
-            if crate::thread::gettid() == st.tid && st.running.load(Ordering::Acquire) {
+            if perfaux_core::thread::gettid() == st.tid && st.running.load(Ordering::Acquire) {
                 writer::resume();
             }
             return;
@@ -245,13 +245,13 @@ impl Pmu for SwtracePmu {
             return;
         };
         if flags & ef::PAUSE != 0 {
-            if crate::thread::gettid() == st.tid && st.running.load(Ordering::Acquire) {
+            if perfaux_core::thread::gettid() == st.tid && st.running.load(Ordering::Acquire) {
                 writer::pause();
             }
             return;
         }
         on_thread(st.tid, || stop_here(event, st));
-        if st.running.load(Ordering::Acquire) && crate::thread::gettid() != st.tid {
+        if st.running.load(Ordering::Acquire) && perfaux_core::thread::gettid() != st.tid {
             abandon(st);
         }
     }
@@ -278,13 +278,13 @@ impl Pmu for SwtracePmu {
         let Some(st) = TraceState::of(event) else {
             return 0;
         };
-        if crate::thread::gettid() != st.tid {
+        if perfaux_core::thread::gettid() != st.tid {
             return 0;
         }
         let Some(head) = writer::aux_head() else {
             return 0;
         };
-        let Some(rb) = event.rb.load() else { return 0 };
+        let Some(rb) = event.buffer() else { return 0 };
         let Some(aux) = rb.aux() else { return 0 };
         let size = (size as u64).min(aux.aux_size());
         let mut sink = DynSink(out);
@@ -318,7 +318,7 @@ fn on_thread(tid: i32, f: impl Fn() -> bool) {
         if done {
             return;
         }
-        if tid == crate::thread::gettid() {
+        if tid == perfaux_core::thread::gettid() {
             return;
         }
         std::thread::yield_now();
@@ -333,7 +333,7 @@ fn start_here(event: &Event, st: &TraceState) -> bool {
     let Ok(mut tx) = st.tx.try_lock() else {
         return false;
     };
-    let Some(buffer) = event.rb.get() else {
+    let Some(buffer) = event.buffer_arc() else {
         return true;
     };
     let Some(aux) = buffer.aux() else { return true };

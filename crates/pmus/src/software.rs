@@ -3,7 +3,7 @@
 //!
 //! - `PERF_COUNT_SW_DUMMY`: counts nothing; carries sideband and uevents.
 //! - `PERF_COUNT_SW_TASK_CLOCK`: the thread's CPU time in ns (see
-//!   [`super::task_clock`]).
+//!   `task_clock`).
 //!
 //! Other software ids exist in the kernel but measure what only the kernel
 //! sees (page faults, context switches): EOPNOTSUPP here. Ids beyond the
@@ -12,10 +12,10 @@
 use perfaux_abi::consts::{PERF_COUNT_SW_DUMMY, PERF_COUNT_SW_TASK_CLOCK, PERF_SAMPLE_CALLCHAIN};
 use perfaux_swtrace::writer;
 
-use crate::error::{Result, enoent, eopnotsupp};
-use crate::event::Event;
-use crate::pmu::{Pmu, PmuCaps, PmuPrivate, ef};
-use crate::remote;
+use perfaux_core::error::{Result, enoent, eopnotsupp};
+use perfaux_core::event::Event;
+use perfaux_core::pmu::{Pmu, PmuCaps, PmuPrivate, ef};
+use perfaux_core::remote;
 
 /// `PERF_COUNT_SW_MAX`.
 const PERF_COUNT_SW_MAX: u64 = 12;
@@ -47,7 +47,7 @@ impl Pmu for SoftwarePmu {
     }
 
     fn event_init(&self, event: &Event) -> Result<PmuPrivate> {
-        if event.attr().type_ != crate::registry::SOFTWARE_TYPE {
+        if event.attr().type_ != perfaux_abi::consts::PERF_TYPE_SOFTWARE {
             return Err(enoent("not a software event"));
         }
         match event.attr().config {

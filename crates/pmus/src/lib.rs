@@ -1,0 +1,69 @@
+//! perfaux-pmus: the PMU drivers of perfaux, outside the core as the
+//! kernel's drivers sit outside kernel/events/core.c.
+//!
+//! | name | type | what |
+//! |---|---|---|
+//! | `software` | 1 (`PERF_TYPE_SOFTWARE`) | `task-clock` (thread CPU time, sampled by a POSIX timer signal) and `dummy` |
+//! | `swtrace` | [`SWTRACE_TYPE`] | the trace PMU: AUX area, pause/resume, snapshot_aux, ITRACE |
+//! | `probe` | [`PROBE_TYPE`] | counts entries/returns of a swtrace probe (sampler, trigger) |
+//! | `uevent` | [`UEVENT_TYPE`] | counts uevents of one type, RAW = payload |
+//! | `uevent_aux` | [`UEVENT_AUX_TYPE`] | AUX PMU logging uevents; no AUX_PAUSE, no snapshot_aux |
+//!
+//! The drivers reach the core only through its driver API (the
+//! [`Pmu`] trait, `perfaux_core::registry`, the
+//! overflow, output and AUX entry points); the core never names a driver.
+//! A program calls [`register`] once before its first `perf_event_open`,
+//! as the kernel runs its PMU initcalls before the first event.
+
+#![warn(missing_docs)]
+
+use std::sync::{Arc, Once};
+
+use perfaux_abi::consts::PERF_TYPE_SOFTWARE;
+use perfaux_core::Pmu;
+use perfaux_core::registry::{PMU_TYPE_DYNAMIC_BASE, perf_pmu_register_type};
+
+pub mod probe;
+pub mod software;
+pub mod swtrace;
+mod task_clock;
+pub mod uevent;
+
+/// The `swtrace` PMU's type.
+pub const SWTRACE_TYPE: u32 = PMU_TYPE_DYNAMIC_BASE;
+/// The `probe` PMU's type.
+pub const PROBE_TYPE: u32 = PMU_TYPE_DYNAMIC_BASE + 1;
+/// The `uevent` PMU's type.
+pub const UEVENT_TYPE: u32 = PMU_TYPE_DYNAMIC_BASE + 2;
+/// The `uevent_aux` PMU's type.
+pub const UEVENT_AUX_TYPE: u32 = PMU_TYPE_DYNAMIC_BASE + 3;
+
+/// Registers the PMUs of this crate with the core under their fixed types
+/// (`software` as `PERF_TYPE_SOFTWARE`, the others as [`SWTRACE_TYPE`],
+/// [`PROBE_TYPE`], [`UEVENT_TYPE`], [`UEVENT_AUX_TYPE`]). Idempotent and
+/// thread-safe: every caller returns once all are registered.
+///
+/// # Panics
+///
+/// If another PMU already holds one of these types or names: call
+/// `register` before registering PMUs of your own with
+/// `perfaux_core::registry::perf_pmu_register`, which hands out the next
+/// free dynamic type.
+pub fn register() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let drivers: [(u32, Arc<dyn Pmu>); 5] = [
+            (PERF_TYPE_SOFTWARE, Arc::new(software::SoftwarePmu)),
+            (SWTRACE_TYPE, Arc::new(swtrace::SwtracePmu)),
+            (PROBE_TYPE, Arc::new(probe::ProbePmu)),
+            (UEVENT_TYPE, Arc::new(uevent::UeventPmu)),
+            (UEVENT_AUX_TYPE, Arc::new(uevent::UeventAuxPmu)),
+        ];
+        for (type_, pmu) in drivers {
+            let name = pmu.name();
+            if let Err(e) = perf_pmu_register_type(pmu, type_) {
+                panic!("perfaux_pmus::register: PMU `{name}` as type {type_:#x}: {e}");
+            }
+        }
+    });
+}
