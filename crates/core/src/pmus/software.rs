@@ -9,7 +9,9 @@
 //! sees (page faults, context switches): EOPNOTSUPP here. Ids beyond the
 //! kernel's are ENOENT, as `perf_swevent_init` returns.
 
-use perfaux_abi::consts::{PERF_COUNT_SW_DUMMY, PERF_COUNT_SW_TASK_CLOCK, PERF_SAMPLE_CALLCHAIN};
+use perfaux_abi::consts::{
+    PERF_COUNT_SW_DUMMY, PERF_COUNT_SW_TASK_CLOCK, PERF_SAMPLE_BRANCH_STACK, PERF_SAMPLE_CALLCHAIN,
+};
 use perfaux_swtrace::writer;
 
 use crate::error::{Result, enoent, eopnotsupp};
@@ -49,6 +51,12 @@ impl Pmu for SoftwarePmu {
     fn event_init(&self, event: &Event) -> Result<PmuPrivate> {
         if event.attr().type_ != crate::registry::SOFTWARE_TYPE {
             return Err(enoent("not a software event"));
+        }
+        // perf_swevent_init, task_clock_event_init: no branch sampling.
+        if event.attr().sample_type & PERF_SAMPLE_BRANCH_STACK != 0 {
+            return Err(eopnotsupp(
+                "PERF_SAMPLE_BRANCH_STACK: software events have no branch stack",
+            ));
         }
         match event.attr().config {
             PERF_COUNT_SW_DUMMY => Ok(Box::new(())),
