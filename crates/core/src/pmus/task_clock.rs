@@ -39,6 +39,8 @@ pub fn task_clock_signal() -> i32 {
 
 const NSLOTS: usize = 256;
 const NO_TIMER: usize = usize::MAX;
+/// The slot of a counting task-clock, which has no timer.
+const NO_SLOT: usize = usize::MAX;
 const MIN_PERIOD_NS: u64 = 10_000;
 
 struct Slot {
@@ -126,16 +128,23 @@ pub(crate) fn event_init(event: &Event) -> Result<PmuPrivate> {
     } else {
         period_ns.max(MIN_PERIOD_NS)
     };
-    let slot = slots()
-        .iter()
-        .position(|s| {
-            s.used
-                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-        })
-        .ok_or_else(|| Error::new(errno::ENOSPC, "task-clock: all timer slots in use"))?;
-    let s = &slots()[slot];
-    let generation = s.generation.fetch_add(1, Ordering::AcqRel).wrapping_add(1);
+    // Only a sampler has a timer, and only a timer needs a slot: counting
+    // task-clocks are as many as the fds allow, as in the kernel.
+    let slot = if period_ns == 0 {
+        NO_SLOT
+    } else {
+        slots()
+            .iter()
+            .position(|s| {
+                s.used
+                    .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+            })
+            .ok_or_else(|| Error::new(errno::ENOSPC, "task-clock: all timer slots in use"))?
+    };
+    let generation = slot_of(slot).map_or(0, |s| {
+        s.generation.fetch_add(1, Ordering::AcqRel).wrapping_add(1)
+    });
     install_handler();
     let clockid = thread_cpu_clock(tid);
     let mut timer_id = NO_TIMER;
@@ -153,7 +162,7 @@ pub(crate) fn event_init(event: &Event) -> Result<PmuPrivate> {
         // SAFETY: valid clock id, sigevent and out-pointer.
         let r = unsafe { libc::timer_create(clockid, &mut sev, &mut timer) };
         if r != 0 {
-            s.used.store(false, Ordering::Release);
+            slots()[slot].used.store(false, Ordering::Release);
             return Err(Error::new(
                 std::io::Error::last_os_error()
                     .raw_os_error()
@@ -171,6 +180,10 @@ pub(crate) fn event_init(event: &Event) -> Result<PmuPrivate> {
         base: AtomicI64::new(-1),
         acc: AtomicU64::new(0),
     }))
+}
+
+fn slot_of(slot: usize) -> Option<&'static Slot> {
+    slots().get(slot)
 }
 
 fn state(event: &Event) -> Option<&TaskClock> {
@@ -197,7 +210,9 @@ fn arm(tc: &TaskClock, ns: u64) {
 pub(crate) fn start(event: &Event) {
     let Some(tc) = state(event) else { return };
     if tc.base.load(Ordering::Acquire) < 0 {
-        slots()[tc.slot].ev.replace(Some(event.arc()));
+        if let Some(s) = slot_of(tc.slot) {
+            s.ev.replace(Some(event.arc()));
+        }
         if let Some(n) = now(tc.clockid) {
             tc.base.store(n as i64, Ordering::Release);
         }
@@ -210,8 +225,10 @@ pub(crate) fn stop(event: &Event) {
     arm(tc, 0);
     read(event);
     let base = tc.base.swap(-1, Ordering::AcqRel);
-    if base >= 0 {
-        slots()[tc.slot].ev.replace(None);
+    if base >= 0
+        && let Some(s) = slot_of(tc.slot)
+    {
+        s.ev.replace(None);
     }
 }
 
@@ -242,10 +259,11 @@ pub(crate) fn destroy(event: &Event) {
         // SAFETY: the timer was created by event_init and is deleted once.
         unsafe { libc::timer_delete(t as libc::timer_t) };
     }
-    let s = &slots()[tc.slot];
-    s.ev.replace(None);
-    s.generation.fetch_add(1, Ordering::AcqRel);
-    s.used.store(false, Ordering::Release);
+    if let Some(s) = slot_of(tc.slot) {
+        s.ev.replace(None);
+        s.generation.fetch_add(1, Ordering::AcqRel);
+        s.used.store(false, Ordering::Release);
+    }
 }
 
 extern "C" fn handler(_sig: i32, info: *mut libc::siginfo_t, uctx: *mut libc::c_void) {
