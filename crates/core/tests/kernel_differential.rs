@@ -606,3 +606,37 @@ fn perfaux_agrees_with_the_running_kernel() {
             .join("\n")
     );
 }
+
+/// The dance perf does with an attr larger than the kernel knows: E2BIG,
+/// the kernel's sizeof written into `attr.size`, a retry at that size.
+/// perfaux answers the same way with its own sizeof (VER9), and the
+/// kernel's answer is checked beside it.
+#[test]
+fn an_attr_larger_than_the_kernel_knows_is_retried_at_the_written_back_size() {
+    fn dance(open: &mut dyn FnMut(&mut [u8]) -> Result<(), i32>) -> u32 {
+        let (a, _) = Case::new(Base::Dummy, &[]).build(PERF_ATTR_SIZE_VER8);
+        let mut b = Case::bytes(&a);
+        b[4..8].copy_from_slice(&160u32.to_ne_bytes());
+        b[152] = 1;
+        assert_eq!(open(&mut b), Err(errno::E2BIG), "a non-zero byte at 152");
+        let size = u32::from_ne_bytes(b[4..8].try_into().unwrap());
+        b[size as usize..].fill(0);
+        assert_eq!(open(&mut b), Ok(()), "the retry at size {size}");
+        size
+    }
+    let perfaux = dance(&mut |b| perfaux_open(b, -1, PERF_FLAG_FD_CLOEXEC).map(drop));
+    assert_eq!(
+        perfaux, PERF_ATTR_SIZE_LATEST,
+        "perfaux writes back its sizeof"
+    );
+    if let Err(why) = allowed() {
+        eprintln!("skipped (the kernel's side): {why}");
+        return;
+    }
+    let kernel = dance(&mut |b| kernel_open(b, -1, PERF_FLAG_FD_CLOEXEC).map(kernel_close));
+    assert_eq!(kernel, kernel_attr_size());
+    // An attr of the kernel's size opens in perfaux as it is (the fields
+    // past it read as zero).
+    let (a, flags) = Case::new(Base::TaskClock, &[]).build(kernel);
+    assert!(perfaux_open(&mut Case::bytes(&a), -1, flags).is_ok());
+}
