@@ -13,7 +13,10 @@
 //! 2. every pair of a list of violations (each refused alone, errnos from
 //!    every stage of the syscall), on both events;
 //! 3. 5,000 seeded random near-valid attrs (splitmix64, seed
-//!    [`RANDOM_SEED`]), one to five mutations each;
+//!    [`RANDOM_SEED`]), one to five mutations each, on every software
+//!    event both sides have (cpu-clock, the fault, switch and migration
+//!    counters, alignment/emulation faults, bpf-output, dummy,
+//!    task-clock);
 //! 4. group cases: every leader of a list with every member of the same
 //!    list, under every member open flag (none, FD_NO_GROUP, FD_OUTPUT,
 //!    both, FD_SAMPLE), with and without a buffer mapped on the leader, and

@@ -2,7 +2,7 @@
 //!
 //! | name | type | what |
 //! |---|---|---|
-//! | `software` | 1 (`PERF_TYPE_SOFTWARE`) | `task-clock` (thread CPU time, sampled by a POSIX timer signal) and `dummy` |
+//! | `software` | 1 (`PERF_TYPE_SOFTWARE`) | `task-clock`, `cpu-clock` (thread CPU time, sampled by a POSIX timer signal), the counters of `sw_counters` and `dummy` |
 //! | `swtrace` | [`SWTRACE_TYPE`] | the trace PMU: AUX area, pause/resume, snapshot_aux, ITRACE |
 //! | `probe` | [`PROBE_TYPE`] | counts entries/returns of a swtrace probe (sampler, trigger) |
 //! | `uevent` | [`UEVENT_TYPE`] | counts uevents of one type, RAW = payload |
@@ -14,6 +14,7 @@ use crate::pmu::Pmu;
 
 pub mod probe;
 pub mod software;
+pub mod sw_counters;
 pub mod swtrace;
 pub mod task_clock;
 pub mod uevent;

@@ -5,12 +5,16 @@
 //! - `PERF_COUNT_SW_TASK_CLOCK`: the thread's CPU time in ns (see
 //!   [`super::task_clock`]).
 //!
-//! Other software ids exist in the kernel but measure what only the kernel
-//! sees (page faults, context switches): EOPNOTSUPP here. Ids beyond the
-//! kernel's are ENOENT, as `perf_swevent_init` returns.
+//! - `PERF_COUNT_SW_CPU_CLOCK`: as task-clock (a task's cpu-clock counts
+//!   while it is on a CPU).
+//! - the counters (page faults, context switches, migrations, ...): see
+//!   [`super::sw_counters`]; cgroup-switches, which a process cannot
+//!   observe, is EOPNOTSUPP. Ids beyond the kernel's are ENOENT, as
+//!   `perf_swevent_init` returns.
 
 use perfaux_abi::consts::{
-    PERF_COUNT_SW_DUMMY, PERF_COUNT_SW_TASK_CLOCK, PERF_SAMPLE_BRANCH_STACK, PERF_SAMPLE_CALLCHAIN,
+    PERF_COUNT_SW_CPU_CLOCK, PERF_COUNT_SW_DUMMY, PERF_COUNT_SW_TASK_CLOCK,
+    PERF_SAMPLE_BRANCH_STACK, PERF_SAMPLE_CALLCHAIN,
 };
 use perfaux_swtrace::writer;
 
@@ -60,13 +64,14 @@ impl Pmu for SoftwarePmu {
         }
         match event.attr().config {
             PERF_COUNT_SW_DUMMY => Ok(Box::new(())),
-            PERF_COUNT_SW_TASK_CLOCK => super::task_clock::event_init(event),
+            // cpu-clock counts while the task is on a CPU: its CPU time.
+            PERF_COUNT_SW_TASK_CLOCK | PERF_COUNT_SW_CPU_CLOCK => {
+                super::task_clock::event_init(event)
+            }
             c if c >= PERF_COUNT_SW_MAX => {
                 Err(enoent("software event id beyond PERF_COUNT_SW_MAX"))
             }
-            _ => Err(eopnotsupp(
-                "software event measures what only the kernel sees",
-            )),
+            _ => super::sw_counters::event_init(event),
         }
     }
 
@@ -91,27 +96,21 @@ impl Pmu for SoftwarePmu {
         }
     }
 
+    // Every event but dummy has a timer state (task_clock.rs); these do
+    // nothing for an event without one.
     fn start(&self, event: &Event, _flags: u32) {
-        if is_task_clock(event) {
-            super::task_clock::start(event);
-        }
+        super::task_clock::start(event);
     }
 
     fn stop(&self, event: &Event, _flags: u32) {
-        if is_task_clock(event) {
-            super::task_clock::stop(event);
-        }
+        super::task_clock::stop(event);
     }
 
     fn read(&self, event: &Event) {
-        if is_task_clock(event) {
-            super::task_clock::read(event);
-        }
+        super::task_clock::read(event);
     }
 
     fn destroy(&self, event: &Event) {
-        if is_task_clock(event) {
-            super::task_clock::destroy(event);
-        }
+        super::task_clock::destroy(event);
     }
 }

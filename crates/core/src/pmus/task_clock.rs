@@ -32,6 +32,8 @@ use crate::pmu::PmuPrivate;
 use crate::rcu::RcuCell;
 use crate::sample::SampleData;
 
+use super::sw_counters::SwCounter;
+
 /// The signal the timers deliver.
 pub fn task_clock_signal() -> i32 {
     libc::SIGRTMIN() + 7
@@ -73,6 +75,8 @@ pub(crate) struct TaskClock {
     base: AtomicI64,
     /// Time counted up to the last stop.
     acc: AtomicU64,
+    /// A software counter this timer polls; its count is not CPU time.
+    counter: Option<SwCounter>,
 }
 
 /// `MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)`: the CPU-time clock of any
@@ -128,6 +132,12 @@ pub(crate) fn event_init(event: &Event) -> Result<PmuPrivate> {
     } else {
         period_ns.max(MIN_PERIOD_NS)
     };
+    init(tid, period_ns, None)
+}
+
+/// A timer on `tid`'s CPU clock firing every `period_ns` (none for 0),
+/// for a task-clock or, with `counter`, for a software counter it polls.
+pub(crate) fn init(tid: i32, period_ns: u64, counter: Option<SwCounter>) -> Result<PmuPrivate> {
     // Only a sampler has a timer, and only a timer needs a slot: counting
     // task-clocks are as many as the fds allow, as in the kernel.
     let slot = if period_ns == 0 {
@@ -179,6 +189,7 @@ pub(crate) fn event_init(event: &Event) -> Result<PmuPrivate> {
         period_ns,
         base: AtomicI64::new(-1),
         acc: AtomicU64::new(0),
+        counter,
     }))
 }
 
@@ -210,6 +221,9 @@ fn arm(tc: &TaskClock, ns: u64) {
 pub(crate) fn start(event: &Event) {
     let Some(tc) = state(event) else { return };
     if tc.base.load(Ordering::Acquire) < 0 {
+        if let Some(c) = &tc.counter {
+            c.start();
+        }
         if let Some(s) = slot_of(tc.slot) {
             s.ev.replace(Some(event.arc()));
         }
@@ -223,7 +237,10 @@ pub(crate) fn start(event: &Event) {
 pub(crate) fn stop(event: &Event) {
     let Some(tc) = state(event) else { return };
     arm(tc, 0);
-    read(event);
+    match &tc.counter {
+        Some(c) => c.stop(event),
+        None => read(event),
+    }
     let base = tc.base.swap(-1, Ordering::AcqRel);
     if base >= 0
         && let Some(s) = slot_of(tc.slot)
@@ -235,6 +252,9 @@ pub(crate) fn stop(event: &Event) {
 /// Brings `event->count` up to the thread's CPU time.
 pub(crate) fn read(event: &Event) {
     let Some(tc) = state(event) else { return };
+    if let Some(c) = &tc.counter {
+        return c.read(event);
+    }
     let base = tc.base.load(Ordering::Acquire);
     if base < 0 {
         return;
@@ -309,8 +329,11 @@ fn tick(ev: &Event, ip: u64) {
     if ev.state() != EventState::Active {
         return;
     }
-    read(ev);
     let Some(tc) = state(ev) else { return };
+    if let Some(c) = &tc.counter {
+        return c.poll(ev, ip);
+    }
+    read(ev);
     let mut frames = [Frame {
         id: ProbeId(0),
         addr: 0,

@@ -163,12 +163,29 @@ fn flag_name(bit: u32) -> &'static str {
     }
 }
 
-/// The two events both sides have had from the start.
+/// The events the cases start from: the two both sides have had from the
+/// start, and any other software config.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Base {
     Dummy,
     TaskClock,
+    Software(u64),
 }
+
+/// The software events the random and group families start from.
+pub const SOFTWARE_BASES: [Base; 11] = [
+    Base::Dummy,
+    Base::TaskClock,
+    Base::Software(PERF_COUNT_SW_CPU_CLOCK),
+    Base::Software(PERF_COUNT_SW_PAGE_FAULTS),
+    Base::Software(PERF_COUNT_SW_CONTEXT_SWITCHES),
+    Base::Software(PERF_COUNT_SW_CPU_MIGRATIONS),
+    Base::Software(PERF_COUNT_SW_PAGE_FAULTS_MIN),
+    Base::Software(PERF_COUNT_SW_PAGE_FAULTS_MAJ),
+    Base::Software(PERF_COUNT_SW_ALIGNMENT_FAULTS),
+    Base::Software(PERF_COUNT_SW_EMULATION_FAULTS),
+    Base::Software(PERF_COUNT_SW_BPF_OUTPUT),
+];
 
 /// A generated open: base event, mutations.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -194,6 +211,7 @@ impl Case {
         let config = match self.base {
             Base::Dummy => PERF_COUNT_SW_DUMMY,
             Base::TaskClock => PERF_COUNT_SW_TASK_CLOCK,
+            Base::Software(c) => c,
         };
         let mut a = PerfEventAttr {
             type_: PERF_TYPE_SOFTWARE,
@@ -554,11 +572,7 @@ pub fn random(seed: u64, n: usize) -> Vec<Case> {
     let violations = violations();
     (0..n)
         .map(|_| {
-            let base = if rng.below(2) == 0 {
-                Base::Dummy
-            } else {
-                Base::TaskClock
-            };
+            let base = rng.pick(&SOFTWARE_BASES);
             let k = 1 + rng.below(5);
             let muts = (0..k)
                 .flat_map(|_| near_valid(&mut rng, &violations))
@@ -591,6 +605,15 @@ pub fn group_specs() -> Vec<Case> {
             ],
         ),
         (Base::Dummy, vec![flag(31)]),
+        (Base::Software(PERF_COUNT_SW_PAGE_FAULTS), vec![]),
+        (
+            Base::Software(PERF_COUNT_SW_CPU_CLOCK),
+            vec![flag(25), Set(F::Clockid, 1)],
+        ),
+        (
+            Base::Software(PERF_COUNT_SW_CONTEXT_SWITCHES),
+            vec![Set(F::SamplePeriod, 1), Set(F::ReadFormat, 0xf)],
+        ),
     ];
     specs.into_iter().map(|(b, m)| Case::new(b, &m)).collect()
 }
