@@ -258,3 +258,36 @@ fn sampling_page_faults_emit_one_sample_per_period() {
         assert_eq!(u64_at(b, 24), 16);
     }
 }
+
+/// Issue 11 item 9: a task-clock sampler's timer fires at most once per
+/// scheduler tick however short its period, so a sample stands for all
+/// the CPU time since the one before: the periods the samples carry add up
+/// to the CPU time counted up to the last sample, not to 250 µs each.
+#[test]
+fn task_clock_sample_periods_add_up_to_the_cpu_time() {
+    for config in [PERF_COUNT_SW_TASK_CLOCK, PERF_COUNT_SW_CPU_CLOCK] {
+        let mut a = sampling(PERF_TYPE_SOFTWARE, config, 250_000);
+        a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_PERIOD;
+        let ev = open(&a);
+        let mut m = ev.mmap(0, 1 + 16, Prot::READ_WRITE).unwrap();
+        ev.enable(0).unwrap();
+        burn(60_000_000);
+        ev.disable(0).unwrap();
+        let count = ev.event().count();
+        let periods: Vec<u64> = records(&mut m)
+            .into_iter()
+            .filter(|(h, _)| h.type_ == PERF_RECORD_SAMPLE)
+            .map(|(_, b)| u64_at(&b, 24))
+            .collect();
+        let sum: u64 = periods.iter().sum();
+        assert!(
+            sum <= count && sum >= count / 2,
+            "config {config}: {} samples, periods add up to {sum} ns of {count} ns counted",
+            periods.len()
+        );
+        assert!(
+            periods.iter().all(|&p| p >= 250_000),
+            "config {config}: a sample stands for at least one period: {periods:?}"
+        );
+    }
+}

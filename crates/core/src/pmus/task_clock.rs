@@ -15,6 +15,11 @@
 //! `SIGRTMIN + 7` ([`task_clock_signal`]). A frequency (`attr.freq`) is
 //! turned into the period `NSEC_PER_SEC / sample_freq`, and periods are at
 //! least 10 µs, as the kernel's `perf_swevent_init_hrtimer` does.
+//!
+//! Unlike the kernel's hrtimer, a CPU-time timer is checked at scheduler
+//! ticks: a period shorter than a tick gives one sample per tick, whose
+//! period is the CPU time since the previous sample (at least
+//! `sample_period`), so the periods still add up to the time counted.
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -75,6 +80,8 @@ pub(crate) struct TaskClock {
     base: AtomicI64,
     /// Time counted up to the last stop.
     acc: AtomicU64,
+    /// `acc` at the last sample.
+    sampled: AtomicU64,
     /// A software counter this timer polls; its count is not CPU time.
     counter: Option<SwCounter>,
 }
@@ -189,6 +196,7 @@ pub(crate) fn init(tid: i32, period_ns: u64, counter: Option<SwCounter>) -> Resu
         period_ns,
         base: AtomicI64::new(-1),
         acc: AtomicU64::new(0),
+        sampled: AtomicU64::new(0),
         counter,
     }))
 }
@@ -347,12 +355,19 @@ fn tick(ev: &Event, ip: u64) {
         }
         n = cc.written;
     }
+    // A POSIX CPU-time timer expires at most once per scheduler tick (4 ms
+    // at HZ=250) however short its period: the sample stands for all the
+    // CPU time since the previous one, so that the periods add up to it.
+    let acc = tc.acc.load(Ordering::Relaxed);
+    let period = acc
+        .saturating_sub(tc.sampled.swap(acc, Ordering::Relaxed))
+        .max(tc.period_ns);
     let mut data = SampleData {
         ip,
-        period: tc.period_ns,
+        period,
         callchain: &ips[..n],
         ..Default::default()
     };
-    ev.hw.last_period.store(tc.period_ns, Ordering::Relaxed);
+    ev.hw.last_period.store(period, Ordering::Relaxed);
     perf_event_overflow(ev, &mut data);
 }
