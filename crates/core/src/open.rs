@@ -1,16 +1,19 @@
 //! `perf_event_open` in user space: the syscall body of kernel/events/core.c
 //! with its checks in the kernel's order, so that when several rules fail
-//! the errno that wins is the one Linux 6.18 returns (docs/KERNEL-RULES.md).
+//! the errno that wins is the one Linux 6.18 returns (docs/KERNEL-RULES.md;
+//! tests/kernel_differential.rs holds it to the running kernel).
 //!
 //! Order: open flags; `perf_copy_attr` (perfaux-abi); sample_freq /
 //! sample_period; cgroup mode's pid and cpu; group_fd (EBADF); pid (ESRCH);
 //! inherit vs the leader; `perf_event_alloc` (cpu, sigtrap, inherit +
-//! SAMPLE_READ without SAMPLE_TID, PMU lookup (`event_init`, extended
-//! registers, NO_EXCLUDE), aux_output, aux_pause/aux_resume, aux_start_paused, the cgroup fd,
-//! callchain depth); NO_INTERRUPT;
-//! clockid; the group rules; `perf_event_set_output`; size;
-//! `perf_get_aux_event`; perfaux's `PERF_FLAG_FD_SAMPLE` (seed 000's
-//! `can_sample_for`); `exclusive_event_installable` (EBUSY).
+//! SAMPLE_READ without SAMPLE_TID, the PMU lookup (`event_init`, extended
+//! registers, NO_EXCLUDE), aux_output, aux_pause/aux_resume,
+//! aux_start_paused, the cgroup fd, callchain depth); NO_INTERRUPT;
+//! clockid; the group rules (the default clock is `local_clock`, unequal
+//! to any use_clockid clock); `perf_event_set_output`; size (v6.7's
+//! read_format rule); `perf_get_aux_event`; perfaux's
+//! `PERF_FLAG_FD_SAMPLE` (seed 000's `can_sample_for`);
+//! `exclusive_event_installable` (EBUSY).
 
 use std::sync::atomic::AtomicI8;
 use std::sync::{Arc, OnceLock};

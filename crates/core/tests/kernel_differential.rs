@@ -22,8 +22,9 @@
 //!    both, FD_SAMPLE), with and without a buffer mapped on the leader, and
 //!    bad group fds;
 //! 5. group growth until refusal (perf_event_validate_size), for the
-//!    leader's, the first sibling's and the new member's read_format, and a
-//!    group that is never refused (capped).
+//!    leader's, the first sibling's and the new member's read_format, and
+//!    groups that are never refused (capped): of counters, and of sampling
+//!    task-clocks (each with its timer).
 //!
 //! Expected differences, the only ones tolerated (see [`explain`]):
 //! - the kernel version: this kernel's `sizeof(struct perf_event_attr)`
@@ -486,6 +487,15 @@ fn growth_family(env: &Env, t: &mut Tally) {
             rf(Base::Dummy, 0),
             rf(Base::TaskClock, 0),
             rf(Base::Dummy, 0),
+        ),
+        (
+            "sampling task-clocks (capped)",
+            rf(Base::TaskClock, 0),
+            rf(Base::TaskClock, 0),
+            Case::new(
+                Base::TaskClock,
+                &[Mutation::Set(Field::SamplePeriod, 1_000_000)],
+            ),
         ),
     ];
     for (what, leader, first, rest) in &variants {

@@ -27,7 +27,10 @@ use crate::remote;
 const PERF_COUNT_SW_MAX: u64 = 12;
 
 fn is_task_clock(event: &Event) -> bool {
-    event.attr().config == PERF_COUNT_SW_TASK_CLOCK
+    matches!(
+        event.attr().config,
+        PERF_COUNT_SW_TASK_CLOCK | PERF_COUNT_SW_CPU_CLOCK
+    )
 }
 
 /// The thread of a task-clock event that samples callchains.

@@ -44,7 +44,9 @@ pub fn task_clock_signal() -> i32 {
     libc::SIGRTMIN() + 7
 }
 
-const NSLOTS: usize = 256;
+/// Sampling task-clocks (and sampling software counters) a process may
+/// have at once; the kernel's limit is the fds.
+const NSLOTS: usize = 4096;
 const NO_TIMER: usize = usize::MAX;
 /// The slot of a counting task-clock, which has no timer.
 const NO_SLOT: usize = usize::MAX;
