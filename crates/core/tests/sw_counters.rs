@@ -291,3 +291,38 @@ fn task_clock_sample_periods_add_up_to_the_cpu_time() {
         );
     }
 }
+
+/// A thread that runs less than a poll of CPU time still gets its
+/// samples: disabling emits the periods crossed, from the observed thread
+/// itself or from another one (as `perfaux record` disables).
+#[test]
+fn a_sampling_counter_disabled_emits_what_the_poll_left() {
+    for from_another_thread in [false, true] {
+        disabled_counter_emits(from_another_thread);
+    }
+}
+
+fn disabled_counter_emits(from_another_thread: bool) {
+    let mut a = sampling(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MIN, 8);
+    a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_PERIOD;
+    let ev = open(&a);
+    let mut m = ev.mmap(0, 1 + 16, Prot::READ_WRITE).unwrap();
+    ev.enable(0).unwrap();
+    touch_pages(128);
+    if from_another_thread {
+        std::thread::scope(|s| s.spawn(|| ev.disable(0).unwrap()).join().unwrap());
+    } else {
+        ev.disable(0).unwrap();
+    }
+    let count = ev.event().count();
+    let n = records(&mut m)
+        .into_iter()
+        .filter(|(h, _)| h.type_ == PERF_RECORD_SAMPLE)
+        .count() as u64;
+    assert!(count >= 128, "{count} faults");
+    // Writing the samples may fault a ring page in after they are taken.
+    assert!(
+        n * 8 <= count && count - n * 8 < 16,
+        "{n} samples, one per period of {count} faults"
+    );
+}

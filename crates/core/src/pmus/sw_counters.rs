@@ -24,7 +24,8 @@
 //! poll emits one sample per `sample_period` the total crossed (up to
 //! [`MAX_SAMPLES_PER_POLL`], the rest at the next poll), with the
 //! interrupted ip, as the kernel's `perf_swevent_overflow` emits one per
-//! period. In freq mode the period stays at 1, the kernel's starting
+//! period; a stop (disable) emits what the last poll left, with ip 0, on
+//! the observed thread. In freq mode the period stays at 1, the kernel's starting
 //! period (perfaux does not adjust it).
 //!
 //! cgroup-switches (a switch between tasks of two cgroups) is not
@@ -200,8 +201,16 @@ impl SwCounter {
         }
     }
 
-    /// `pmu->stop`: the count brought up to date, then frozen.
+    /// `pmu->stop`: the count brought up to date, then frozen. The
+    /// periods crossed since the last poll are sampled first, on the
+    /// observed thread (a remote call from another one), with no ip (the
+    /// stop is not where they happened), so that a thread that ran less
+    /// than a poll still has its samples; the timer's handler skips an
+    /// event that is no longer active, so the two do not both emit.
     pub(crate) fn stop(&self, event: &Event) {
+        if self.period != 0 {
+            let _ = crate::remote::run_on(self.tid, &mut || self.emit(event, 0));
+        }
         self.read(event);
         self.last.store(u64::MAX, Ordering::Release);
     }
@@ -229,6 +238,11 @@ impl SwCounter {
         if event.state() != EventState::Active || self.period == 0 {
             return;
         }
+        self.emit(event, ip);
+    }
+
+    /// One sample per period the total crossed since the last poll.
+    fn emit(&self, event: &Event, ip: u64) {
         self.read(event);
         let Some(now) = self.total() else { return };
         let prev = self.polled.swap(now, Ordering::AcqRel);
