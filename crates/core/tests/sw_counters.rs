@@ -126,6 +126,35 @@ fn burn(ns: u64) {
     }
 }
 
+/// Opens `config` sampling every `period` with IP, TID and PERIOD, runs
+/// `work` with it enabled (`disable` ends it), and returns the count and
+/// the samples' bodies.
+fn sample_run(
+    config: u64,
+    period: u64,
+    work: impl FnOnce(),
+    disable: impl FnOnce(&EventFd),
+) -> (u64, Vec<Vec<u8>>) {
+    let mut a = sampling(PERF_TYPE_SOFTWARE, config, period);
+    a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_PERIOD;
+    let ev = open(&a);
+    let mut m = ev.mmap(0, 1 + 16, Prot::READ_WRITE).unwrap();
+    ev.enable(0).unwrap();
+    work();
+    disable(&ev);
+    let count = ev.event().count();
+    let samples = records(&mut m)
+        .into_iter()
+        .filter(|(h, _)| h.type_ == PERF_RECORD_SAMPLE)
+        .map(|(_, b)| b)
+        .collect();
+    (count, samples)
+}
+
+fn disable_here(ev: &EventFd) {
+    ev.disable(0).unwrap();
+}
+
 #[test]
 fn page_faults_count_the_pages_touched_as_the_kernel_does() {
     for config in [PERF_COUNT_SW_PAGE_FAULTS, PERF_COUNT_SW_PAGE_FAULTS_MIN] {
@@ -229,20 +258,16 @@ fn cpu_clock_counts_cpu_time() {
 
 #[test]
 fn sampling_page_faults_emit_one_sample_per_period() {
-    let mut a = sampling(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS, 16);
-    a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_PERIOD;
-    let ev = open(&a);
-    let mut m = ev.mmap(0, 1 + 16, Prot::READ_WRITE).unwrap();
-    ev.enable(0).unwrap();
-    touch_pages(512);
-    // The counter is polled every POLL_NS of CPU time.
-    burn(5 * perfaux_core::pmus::sw_counters::POLL_NS);
-    ev.disable(0).unwrap();
-    let count = ev.event().count();
-    let samples: Vec<_> = records(&mut m)
-        .into_iter()
-        .filter(|(h, _)| h.type_ == PERF_RECORD_SAMPLE)
-        .collect();
+    let (count, samples) = sample_run(
+        PERF_COUNT_SW_PAGE_FAULTS,
+        16,
+        || {
+            touch_pages(512);
+            // The counter is polled every POLL_NS of CPU time.
+            burn(5 * perfaux_core::pmus::sw_counters::POLL_NS);
+        },
+        disable_here,
+    );
     assert!(
         samples.len() >= 512 / 16,
         "{} samples for {count} faults",
@@ -252,7 +277,7 @@ fn sampling_page_faults_emit_one_sample_per_period() {
         samples.len() as u64 * 16 <= count,
         "no more samples than periods"
     );
-    for (_, b) in &samples {
+    for b in &samples {
         // ip, pid/tid, period
         assert_eq!(u32_at(b, 20) as i32, perfaux_core::thread::gettid());
         assert_eq!(u64_at(b, 24), 16);
@@ -266,19 +291,8 @@ fn sampling_page_faults_emit_one_sample_per_period() {
 #[test]
 fn task_clock_sample_periods_add_up_to_the_cpu_time() {
     for config in [PERF_COUNT_SW_TASK_CLOCK, PERF_COUNT_SW_CPU_CLOCK] {
-        let mut a = sampling(PERF_TYPE_SOFTWARE, config, 250_000);
-        a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_PERIOD;
-        let ev = open(&a);
-        let mut m = ev.mmap(0, 1 + 16, Prot::READ_WRITE).unwrap();
-        ev.enable(0).unwrap();
-        burn(60_000_000);
-        ev.disable(0).unwrap();
-        let count = ev.event().count();
-        let periods: Vec<u64> = records(&mut m)
-            .into_iter()
-            .filter(|(h, _)| h.type_ == PERF_RECORD_SAMPLE)
-            .map(|(_, b)| u64_at(&b, 24))
-            .collect();
+        let (count, samples) = sample_run(config, 250_000, || burn(60_000_000), disable_here);
+        let periods: Vec<u64> = samples.iter().map(|b| u64_at(b, 24)).collect();
         let sum: u64 = periods.iter().sum();
         assert!(
             sum <= count && sum >= count / 2,
@@ -303,22 +317,19 @@ fn a_sampling_counter_disabled_emits_what_the_poll_left() {
 }
 
 fn disabled_counter_emits(from_another_thread: bool) {
-    let mut a = sampling(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MIN, 8);
-    a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_PERIOD;
-    let ev = open(&a);
-    let mut m = ev.mmap(0, 1 + 16, Prot::READ_WRITE).unwrap();
-    ev.enable(0).unwrap();
-    touch_pages(128);
-    if from_another_thread {
-        std::thread::scope(|s| s.spawn(|| ev.disable(0).unwrap()).join().unwrap());
-    } else {
-        ev.disable(0).unwrap();
-    }
-    let count = ev.event().count();
-    let n = records(&mut m)
-        .into_iter()
-        .filter(|(h, _)| h.type_ == PERF_RECORD_SAMPLE)
-        .count() as u64;
+    let (count, samples) = sample_run(
+        PERF_COUNT_SW_PAGE_FAULTS_MIN,
+        8,
+        || touch_pages(128),
+        |ev| {
+            if from_another_thread {
+                std::thread::scope(|s| s.spawn(|| ev.disable(0).unwrap()).join().unwrap());
+            } else {
+                ev.disable(0).unwrap();
+            }
+        },
+    );
+    let n = samples.len() as u64;
     assert!(count >= 128, "{count} faults");
     // Writing the samples may fault a ring page in after they are taken.
     assert!(
