@@ -41,7 +41,11 @@ Events (-e), with perf's syntax:
                             parse_request, lookup_cache, rebuild_cache, compute, fib,
                             mat_mul, send_response
   uevent:TYPE types         request_start (1), request_done (2), slow_path (3)
-  task-clock, dummy         thread CPU time (sampled every 250 us), nothing
+  task-clock, cpu-clock     thread CPU time: a sample every 250 us of it, at most one
+                            per scheduler tick (its period is the CPU time it stands for)
+  page-faults, minor-faults, major-faults, context-switches, cpu-migrations,
+  alignment-faults, emulation-faults, bpf-output
+                            software counters (each sample one event), dummy: nothing
   {a,b}                     a group (a is the leader); a,b a list
   pmu/term=value,.../mods   terms: period= freq= config= name= aux-sample-size=
                             aux-action=start-paused|pause|resume aux-output

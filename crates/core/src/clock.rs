@@ -1,7 +1,11 @@
 //! The event clock: `perf_event_clock()` and `perf_event_set_clock()`.
 //!
-//! Records carry CLOCK_MONOTONIC ns unless the attr asks for another clock
-//! with `use_clockid`. `clock_gettime` is async-signal-safe, so every clock
+//! Without `use_clockid` the kernel's clock is `local_clock` (the
+//! scheduler clock), which is not any POSIX clock: it reads here as
+//! CLOCK_MONOTONIC ns, but compares unequal to a `use_clockid`
+//! CLOCK_MONOTONIC clock, so that a group or an output redirection mixing
+//! the two is refused as the kernel refuses it (`event->clock` differs).
+//! With `use_clockid` the records carry the named clock. `clock_gettime` is async-signal-safe, so every clock
 //! works from the overflow path; the kernel's NMI rule (a clock that is not
 //! NMI-safe needs a PMU with `PERF_PMU_CAP_NO_NMI`) is kept all the same, so
 //! that the same attr gets the same answer as from Linux.
@@ -14,12 +18,16 @@ use crate::error::{Error, Result};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Clock {
     clockid: libc::clockid_t,
+    /// `use_clockid` was set: the clock is `clockid`'s, not `local_clock`.
+    use_clockid: bool,
 }
 
+/// `local_clock`, the clock of an event without `use_clockid`.
 impl Default for Clock {
     fn default() -> Self {
         Self {
             clockid: libc::CLOCK_MONOTONIC,
+            use_clockid: false,
         }
     }
 }
@@ -46,12 +54,21 @@ impl Clock {
                 "perf_event_set_clock: clock is not NMI-safe and the PMU lacks PERF_PMU_CAP_NO_NMI",
             ));
         }
-        Ok(Self { clockid })
+        Ok(Self {
+            clockid,
+            use_clockid: true,
+        })
     }
 
-    /// The clock id.
+    /// The POSIX clock the event's timestamps are read from
+    /// (CLOCK_MONOTONIC for `local_clock`).
     pub fn clockid(self) -> i32 {
         self.clockid
+    }
+
+    /// Whether this is a `use_clockid` clock rather than `local_clock`.
+    pub fn is_clockid(self) -> bool {
+        self.use_clockid
     }
 
     /// Now, in ns. Async-signal-safe.

@@ -1,15 +1,19 @@
 //! `perf_event_open` in user space: the syscall body of kernel/events/core.c
 //! with its checks in the kernel's order, so that when several rules fail
-//! the errno that wins is the one Linux (>= 6.13) returns.
+//! the errno that wins is the one Linux 6.18 returns (docs/KERNEL-RULES.md;
+//! tests/kernel_differential.rs holds it to the running kernel).
 //!
 //! Order: open flags; `perf_copy_attr` (perfaux-abi); sample_freq /
 //! sample_period; cgroup mode's pid and cpu; group_fd (EBADF); pid (ESRCH);
-//! inherit vs the leader; `perf_event_alloc` (cpu, sigtrap, PMU lookup,
-//! aux_output, aux_pause/aux_resume, aux_start_paused, the cgroup fd,
-//! callchain depth); NO_INTERRUPT;
-//! clockid; the group rules; `perf_event_set_output`; size;
-//! `perf_get_aux_event`; perfaux's `PERF_FLAG_FD_SAMPLE` (seed 000's
-//! `can_sample_for`); `exclusive_event_installable` (EBUSY).
+//! inherit vs the leader; `perf_event_alloc` (cpu, sigtrap, inherit +
+//! SAMPLE_READ without SAMPLE_TID, the PMU lookup (`event_init`, extended
+//! registers, NO_EXCLUDE), aux_output, aux_pause/aux_resume,
+//! aux_start_paused, the cgroup fd, callchain depth); NO_INTERRUPT;
+//! clockid; the group rules (the default clock is `local_clock`, unequal
+//! to any use_clockid clock); `perf_event_set_output`; size (v6.7's
+//! read_format rule); `perf_get_aux_event`; perfaux's
+//! `PERF_FLAG_FD_SAMPLE` (seed 000's `can_sample_for`);
+//! `exclusive_event_installable` (EBUSY).
 
 use std::sync::atomic::AtomicI8;
 use std::sync::{Arc, OnceLock};
@@ -17,7 +21,7 @@ use std::sync::{Arc, OnceLock};
 use perfaux_abi::attr::{AttrFlags, AuxAction, PerfEventAttr};
 use perfaux_abi::consts::{
     PERF_FLAG_ALL, PERF_FLAG_FD_NO_GROUP, PERF_FLAG_FD_OUTPUT, PERF_FLAG_PID_CGROUP,
-    PERF_SAMPLE_CALLCHAIN, ext,
+    PERF_SAMPLE_CALLCHAIN, PERF_SAMPLE_READ, PERF_SAMPLE_TID, ext,
 };
 use perfaux_abi::errno;
 
@@ -33,6 +37,16 @@ use crate::{control, registry, sample, thread};
 pub use crate::overflow::MAX_SAMPLE_RATE;
 /// `sysctl_perf_event_max_stack`'s default.
 pub(crate) const MAX_STACK: u16 = 127;
+
+/// `PERF_REG_EXTENDED_MASK`: the registers past the architecture's general
+/// ones (x86: XMM0 onwards, bit 32 up; 0 where the kernel defines none).
+/// The kernel refuses them on a PMU without `PERF_PMU_CAP_EXTENDED_REGS`
+/// whatever sample_type says.
+pub const PERF_REG_EXTENDED_MASK: u64 = if cfg!(target_arch = "x86_64") {
+    !((1u64 << 32) - 1)
+} else {
+    0
+};
 
 /// The open flags perfaux accepts: mainline's and `PERF_FLAG_FD_SAMPLE`.
 pub(crate) const OPEN_FLAGS_ALL: u64 = PERF_FLAG_ALL | ext::PERF_FLAG_FD_SAMPLE;
@@ -350,6 +364,16 @@ fn perf_event_alloc(
     if attr.flags.contains(AttrFlags::SIGTRAP) && !task {
         return Err(einval("attr.sigtrap needs a thread target"));
     }
+    // Since v6.12 an inherited PERF_SAMPLE_READ reads per thread, which
+    // the sample can only say with PERF_SAMPLE_TID.
+    if attr.flags.contains(AttrFlags::INHERIT)
+        && attr.sample_type & PERF_SAMPLE_READ != 0
+        && attr.sample_type & PERF_SAMPLE_TID == 0
+    {
+        return Err(einval(
+            "attr.inherit with PERF_SAMPLE_READ needs PERF_SAMPLE_TID",
+        ));
+    }
 
     let (pmu, event) = perf_init_event(attr, target, cpu)?;
     let caps = pmu.capabilities();
@@ -459,6 +483,14 @@ fn perf_try_init_event(
     });
     let private = pmu.event_init(&event)?;
     let _ = event.private.set(private);
+    if !caps.contains(PmuCaps::EXTENDED_REGS)
+        && (attr.sample_regs_user | attr.sample_regs_intr) & PERF_REG_EXTENDED_MASK != 0
+    {
+        pmu.destroy(&event);
+        return Err(eopnotsupp(
+            "extended registers in attr.sample_regs_user/intr: PMU lacks PERF_PMU_CAP_EXTENDED_REGS",
+        ));
+    }
     if caps.contains(PmuCaps::NO_EXCLUDE)
         && attr.flags.intersects(
             AttrFlags::EXCLUDE_USER

@@ -100,16 +100,6 @@ impl SampleId {
         Self::with(event, data.pid, data.tid, data.time, data.cpu)
     }
 
-    /// `id_header_size`: bytes of the trailer, 0 without `sample_id_all`.
-    #[inline]
-    pub(crate) fn len(event: &Event) -> usize {
-        if event.flag(AttrFlags::SAMPLE_ID_ALL) {
-            AbiSampleId::len(event.attr.sample_type)
-        } else {
-            0
-        }
-    }
-
     /// `perf_event__output_id_sample`: writes the trailer if
     /// `sample_id_all` (IDENTIFIER last, at a fixed offset from the end).
     #[inline]
@@ -166,22 +156,19 @@ fn fixed_sample_size(sample_type: u64) -> usize {
     size
 }
 
-/// `perf_event_validate_size`: the fixed part of a sample of `event`, and
-/// of its group leader with one more member, stays below 16 KiB.
+/// `perf_event_validate_size` (v6.7+): the read_format size of the event,
+/// of its group leader and of every sibling, with the group one member
+/// larger, stays within 16 KiB, whatever sample_type says (the fixed
+/// sample fields are small; the read values are what grows with a group).
 pub(crate) fn validate_size(event: &Event, leader: Option<&Event>) -> bool {
-    let fits = |ev: &Event, nr: usize| {
-        let read = if ev.attr.sample_type & PERF_SAMPLE_READ != 0 {
-            read_size(ev.attr.read_format, nr)
-        } else {
-            0
-        };
-        read + fixed_sample_size(ev.attr.sample_type) + SampleId::len(ev) + 8 < 16 * 1024
-    };
+    let fits = |ev: &Event, nr: usize| read_size(ev.attr.read_format, nr) <= 16 * 1024;
     match leader {
-        None => fits(event, 1),
+        // A new leader counts as a group of two, as the kernel sizes it.
+        None => fits(event, 2),
         Some(l) => {
-            let nr = l.siblings().len() + 2;
-            fits(event, nr) && fits(l, nr)
+            let siblings = l.siblings();
+            let nr = siblings.len() + 2;
+            fits(event, nr) && fits(l, nr) && siblings.iter().all(|s| fits(s, nr))
         }
     }
 }

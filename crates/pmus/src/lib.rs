@@ -3,7 +3,7 @@
 //!
 //! | name | type | what |
 //! |---|---|---|
-//! | `software` | 1 (`PERF_TYPE_SOFTWARE`) | `task-clock` (thread CPU time, sampled by a POSIX timer signal) and `dummy` |
+//! | `software` | 1 (`PERF_TYPE_SOFTWARE`) | `task-clock`, `cpu-clock` (thread CPU time, sampled by a POSIX timer signal), the counters of `sw_counters` and `dummy` |
 //! | `swtrace` | [`SWTRACE_TYPE`] | the trace PMU: AUX area, pause/resume, snapshot_aux, ITRACE |
 //! | `probe` | [`PROBE_TYPE`] | counts entries/returns of a swtrace probe (sampler, trigger) |
 //! | `uevent` | [`UEVENT_TYPE`] | counts uevents of one type, RAW = payload |
@@ -25,6 +25,7 @@ use perfaux_core::registry::{PMU_TYPE_DYNAMIC_BASE, perf_pmu_register_type};
 
 pub mod probe;
 pub mod software;
+pub mod sw_counters;
 pub mod swtrace;
 mod task_clock;
 pub mod uevent;

@@ -5,11 +5,17 @@
 //! - `PERF_COUNT_SW_TASK_CLOCK`: the thread's CPU time in ns (see
 //!   `task_clock`).
 //!
-//! Other software ids exist in the kernel but measure what only the kernel
-//! sees (page faults, context switches): EOPNOTSUPP here. Ids beyond the
-//! kernel's are ENOENT, as `perf_swevent_init` returns.
+//! - `PERF_COUNT_SW_CPU_CLOCK`: as task-clock (a task's cpu-clock counts
+//!   while it is on a CPU).
+//! - the counters (page faults, context switches, migrations, ...): see
+//!   [`super::sw_counters`]; cgroup-switches, which a process cannot
+//!   observe, is EOPNOTSUPP. Ids beyond the kernel's are ENOENT, as
+//!   `perf_swevent_init` returns.
 
-use perfaux_abi::consts::{PERF_COUNT_SW_DUMMY, PERF_COUNT_SW_TASK_CLOCK, PERF_SAMPLE_CALLCHAIN};
+use perfaux_abi::consts::{
+    PERF_COUNT_SW_CPU_CLOCK, PERF_COUNT_SW_DUMMY, PERF_COUNT_SW_TASK_CLOCK,
+    PERF_SAMPLE_BRANCH_STACK, PERF_SAMPLE_CALLCHAIN,
+};
 use perfaux_swtrace::writer;
 
 use perfaux_core::error::{Result, enoent, eopnotsupp};
@@ -21,7 +27,10 @@ use perfaux_core::remote;
 const PERF_COUNT_SW_MAX: u64 = 12;
 
 fn is_task_clock(event: &Event) -> bool {
-    event.attr().config == PERF_COUNT_SW_TASK_CLOCK
+    matches!(
+        event.attr().config,
+        PERF_COUNT_SW_TASK_CLOCK | PERF_COUNT_SW_CPU_CLOCK
+    )
 }
 
 /// The thread of a task-clock event that samples callchains.
@@ -50,15 +59,22 @@ impl Pmu for SoftwarePmu {
         if event.attr().type_ != perfaux_abi::consts::PERF_TYPE_SOFTWARE {
             return Err(enoent("not a software event"));
         }
+        // perf_swevent_init, task_clock_event_init: no branch sampling.
+        if event.attr().sample_type & PERF_SAMPLE_BRANCH_STACK != 0 {
+            return Err(eopnotsupp(
+                "PERF_SAMPLE_BRANCH_STACK: software events have no branch stack",
+            ));
+        }
         match event.attr().config {
             PERF_COUNT_SW_DUMMY => Ok(Box::new(())),
-            PERF_COUNT_SW_TASK_CLOCK => super::task_clock::event_init(event),
+            // cpu-clock counts while the task is on a CPU: its CPU time.
+            PERF_COUNT_SW_TASK_CLOCK | PERF_COUNT_SW_CPU_CLOCK => {
+                super::task_clock::event_init(event)
+            }
             c if c >= PERF_COUNT_SW_MAX => {
                 Err(enoent("software event id beyond PERF_COUNT_SW_MAX"))
             }
-            _ => Err(eopnotsupp(
-                "software event measures what only the kernel sees",
-            )),
+            _ => super::sw_counters::event_init(event),
         }
     }
 
@@ -83,27 +99,21 @@ impl Pmu for SoftwarePmu {
         }
     }
 
+    // Every event but dummy has a timer state (task_clock.rs); these do
+    // nothing for an event without one.
     fn start(&self, event: &Event, _flags: u32) {
-        if is_task_clock(event) {
-            super::task_clock::start(event);
-        }
+        super::task_clock::start(event);
     }
 
     fn stop(&self, event: &Event, _flags: u32) {
-        if is_task_clock(event) {
-            super::task_clock::stop(event);
-        }
+        super::task_clock::stop(event);
     }
 
     fn read(&self, event: &Event) {
-        if is_task_clock(event) {
-            super::task_clock::read(event);
-        }
+        super::task_clock::read(event);
     }
 
     fn destroy(&self, event: &Event) {
-        if is_task_clock(event) {
-            super::task_clock::destroy(event);
-        }
+        super::task_clock::destroy(event);
     }
 }

@@ -15,6 +15,11 @@
 //! `SIGRTMIN + 7` ([`task_clock_signal`]). A frequency (`attr.freq`) is
 //! turned into the period `NSEC_PER_SEC / sample_freq`, and periods are at
 //! least 10 µs, as the kernel's `perf_swevent_init_hrtimer` does.
+//!
+//! Unlike the kernel's hrtimer, a CPU-time timer is checked at scheduler
+//! ticks: a period shorter than a tick gives one sample per tick, whose
+//! period is the CPU time since the previous sample (at least
+//! `sample_period`), so the periods still add up to the time counted.
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -32,13 +37,19 @@ use perfaux_core::pmu::PmuPrivate;
 use perfaux_core::rcu::RcuCell;
 use perfaux_core::sample::SampleData;
 
+use super::sw_counters::SwCounter;
+
 /// The signal the timers deliver.
 pub fn task_clock_signal() -> i32 {
     libc::SIGRTMIN() + 7
 }
 
-const NSLOTS: usize = 256;
+/// Sampling task-clocks (and sampling software counters) a process may
+/// have at once; the kernel's limit is the fds.
+const NSLOTS: usize = 4096;
 const NO_TIMER: usize = usize::MAX;
+/// The slot of a counting task-clock, which has no timer.
+const NO_SLOT: usize = usize::MAX;
 const MIN_PERIOD_NS: u64 = 10_000;
 
 struct Slot {
@@ -71,6 +82,10 @@ pub(crate) struct TaskClock {
     base: AtomicI64,
     /// Time counted up to the last stop.
     acc: AtomicU64,
+    /// `acc` at the last sample.
+    sampled: AtomicU64,
+    /// A software counter this timer polls; its count is not CPU time.
+    counter: Option<SwCounter>,
 }
 
 /// `MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)`: the CPU-time clock of any
@@ -126,16 +141,29 @@ pub(crate) fn event_init(event: &Event) -> Result<PmuPrivate> {
     } else {
         period_ns.max(MIN_PERIOD_NS)
     };
-    let slot = slots()
-        .iter()
-        .position(|s| {
-            s.used
-                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-        })
-        .ok_or_else(|| Error::new(errno::ENOSPC, "task-clock: all timer slots in use"))?;
-    let s = &slots()[slot];
-    let generation = s.generation.fetch_add(1, Ordering::AcqRel).wrapping_add(1);
+    init(tid, period_ns, None)
+}
+
+/// A timer on `tid`'s CPU clock firing every `period_ns` (none for 0),
+/// for a task-clock or, with `counter`, for a software counter it polls.
+pub(crate) fn init(tid: i32, period_ns: u64, counter: Option<SwCounter>) -> Result<PmuPrivate> {
+    // Only a sampler has a timer, and only a timer needs a slot: counting
+    // task-clocks are as many as the fds allow, as in the kernel.
+    let slot = if period_ns == 0 {
+        NO_SLOT
+    } else {
+        slots()
+            .iter()
+            .position(|s| {
+                s.used
+                    .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+            })
+            .ok_or_else(|| Error::new(errno::ENOSPC, "task-clock: all timer slots in use"))?
+    };
+    let generation = slot_of(slot).map_or(0, |s| {
+        s.generation.fetch_add(1, Ordering::AcqRel).wrapping_add(1)
+    });
     install_handler();
     let clockid = thread_cpu_clock(tid);
     let mut timer_id = NO_TIMER;
@@ -153,7 +181,7 @@ pub(crate) fn event_init(event: &Event) -> Result<PmuPrivate> {
         // SAFETY: valid clock id, sigevent and out-pointer.
         let r = unsafe { libc::timer_create(clockid, &mut sev, &mut timer) };
         if r != 0 {
-            s.used.store(false, Ordering::Release);
+            slots()[slot].used.store(false, Ordering::Release);
             let os = std::io::Error::last_os_error();
             return Err(Error::with_cause(
                 os.raw_os_error().unwrap_or(errno::EINVAL),
@@ -170,7 +198,13 @@ pub(crate) fn event_init(event: &Event) -> Result<PmuPrivate> {
         period_ns,
         base: AtomicI64::new(-1),
         acc: AtomicU64::new(0),
+        sampled: AtomicU64::new(0),
+        counter,
     }))
+}
+
+fn slot_of(slot: usize) -> Option<&'static Slot> {
+    slots().get(slot)
 }
 
 fn state(event: &Event) -> Option<&TaskClock> {
@@ -197,7 +231,12 @@ fn arm(tc: &TaskClock, ns: u64) {
 pub(crate) fn start(event: &Event) {
     let Some(tc) = state(event) else { return };
     if tc.base.load(Ordering::Acquire) < 0 {
-        slots()[tc.slot].ev.replace(Some(event.arc()));
+        if let Some(c) = &tc.counter {
+            c.start();
+        }
+        if let Some(s) = slot_of(tc.slot) {
+            s.ev.replace(Some(event.arc()));
+        }
         if let Some(n) = now(tc.clockid) {
             tc.base.store(n as i64, Ordering::Release);
         }
@@ -208,16 +247,24 @@ pub(crate) fn start(event: &Event) {
 pub(crate) fn stop(event: &Event) {
     let Some(tc) = state(event) else { return };
     arm(tc, 0);
-    read(event);
+    match &tc.counter {
+        Some(c) => c.stop(event),
+        None => read(event),
+    }
     let base = tc.base.swap(-1, Ordering::AcqRel);
-    if base >= 0 {
-        slots()[tc.slot].ev.replace(None);
+    if base >= 0
+        && let Some(s) = slot_of(tc.slot)
+    {
+        s.ev.replace(None);
     }
 }
 
 /// Brings `event->count` up to the thread's CPU time.
 pub(crate) fn read(event: &Event) {
     let Some(tc) = state(event) else { return };
+    if let Some(c) = &tc.counter {
+        return c.read(event);
+    }
     let base = tc.base.load(Ordering::Acquire);
     if base < 0 {
         return;
@@ -242,10 +289,11 @@ pub(crate) fn destroy(event: &Event) {
         // SAFETY: the timer was created by event_init and is deleted once.
         unsafe { libc::timer_delete(t as libc::timer_t) };
     }
-    let s = &slots()[tc.slot];
-    s.ev.replace(None);
-    s.generation.fetch_add(1, Ordering::AcqRel);
-    s.used.store(false, Ordering::Release);
+    if let Some(s) = slot_of(tc.slot) {
+        s.ev.replace(None);
+        s.generation.fetch_add(1, Ordering::AcqRel);
+        s.used.store(false, Ordering::Release);
+    }
 }
 
 extern "C" fn handler(_sig: i32, info: *mut libc::siginfo_t, uctx: *mut libc::c_void) {
@@ -291,8 +339,11 @@ fn tick(ev: &Event, ip: u64) {
     if ev.state() != EventState::Active {
         return;
     }
-    read(ev);
     let Some(tc) = state(ev) else { return };
+    if let Some(c) = &tc.counter {
+        return c.poll(ev, ip);
+    }
+    read(ev);
     let mut frames = [Frame {
         id: ProbeId(0),
         addr: 0,
@@ -306,10 +357,17 @@ fn tick(ev: &Event, ip: u64) {
         }
         n = cc.written;
     }
+    // A POSIX CPU-time timer expires at most once per scheduler tick (4 ms
+    // at HZ=250) however short its period: the sample stands for all the
+    // CPU time since the previous one, so that the periods add up to it.
+    let acc = tc.acc.load(Ordering::Relaxed);
+    let period = acc
+        .saturating_sub(tc.sampled.swap(acc, Ordering::Relaxed))
+        .max(tc.period_ns);
     let mut data = SampleData::default();
     data.ip = ip;
-    data.period = tc.period_ns;
+    data.period = period;
     data.callchain = &ips[..n];
-    ev.set_last_period(tc.period_ns);
+    ev.set_last_period(period);
     perf_event_overflow(ev, &mut data);
 }

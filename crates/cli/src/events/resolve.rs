@@ -4,7 +4,7 @@
 //! `auxtrace_parse_aux_action` and `auxtrace_parse_sample_options`).
 
 use perfaux_abi::attr::AuxAction;
-use perfaux_abi::consts::{PERF_COUNT_SW_DUMMY, PERF_COUNT_SW_TASK_CLOCK};
+use perfaux_abi::consts::*;
 
 use super::parse::{EventError, EventSpec, Term, TermValue, parse_events};
 
@@ -18,6 +18,18 @@ pub const UEVENT_AUX_PMU: &str = "uevent_aux";
 /// `event_symbols_sw`) that perfaux's core counts per thread.
 pub const SOFTWARE_EVENTS: &[(&str, u64)] = &[
     ("task-clock", PERF_COUNT_SW_TASK_CLOCK),
+    ("cpu-clock", PERF_COUNT_SW_CPU_CLOCK),
+    ("page-faults", PERF_COUNT_SW_PAGE_FAULTS),
+    ("faults", PERF_COUNT_SW_PAGE_FAULTS),
+    ("minor-faults", PERF_COUNT_SW_PAGE_FAULTS_MIN),
+    ("major-faults", PERF_COUNT_SW_PAGE_FAULTS_MAJ),
+    ("context-switches", PERF_COUNT_SW_CONTEXT_SWITCHES),
+    ("cs", PERF_COUNT_SW_CONTEXT_SWITCHES),
+    ("cpu-migrations", PERF_COUNT_SW_CPU_MIGRATIONS),
+    ("migrations", PERF_COUNT_SW_CPU_MIGRATIONS),
+    ("alignment-faults", PERF_COUNT_SW_ALIGNMENT_FAULTS),
+    ("emulation-faults", PERF_COUNT_SW_EMULATION_FAULTS),
+    ("bpf-output", PERF_COUNT_SW_BPF_OUTPUT),
     ("dummy", PERF_COUNT_SW_DUMMY),
 ];
 

@@ -84,7 +84,11 @@ pub fn attrs_for(ev: &Event) -> Result<EventAttrs, String> {
             let mut a = base_attr(PERF_TYPE_SOFTWARE, *config);
             if *config != PERF_COUNT_SW_DUMMY {
                 a.sample_type |= PERF_SAMPLE_PERIOD;
-                a.sample_period = DEFAULT_CLOCK_PERIOD;
+                a.sample_period = match *config {
+                    PERF_COUNT_SW_TASK_CLOCK | PERF_COUNT_SW_CPU_CLOCK => DEFAULT_CLOCK_PERIOD,
+                    // A counter samples every event (perf's -c 1).
+                    _ => 1,
+                };
             }
             a
         }
