@@ -106,6 +106,8 @@ pub struct ReportArgs {
     /// Dump raw trace in ASCII: every record, its bytes and its fields.
     #[arg(short = 'D', long = "dump-raw-trace")]
     pub dump_raw_trace: bool,
+    #[command(flatten)]
+    pub view: crate::report::ViewArgs,
 }
 
 #[derive(Debug, Args)]

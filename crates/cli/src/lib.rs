@@ -5,6 +5,7 @@
 //! - [`events`]: `-e` with perf's event syntax;
 //! - [`dump`]: `report -D`, perf's raw dump of every record;
 //! - [`record`]: `record`, the built-in workload under perfaux's perf core;
+//! - [`report`], [`view_input`]: `report` without -D, over perfaux-view;
 //! - [`script`]: `script`, one line per event, and `--call-trace`;
 //! - [`auxdata`]: perfaux's private feature section (the trace bytes);
 //! - [`uevent`]: uevents as BPF-output samples perf 6.1 reads;
@@ -19,6 +20,8 @@ pub mod events;
 pub mod input;
 pub mod progress;
 pub mod record;
+pub mod report;
 pub mod script;
 pub mod uevent;
+pub mod view_input;
 pub mod workload;

@@ -108,6 +108,22 @@ pub enum Event {
     },
 }
 
+impl Event {
+    /// The event's time; `None` for skipped bytes, which have none.
+    pub fn time(&self) -> Option<u64> {
+        match self {
+            Event::Sync { time, .. }
+            | Event::Enter { time, .. }
+            | Event::Exit { time, .. }
+            | Event::Paused { time, .. }
+            | Event::Resumed { time, .. }
+            | Event::Stopped { time, .. }
+            | Event::Lost { time, .. } => Some(*time),
+            Event::Skipped { .. } => None,
+        }
+    }
+}
+
 /// Iterator of [`Event`]s over a window.
 #[derive(Clone, Debug)]
 pub struct Decoder<'a> {

@@ -1,0 +1,208 @@
+//! `perfaux report` (no -D) against `perfaux script --call-trace` on the
+//! same recordings: the call counts per function, counted independently
+//! from script's lines, must equal report's Calls column.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::*;
+
+/// Calls per function from `script --call-trace` lines
+/// (`comm tid [cpu] sec.nsec: <indent>name`), optionally of one tid.
+fn script_counts(file: &str, tid: Option<&str>) -> BTreeMap<String, u64> {
+    let r = perfaux(&["script", "--call-trace", "-i", file]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let mut m = BTreeMap::new();
+    for l in r.stdout.lines() {
+        let Some((head, body)) = l.split_once(": ") else {
+            continue;
+        };
+        let body = body.trim();
+        if body.starts_with("tr ") {
+            continue;
+        }
+        if let Some(t) = tid
+            && head.split_whitespace().nth(1) != Some(t)
+        {
+            continue;
+        }
+        *m.entry(body.to_string()).or_default() += 1;
+    }
+    m
+}
+
+/// Calls per function from report's table (`Total Self Calls Avg Min Max
+/// Function`, each time two words).
+fn report_counts(out: &str) -> BTreeMap<String, u64> {
+    let mut m = BTreeMap::new();
+    let mut in_table = false;
+    for l in out.lines() {
+        if l.trim_start().starts_with("====") {
+            in_table = true;
+            continue;
+        }
+        if !in_table || l.trim().is_empty() {
+            if in_table {
+                break;
+            }
+            continue;
+        }
+        let w: Vec<&str> = l.split_whitespace().collect();
+        assert_eq!(w.len(), 12, "row: {l}");
+        m.insert(w[11].to_string(), w[4].parse().unwrap());
+    }
+    m
+}
+
+fn check(file: &str) -> BTreeMap<String, u64> {
+    let want = script_counts(file, None);
+    assert!(!want.is_empty(), "script printed no calls");
+    let r = perfaux(&["report", "-i", file, "--stdio"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(report_counts(&r.stdout), want, "{}", r.stdout);
+    want
+}
+
+#[test]
+fn call_counts_equal_script_call_trace_full_trace() {
+    let dir = tempdir();
+    let (f, _) = record(dir.path(), "full.data", &["--requests", "30"]);
+    let want = check(path_str(&f));
+    // 3 workers x 30 requests.
+    assert_eq!(want.get("serve_request"), Some(&90));
+}
+
+#[test]
+fn call_counts_equal_script_call_trace_paused_and_snapshot() {
+    let dir = tempdir();
+    let (f, _) = record(
+        dir.path(),
+        "pause.data",
+        &[
+            "--requests",
+            "20",
+            "-e",
+            "swtrace/aux-action=start-paused/",
+            "-e",
+            "probe:serve_request/aux-action=resume/",
+            "-e",
+            "probe:send_response/aux-action=pause/",
+        ],
+    );
+    check(path_str(&f));
+    let r = perfaux(&["report", "-i", path_str(&f)]);
+    let windows: u64 = r
+        .stdout
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("windows: "))
+        .expect("pause/resume section")
+        .parse()
+        .unwrap();
+    assert!(windows >= 20, "{}", r.stdout);
+    let (s, _) = record(dir.path(), "snap.data", &["--requests", "20", "-Se"]);
+    check(path_str(&s));
+    let r = perfaux(&["report", "-i", path_str(&s)]);
+    assert!(r.stdout.contains("# snapshots: "), "{}", r.stdout);
+}
+
+#[test]
+fn tid_filter_and_sort_keys() {
+    let dir = tempdir();
+    let (f, _) = record(dir.path(), "t.data", &["--requests", "10"]);
+    let file = path_str(&f);
+    let all = script_counts(file, None);
+    // The tid of the first call line.
+    let s = perfaux(&["script", "--call-trace", "-i", file]);
+    let tid = s
+        .stdout
+        .lines()
+        .find(|l| !l.contains("tr "))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .unwrap()
+        .to_string();
+    let want = script_counts(file, Some(&tid));
+    let r = perfaux(&["report", "-i", file, "--tid", &tid, "--sort", "call"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let got = report_counts(&r.stdout);
+    assert_eq!(got, want);
+    assert_ne!(got, all, "the filter kept other threads");
+    // Sorted by calls, descending.
+    let calls: Vec<u64> = r
+        .stdout
+        .lines()
+        .skip_while(|l| !l.contains("===="))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .map(|l| l.split_whitespace().nth(4).unwrap().parse().unwrap())
+        .collect();
+    assert!(calls.windows(2).all(|w| w[0] >= w[1]), "{calls:?}");
+    let bad = perfaux(&["report", "-i", file, "--sort", "nonsense"]);
+    assert_ne!(bad.code, 0);
+    assert!(
+        bad.stderr.contains("unknown key 'nonsense'"),
+        "{}",
+        bad.stderr
+    );
+}
+
+#[test]
+fn call_graph_counts_sum_to_the_calls() {
+    let dir = tempdir();
+    let (f, _) = record(dir.path(), "g.data", &["--requests", "10"]);
+    let file = path_str(&f);
+    let want = script_counts(file, None);
+    let r = perfaux(&["report", "-i", file, "--call-graph"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let mut got: BTreeMap<String, u64> = BTreeMap::new();
+    for l in r
+        .stdout
+        .lines()
+        .filter(|l| !l.starts_with('#') && l.contains(" : "))
+    {
+        let tail = l.split_once(" : ").unwrap().1;
+        let tail = &tail[tail.find('(').unwrap() + 1..];
+        let (n, name) = tail.split_once(") ").unwrap();
+        *got.entry(name.to_string()).or_default() += n.parse::<u64>().unwrap();
+    }
+    assert_eq!(got, want, "{}", r.stdout);
+}
+
+#[test]
+fn perf_cpu_clock_samples_resolve_to_symbols() {
+    let dir = tempdir();
+    let data = dir.path().join("perf.data");
+    let rec = perf(
+        &[
+            "record",
+            "-e",
+            "cpu-clock",
+            "-F",
+            "20000",
+            "-o",
+            path_str(&data),
+            "--",
+            PERFAUX,
+            "report",
+            "-D",
+            "-i",
+            path_str(&record(dir.path(), "w.data", &["--requests", "100"]).0),
+        ],
+        dir.path(),
+    );
+    if rec.code != 0 {
+        eprintln!("skipped: perf record failed here: {}", rec.stderr);
+        return;
+    }
+    let r = perfaux(&["report", "-i", path_str(&data), "--sort", "dso,sym"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("of event 'cpu-clock'"), "{}", r.stdout);
+    // perfaux's own functions, resolved from its ELF symbols and demangled.
+    assert!(
+        r.stdout
+            .lines()
+            .any(|l| l.contains(" perfaux ") && l.contains("[.] perfaux")),
+        "{}",
+        r.stdout
+    );
+}
