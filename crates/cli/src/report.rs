@@ -1,13 +1,16 @@
 //! `perfaux report` without -D: uftrace's report and graph for traces,
 //! perf report's histogram for samples, flame graphs (perfaux-view).
 
+use std::fs::File;
+use std::io::BufWriter;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
+use perfaux_view::flame::{FlameChart, write_flame_graph};
 use perfaux_view::report::{ReportOptions, write_report};
 use perfaux_view::stats::Collector;
-use perfaux_view::{Filter, walk};
+use perfaux_view::{Filter, Sink, Tee, walk};
 
 use crate::error::CliError;
 
@@ -31,6 +34,13 @@ pub struct ViewArgs {
     /// function table.
     #[arg(short = 'g', long = "call-graph")]
     pub call_graph: bool,
+    /// Also write a flame graph (interactive SVG) of the calls, or of the
+    /// samples when there are no traced calls.
+    #[arg(long = "flame-graph", value_name = "SVG")]
+    pub flame_graph: Option<PathBuf>,
+    /// Also write a flame chart (the stacks over time, per thread) as SVG.
+    #[arg(long = "flame-chart", value_name = "SVG")]
+    pub flame_chart: Option<PathBuf>,
 }
 
 impl ViewArgs {
@@ -51,10 +61,29 @@ pub fn report(input: &Path, args: &ViewArgs, out: &mut impl Write) -> Result<(),
     };
     opts.check().map_err(|e| CliError::msg(e.0))?;
     let mut c = Collector::default();
+    let mut chart = args.flame_chart.as_ref().map(|_| FlameChart::default());
     let (sum, names) = crate::view_input::with_recording(input, args.filter(), |rec| {
-        walk(rec, &mut c).map_err(|e| CliError::file(input, e))
+        let mut sinks: Vec<&mut dyn Sink> = vec![&mut c];
+        if let Some(ch) = chart.as_mut() {
+            sinks.push(ch);
+        }
+        walk(rec, &mut Tee(sinks)).map_err(|e| CliError::file(input, e))
     })?;
     c.finish();
+    if let Some(p) = &args.flame_graph {
+        write_flame_graph(&c, &names, &sum, create(p)?).map_err(|e| CliError::file(p, e))?;
+    }
+    if let (Some(p), Some(ch)) = (&args.flame_chart, chart) {
+        ch.write(&sum, create(p)?)
+            .map_err(|e| CliError::file(p, e))?;
+    }
     write_report(&c, &names, &sum, &opts, out).map_err(|e| CliError::msg(e.0))?;
     out.flush().map_err(CliError::output)
+}
+
+/// An output file, buffered.
+pub fn create(p: &Path) -> Result<BufWriter<File>, CliError> {
+    Ok(BufWriter::new(
+        File::create(p).map_err(|e| CliError::file(p, e))?,
+    ))
 }

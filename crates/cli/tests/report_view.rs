@@ -206,3 +206,41 @@ fn perf_cpu_clock_samples_resolve_to_symbols() {
         r.stdout
     );
 }
+
+#[test]
+fn flame_graph_and_chart_name_every_called_function() {
+    let dir = tempdir();
+    let (f, _) = record(dir.path(), "f.data", &["--requests", "10"]);
+    let file = path_str(&f);
+    let want = script_counts(file, None);
+    let fg = dir.path().join("fg.svg");
+    let fc = dir.path().join("fc.svg");
+    let r = perfaux(&[
+        "report",
+        "-i",
+        file,
+        "--flame-graph",
+        path_str(&fg),
+        "--flame-chart",
+        path_str(&fc),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for svg in [&fg, &fc] {
+        let text = std::fs::read_to_string(svg).unwrap();
+        assert!(text.starts_with("<?xml"), "{}", svg.display());
+        assert!(
+            text.contains(&format!("record -o {file}")),
+            "title names the command"
+        );
+        for name in want.keys() {
+            assert!(
+                text.contains(&format!("<title>{name} (")),
+                "{name} missing from {}",
+                svg.display()
+            );
+        }
+    }
+    // The chart has one root per thread ("comm tid").
+    let chart = std::fs::read_to_string(&fc).unwrap();
+    assert!(chart.contains("<title>perfaux-worker"), "thread roots");
+}

@@ -10,6 +10,7 @@
 //!
 //! - [`stats::Collector`] + [`report::write_report`]: uftrace's report and
 //!   graph for traces, perf report's histogram for samples;
+//! - [`flame`]: flame graph and flame chart SVGs (inferno);
 //!
 //! # Memory
 //!
@@ -28,6 +29,7 @@
 //! sorts anyway.
 
 pub mod event;
+pub mod flame;
 pub mod report;
 pub mod stats;
 pub mod symbols;

@@ -137,8 +137,11 @@ struct Frame {
 pub struct Collector {
     /// Per function.
     pub funcs: HashMap<FuncId, FuncStat>,
-    /// Merged call tree.
+    /// Merged call tree of the traced calls.
     pub tree: CallTree,
+    /// Merged tree of the sampled callchains, root first: `calls` counts
+    /// the samples through a node, `self_time` the samples that end there.
+    pub sample_tree: CallTree,
     /// Samples per key: (count, period sum).
     pub samples: HashMap<SampleKey, (u64, u64)>,
     /// Uevents per type: (name, count).
@@ -244,6 +247,12 @@ impl Sink for Collector {
                 let e = self.samples.entry(key).or_default();
                 e.0 += 1;
                 e.1 += period;
+                let mut node = 0;
+                for &f in stack.iter().rev() {
+                    node = self.sample_tree.child(node, f);
+                    self.sample_tree.nodes[node as usize].calls += 1;
+                }
+                self.sample_tree.nodes[node as usize].self_time += 1;
             }
             ViewEvent::Uevent { ty, type_name, .. } => {
                 let e = self
