@@ -28,6 +28,8 @@ pub enum Command {
     Report(ReportArgs),
     /// Read perf.data and print one line per event in time order (like perf script).
     Script(ScriptArgs),
+    /// Write perf.data in a viewer's format: Perfetto, Chrome JSON.
+    Export(crate::export::ExportArgs),
 }
 
 #[derive(Debug, Args)]

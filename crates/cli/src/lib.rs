@@ -5,7 +5,8 @@
 //! - [`events`]: `-e` with perf's event syntax;
 //! - [`dump`]: `report -D`, perf's raw dump of every record;
 //! - [`record`]: `record`, the built-in workload under perfaux's perf core;
-//! - [`report`], [`view_input`]: `report` without -D, over perfaux-view;
+//! - [`report`], [`export`], [`view_input`]: `report` without -D and
+//!   `export`, over perfaux-view;
 //! - [`script`]: `script`, one line per event, and `--call-trace`;
 //! - [`auxdata`]: perfaux's private feature section (the trace bytes);
 //! - [`uevent`]: uevents as BPF-output samples perf 6.1 reads;
@@ -17,6 +18,7 @@ pub mod cli;
 pub mod dump;
 pub mod error;
 pub mod events;
+pub mod export;
 pub mod input;
 pub mod progress;
 pub mod record;

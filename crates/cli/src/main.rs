@@ -43,6 +43,7 @@ fn main() -> ExitCode {
         Command::Report(a) => report(a, cli.verbose),
         Command::Script(a) => script(a, cli.verbose),
         Command::Record(a) => record(a, cli.verbose),
+        Command::Export(a) => perfaux::export::export(a).map(|_| ()),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

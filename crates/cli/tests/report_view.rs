@@ -8,26 +8,13 @@ use std::collections::BTreeMap;
 
 use common::*;
 
-/// Calls per function from `script --call-trace` lines
-/// (`comm tid [cpu] sec.nsec: <indent>name`), optionally of one tid.
+/// Calls per function from `script --call-trace` lines, optionally of one tid.
 fn script_counts(file: &str, tid: Option<&str>) -> BTreeMap<String, u64> {
-    let r = perfaux(&["script", "--call-trace", "-i", file]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
     let mut m = BTreeMap::new();
-    for l in r.stdout.lines() {
-        let Some((head, body)) = l.split_once(": ") else {
-            continue;
-        };
-        let body = body.trim();
-        if body.starts_with("tr ") {
-            continue;
+    for ((t, name), n) in script_counts_by_tid(file) {
+        if tid.is_none_or(|want| want == t) {
+            *m.entry(name).or_default() += n;
         }
-        if let Some(t) = tid
-            && head.split_whitespace().nth(1) != Some(t)
-        {
-            continue;
-        }
-        *m.entry(body.to_string()).or_default() += 1;
     }
     m
 }
@@ -243,4 +230,125 @@ fn flame_graph_and_chart_name_every_called_function() {
     // The chart has one root per thread ("comm tid").
     let chart = std::fs::read_to_string(&fc).unwrap();
     assert!(chart.contains("<title>perfaux-worker"), "thread roots");
+}
+
+/// Calls per (tid, function) from `script --call-trace` lines
+/// (`comm tid [cpu] sec.nsec: <indent>name`), counted independently of
+/// perfaux-view.
+fn script_counts_by_tid(file: &str) -> BTreeMap<(String, String), u64> {
+    let r = perfaux(&["script", "--call-trace", "-i", file]);
+    let mut m = BTreeMap::new();
+    for l in r.stdout.lines() {
+        let Some((head, body)) = l.split_once(": ") else {
+            continue;
+        };
+        let body = body.trim();
+        if body.starts_with("tr ") {
+            continue;
+        }
+        let tid = head.split_whitespace().nth(1).unwrap().to_string();
+        *m.entry((tid, body.to_string())).or_default() += 1;
+    }
+    m
+}
+
+/// uevents per type name from `perfaux script` (`perfaux:uevent: NAME(N) ...`).
+fn script_uevents(file: &str) -> BTreeMap<String, u64> {
+    let r = perfaux(&["script", "-i", file]);
+    let mut m = BTreeMap::new();
+    for l in r.stdout.lines() {
+        if let Some((_, rest)) = l.split_once("perfaux:uevent: ") {
+            let name = rest.split('(').next().unwrap().to_string();
+            *m.entry(name).or_default() += 1;
+        }
+    }
+    m
+}
+
+#[test]
+fn perfetto_export_decodes_with_the_official_protos_and_matches_the_call_trace() {
+    let python = std::process::Command::new("python3")
+        .arg("-c")
+        .arg("from perfetto.protos.perfetto.trace import perfetto_trace_pb2")
+        .output();
+    if !python.is_ok_and(|o| o.status.success()) {
+        eprintln!(
+            "skipped: python3 with the perfetto package not found (pip install perfetto protobuf)"
+        );
+        return;
+    }
+    let dir = tempdir();
+    let (f, _) = record(dir.path(), "p.data", &["--requests", "20"]);
+    let file = path_str(&f);
+    let out = dir.path().join("t.perfetto-trace");
+    let r = perfaux(&["export", "-F", "perfetto", "-i", file, "-o", path_str(&out)]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/oracle/perfetto_slices.py"
+    );
+    let mut c = std::process::Command::new("python3");
+    c.arg(script).arg(&out);
+    let py = run(c);
+    assert_eq!(
+        py.code, 0,
+        "the official protos refused the trace: {}",
+        py.stderr
+    );
+    let mut slices = BTreeMap::new();
+    let mut instants = BTreeMap::new();
+    for l in py.stdout.lines() {
+        let w: Vec<&str> = l.split(' ').collect();
+        match w[0] {
+            "slice" => {
+                slices.insert((w[1].to_string(), w[2].to_string()), w[3].parse().unwrap());
+            }
+            "instant" => {
+                instants.insert(w[1].to_string(), w[2].parse::<u64>().unwrap());
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(slices, script_counts_by_tid(file));
+    assert_eq!(instants, script_uevents(file));
+    // Payloads are text when printable; threads carry their names.
+    assert!(
+        py.stdout.contains("payload worker=0 req=0 result="),
+        "{}",
+        py.stdout
+    );
+    assert!(py.stdout.contains(" perfaux-worker0\n"), "{}", py.stdout);
+}
+
+#[test]
+fn chrome_export_is_json_with_balanced_calls_matching_the_call_trace() {
+    let dir = tempdir();
+    let (f, _) = record(dir.path(), "c.data", &["--requests", "20"]);
+    let file = path_str(&f);
+    let out = dir.path().join("t.json");
+    let r = perfaux(&["export", "-F", "chrome", "-i", file, "-o", path_str(&out)]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let mut got: BTreeMap<(String, String), u64> = BTreeMap::new();
+    let mut open: BTreeMap<u64, Vec<(String, f64)>> = BTreeMap::new();
+    for e in v["traceEvents"].as_array().unwrap() {
+        let tid = e["tid"].as_u64().unwrap();
+        let name = e["name"].as_str().unwrap().to_string();
+        match e["ph"].as_str().unwrap() {
+            "B" if tid < 1 << 32 => {
+                *got.entry((tid.to_string(), name.clone())).or_default() += 1;
+                open.entry(tid)
+                    .or_default()
+                    .push((name, e["ts"].as_f64().unwrap()));
+            }
+            "E" if tid < 1 << 32 => {
+                let (n, ts) = open.get_mut(&tid).unwrap().pop().expect("E without B");
+                assert_eq!(n, name);
+                assert!(e["ts"].as_f64().unwrap() >= ts);
+            }
+            _ => {}
+        }
+    }
+    assert!(open.values().all(Vec::is_empty), "unbalanced B/E");
+    assert_eq!(got, script_counts_by_tid(file));
 }

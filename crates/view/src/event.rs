@@ -218,3 +218,15 @@ impl Sink for Tee<'_> {
         Ok(())
     }
 }
+
+/// A uevent's label: its type's name, or `uevent N`.
+pub fn uevent_label(ty: u32, type_name: Option<&str>) -> String {
+    type_name.map_or_else(|| format!("uevent {ty}"), str::to_owned)
+}
+
+/// A sample's label (`event: leaf function`) and its callchain, leaf first.
+pub fn sample_label<'n>(names: &'n Names, event: &str, stack: &[FuncId]) -> (String, Vec<&'n str>) {
+    let chain: Vec<&str> = stack.iter().map(|&f| names.name(f)).collect();
+    let label = format!("{event}: {}", chain.first().unwrap_or(&"[unknown]"));
+    (label, chain)
+}

@@ -11,6 +11,8 @@
 //! - [`stats::Collector`] + [`report::write_report`]: uftrace's report and
 //!   graph for traces, perf report's histogram for samples;
 //! - [`flame`]: flame graph and flame chart SVGs (inferno);
+//! - [`perfetto`]: Perfetto's TracePacket protobuf (prost), streamed;
+//! - [`chrome`]: Chrome trace-event JSON, streamed;
 //!
 //! # Memory
 //!
@@ -28,8 +30,10 @@
 //! need one time line (viewers) leave the sorting to the viewer, which
 //! sorts anyway.
 
+pub mod chrome;
 pub mod event;
 pub mod flame;
+pub mod perfetto;
 pub mod report;
 pub mod stats;
 pub mod symbols;

@@ -431,8 +431,12 @@ impl Window {
         sink: &mut impl Sink,
     ) -> std::io::Result<()> {
         let (tid, pid) = (self.tid, self.pid);
-        let time = ev.time().unwrap_or(self.last);
-        self.last = self.last.max(time);
+        // A thread's time never goes back: where the decoded times do (a
+        // SYNC whose clock conversion disagrees with the one before it),
+        // the view holds the time so that calls stay nested in time, as
+        // every viewer requires.
+        let time = ev.time().unwrap_or(self.last).max(self.last);
+        self.last = time;
         if time != 0 && self.first.is_none() {
             self.first = Some(time);
         }
