@@ -28,7 +28,7 @@ pub enum Command {
     Report(ReportArgs),
     /// Read perf.data and print one line per event in time order (like perf script).
     Script(ScriptArgs),
-    /// Write perf.data in a viewer's format: Perfetto, Chrome JSON.
+    /// Write perf.data in a viewer's format: Perfetto, Chrome JSON, Firefox Profiler.
     Export(crate::export::ExportArgs),
 }
 

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 use perfaux_view::chrome::ChromeWriter;
+use perfaux_view::firefox::FirefoxProfile;
 use perfaux_view::perfetto::PerfettoWriter;
 use perfaux_view::{Filter, walk};
 
@@ -18,6 +19,8 @@ pub enum Format {
     Perfetto,
     /// Chrome trace-event JSON (chrome://tracing, Perfetto, speedscope).
     Chrome,
+    /// The Firefox Profiler's processed profile (profiler.firefox.com).
+    Firefox,
 }
 
 /// `perfaux export`'s options.
@@ -29,7 +32,8 @@ pub struct ExportArgs {
     /// Output format.
     #[arg(short = 'F', long, value_enum)]
     pub format: Format,
-    /// Output file name (default: trace.perfetto-trace, trace.json).
+    /// Output file name (default: trace.perfetto-trace, trace.json,
+    /// profile.json).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
     /// Only these threads (comma-separated tids).
@@ -46,6 +50,7 @@ pub fn export(args: &ExportArgs) -> Result<PathBuf, CliError> {
         PathBuf::from(match args.format {
             Format::Perfetto => "trace.perfetto-trace",
             Format::Chrome => "trace.json",
+            Format::Firefox => "profile.json",
         })
     });
     let filter = Filter {
@@ -65,6 +70,11 @@ pub fn export(args: &ExportArgs) -> Result<PathBuf, CliError> {
             let mut c = ChromeWriter::new(w).map_err(werr)?;
             run(input, filter, &mut c)?;
             c.finish().map_err(werr)?;
+        }
+        Format::Firefox => {
+            let mut p = FirefoxProfile::new(&format!("perfaux: {}", input.display()));
+            run(input, filter, &mut p)?;
+            p.write(w).map_err(werr)?;
         }
     }
     Ok(out)

@@ -352,3 +352,45 @@ fn chrome_export_is_json_with_balanced_calls_matching_the_call_trace() {
     assert!(open.values().all(Vec::is_empty), "unbalanced B/E");
     assert_eq!(got, script_counts_by_tid(file));
 }
+
+#[test]
+fn firefox_export_has_a_call_marker_per_call_and_uevent_markers() {
+    let dir = tempdir();
+    let (f, _) = record(dir.path(), "ff.data", &["--requests", "20"]);
+    let file = path_str(&f);
+    let out = dir.path().join("profile.json");
+    let r = perfaux(&["export", "-F", "firefox", "-i", file, "-o", path_str(&out)]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let mut calls: BTreeMap<(String, String), u64> = BTreeMap::new();
+    let mut uevents: BTreeMap<String, u64> = BTreeMap::new();
+    for t in v["threads"].as_array().unwrap() {
+        let tid = match &t["tid"] {
+            serde_json::Value::String(s) => s.clone(),
+            n => n.to_string(),
+        };
+        let strings = t["stringArray"].as_array().unwrap();
+        let m = &t["markers"];
+        assert!(t["samples"]["length"].as_u64().unwrap() > 0, "no samples");
+        for (i, data) in m["data"].as_array().unwrap().iter().enumerate() {
+            let name = strings[m["name"][i].as_u64().unwrap() as usize]
+                .as_str()
+                .unwrap()
+                .to_string();
+            match data["type"].as_str().unwrap() {
+                "Call" => {
+                    assert!(m["endTime"][i].as_f64() >= m["startTime"][i].as_f64());
+                    *calls.entry((tid.clone(), name)).or_default() += 1;
+                }
+                _ if data["text"].is_number() && name.starts_with("request_")
+                    || name == "slow_path" =>
+                {
+                    *uevents.entry(name).or_default() += 1;
+                }
+                _ => {}
+            }
+        }
+    }
+    assert_eq!(calls, script_counts_by_tid(file));
+    assert_eq!(uevents, script_uevents(file));
+}

@@ -13,6 +13,8 @@
 //! - [`flame`]: flame graph and flame chart SVGs (inferno);
 //! - [`perfetto`]: Perfetto's TracePacket protobuf (prost), streamed;
 //! - [`chrome`]: Chrome trace-event JSON, streamed;
+//! - [`firefox`]: the Firefox Profiler's processed format
+//!   (fxprof-processed-profile; held in memory by that crate).
 //!
 //! # Memory
 //!
@@ -32,6 +34,7 @@
 
 pub mod chrome;
 pub mod event;
+pub mod firefox;
 pub mod flame;
 pub mod perfetto;
 pub mod report;
