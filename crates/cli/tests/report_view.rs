@@ -394,3 +394,77 @@ fn firefox_export_has_a_call_marker_per_call_and_uevent_markers() {
     assert_eq!(calls, script_counts_by_tid(file));
     assert_eq!(uevents, script_uevents(file));
 }
+
+/// Renders `svg` in headless Chromium into a PNG; `None` when Chromium is absent.
+pub fn render_in_chromium(svg: &std::path::Path, png: &std::path::Path) -> Option<Run> {
+    let chromium = ["chromium", "chromium-browser"].into_iter().find(|c| {
+        std::process::Command::new(c)
+            .arg("--version")
+            .output()
+            .is_ok()
+    })?;
+    let profile = tempdir();
+    let mut c = std::process::Command::new(chromium);
+    c.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+        "--window-size=1200,700",
+    ])
+    .arg(format!("--user-data-dir={}", path_str(profile.path())))
+    .arg(format!("--screenshot={}", path_str(png)))
+    .arg(format!("file://{}", path_str(svg)));
+    Some(run(c))
+}
+
+#[test]
+fn flame_graph_renders_in_headless_chromium() {
+    let dir = tempdir();
+    let (f, _) = record(dir.path(), "r.data", &["--requests", "10"]);
+    let svg = dir.path().join("fg.svg");
+    let r = perfaux(&[
+        "report",
+        "-i",
+        path_str(&f),
+        "--flame-graph",
+        path_str(&svg),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let png = dir.path().join("fg.png");
+    let Some(run) = render_in_chromium(&svg, &png) else {
+        eprintln!("skipped: chromium not found (apt-get install chromium)");
+        return;
+    };
+    assert_eq!(run.code, 0, "chromium: {}", run.stderr);
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&png).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let px = info.color_type.samples();
+    let pixels: Vec<&[u8]> = buf[..info.buffer_size()].chunks(px).collect();
+    // The picture is not blank: the frames are drawn in the flame palette
+    // (red to yellow: red high, blue low), and cover a visible part of it.
+    let flame = pixels
+        .iter()
+        .filter(|p| p[0] > 180 && p[2] < 100 && p[0] > p[2] + 100)
+        .count();
+    assert!(
+        flame > pixels.len() / 50,
+        "only {flame} of {} pixels in flame colours",
+        pixels.len()
+    );
+    // The names drawn are the functions of the trace.
+    let text = std::fs::read_to_string(&svg).unwrap();
+    for name in ["serve_request", "compute", "fib"] {
+        assert!(
+            text.contains(&format!(">{name}</text>")),
+            "{name} not drawn"
+        );
+    }
+}
