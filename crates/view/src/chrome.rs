@@ -9,13 +9,16 @@ use std::io::Write;
 
 use serde_json::json;
 
-use crate::event::{Names, Sink, ViewEvent, sample_label, uevent_label};
+use crate::event::{FuncId, Names, Sink, ViewEvent, sample_label, uevent_label};
 use crate::perfetto::payload_text;
 
 /// Writes the JSON as the pass hands events over.
 pub struct ChromeWriter<W: Write> {
     out: W,
     first: bool,
+    /// Each function's name as a JSON string, made once: calls are most of
+    /// the events and are written without building a JSON value.
+    quoted: Vec<Option<String>>,
     /// tid -> pid, for the marker track.
     pids: HashMap<u32, u32>,
 }
@@ -38,6 +41,7 @@ impl<W: Write> ChromeWriter<W> {
         Ok(ChromeWriter {
             out,
             first: true,
+            quoted: Vec::new(),
             pids: HashMap::new(),
         })
     }
@@ -48,6 +52,28 @@ impl<W: Write> ChromeWriter<W> {
         }
         self.first = false;
         serde_json::to_writer(&mut self.out, &v).map_err(std::io::Error::other)
+    }
+
+    fn call(
+        &mut self,
+        ph: char,
+        names: &Names,
+        call: (u32, u32, u64, FuncId),
+    ) -> std::io::Result<()> {
+        let (pid, tid, time, func) = call;
+        let i = func.0 as usize;
+        if self.quoted.len() <= i {
+            self.quoted.resize(i + 1, None);
+        }
+        let name = self.quoted[i].get_or_insert_with(|| json!(names.name(func)).to_string());
+        let sep = if self.first { "" } else { ",\n" };
+        self.first = false;
+        write!(
+            self.out,
+            "{sep}{{\"ph\":\"{ph}\",\"name\":{name},\"pid\":{pid},\"tid\":{tid},\"ts\":{}.{:03}}}",
+            time / 1000,
+            time % 1000
+        )
     }
 
     /// Closes the JSON and hands the output back.
@@ -76,16 +102,14 @@ impl<W: Write> Sink for ChromeWriter<W> {
                 time,
                 func,
                 ..
-            } => json!({"ph": "B", "name": names.name(func), "pid": pid, "tid": tid,
-                "ts": us(time)}),
+            } => return self.call('B', names, (pid, tid, time, func)),
             ViewEvent::Exit {
                 pid,
                 tid,
                 time,
                 func,
                 ..
-            } => json!({"ph": "E", "name": names.name(func), "pid": pid, "tid": tid,
-                "ts": us(time)}),
+            } => return self.call('E', names, (pid, tid, time, func)),
             ViewEvent::Sample {
                 pid,
                 tid,

@@ -4,7 +4,10 @@
 //! losses. Everything here grows with distinct functions, call paths,
 //! threads and uevent types, never with the number of events.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+// The per-call lookups hash small integer keys: FxHash, not SipHash.
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::event::{FuncId, LostKind, Names, Sink, ViewEvent};
 
@@ -62,7 +65,7 @@ impl Default for CallTree {
                 total: 0,
                 self_time: 0,
             }],
-            index: HashMap::new(),
+            index: HashMap::default(),
         }
     }
 }

@@ -314,7 +314,7 @@ fn trace_windows(
     sum: &mut Summary,
     sink: &mut impl Sink,
 ) -> Result<(), ViewError> {
-    let funcs: HashMap<u32, FuncId> = rec
+    let funcs: rustc_hash::FxHashMap<u32, FuncId> = rec
         .probes
         .iter()
         .map(|p| (p.id, names.intern(&p.name, "[swtrace]")))
@@ -426,7 +426,7 @@ impl Window {
     fn event(
         &mut self,
         ev: &TraceEvent,
-        funcs: &HashMap<u32, FuncId>,
+        funcs: &rustc_hash::FxHashMap<u32, FuncId>,
         names: &mut Names,
         sink: &mut impl Sink,
     ) -> std::io::Result<()> {
