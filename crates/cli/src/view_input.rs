@@ -23,7 +23,9 @@ pub fn with_recording<T>(
     f: impl FnOnce(Recording<'_, BufReader<File>>) -> Result<T, CliError>,
 ) -> Result<T, CliError> {
     let (reader, _) = crate::input::open_input(path)?;
-    let meta = reader.metadata().clone();
+    // The metadata is borrowed, not cloned: the trace section is the
+    // largest thing in it.
+    let meta = reader.metadata();
     if let Some(e) = &meta.feature_error {
         return Err(CliError::file(path, e));
     }
@@ -31,7 +33,6 @@ pub fn with_recording<T>(
         Some(sec) => AuxData::parse(&sec.data, sec.offset).map_err(|e| CliError::file(path, e))?,
         None => AuxData::default(),
     };
-    drop(meta);
     let probes = if aux.probe_table.is_empty() {
         ProbeTable::default()
     } else {

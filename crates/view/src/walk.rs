@@ -141,7 +141,7 @@ pub fn walk<R: BufRead + std::io::Seek>(
     mut rec: Recording<'_, R>,
     sink: &mut impl Sink,
 ) -> Result<(Summary, Names), ViewError> {
-    let meta = rec.reader.metadata().clone();
+    let meta = rec.reader.metadata();
     let mut sum = Summary {
         cmdline: meta
             .features
