@@ -28,6 +28,8 @@ pub enum Command {
     Report(ReportArgs),
     /// Read perf.data and print one line per event in time order (like perf script).
     Script(ScriptArgs),
+    /// Write perf.data in a viewer's format: Perfetto, Chrome JSON, Firefox Profiler.
+    Export(crate::export::ExportArgs),
 }
 
 #[derive(Debug, Args)]
@@ -111,6 +113,8 @@ pub struct ReportArgs {
     /// Dump raw trace in ASCII: every record, its bytes and its fields.
     #[arg(short = 'D', long = "dump-raw-trace")]
     pub dump_raw_trace: bool,
+    #[command(flatten)]
+    pub view: crate::report::ViewArgs,
 }
 
 #[derive(Debug, Args)]

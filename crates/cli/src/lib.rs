@@ -5,6 +5,8 @@
 //! - [`events`]: `-e` with perf's event syntax;
 //! - [`dump`]: `report -D`, perf's raw dump of every record;
 //! - [`record`]: `record`, the built-in workload under perfaux's perf core;
+//! - [`report`], [`export`], [`view_input`]: `report` without -D and
+//!   `export`, over perfaux-view;
 //! - [`script`]: `script`, one line per event, and `--call-trace`;
 //!
 //! The recording format (trace section, uevent samples, attr rules) is
@@ -16,8 +18,11 @@ pub mod cli;
 pub mod dump;
 pub mod error;
 pub mod events;
+pub mod export;
 pub mod input;
 pub mod progress;
 pub mod record;
+pub mod report;
 pub mod script;
+pub mod view_input;
 pub mod workload;

@@ -10,13 +10,11 @@ use perfaux::progress::Progress;
 use perfaux::record::RecordConfig;
 
 fn report(args: &ReportArgs, verbose: bool) -> Result<(), CliError> {
-    if !args.dump_raw_trace {
-        return Err(CliError::msg(
-            "report: only the raw dump is implemented: use 'perfaux report -D -i FILE'",
-        ));
-    }
     let stdout = std::io::stdout().lock();
     let mut out = BufWriter::with_capacity(1 << 16, stdout);
+    if !args.dump_raw_trace {
+        return perfaux::report::report(&args.input, &args.view, &mut out);
+    }
     let mut progress = Progress::new("report -D", verbose, true);
     let shown = args.input.to_string_lossy();
     perfaux::dump::dump(&args.input, &shown, &mut out, &mut progress)?;
@@ -62,6 +60,7 @@ fn main() -> ExitCode {
         Command::Report(a) => report(a, cli.verbose),
         Command::Script(a) => script(a, cli.verbose),
         Command::Record(a) => record(a, cli.verbose),
+        Command::Export(a) => perfaux::export::export(a).map(|_| ()),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -115,6 +115,22 @@ pub enum Event {
     },
 }
 
+impl Event {
+    /// The event's CLOCK_MONOTONIC time (`None` for [`Event::Skipped`], which has none).
+    pub fn time(&self) -> Option<u64> {
+        match self {
+            Event::Sync { time, .. }
+            | Event::Enter { time, .. }
+            | Event::Exit { time, .. }
+            | Event::Paused { time, .. }
+            | Event::Resumed { time, .. }
+            | Event::Stopped { time, .. }
+            | Event::Lost { time, .. } => Some(*time),
+            Event::Skipped { .. } => None,
+        }
+    }
+}
+
 /// Iterator of [`Event`]s over a window.
 #[derive(Clone, Debug)]
 pub struct Decoder<'a> {
@@ -417,22 +433,6 @@ impl Decoder<'_> {
                 *time = (t0 + step) as u64;
             }
             self.ready.push_back(e);
-        }
-    }
-}
-
-impl Event {
-    /// The event's CLOCK_MONOTONIC time (`None` for [`Event::Skipped`], which has none).
-    pub fn time(&self) -> Option<u64> {
-        match self {
-            Event::Sync { time, .. }
-            | Event::Enter { time, .. }
-            | Event::Exit { time, .. }
-            | Event::Paused { time, .. }
-            | Event::Resumed { time, .. }
-            | Event::Stopped { time, .. }
-            | Event::Lost { time, .. } => Some(*time),
-            Event::Skipped { .. } => None,
         }
     }
 }

@@ -1,0 +1,88 @@
+//! `perfaux export`: a recording in the formats viewers open (Perfetto,
+//! Chrome trace-event JSON, the Firefox Profiler), by perfaux-view.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, ValueEnum};
+use perfaux_view::chrome::ChromeWriter;
+use perfaux_view::firefox::FirefoxProfile;
+use perfaux_view::perfetto::PerfettoWriter;
+use perfaux_view::{Filter, walk};
+
+use crate::error::CliError;
+use crate::report::create;
+
+/// The output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Perfetto's TracePacket protobuf (ui.perfetto.dev).
+    Perfetto,
+    /// Chrome trace-event JSON (chrome://tracing, Perfetto, speedscope).
+    Chrome,
+    /// The Firefox Profiler's processed profile (profiler.firefox.com).
+    Firefox,
+}
+
+/// `perfaux export`'s options.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Input file name ('-': standard input).
+    #[arg(short, long, default_value = "perf.data")]
+    pub input: PathBuf,
+    /// Output format.
+    #[arg(short = 'F', long, value_enum)]
+    pub format: Format,
+    /// Output file name (default: trace.perfetto-trace, trace.json,
+    /// profile.json).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Only these threads (comma-separated tids).
+    #[arg(long, value_delimiter = ',')]
+    pub tid: Vec<u32>,
+    /// Only threads with these names (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub comm: Vec<String>,
+}
+
+/// Runs `perfaux export`; returns the file written.
+pub fn export(args: &ExportArgs) -> Result<PathBuf, CliError> {
+    let out = args.output.clone().unwrap_or_else(|| {
+        PathBuf::from(match args.format {
+            Format::Perfetto => "trace.perfetto-trace",
+            Format::Chrome => "trace.json",
+            Format::Firefox => "profile.json",
+        })
+    });
+    let filter = Filter {
+        tids: args.tid.clone(),
+        comms: args.comm.clone(),
+    };
+    let input = &args.input;
+    let w = create(&out)?;
+    let werr = |e: std::io::Error| CliError::file(&out, e);
+    match args.format {
+        Format::Perfetto => {
+            let mut p = PerfettoWriter::new(w);
+            run(input, filter, &mut p)?;
+            p.finish().map_err(werr)?;
+        }
+        Format::Chrome => {
+            let mut c = ChromeWriter::new(w).map_err(werr)?;
+            run(input, filter, &mut c)?;
+            c.finish().map_err(werr)?;
+        }
+        Format::Firefox => {
+            let mut p = FirefoxProfile::new(&format!("perfaux: {}", input.display()));
+            run(input, filter, &mut p)?;
+            p.write(w).map_err(werr)?;
+        }
+    }
+    Ok(out)
+}
+
+fn run(input: &Path, filter: Filter, sink: &mut impl perfaux_view::Sink) -> Result<(), CliError> {
+    crate::view_input::with_recording(input, filter, |rec| {
+        walk(rec, sink).map_err(|e| CliError::file(input, e))
+    })
+    .map(|_| ())
+}

@@ -1,0 +1,89 @@
+//! `perfaux report` without -D: uftrace's report and graph for traces,
+//! perf report's histogram for samples, flame graphs (perfaux-view).
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use perfaux_view::flame::{FlameChart, write_flame_graph};
+use perfaux_view::report::{ReportOptions, write_report};
+use perfaux_view::stats::Collector;
+use perfaux_view::{Filter, Sink, Tee, walk};
+
+use crate::error::CliError;
+
+/// `perfaux report`'s options beyond -i and -D.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ViewArgs {
+    /// Sort keys, comma-separated: uftrace's for traces (total, self, call,
+    /// avg, min, max, func), perf's for samples (comm, pid, tid, dso, sym).
+    #[arg(short = 's', long, value_delimiter = ',')]
+    pub sort: Vec<String>,
+    /// Only these threads (comma-separated tids).
+    #[arg(long, value_delimiter = ',')]
+    pub tid: Vec<u32>,
+    /// Only threads with these names (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub comm: Vec<String>,
+    /// Text output on stdout (perfaux has no TUI: this is the default).
+    #[arg(long)]
+    pub stdio: bool,
+    /// The call tree with counts and times (uftrace graph) instead of the
+    /// function table.
+    #[arg(short = 'g', long = "call-graph")]
+    pub call_graph: bool,
+    /// Also write a flame graph (interactive SVG) of the calls, or of the
+    /// samples when there are no traced calls.
+    #[arg(long = "flame-graph", value_name = "SVG")]
+    pub flame_graph: Option<PathBuf>,
+    /// Also write a flame chart (the stacks over time, per thread) as SVG.
+    #[arg(long = "flame-chart", value_name = "SVG")]
+    pub flame_chart: Option<PathBuf>,
+}
+
+impl ViewArgs {
+    /// The thread filter.
+    pub fn filter(&self) -> Filter {
+        Filter {
+            tids: self.tid.clone(),
+            comms: self.comm.clone(),
+        }
+    }
+}
+
+/// Runs `perfaux report` (no -D) on `input` into `out`.
+pub fn report(input: &Path, args: &ViewArgs, out: &mut impl Write) -> Result<(), CliError> {
+    let opts = ReportOptions {
+        sort: args.sort.clone(),
+        call_graph: args.call_graph,
+    };
+    opts.check().map_err(|e| CliError::msg(e.0))?;
+    let mut c = Collector::default();
+    let mut chart = args.flame_chart.as_ref().map(|_| FlameChart::default());
+    let (sum, names) = crate::view_input::with_recording(input, args.filter(), |rec| {
+        let mut sinks: Vec<&mut dyn Sink> = vec![&mut c];
+        if let Some(ch) = chart.as_mut() {
+            sinks.push(ch);
+        }
+        walk(rec, &mut Tee(sinks)).map_err(|e| CliError::file(input, e))
+    })?;
+    c.finish();
+    if let Some(p) = &args.flame_graph {
+        write_flame_graph(&c, &names, &sum, create(p)?).map_err(|e| CliError::file(p, e))?;
+    }
+    if let (Some(p), Some(ch)) = (&args.flame_chart, chart) {
+        ch.write(&sum, create(p)?)
+            .map_err(|e| CliError::file(p, e))?;
+    }
+    write_report(&c, &names, &sum, &opts, out).map_err(|e| CliError::msg(e.0))?;
+    out.flush().map_err(CliError::output)
+}
+
+/// An output file, buffered.
+pub fn create(p: &Path) -> Result<BufWriter<File>, CliError> {
+    Ok(BufWriter::new(
+        File::create(p).map_err(|e| CliError::file(p, e))?,
+    ))
+}

@@ -1,0 +1,476 @@
+//! `perfaux report` (no -D) against `perfaux script --call-trace` on the
+//! same recordings: the call counts per function, counted independently
+//! from script's lines, must equal report's Calls column.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::*;
+
+/// Calls per function from `script --call-trace` lines, optionally of one tid.
+fn script_counts(file: &str, tid: Option<&str>) -> BTreeMap<String, u64> {
+    let mut m = BTreeMap::new();
+    for ((t, name), n) in script_counts_by_tid(file) {
+        if tid.is_none_or(|want| want == t) {
+            *m.entry(name).or_default() += n;
+        }
+    }
+    m
+}
+
+/// Calls per function from report's table (`Total Self Calls Avg Min Max
+/// Function`, each time two words).
+fn report_counts(out: &str) -> BTreeMap<String, u64> {
+    let mut m = BTreeMap::new();
+    let mut in_table = false;
+    for l in out.lines() {
+        if l.trim_start().starts_with("====") {
+            in_table = true;
+            continue;
+        }
+        if !in_table || l.trim().is_empty() {
+            if in_table {
+                break;
+            }
+            continue;
+        }
+        let w: Vec<&str> = l.split_whitespace().collect();
+        assert_eq!(w.len(), 12, "row: {l}");
+        m.insert(w[11].to_string(), w[4].parse().unwrap());
+    }
+    m
+}
+
+fn check(file: &str) -> BTreeMap<String, u64> {
+    let want = script_counts(file, None);
+    assert!(!want.is_empty(), "script printed no calls");
+    let r = perfaux(&["report", "-i", file, "--stdio"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(report_counts(&r.stdout), want, "{}", r.stdout);
+    want
+}
+
+#[test]
+fn call_counts_equal_script_call_trace_full_trace() {
+    let dir = tempdir();
+    let (f, _) = record(dir.path(), "full.data", &["--requests", "30"]);
+    let want = check(path_str(&f));
+    // 3 workers x 30 requests.
+    assert_eq!(want.get("serve_request"), Some(&90));
+}
+
+#[test]
+fn call_counts_equal_script_call_trace_paused_and_snapshot() {
+    let dir = tempdir();
+    let (f, _) = record(
+        dir.path(),
+        "pause.data",
+        &[
+            "--requests",
+            "20",
+            "-e",
+            "swtrace/aux-action=start-paused/",
+            "-e",
+            "probe:serve_request/aux-action=resume/",
+            "-e",
+            "probe:send_response/aux-action=pause/",
+        ],
+    );
+    check(path_str(&f));
+    let r = perfaux(&["report", "-i", path_str(&f)]);
+    let windows: u64 = r
+        .stdout
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("windows: "))
+        .expect("pause/resume section")
+        .parse()
+        .unwrap();
+    assert!(windows >= 20, "{}", r.stdout);
+    let (s, _) = record(dir.path(), "snap.data", &["--requests", "20", "-Se"]);
+    check(path_str(&s));
+    let r = perfaux(&["report", "-i", path_str(&s)]);
+    assert!(r.stdout.contains("# snapshots: "), "{}", r.stdout);
+}
+
+#[test]
+fn tid_filter_and_sort_keys() {
+    let dir = tempdir();
+    let (f, _) = record(dir.path(), "t.data", &["--requests", "10"]);
+    let file = path_str(&f);
+    let all = script_counts(file, None);
+    // The tid of the first call line.
+    let s = perfaux(&["script", "--call-trace", "-i", file]);
+    let tid = s
+        .stdout
+        .lines()
+        .find(|l| !l.contains("tr "))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .unwrap()
+        .to_string();
+    let want = script_counts(file, Some(&tid));
+    let r = perfaux(&["report", "-i", file, "--tid", &tid, "--sort", "call"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let got = report_counts(&r.stdout);
+    assert_eq!(got, want);
+    assert_ne!(got, all, "the filter kept other threads");
+    // Sorted by calls, descending.
+    let calls: Vec<u64> = r
+        .stdout
+        .lines()
+        .skip_while(|l| !l.contains("===="))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .map(|l| l.split_whitespace().nth(4).unwrap().parse().unwrap())
+        .collect();
+    assert!(calls.windows(2).all(|w| w[0] >= w[1]), "{calls:?}");
+    let bad = perfaux(&["report", "-i", file, "--sort", "nonsense"]);
+    assert_ne!(bad.code, 0);
+    assert!(
+        bad.stderr.contains("unknown key 'nonsense'"),
+        "{}",
+        bad.stderr
+    );
+}
+
+#[test]
+fn call_graph_counts_sum_to_the_calls() {
+    let dir = tempdir();
+    let (f, _) = record(dir.path(), "g.data", &["--requests", "10"]);
+    let file = path_str(&f);
+    let want = script_counts(file, None);
+    let r = perfaux(&["report", "-i", file, "--call-graph"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let mut got: BTreeMap<String, u64> = BTreeMap::new();
+    for l in r
+        .stdout
+        .lines()
+        .filter(|l| !l.starts_with('#') && l.contains(" : "))
+    {
+        let tail = l.split_once(" : ").unwrap().1;
+        let tail = &tail[tail.find('(').unwrap() + 1..];
+        let (n, name) = tail.split_once(") ").unwrap();
+        *got.entry(name.to_string()).or_default() += n.parse::<u64>().unwrap();
+    }
+    assert_eq!(got, want, "{}", r.stdout);
+}
+
+#[test]
+fn perf_cpu_clock_samples_resolve_to_symbols() {
+    let dir = tempdir();
+    let data = dir.path().join("perf.data");
+    let rec = perf(
+        &[
+            "record",
+            "-e",
+            "cpu-clock",
+            "-F",
+            "20000",
+            "-o",
+            path_str(&data),
+            "--",
+            PERFAUX,
+            "report",
+            "-D",
+            "-i",
+            path_str(&record(dir.path(), "w.data", &["--requests", "100"]).0),
+        ],
+        dir.path(),
+    );
+    if rec.code != 0 {
+        eprintln!("skipped: perf record failed here: {}", rec.stderr);
+        return;
+    }
+    let r = perfaux(&["report", "-i", path_str(&data), "--sort", "dso,sym"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("of event 'cpu-clock'"), "{}", r.stdout);
+    // perfaux's own functions, resolved from its ELF symbols (a name, not
+    // an address) and demangled (no `_ZN`).
+    assert!(
+        r.stdout.lines().any(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            w.len() >= 4
+                && w[1] == "perfaux"
+                && w[2] == "[.]"
+                && !w[3].starts_with("0x")
+                && !w[3].starts_with("_ZN")
+        }),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn flame_graph_and_chart_name_every_called_function() {
+    let dir = tempdir();
+    let (f, _) = record(dir.path(), "f.data", &["--requests", "10"]);
+    let file = path_str(&f);
+    let want = script_counts(file, None);
+    let fg = dir.path().join("fg.svg");
+    let fc = dir.path().join("fc.svg");
+    let r = perfaux(&[
+        "report",
+        "-i",
+        file,
+        "--flame-graph",
+        path_str(&fg),
+        "--flame-chart",
+        path_str(&fc),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for svg in [&fg, &fc] {
+        let text = std::fs::read_to_string(svg).unwrap();
+        assert!(text.starts_with("<?xml"), "{}", svg.display());
+        assert!(
+            text.contains(&format!("record -o {file}")),
+            "title names the command"
+        );
+        for name in want.keys() {
+            assert!(
+                text.contains(&format!("<title>{name} (")),
+                "{name} missing from {}",
+                svg.display()
+            );
+        }
+    }
+    // The chart has one root per thread ("comm tid").
+    let chart = std::fs::read_to_string(&fc).unwrap();
+    assert!(chart.contains("<title>perfaux-worker"), "thread roots");
+}
+
+/// Calls per (tid, function) from `script --call-trace` lines
+/// (`comm tid [cpu] sec.nsec: <indent>name`), counted independently of
+/// perfaux-view.
+fn script_counts_by_tid(file: &str) -> BTreeMap<(String, String), u64> {
+    let r = perfaux(&["script", "--call-trace", "-i", file]);
+    let mut m = BTreeMap::new();
+    for l in r.stdout.lines() {
+        let Some((head, body)) = l.split_once(": ") else {
+            continue;
+        };
+        let body = body.trim();
+        if body.starts_with("tr ") {
+            continue;
+        }
+        let tid = head.split_whitespace().nth(1).unwrap().to_string();
+        *m.entry((tid, body.to_string())).or_default() += 1;
+    }
+    m
+}
+
+/// uevents per type name from `perfaux script` (`perfaux:uevent: NAME(N) ...`).
+fn script_uevents(file: &str) -> BTreeMap<String, u64> {
+    let r = perfaux(&["script", "-i", file]);
+    let mut m = BTreeMap::new();
+    for l in r.stdout.lines() {
+        if let Some((_, rest)) = l.split_once("perfaux:uevent: ") {
+            let name = rest.split('(').next().unwrap().to_string();
+            *m.entry(name).or_default() += 1;
+        }
+    }
+    m
+}
+
+#[test]
+fn perfetto_export_decodes_with_the_official_protos_and_matches_the_call_trace() {
+    let python = std::process::Command::new("python3")
+        .arg("-c")
+        .arg("from perfetto.protos.perfetto.trace import perfetto_trace_pb2")
+        .output();
+    if !python.is_ok_and(|o| o.status.success()) {
+        eprintln!(
+            "skipped: python3 with the perfetto package not found (pip install perfetto protobuf)"
+        );
+        return;
+    }
+    let dir = tempdir();
+    let (f, _) = record(dir.path(), "p.data", &["--requests", "20"]);
+    let file = path_str(&f);
+    let out = dir.path().join("t.perfetto-trace");
+    let r = perfaux(&["export", "-F", "perfetto", "-i", file, "-o", path_str(&out)]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/oracle/perfetto_slices.py"
+    );
+    let mut c = std::process::Command::new("python3");
+    c.arg(script).arg(&out);
+    let py = run(c);
+    assert_eq!(
+        py.code, 0,
+        "the official protos refused the trace: {}",
+        py.stderr
+    );
+    let mut slices = BTreeMap::new();
+    let mut instants = BTreeMap::new();
+    for l in py.stdout.lines() {
+        let w: Vec<&str> = l.split(' ').collect();
+        match w[0] {
+            "slice" => {
+                slices.insert((w[1].to_string(), w[2].to_string()), w[3].parse().unwrap());
+            }
+            "instant" => {
+                instants.insert(w[1].to_string(), w[2].parse::<u64>().unwrap());
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(slices, script_counts_by_tid(file));
+    assert_eq!(instants, script_uevents(file));
+    // Payloads are text when printable; threads carry their names.
+    assert!(
+        py.stdout.contains("payload worker=0 req=0 result="),
+        "{}",
+        py.stdout
+    );
+    assert!(py.stdout.contains(" perfaux-worker0\n"), "{}", py.stdout);
+}
+
+#[test]
+fn chrome_export_is_json_with_balanced_calls_matching_the_call_trace() {
+    let dir = tempdir();
+    let (f, _) = record(dir.path(), "c.data", &["--requests", "20"]);
+    let file = path_str(&f);
+    let out = dir.path().join("t.json");
+    let r = perfaux(&["export", "-F", "chrome", "-i", file, "-o", path_str(&out)]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let mut got: BTreeMap<(String, String), u64> = BTreeMap::new();
+    let mut open: BTreeMap<u64, Vec<(String, f64)>> = BTreeMap::new();
+    for e in v["traceEvents"].as_array().unwrap() {
+        let tid = e["tid"].as_u64().unwrap();
+        let name = e["name"].as_str().unwrap().to_string();
+        match e["ph"].as_str().unwrap() {
+            "B" if tid < 1 << 32 => {
+                *got.entry((tid.to_string(), name.clone())).or_default() += 1;
+                open.entry(tid)
+                    .or_default()
+                    .push((name, e["ts"].as_f64().unwrap()));
+            }
+            "E" if tid < 1 << 32 => {
+                let (n, ts) = open.get_mut(&tid).unwrap().pop().expect("E without B");
+                assert_eq!(n, name);
+                assert!(e["ts"].as_f64().unwrap() >= ts);
+            }
+            _ => {}
+        }
+    }
+    assert!(open.values().all(Vec::is_empty), "unbalanced B/E");
+    assert_eq!(got, script_counts_by_tid(file));
+}
+
+#[test]
+fn firefox_export_has_a_call_marker_per_call_and_uevent_markers() {
+    let dir = tempdir();
+    let (f, _) = record(dir.path(), "ff.data", &["--requests", "20"]);
+    let file = path_str(&f);
+    let out = dir.path().join("profile.json");
+    let r = perfaux(&["export", "-F", "firefox", "-i", file, "-o", path_str(&out)]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let mut calls: BTreeMap<(String, String), u64> = BTreeMap::new();
+    let mut uevents: BTreeMap<String, u64> = BTreeMap::new();
+    for t in v["threads"].as_array().unwrap() {
+        let tid = match &t["tid"] {
+            serde_json::Value::String(s) => s.clone(),
+            n => n.to_string(),
+        };
+        let strings = t["stringArray"].as_array().unwrap();
+        let m = &t["markers"];
+        assert!(t["samples"]["length"].as_u64().unwrap() > 0, "no samples");
+        for (i, data) in m["data"].as_array().unwrap().iter().enumerate() {
+            let name = strings[m["name"][i].as_u64().unwrap() as usize]
+                .as_str()
+                .unwrap()
+                .to_string();
+            match data["type"].as_str().unwrap() {
+                "Call" => {
+                    assert!(m["endTime"][i].as_f64() >= m["startTime"][i].as_f64());
+                    *calls.entry((tid.clone(), name)).or_default() += 1;
+                }
+                _ if data["text"].is_number() && name.starts_with("request_")
+                    || name == "slow_path" =>
+                {
+                    *uevents.entry(name).or_default() += 1;
+                }
+                _ => {}
+            }
+        }
+    }
+    assert_eq!(calls, script_counts_by_tid(file));
+    assert_eq!(uevents, script_uevents(file));
+}
+
+/// Renders `svg` in headless Chromium into a PNG; `None` when Chromium is absent.
+pub fn render_in_chromium(svg: &std::path::Path, png: &std::path::Path) -> Option<Run> {
+    let chromium = ["chromium", "chromium-browser"].into_iter().find(|c| {
+        std::process::Command::new(c)
+            .arg("--version")
+            .output()
+            .is_ok()
+    })?;
+    let profile = tempdir();
+    let mut c = std::process::Command::new(chromium);
+    c.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+        "--window-size=1200,700",
+    ])
+    .arg(format!("--user-data-dir={}", path_str(profile.path())))
+    .arg(format!("--screenshot={}", path_str(png)))
+    .arg(format!("file://{}", path_str(svg)));
+    Some(run(c))
+}
+
+#[test]
+fn flame_graph_renders_in_headless_chromium() {
+    let dir = tempdir();
+    let (f, _) = record(dir.path(), "r.data", &["--requests", "10"]);
+    let svg = dir.path().join("fg.svg");
+    let r = perfaux(&[
+        "report",
+        "-i",
+        path_str(&f),
+        "--flame-graph",
+        path_str(&svg),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let png = dir.path().join("fg.png");
+    let Some(run) = render_in_chromium(&svg, &png) else {
+        eprintln!("skipped: chromium not found (apt-get install chromium)");
+        return;
+    };
+    assert_eq!(run.code, 0, "chromium: {}", run.stderr);
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&png).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let px = info.color_type.samples();
+    let pixels: Vec<&[u8]> = buf[..info.buffer_size()].chunks(px).collect();
+    // The picture is not blank: the frames are drawn in the flame palette
+    // (red to yellow: red high, blue low), and cover a visible part of it.
+    let flame = pixels
+        .iter()
+        .filter(|p| p[0] > 180 && p[2] < 100 && p[0] > p[2] + 100)
+        .count();
+    assert!(
+        flame > pixels.len() / 50,
+        "only {flame} of {} pixels in flame colours",
+        pixels.len()
+    );
+    // The names drawn are the functions of the trace.
+    let text = std::fs::read_to_string(&svg).unwrap();
+    for name in ["serve_request", "compute", "fib"] {
+        assert!(
+            text.contains(&format!(">{name}</text>")),
+            "{name} not drawn"
+        );
+    }
+}

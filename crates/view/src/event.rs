@@ -1,0 +1,232 @@
+//! What the streaming pass hands its consumers: one [`ViewEvent`] at a time,
+//! with function names interned in [`Names`] so that a consumer's memory
+//! grows with the number of distinct functions, not with the trace.
+
+use std::collections::HashMap;
+
+/// An interned function (or symbol): an index into [`Names`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FuncId(pub u32);
+
+/// Distinct function names and the shared object each lives in.
+#[derive(Debug, Default)]
+pub struct Names {
+    names: Vec<(String, String)>,
+    index: HashMap<(String, String), FuncId>,
+}
+
+impl Names {
+    /// The id of `name` in `dso`, interned on first use.
+    pub fn intern(&mut self, name: &str, dso: &str) -> FuncId {
+        if let Some(&id) = self.index.get(&(name.to_owned(), dso.to_owned())) {
+            return id;
+        }
+        let id = FuncId(self.names.len() as u32);
+        self.names.push((name.to_owned(), dso.to_owned()));
+        self.index.insert((name.to_owned(), dso.to_owned()), id);
+        id
+    }
+
+    /// The function's name.
+    pub fn name(&self, id: FuncId) -> &str {
+        self.names.get(id.0 as usize).map_or("[unknown]", |n| &n.0)
+    }
+
+    /// The shared object (DSO) the function lives in.
+    pub fn dso(&self, id: FuncId) -> &str {
+        self.names.get(id.0 as usize).map_or("[unknown]", |n| &n.1)
+    }
+
+    /// How many distinct functions there are.
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// True when nothing is interned.
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+}
+
+/// What a loss marker stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LostKind {
+    /// PERF_RECORD_AUX with PERF_AUX_FLAG_TRUNCATED: trace data did not fit.
+    AuxTruncated,
+    /// PERF_RECORD_LOST: records the data area had no room for.
+    Records,
+    /// PERF_RECORD_LOST_SAMPLES.
+    Samples,
+    /// A LOST packet in the trace: probe events the writer could not write.
+    ProbeEvents,
+    /// Trace bytes the decoder skipped (gap, corrupt, before the first sync).
+    SkippedBytes,
+}
+
+impl LostKind {
+    /// The word the views print.
+    pub fn name(self) -> &'static str {
+        match self {
+            LostKind::AuxTruncated => "TRUNCATED",
+            LostKind::Records => "LOST",
+            LostKind::Samples => "LOST_SAMPLES",
+            LostKind::ProbeEvents => "lost probe events",
+            LostKind::SkippedBytes => "skipped trace bytes",
+        }
+    }
+}
+
+/// One thing that happened. Times are the recording's nanoseconds
+/// (CLOCK_MONOTONIC for perfaux, perf's clock for perf's files). Events of
+/// one thread's trace come in time order; across threads, and between the
+/// record stream and the trace, they do not (see the crate doc).
+#[derive(Clone, Debug)]
+pub enum ViewEvent<'e> {
+    /// A thread got its name (PERF_RECORD_COMM).
+    Comm {
+        /// Process.
+        pid: u32,
+        /// Thread.
+        tid: u32,
+        /// The name.
+        comm: &'e str,
+    },
+    /// A traced call began.
+    Enter {
+        /// Process.
+        pid: u32,
+        /// Thread.
+        tid: u32,
+        /// When.
+        time: u64,
+        /// The function.
+        func: FuncId,
+        /// Open calls below it in this view of the thread.
+        depth: u32,
+    },
+    /// A traced call returned. Every exit matches the last open enter of
+    /// its thread; `closed` is true when the trace did not show the return
+    /// (the window ended or resynced with the call open) and the view
+    /// closed it at the last time it saw.
+    Exit {
+        /// Process.
+        pid: u32,
+        /// Thread.
+        tid: u32,
+        /// When.
+        time: u64,
+        /// The function.
+        func: FuncId,
+        /// Open calls below it.
+        depth: u32,
+        /// The return was not in the trace.
+        closed: bool,
+    },
+    /// A sample, with its callchain resolved, leaf first.
+    Sample {
+        /// Process.
+        pid: u32,
+        /// Thread.
+        tid: u32,
+        /// When.
+        time: u64,
+        /// The sampling event's name.
+        event: &'e str,
+        /// The sample's period (weight).
+        period: u64,
+        /// The sampled instruction's function, then its callers.
+        stack: &'e [FuncId],
+    },
+    /// A userspace event (uevent).
+    Uevent {
+        /// Process.
+        pid: u32,
+        /// Thread.
+        tid: u32,
+        /// When.
+        time: u64,
+        /// Its type number.
+        ty: u32,
+        /// The type's name, when the recording's program names it.
+        type_name: Option<&'e str>,
+        /// Its payload.
+        payload: &'e [u8],
+    },
+    /// The trace paused (`pause`) or resumed; `dropped` when the trace
+    /// already was in that state (the kernel drops such a request).
+    PauseResume {
+        /// Thread.
+        tid: u32,
+        /// When.
+        time: u64,
+        /// Pause (true) or resume.
+        pause: bool,
+        /// A repeat of the state the trace was in.
+        dropped: bool,
+    },
+    /// The trace was stopped (the writer removed).
+    Stopped {
+        /// Thread.
+        tid: u32,
+        /// When.
+        time: u64,
+    },
+    /// An overwrite snapshot of a thread's trace: what it covers.
+    Snapshot {
+        /// Thread.
+        tid: u32,
+        /// First time in it.
+        begin: u64,
+        /// Last time in it.
+        end: u64,
+        /// Its size in bytes.
+        bytes: u64,
+    },
+    /// Data the recording does not hold.
+    Lost {
+        /// Thread (0 when unknown).
+        tid: u32,
+        /// When (the last time seen, for skipped bytes).
+        time: u64,
+        /// What was lost.
+        kind: LostKind,
+        /// How many (records, samples, events or bytes).
+        count: u64,
+    },
+}
+
+/// A consumer of the streaming pass.
+pub trait Sink {
+    /// Takes one event; `names` resolves its [`FuncId`]s.
+    fn event(&mut self, names: &Names, ev: &ViewEvent<'_>) -> std::io::Result<()>;
+}
+
+impl<S: Sink + ?Sized> Sink for &mut S {
+    fn event(&mut self, names: &Names, ev: &ViewEvent<'_>) -> std::io::Result<()> {
+        (**self).event(names, ev)
+    }
+}
+
+/// Feeds every event to each of several consumers, for one pass over the file.
+pub struct Tee<'s>(pub Vec<&'s mut dyn Sink>);
+
+impl Sink for Tee<'_> {
+    fn event(&mut self, names: &Names, ev: &ViewEvent<'_>) -> std::io::Result<()> {
+        for s in &mut self.0 {
+            s.event(names, ev)?;
+        }
+        Ok(())
+    }
+}
+
+/// A uevent's label: its type's name, or `uevent N`.
+pub fn uevent_label(ty: u32, type_name: Option<&str>) -> String {
+    type_name.map_or_else(|| format!("uevent {ty}"), str::to_owned)
+}
+
+/// A sample's label (`event: leaf function`) and its callchain, leaf first.
+pub fn sample_label<'n>(names: &'n Names, event: &str, stack: &[FuncId]) -> (String, Vec<&'n str>) {
+    let chain: Vec<&str> = stack.iter().map(|&f| names.name(f)).collect();
+    let label = format!("{event}: {}", chain.first().unwrap_or(&"[unknown]"));
+    (label, chain)
+}

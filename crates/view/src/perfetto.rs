@@ -1,0 +1,420 @@
+//! `perfaux export --format perfetto`: Perfetto's trace format (a `Trace`
+//! protobuf: a stream of `TracePacket`s), written packet by packet.
+//!
+//! The messages are hand-written prost structs holding only the fields
+//! perfaux fills, with the field numbers of Perfetto's
+//! protos/perfetto/trace/ (trace_packet.proto, track_event/*.proto): the
+//! official Rust bindings are generated with protoc at build time, which a
+//! build here does not have, and carry thousands of messages this writer
+//! never uses. The tests decode the output with the official protos (the
+//! PyPI `perfetto` package).
+//!
+//! Tracks: one per process and, under it, per thread: the thread's calls
+//! as slices, then its samples (instants with the callchain), uevents
+//! (instants with type and payload), pause/resume windows (slices) and
+//! trace data (snapshots as slices, TRUNCATED/lost as instants), each on
+//! its own track so that slices nest.
+
+use std::collections::{HashMap, HashSet};
+use std::io::Write;
+
+use prost::Message;
+
+use crate::event::{Names, Sink, ViewEvent, sample_label, uevent_label};
+
+/// `perfetto.protos.TracePacket` (the fields perfaux writes).
+#[derive(Clone, PartialEq, Message)]
+pub struct TracePacket {
+    /// Field 8.
+    #[prost(uint64, optional, tag = "8")]
+    pub timestamp: Option<u64>,
+    /// Field 10.
+    #[prost(uint32, optional, tag = "10")]
+    pub trusted_packet_sequence_id: Option<u32>,
+    /// Field 11.
+    #[prost(message, optional, tag = "11")]
+    pub track_event: Option<TrackEvent>,
+    /// Field 60.
+    #[prost(message, optional, tag = "60")]
+    pub track_descriptor: Option<TrackDescriptor>,
+}
+
+/// `perfetto.protos.TrackDescriptor`.
+#[derive(Clone, PartialEq, Message)]
+pub struct TrackDescriptor {
+    /// Field 1.
+    #[prost(uint64, optional, tag = "1")]
+    pub uuid: Option<u64>,
+    /// Field 2.
+    #[prost(string, optional, tag = "2")]
+    pub name: Option<String>,
+    /// Field 3.
+    #[prost(message, optional, tag = "3")]
+    pub process: Option<ProcessDescriptor>,
+    /// Field 4.
+    #[prost(message, optional, tag = "4")]
+    pub thread: Option<ThreadDescriptor>,
+    /// Field 5.
+    #[prost(uint64, optional, tag = "5")]
+    pub parent_uuid: Option<u64>,
+}
+
+/// `perfetto.protos.ProcessDescriptor`.
+#[derive(Clone, PartialEq, Message)]
+pub struct ProcessDescriptor {
+    /// Field 1.
+    #[prost(int32, optional, tag = "1")]
+    pub pid: Option<i32>,
+    /// Field 6.
+    #[prost(string, optional, tag = "6")]
+    pub process_name: Option<String>,
+}
+
+/// `perfetto.protos.ThreadDescriptor`.
+#[derive(Clone, PartialEq, Message)]
+pub struct ThreadDescriptor {
+    /// Field 1.
+    #[prost(int32, optional, tag = "1")]
+    pub pid: Option<i32>,
+    /// Field 2.
+    #[prost(int32, optional, tag = "2")]
+    pub tid: Option<i32>,
+    /// Field 5.
+    #[prost(string, optional, tag = "5")]
+    pub thread_name: Option<String>,
+}
+
+/// `perfetto.protos.TrackEvent`.
+#[derive(Clone, PartialEq, Message)]
+pub struct TrackEvent {
+    /// Field 4.
+    #[prost(message, repeated, tag = "4")]
+    pub debug_annotations: Vec<DebugAnnotation>,
+    /// Field 9: 1 SLICE_BEGIN, 2 SLICE_END, 3 INSTANT.
+    #[prost(int32, optional, tag = "9")]
+    pub r#type: Option<i32>,
+    /// Field 11.
+    #[prost(uint64, optional, tag = "11")]
+    pub track_uuid: Option<u64>,
+    /// Field 22.
+    #[prost(string, repeated, tag = "22")]
+    pub categories: Vec<String>,
+    /// Field 23.
+    #[prost(string, optional, tag = "23")]
+    pub name: Option<String>,
+}
+
+/// `perfetto.protos.DebugAnnotation`.
+#[derive(Clone, PartialEq, Message)]
+pub struct DebugAnnotation {
+    /// Field 3.
+    #[prost(uint64, optional, tag = "3")]
+    pub uint_value: Option<u64>,
+    /// Field 6.
+    #[prost(string, optional, tag = "6")]
+    pub string_value: Option<String>,
+    /// Field 10.
+    #[prost(string, optional, tag = "10")]
+    pub name: Option<String>,
+}
+
+const SLICE_BEGIN: i32 = 1;
+const SLICE_END: i32 = 2;
+const INSTANT: i32 = 3;
+const SEQUENCE: u32 = 1;
+
+/// The tracks of a thread, besides the thread's own.
+#[derive(Clone, Copy)]
+enum Track {
+    Process = 1,
+    Thread = 2,
+    Samples = 3,
+    Uevents = 4,
+    PauseResume = 5,
+    TraceData = 6,
+}
+
+fn uuid(kind: Track, id: u32) -> u64 {
+    ((kind as u64) << 40) | u64::from(id)
+}
+
+/// A string annotation.
+fn text(name: &str, v: String) -> DebugAnnotation {
+    DebugAnnotation {
+        name: Some(name.into()),
+        string_value: Some(v),
+        uint_value: None,
+    }
+}
+
+/// A payload as text when it is printable, else as hex bytes.
+pub fn payload_text(d: &[u8]) -> String {
+    if d.iter().all(|&c| (0x20..0x7f).contains(&c)) {
+        String::from_utf8_lossy(d).into_owned()
+    } else {
+        d.iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// Writes Perfetto packets as the pass hands events over.
+pub struct PerfettoWriter<W: Write> {
+    out: W,
+    buf: Vec<u8>,
+    known: HashSet<u64>,
+    /// tid -> (pid, comm).
+    threads: HashMap<u32, (u32, String)>,
+}
+
+impl<W: Write> PerfettoWriter<W> {
+    /// A writer into `out`.
+    pub fn new(out: W) -> Self {
+        PerfettoWriter {
+            out,
+            buf: Vec::with_capacity(256),
+            known: HashSet::new(),
+            threads: HashMap::new(),
+        }
+    }
+
+    /// Flushes and hands the output back.
+    pub fn finish(mut self) -> std::io::Result<W> {
+        self.out.flush()?;
+        Ok(self.out)
+    }
+
+    fn packet(&mut self, p: &TracePacket) -> std::io::Result<()> {
+        self.buf.clear();
+        // Trace.packet is field 1, length-delimited: the Trace message is
+        // the concatenation of these.
+        prost::encoding::encode_key(1, prost::encoding::WireType::LengthDelimited, &mut self.buf);
+        prost::encoding::encode_varint(p.encoded_len() as u64, &mut self.buf);
+        p.encode(&mut self.buf).map_err(std::io::Error::other)?;
+        self.out.write_all(&self.buf)
+    }
+
+    fn comm(&self, tid: u32) -> Option<String> {
+        self.threads.get(&tid).map(|t| t.1.clone())
+    }
+
+    fn descriptor(&mut self, d: TrackDescriptor) -> std::io::Result<()> {
+        self.packet(&TracePacket {
+            timestamp: None,
+            trusted_packet_sequence_id: Some(SEQUENCE),
+            track_event: None,
+            track_descriptor: Some(d),
+        })
+    }
+
+    /// The uuid of `kind`'s track of `tid`, described on first use.
+    fn track(&mut self, kind: Track, pid: u32, tid: u32) -> std::io::Result<u64> {
+        let u = uuid(kind, tid);
+        if self.known.contains(&u) {
+            return Ok(u);
+        }
+        let pu = uuid(Track::Process, pid);
+        if self.known.insert(pu) {
+            self.descriptor(TrackDescriptor {
+                uuid: Some(pu),
+                name: None,
+                process: Some(ProcessDescriptor {
+                    pid: Some(pid as i32),
+                    process_name: self.comm(pid),
+                }),
+                thread: None,
+                parent_uuid: None,
+            })?;
+        }
+        let tu = uuid(Track::Thread, tid);
+        if self.known.insert(tu) {
+            self.descriptor(TrackDescriptor {
+                uuid: Some(tu),
+                name: None,
+                process: None,
+                thread: Some(ThreadDescriptor {
+                    pid: Some(pid as i32),
+                    tid: Some(tid as i32),
+                    thread_name: self.comm(tid),
+                }),
+                parent_uuid: None,
+            })?;
+        }
+        if self.known.insert(u) {
+            let what = match kind {
+                Track::Samples => "samples",
+                Track::Uevents => "uevents",
+                Track::PauseResume => "pause/resume",
+                _ => "trace data (snapshots, lost)",
+            };
+            let name = format!("{} {tid}: {what}", self.comm(tid).unwrap_or_default());
+            self.descriptor(TrackDescriptor {
+                uuid: Some(u),
+                name: Some(name),
+                process: None,
+                thread: None,
+                parent_uuid: Some(pu),
+            })?;
+        }
+        Ok(u)
+    }
+
+    fn emit(
+        &mut self,
+        (kind, pid, tid): (Track, u32, u32),
+        time: u64,
+        ty: i32,
+        name: Option<String>,
+        args: Vec<DebugAnnotation>,
+    ) -> std::io::Result<()> {
+        let track = self.track(kind, pid, tid)?;
+        self.packet(&TracePacket {
+            timestamp: Some(time),
+            trusted_packet_sequence_id: Some(SEQUENCE),
+            track_event: Some(TrackEvent {
+                debug_annotations: args,
+                r#type: Some(ty),
+                track_uuid: Some(track),
+                categories: Vec::new(),
+                name,
+            }),
+            track_descriptor: None,
+        })
+    }
+
+    fn pid(&self, tid: u32) -> u32 {
+        self.threads.get(&tid).map_or(tid, |t| t.0)
+    }
+}
+
+impl<W: Write> Sink for PerfettoWriter<W> {
+    fn event(&mut self, names: &Names, ev: &ViewEvent<'_>) -> std::io::Result<()> {
+        match *ev {
+            ViewEvent::Comm { pid, tid, comm } => {
+                self.threads.insert(tid, (pid, comm.to_owned()));
+                Ok(())
+            }
+            ViewEvent::Enter {
+                pid,
+                tid,
+                time,
+                func,
+                ..
+            } => self.emit(
+                (Track::Thread, pid, tid),
+                time,
+                SLICE_BEGIN,
+                Some(names.name(func).to_owned()),
+                Vec::new(),
+            ),
+            ViewEvent::Exit {
+                pid,
+                tid,
+                time,
+                closed,
+                ..
+            } => {
+                let args = if closed {
+                    vec![text("return", "not in the trace".into())]
+                } else {
+                    Vec::new()
+                };
+                self.emit((Track::Thread, pid, tid), time, SLICE_END, None, args)
+            }
+            ViewEvent::Sample {
+                pid,
+                tid,
+                time,
+                event,
+                period,
+                stack,
+            } => {
+                let (name, chain) = sample_label(names, event, stack);
+                let args = vec![
+                    text("callchain", chain.join(" <- ")),
+                    DebugAnnotation {
+                        name: Some("period".into()),
+                        string_value: None,
+                        uint_value: Some(period),
+                    },
+                ];
+                self.emit((Track::Samples, pid, tid), time, INSTANT, Some(name), args)
+            }
+            ViewEvent::Uevent {
+                pid,
+                tid,
+                time,
+                ty,
+                type_name,
+                payload,
+            } => {
+                let name = uevent_label(ty, type_name);
+                let args = vec![
+                    DebugAnnotation {
+                        name: Some("type".into()),
+                        string_value: None,
+                        uint_value: Some(u64::from(ty)),
+                    },
+                    text("payload", payload_text(payload)),
+                ];
+                self.emit((Track::Uevents, pid, tid), time, INSTANT, Some(name), args)
+            }
+            ViewEvent::PauseResume {
+                tid,
+                time,
+                pause,
+                dropped,
+            } => {
+                let pid = self.pid(tid);
+                let key = (Track::PauseResume, pid, tid);
+                match (pause, dropped) {
+                    (true, false) => {
+                        self.emit(key, time, SLICE_BEGIN, Some("paused".into()), Vec::new())
+                    }
+                    (false, false) => self.emit(key, time, SLICE_END, None, Vec::new()),
+                    (p, true) => {
+                        let n = if p { "dropped pause" } else { "dropped resume" };
+                        self.emit(key, time, INSTANT, Some(n.into()), Vec::new())
+                    }
+                }
+            }
+            ViewEvent::Stopped { tid, time } => {
+                let pid = self.pid(tid);
+                let key = (Track::PauseResume, pid, tid);
+                self.emit(key, time, INSTANT, Some("trace stopped".into()), Vec::new())
+            }
+            ViewEvent::Snapshot {
+                tid,
+                begin,
+                end,
+                bytes,
+            } => {
+                let pid = self.pid(tid);
+                let key = (Track::TraceData, pid, tid);
+                let args = vec![DebugAnnotation {
+                    name: Some("bytes".into()),
+                    string_value: None,
+                    uint_value: Some(bytes),
+                }];
+                self.emit(key, begin, SLICE_BEGIN, Some("snapshot".into()), args)?;
+                self.emit(key, end, SLICE_END, None, Vec::new())
+            }
+            ViewEvent::Lost {
+                tid,
+                time,
+                kind,
+                count,
+            } => {
+                let pid = self.pid(tid);
+                let args = vec![DebugAnnotation {
+                    name: Some("count".into()),
+                    string_value: None,
+                    uint_value: Some(count),
+                }];
+                let key = (Track::TraceData, pid, tid);
+                self.emit(key, time, INSTANT, Some(kind.name().into()), args)
+            }
+        }
+    }
+}

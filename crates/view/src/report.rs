@@ -1,0 +1,348 @@
+//! `perfaux report` as text: uftrace's report and graph for traces, perf
+//! report's histogram for samples, then uevents, pause/resume, snapshots
+//! and losses.
+
+use std::collections::HashMap;
+use std::io::Write;
+
+use crate::ViewError;
+use crate::event::{FuncId, Names};
+use crate::stats::{CallTree, Collector, FuncStat};
+use crate::walk::Summary;
+
+/// uftrace report's sort keys (`-s`).
+pub const TRACE_KEYS: &[&str] = &["total", "self", "call", "avg", "min", "max", "func"];
+/// perf report's sort keys (`--sort`) that perfaux has.
+pub const SAMPLE_KEYS: &[&str] = &["comm", "pid", "tid", "dso", "sym"];
+
+/// How to print.
+#[derive(Clone, Debug, Default)]
+pub struct ReportOptions {
+    /// `--sort`: keys of either table, comma-separated (empty: the defaults,
+    /// `total` and `comm,dso,sym`).
+    pub sort: Vec<String>,
+    /// `--call-graph`: the call tree instead of the function table.
+    pub call_graph: bool,
+}
+
+impl ReportOptions {
+    /// Checks the sort keys: each must be one of either table's.
+    pub fn check(&self) -> Result<(), ViewError> {
+        for k in &self.sort {
+            if !TRACE_KEYS.contains(&k.as_str()) && !SAMPLE_KEYS.contains(&k.as_str()) {
+                return Err(ViewError(format!(
+                    "--sort: unknown key '{k}' (trace keys: {}; sample keys: {})",
+                    TRACE_KEYS.join(","),
+                    SAMPLE_KEYS.join(",")
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn keys(&self, of: &[&str], default: &[&str]) -> Vec<String> {
+        let k: Vec<String> = self
+            .sort
+            .iter()
+            .filter(|k| of.contains(&k.as_str()))
+            .cloned()
+            .collect();
+        if k.is_empty() {
+            default.iter().map(|s| s.to_string()).collect()
+        } else {
+            k
+        }
+    }
+}
+
+/// A duration as uftrace prints it: three decimals and a unit.
+pub fn fmt_time(ns: u64) -> String {
+    let (div, unit) = match ns {
+        0..1_000 => return format!("{ns:>7} ns"),
+        1_000..1_000_000 => (1e3, "us"),
+        1_000_000..1_000_000_000 => (1e6, "ms"),
+        _ => (1e9, " s"),
+    };
+    format!("{:>7.3} {unit}", ns as f64 / div)
+}
+
+fn w(out: &mut impl Write, s: std::fmt::Arguments<'_>) -> Result<(), ViewError> {
+    out.write_fmt(s)
+        .map_err(|e| ViewError(format!("output: {e}")))
+}
+
+fn avg(s: &FuncStat) -> u64 {
+    s.total.checked_div(s.timed).unwrap_or(0)
+}
+
+/// Prints the report.
+pub fn write_report(
+    c: &Collector,
+    names: &Names,
+    sum: &Summary,
+    opts: &ReportOptions,
+    out: &mut impl Write,
+) -> Result<(), ViewError> {
+    opts.check()?;
+    if let Some(cmd) = &sum.cmdline {
+        w(out, format_args!("# cmdline : {cmd}\n"))?;
+    }
+    if let Some(f) = sum.first_time {
+        w(
+            out,
+            format_args!(
+                "# time range: {} .. {} ({})\n#\n",
+                crate::fmt_timestamp(f),
+                crate::fmt_timestamp(sum.last_time),
+                fmt_time(sum.last_time - f).trim()
+            ),
+        )?;
+    }
+    if !c.funcs.is_empty() {
+        if opts.call_graph {
+            call_graph(&c.tree, names, out)?;
+        } else {
+            functions(c, names, &opts.keys(TRACE_KEYS, &["total"]), out)?;
+        }
+    }
+    if !c.samples.is_empty() {
+        histogram(
+            c,
+            names,
+            &opts.keys(SAMPLE_KEYS, &["comm", "dso", "sym"]),
+            out,
+        )?;
+    }
+    if !c.uevents.is_empty() {
+        w(out, format_args!("\n# uevents\n#\n#      Count  Type\n"))?;
+        for (ty, (name, n)) in &c.uevents {
+            let name = name.as_deref().map_or(String::new(), |n| format!(" {n}"));
+            w(out, format_args!("  {n:>10}  {ty}{name}\n"))?;
+        }
+    }
+    let p = &c.pauses;
+    if p.windows + p.dropped > 0 {
+        w(
+            out,
+            format_args!(
+                "\n# pause/resume\n#\n  windows: {}\n  time paused: {}\n  dropped pause/resume: {}\n",
+                p.windows,
+                fmt_time(p.paused_time).trim(),
+                p.dropped
+            ),
+        )?;
+    }
+    if c.snapshots.0 > 0 {
+        w(
+            out,
+            format_args!(
+                "\n# snapshots: {} ({} bytes of trace)\n",
+                c.snapshots.0, c.snapshots.1
+            ),
+        )?;
+    }
+    if !c.lost.is_empty() {
+        w(out, format_args!("\n# lost data\n#\n"))?;
+        for (k, (markers, n)) in &c.lost {
+            w(out, format_args!("  {k}: {markers} times, {n} in all\n"))?;
+        }
+    }
+    Ok(())
+}
+
+/// uftrace report: one row per function.
+fn functions(
+    c: &Collector,
+    names: &Names,
+    keys: &[String],
+    out: &mut impl Write,
+) -> Result<(), ViewError> {
+    let mut rows: Vec<(FuncId, FuncStat)> = c.funcs.iter().map(|(f, s)| (*f, *s)).collect();
+    rows.sort_by(|a, b| {
+        for k in keys {
+            let o = match k.as_str() {
+                "total" => b.1.total.cmp(&a.1.total),
+                "self" => b.1.self_time.cmp(&a.1.self_time),
+                "call" => b.1.calls.cmp(&a.1.calls),
+                "avg" => avg(&b.1).cmp(&avg(&a.1)),
+                "min" => b.1.min.cmp(&a.1.min),
+                "max" => b.1.max.cmp(&a.1.max),
+                _ => names.name(a.0).cmp(names.name(b.0)),
+            };
+            if o.is_ne() {
+                return o;
+            }
+        }
+        names.name(a.0).cmp(names.name(b.0))
+    });
+    w(
+        out,
+        format_args!(
+            "  Total time   Self time       Calls   Avg total   Min total   Max total  Function\n  \
+             ==========  ==========  ==========  ==========  ==========  ==========  ====================\n"
+        ),
+    )?;
+    for (f, s) in rows {
+        w(
+            out,
+            format_args!(
+                "  {}  {}  {:>10}  {}  {}  {}  {}\n",
+                fmt_time(s.total),
+                fmt_time(s.self_time),
+                s.calls,
+                fmt_time(avg(&s)),
+                fmt_time(s.min),
+                fmt_time(s.max),
+                names.name(f)
+            ),
+        )?;
+    }
+    Ok(())
+}
+
+/// uftrace graph: the call tree with calls and total time per path.
+fn call_graph(tree: &CallTree, names: &Names, out: &mut impl Write) -> Result<(), ViewError> {
+    w(
+        out,
+        format_args!("========== FUNCTION CALL GRAPH ==========\n# TOTAL TIME   FUNCTION\n"),
+    )?;
+    // Iterative depth-first walk: a deep tree must not overflow the stack.
+    // (node, prefix length, is last child)
+    let mut todo: Vec<(u32, usize, bool)> = tree.nodes[0]
+        .children
+        .iter()
+        .rev()
+        .enumerate()
+        .map(|(i, &n)| (n, 0, i == 0))
+        .collect();
+    let mut prefix = String::new();
+    while let Some((n, plen, last)) = todo.pop() {
+        prefix.truncate(plen);
+        let node = &tree.nodes[n as usize];
+        let (branch, below) = if plen == 0 {
+            ("", "")
+        } else if last {
+            ("+-", "  ")
+        } else {
+            ("+-", "| ")
+        };
+        w(
+            out,
+            format_args!(
+                "  {} : {prefix}{branch}({}) {}\n",
+                fmt_time(node.total),
+                node.calls,
+                names.name(node.func)
+            ),
+        )?;
+        let plen2 = if plen == 0 {
+            prefix.push(' ');
+            prefix.len()
+        } else {
+            prefix.push_str(below);
+            prefix.len()
+        };
+        for (i, &ch) in node.children.iter().rev().enumerate() {
+            todo.push((ch, plen2, i == 0));
+        }
+    }
+    Ok(())
+}
+
+/// perf report's histogram, per sampling event.
+fn histogram(
+    c: &Collector,
+    names: &Names,
+    keys: &[String],
+    out: &mut impl Write,
+) -> Result<(), ViewError> {
+    let mut per_event: HashMap<&str, HashMap<Vec<String>, (u64, u64)>> = HashMap::new();
+    for (k, (n, p)) in &c.samples {
+        let row: Vec<String> = keys
+            .iter()
+            .map(|key| match key.as_str() {
+                "comm" => k.comm.clone(),
+                "pid" => format!("{:>7}:{}", k.pid, k.comm),
+                "tid" => format!("{:>7}:{}", k.tid, k.comm),
+                "dso" => names.dso(k.func).to_owned(),
+                _ => {
+                    let kernel = names.dso(k.func).starts_with("[kernel");
+                    format!(
+                        "[{}] {}",
+                        if kernel { 'k' } else { '.' },
+                        names.name(k.func)
+                    )
+                }
+            })
+            .collect();
+        let e = per_event
+            .entry(k.event.as_str())
+            .or_default()
+            .entry(row)
+            .or_default();
+        e.0 += n;
+        e.1 += p;
+    }
+    let mut events: Vec<_> = per_event.into_iter().collect();
+    events.sort_by(|a, b| a.0.cmp(b.0));
+    let titles: Vec<&str> = keys
+        .iter()
+        .map(|k| match k.as_str() {
+            "comm" => "Command",
+            "pid" => "Pid:Command",
+            "tid" => "Pid:Command",
+            "dso" => "Shared Object",
+            _ => "Symbol",
+        })
+        .collect();
+    for (ev, rows) in events {
+        let samples: u64 = rows.values().map(|r| r.0).sum();
+        let period: u64 = rows.values().map(|r| r.1).sum();
+        let mut rows: Vec<_> = rows.into_iter().collect();
+        rows.sort_by(|a, b| b.1.1.cmp(&a.1.1).then_with(|| a.0.cmp(&b.0)));
+        let widths: Vec<usize> = titles
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                rows.iter()
+                    .map(|r| r.0[i].len())
+                    .max()
+                    .unwrap_or(0)
+                    .max(t.len())
+            })
+            .collect();
+        w(
+            out,
+            format_args!(
+                "\n# Samples: {samples}  of event '{ev}'\n# Event count (approx.): {period}\n#\n# Overhead"
+            ),
+        )?;
+        columns(out, &titles, &widths)?;
+        w(out, format_args!("\n# ........"))?;
+        for wd in &widths {
+            w(out, format_args!("  {}", ".".repeat(*wd)))?;
+        }
+        w(out, format_args!("\n#\n"))?;
+        for (row, (_, p)) in rows {
+            let pct = 100.0 * p as f64 / period.max(1) as f64;
+            w(out, format_args!("  {pct:>7.2}%"))?;
+            columns(out, &row, &widths)?;
+            w(out, format_args!("\n"))?;
+        }
+    }
+    Ok(())
+}
+
+/// Cells padded to their column's width, the last one not padded (no
+/// trailing blanks).
+fn columns(
+    out: &mut impl Write,
+    cells: &[impl AsRef<str>],
+    widths: &[usize],
+) -> Result<(), ViewError> {
+    for (i, (cell, wd)) in cells.iter().zip(widths).enumerate() {
+        let wd = if i + 1 == cells.len() { 0 } else { *wd };
+        w(out, format_args!("  {:<wd$}", cell.as_ref()))?;
+    }
+    Ok(())
+}

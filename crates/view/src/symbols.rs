@@ -1,0 +1,206 @@
+//! Sample addresses to functions, as perf report resolves them: the probe
+//! table first (perfaux's own recordings), then the recording's MMAP/MMAP2
+//! records to find the mapped file, whose ELF symbols (object + addr2line)
+//! name the function, demangled (Rust v0/legacy with rustc-demangle, C++
+//! with cpp_demangle).
+//!
+//! Files are opened once per path and kept; an address that no map or
+//! symbol covers is named by its address in its DSO (perf's `0x...`), or
+//! `[unknown]` outside every map.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::event::{FuncId, Names};
+
+/// One mapping of a file into a process.
+#[derive(Clone, Copy, Debug)]
+struct Map {
+    end: u64,
+    pgoff: u64,
+    dso: usize,
+}
+
+/// An ELF file's loadable segments and its symbol loader.
+struct Elf {
+    /// (file offset, file size, virtual address) of each PT_LOAD.
+    segments: Vec<(u64, u64, u64)>,
+    loader: addr2line::Loader,
+}
+
+struct Dso {
+    name: String,
+    elf: Option<Elf>,
+    /// Addresses already resolved, so each ELF lookup happens once.
+    cache: HashMap<u64, FuncId>,
+}
+
+/// Resolves addresses of sampled processes.
+#[derive(Default)]
+pub struct Symbolizer {
+    probes: HashMap<u64, String>,
+    /// pid -> start -> map; kernel maps (pid -1) under `u32::MAX`.
+    maps: HashMap<u32, BTreeMap<u64, Map>>,
+    dsos: Vec<Dso>,
+    dso_index: HashMap<String, usize>,
+}
+
+/// The DSO name of addresses that no map covers.
+pub const UNKNOWN: &str = "[unknown]";
+
+impl Symbolizer {
+    /// A symbolizer that knows perfaux's probes by address.
+    pub fn new(probes: &perfaux_swtrace::ProbeTable) -> Symbolizer {
+        Symbolizer {
+            probes: probes
+                .iter()
+                .filter(|p| p.addr != 0)
+                .map(|p| (p.addr, p.name.clone()))
+                .collect(),
+            ..Symbolizer::default()
+        }
+    }
+
+    /// A PERF_RECORD_MMAP/MMAP2 of `filename` at `[addr, addr + len)`.
+    pub fn mmap(&mut self, pid: u32, addr: u64, len: u64, pgoff: u64, filename: &str) {
+        let dso = match self.dso_index.get(filename) {
+            Some(&d) => d,
+            None => {
+                self.dsos.push(Dso {
+                    name: filename.to_owned(),
+                    elf: None,
+                    cache: HashMap::new(),
+                });
+                // Opened lazily: most maps of a process are never sampled.
+                self.dso_index
+                    .insert(filename.to_owned(), self.dsos.len() - 1);
+                self.dsos.len() - 1
+            }
+        };
+        self.maps.entry(pid).or_default().insert(
+            addr,
+            Map {
+                end: addr.saturating_add(len),
+                pgoff,
+                dso,
+            },
+        );
+    }
+
+    fn find_map(&self, pid: u32, addr: u64) -> Option<(u64, Map)> {
+        [pid, u32::MAX].iter().find_map(|p| {
+            let (&start, m) = self.maps.get(p)?.range(..=addr).next_back()?;
+            (addr < m.end).then_some((start, *m))
+        })
+    }
+
+    /// The function at `addr` in process `pid`.
+    pub fn resolve(&mut self, pid: u32, addr: u64, names: &mut Names) -> FuncId {
+        if let Some(n) = self.probes.get(&addr) {
+            return names.intern(n, "[swtrace]");
+        }
+        let Some((start, map)) = self.find_map(pid, addr) else {
+            return names.intern(UNKNOWN, UNKNOWN);
+        };
+        let dso = &mut self.dsos[map.dso];
+        if let Some(&f) = dso.cache.get(&addr) {
+            return f;
+        }
+        if dso.elf.is_none() && !dso.name.starts_with('[') {
+            dso.elf = open_elf(&dso.name);
+        }
+        let file_off = addr - start + map.pgoff;
+        let short = dso.name.rsplit('/').next().unwrap_or(&dso.name).to_owned();
+        let sym = dso.elf.as_ref().and_then(|e| {
+            let &(off, _, vaddr) = e
+                .segments
+                .iter()
+                .find(|(o, sz, _)| (*o..o + sz).contains(&file_off))?;
+            e.loader.find_symbol(file_off - off + vaddr).map(demangle)
+        });
+        let f = match sym {
+            Some(s) => names.intern(&s, &short),
+            None => names.intern(&format!("{file_off:#x}"), &short),
+        };
+        dso.cache.insert(addr, f);
+        f
+    }
+}
+
+fn open_elf(path: &str) -> Option<Elf> {
+    use object::{Object, ObjectSegment};
+    let data = std::fs::read(path).ok()?;
+    let file = object::File::parse(&*data).ok()?;
+    let segments = file
+        .segments()
+        .filter_map(|s| {
+            let (off, size) = s.file_range();
+            (size > 0).then_some((off, size, s.address()))
+        })
+        .collect();
+    let loader = addr2line::Loader::new(path).ok()?;
+    Some(Elf { segments, loader })
+}
+
+/// A symbol as people read it: Rust and C++ names demangled (Rust without
+/// its hash, as perf prints it), others unchanged.
+pub fn demangle(sym: &str) -> String {
+    if let Ok(d) = rustc_demangle::try_demangle(sym) {
+        return format!("{d:#}");
+    }
+    if sym.starts_with("_Z")
+        && let Ok(s) = cpp_demangle::Symbol::new(sym)
+        && let Ok(d) = s.demangle(&cpp_demangle::DemangleOptions::default())
+    {
+        return d;
+    }
+    sym.to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rust_and_cpp_names_are_demangled() {
+        assert_eq!(
+            demangle("_ZN4core3fmt5write17h0123456789abcdefE"),
+            "core::fmt::write"
+        );
+        assert_eq!(demangle("_ZN3foo3barEv"), "foo::bar()");
+        assert_eq!(demangle("main"), "main");
+    }
+
+    #[test]
+    fn addresses_resolve_through_the_maps_to_elf_symbols() {
+        // This test binary is an ELF with symbols: map it as perf would see
+        // it and resolve the address of one of its functions.
+        let exe = std::env::current_exe().unwrap();
+        let data = std::fs::read(&exe).unwrap();
+        use object::{Object, ObjectSegment, ObjectSymbol};
+        let file = object::File::parse(&*data).unwrap();
+        // A function whose address no other symbol shares.
+        let texts: Vec<_> = file
+            .symbols()
+            .filter(|s| s.kind() == object::SymbolKind::Text && s.size() > 16)
+            .collect();
+        let sym = texts
+            .iter()
+            .find(|s| texts.iter().filter(|t| t.address() == s.address()).count() == 1)
+            .expect("a function in the symbol table");
+        let seg = file
+            .segments()
+            .find(|s| (s.address()..s.address() + s.size()).contains(&sym.address()))
+            .unwrap();
+        let (off, _) = seg.file_range();
+        // Pretend the segment is mapped at 0x5555_0000_0000 + its offset.
+        let base = 0x5555_0000_0000u64;
+        let mut s = Symbolizer::default();
+        let path = exe.to_str().unwrap();
+        s.mmap(42, base + off, seg.size(), off, path);
+        let mut names = Names::default();
+        let f = s.resolve(42, base + off + (sym.address() - seg.address()), &mut names);
+        assert_eq!(names.name(f), demangle(sym.name().unwrap()));
+        let outside = s.resolve(42, 0x10, &mut names);
+        assert_eq!(names.name(outside), UNKNOWN);
+    }
+}

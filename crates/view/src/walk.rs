@@ -1,0 +1,523 @@
+//! The one streaming pass: a recording to [`ViewEvent`]s.
+//!
+//! First the record stream, record by record (COMM, MMAP/MMAP2 for the
+//! symbolizer, samples, uevents, AUX/LOST markers), then the software trace,
+//! window by window: chunks of one event that continue each other decode as
+//! one stream (as `perfaux script --call-trace` decodes them), so calls that
+//! span a chunk boundary keep their depth. Per window the pass keeps the
+//! open calls (bounded by the deepest stack); the only other state is the
+//! thread names, the maps and the interned names. The trace bytes
+//! themselves are the caller's ([`Recording::chunks`] borrows them); a
+//! window of continuing chunks is joined into one buffer for the decoder.
+
+use std::collections::HashMap;
+use std::io::BufRead;
+
+use perfaux_abi::consts::*;
+use perfaux_abi::raw::RawData;
+use perfaux_abi::records::Record;
+use perfaux_perfdata::{PerfDataReader, UserRecord};
+use perfaux_swtrace::ProbeTable;
+use perfaux_swtrace::decode::{Decoder, Event as TraceEvent};
+use perfaux_swtrace::format::LostKind as TraceLost;
+
+use crate::ViewError;
+use crate::event::{FuncId, LostKind, Names, Sink, ViewEvent};
+use crate::symbols::Symbolizer;
+
+/// What a chunk of the trace section holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChunkKind {
+    /// Full-trace bytes between two PERF_RECORD_AUX records.
+    Trace,
+    /// An overwrite (`-S`) snapshot.
+    Snapshot,
+    /// A `uevent_aux` PMU's log (not trace packets; not decoded here).
+    UeventLog,
+}
+
+/// One run of trace bytes of one AUX event, borrowed from the recording.
+#[derive(Clone, Copy, Debug)]
+pub struct TraceChunk<'a> {
+    /// Sample id of the AUX event.
+    pub event_id: u64,
+    /// The thread the event observed.
+    pub tid: u32,
+    /// Position of the first byte in the event's AUX stream.
+    pub aux_offset: u64,
+    /// What it holds.
+    pub kind: ChunkKind,
+    /// The bytes.
+    pub bytes: &'a [u8],
+}
+
+/// Decodes a uevent sample's RAW data to (type, payload).
+pub type UeventDecode = fn(&RawData<'_>) -> Option<(u32, Vec<u8>)>;
+
+/// How the recording's program carries uevents (perfaux: BPF-output samples
+/// of a named event whose RAW data is the uevent body).
+#[derive(Clone, Copy)]
+pub struct UeventFormat<'a> {
+    /// The event name the samples carry.
+    pub event_name: &'a str,
+    /// RAW data to (type, payload).
+    pub decode: UeventDecode,
+    /// Names of the known types.
+    pub type_names: &'a [(&'a str, u32)],
+}
+
+/// Which threads to look at (`--tid`, `--comm`); empty lists take all.
+#[derive(Clone, Debug, Default)]
+pub struct Filter {
+    /// Thread ids.
+    pub tids: Vec<u32>,
+    /// Thread names.
+    pub comms: Vec<String>,
+}
+
+/// A recording ready for the pass.
+pub struct Recording<'a, R> {
+    /// The perf.data reader, positioned at the first record.
+    pub reader: PerfDataReader<R>,
+    /// Names of the trace's probe ids.
+    pub probes: &'a ProbeTable,
+    /// The trace section's chunks, in file order.
+    pub chunks: Vec<TraceChunk<'a>>,
+    /// How uevents travel.
+    pub uevents: UeventFormat<'a>,
+    /// Threads to keep.
+    pub filter: Filter,
+}
+
+/// What the pass saw, for titles and headers.
+#[derive(Clone, Debug, Default)]
+pub struct Summary {
+    /// Earliest time of any event.
+    pub first_time: Option<u64>,
+    /// Latest time of any event.
+    pub last_time: u64,
+    /// The recording's command line (perf's CMDLINE feature).
+    pub cmdline: Option<String>,
+    /// Names of the sampling events, in attr order.
+    pub events: Vec<String>,
+}
+
+impl Summary {
+    fn saw(&mut self, t: u64) {
+        if t != 0 {
+            self.first_time = Some(self.first_time.map_or(t, |f| f.min(t)));
+            self.last_time = self.last_time.max(t);
+        }
+    }
+}
+
+struct Threads {
+    /// tid -> (pid, comm).
+    info: HashMap<u32, (u32, String)>,
+    filter: Filter,
+}
+
+impl Threads {
+    fn pid(&self, tid: u32) -> u32 {
+        self.info.get(&tid).map_or(tid, |i| i.0)
+    }
+
+    fn keep(&self, tid: u32) -> bool {
+        (self.filter.tids.is_empty() || self.filter.tids.contains(&tid))
+            && (self.filter.comms.is_empty()
+                || self
+                    .info
+                    .get(&tid)
+                    .is_some_and(|i| self.filter.comms.contains(&i.1)))
+    }
+}
+
+fn io(e: std::io::Error) -> ViewError {
+    ViewError(format!("output: {e}"))
+}
+
+/// Runs the pass over `rec`, handing every event to `sink`.
+pub fn walk<R: BufRead + std::io::Seek>(
+    mut rec: Recording<'_, R>,
+    sink: &mut impl Sink,
+) -> Result<(Summary, Names), ViewError> {
+    let meta = rec.reader.metadata();
+    let mut sum = Summary {
+        cmdline: meta
+            .features
+            .cmdline()
+            .and_then(Result::ok)
+            .map(|v| v.join(" ")),
+        ..Summary::default()
+    };
+    let mut ev_names: Vec<String> = meta
+        .attrs
+        .iter()
+        .enumerate()
+        .map(|(i, a)| a.name.clone().unwrap_or_else(|| format!("event{i}")))
+        .collect();
+    let mut names = Names::default();
+    let mut threads = Threads {
+        info: HashMap::new(),
+        filter: rec.filter.clone(),
+    };
+    let mut sym = Symbolizer::new(rec.probes);
+    let mut stack: Vec<FuncId> = Vec::new();
+    // AUX event id -> tid, from ITRACE_START (the chunk's tid otherwise).
+    let mut aux_owner: HashMap<u64, u32> = HashMap::new();
+    loop {
+        let r = match rec.reader.next_record() {
+            Ok(Some(r)) => r,
+            Ok(None) => break,
+            Err(e) => return Err(ViewError(format!("reading the records: {e}"))),
+        };
+        if !r.is_kernel_record() {
+            if let Some(Ok(UserRecord::HeaderAttr(a))) = r.user_record() {
+                ev_names.push(format!("event{}", ev_names.len()));
+                let _ = a;
+            }
+            continue;
+        }
+        let at = r.location.file_offset;
+        let idx = r.attr_index;
+        let Some(parsed) = r.parse() else { continue };
+        let parsed =
+            parsed.map_err(|e| ViewError(format!("record at file offset {at:#x}: {e}")))?;
+        let sid = parsed.sample_id().copied().unwrap_or_default();
+        let tid = sid.tid.map_or(0, |t| t.tid);
+        let time = sid.time.unwrap_or(0);
+        let lost = |kind, count, sum: &mut Summary, names: &Names, sink: &mut _| {
+            sum.saw(time);
+            Sink::event(
+                sink,
+                names,
+                &ViewEvent::Lost {
+                    tid,
+                    time,
+                    kind,
+                    count,
+                },
+            )
+            .map_err(io)
+        };
+        match &parsed {
+            Record::Comm(c) => {
+                let comm = String::from_utf8_lossy(&c.comm.until_nul().to_vec()).into_owned();
+                threads.info.insert(c.tid, (c.pid, comm.clone()));
+                if threads.keep(c.tid) {
+                    sink.event(
+                        &names,
+                        &ViewEvent::Comm {
+                            pid: c.pid,
+                            tid: c.tid,
+                            comm: &comm,
+                        },
+                    )
+                    .map_err(io)?;
+                }
+            }
+            Record::Mmap(m) => sym.mmap(m.pid, m.addr, m.len, m.pgoff, &map_name(&m.filename)),
+            Record::Mmap2(m) => sym.mmap(m.pid, m.addr, m.len, m.pgoff, &map_name(&m.filename)),
+            Record::ItraceStart(i) => {
+                if let Some(id) = sid.identifier.or(sid.id) {
+                    aux_owner.insert(id, i.tid);
+                }
+            }
+            Record::Aux(a) if a.flags & PERF_AUX_FLAG_TRUNCATED != 0 && threads.keep(tid) => {
+                lost(LostKind::AuxTruncated, 1, &mut sum, &names, sink)?;
+            }
+            Record::Lost(l) => lost(LostKind::Records, l.lost, &mut sum, &names, sink)?,
+            Record::LostSamples(l) => lost(LostKind::Samples, l.lost, &mut sum, &names, sink)?,
+            Record::Sample(s) if threads.keep(s.tid.map_or(tid, |t| t.tid)) => {
+                let (pid, tid) = s.tid.map_or((0, tid), |t| (t.pid, t.tid));
+                let time = s.time.unwrap_or(time);
+                sum.saw(time);
+                let ev = idx.and_then(|i| ev_names.get(i)).map_or("", String::as_str);
+                if ev == rec.uevents.event_name
+                    && let Some((ty, payload)) = s.raw.as_ref().and_then(rec.uevents.decode)
+                {
+                    let type_name = rec
+                        .uevents
+                        .type_names
+                        .iter()
+                        .find(|(_, v)| *v == ty)
+                        .map(|(n, _)| *n);
+                    sink.event(
+                        &names,
+                        &ViewEvent::Uevent {
+                            pid,
+                            tid,
+                            time,
+                            ty,
+                            type_name,
+                            payload: &payload,
+                        },
+                    )
+                    .map_err(io)?;
+                    continue;
+                }
+                stack.clear();
+                match &s.callchain {
+                    Some(cc) if !cc.is_empty() => {
+                        for a in cc.iter() {
+                            // PERF_CONTEXT_* markers are not addresses.
+                            if a < PERF_CONTEXT_MAX_MARKER {
+                                stack.push(sym.resolve(pid, a, &mut names));
+                            }
+                        }
+                    }
+                    _ => {
+                        if let Some(ip) = s.ip {
+                            stack.push(sym.resolve(pid, ip, &mut names));
+                        }
+                    }
+                }
+                sink.event(
+                    &names,
+                    &ViewEvent::Sample {
+                        pid,
+                        tid,
+                        time,
+                        event: ev,
+                        period: s.period.unwrap_or(1),
+                        stack: &stack,
+                    },
+                )
+                .map_err(io)?;
+            }
+            _ => {}
+        }
+    }
+    sum.events = ev_names;
+    trace_windows(&rec, &aux_owner, &threads, &mut names, &mut sum, sink)?;
+    Ok((sum, names))
+}
+
+/// A map's file name as perf report shows it: perf names the kernel's map
+/// "[kernel.kallsyms]_text" and shows "[kernel.kallsyms]".
+fn map_name(raw: &RawData<'_>) -> String {
+    let f = String::from_utf8_lossy(&raw.until_nul().to_vec()).into_owned();
+    match f.strip_suffix("_text") {
+        Some(k) if k.starts_with('[') => k.to_owned(),
+        _ => f,
+    }
+}
+
+/// The first PERF_CONTEXT_* marker value: addresses are below it.
+const PERF_CONTEXT_MAX_MARKER: u64 = (-4095i64) as u64;
+
+fn trace_windows(
+    rec: &Recording<'_, impl BufRead>,
+    owner: &HashMap<u64, u32>,
+    threads: &Threads,
+    names: &mut Names,
+    sum: &mut Summary,
+    sink: &mut impl Sink,
+) -> Result<(), ViewError> {
+    let funcs: rustc_hash::FxHashMap<u32, FuncId> = rec
+        .probes
+        .iter()
+        .map(|p| (p.id, names.intern(&p.name, "[swtrace]")))
+        .collect();
+    let chunks: Vec<&TraceChunk<'_>> = rec
+        .chunks
+        .iter()
+        .filter(|c| c.kind != ChunkKind::UeventLog)
+        .collect();
+    let mut i = 0;
+    let mut buf: Vec<u8> = Vec::new();
+    while i < chunks.len() {
+        let first = chunks[i];
+        let mut end = first.aux_offset + first.bytes.len() as u64;
+        let mut j = i + 1;
+        while j < chunks.len()
+            && first.kind == ChunkKind::Trace
+            && chunks[j].kind == ChunkKind::Trace
+            && chunks[j].event_id == first.event_id
+            && chunks[j].tid == first.tid
+            && chunks[j].aux_offset == end
+        {
+            end += chunks[j].bytes.len() as u64;
+            j += 1;
+        }
+        let bytes: &[u8] = if j == i + 1 {
+            first.bytes
+        } else {
+            buf.clear();
+            for c in &chunks[i..j] {
+                buf.extend_from_slice(c.bytes);
+            }
+            &buf
+        };
+        let tid = owner.get(&first.event_id).copied().unwrap_or(first.tid);
+        if threads.keep(tid) {
+            let mut w = Window {
+                tid,
+                pid: threads.pid(tid),
+                stack: Vec::new(),
+                last: 0,
+                first: None,
+                paused: false,
+            };
+            for ev in Decoder::with_offset(bytes, first.aux_offset) {
+                w.event(&ev, &funcs, names, sink).map_err(io)?;
+            }
+            w.close(names, sink).map_err(io)?;
+            if let Some(f) = w.first {
+                sum.saw(f);
+                sum.saw(w.last);
+                if first.kind == ChunkKind::Snapshot {
+                    sink.event(
+                        names,
+                        &ViewEvent::Snapshot {
+                            tid,
+                            begin: f,
+                            end: w.last,
+                            bytes: bytes.len() as u64,
+                        },
+                    )
+                    .map_err(io)?;
+                }
+            }
+        }
+        i = j;
+    }
+    Ok(())
+}
+
+/// The open calls of one decoded window.
+struct Window {
+    tid: u32,
+    pid: u32,
+    /// (decoder depth, function) of each open call the window saw enter.
+    stack: Vec<(u32, FuncId)>,
+    last: u64,
+    first: Option<u64>,
+    paused: bool,
+}
+
+impl Window {
+    /// Closes the calls at decoder depth `depth` and deeper.
+    fn pop_to(&mut self, depth: u32, names: &Names, sink: &mut impl Sink) -> std::io::Result<()> {
+        while let Some(&(d, func)) = self.stack.last() {
+            if d < depth {
+                break;
+            }
+            self.stack.pop();
+            sink.event(
+                names,
+                &ViewEvent::Exit {
+                    pid: self.pid,
+                    tid: self.tid,
+                    time: self.last,
+                    func,
+                    depth: self.stack.len() as u32,
+                    closed: true,
+                },
+            )?;
+        }
+        Ok(())
+    }
+
+    fn close(&mut self, names: &Names, sink: &mut impl Sink) -> std::io::Result<()> {
+        self.pop_to(0, names, sink)
+    }
+
+    fn event(
+        &mut self,
+        ev: &TraceEvent,
+        funcs: &rustc_hash::FxHashMap<u32, FuncId>,
+        names: &mut Names,
+        sink: &mut impl Sink,
+    ) -> std::io::Result<()> {
+        let (tid, pid) = (self.tid, self.pid);
+        // A thread's time never goes back: where the decoded times do (a
+        // SYNC whose clock conversion disagrees with the one before it),
+        // the view holds the time so that calls stay nested in time, as
+        // every viewer requires.
+        let time = ev.time().unwrap_or(self.last).max(self.last);
+        self.last = time;
+        if time != 0 && self.first.is_none() {
+            self.first = Some(time);
+        }
+        match ev {
+            TraceEvent::Sync { depth, .. } => self.pop_to(*depth, names, sink),
+            TraceEvent::Enter { id, depth, .. } => {
+                self.pop_to(*depth, names, sink)?;
+                let func = match funcs.get(id) {
+                    Some(&f) => f,
+                    None => names.intern(&format!("[unknown probe {id}]"), "[swtrace]"),
+                };
+                let d = self.stack.len() as u32;
+                self.stack.push((*depth, func));
+                sink.event(
+                    names,
+                    &ViewEvent::Enter {
+                        pid,
+                        tid,
+                        time,
+                        func,
+                        depth: d,
+                    },
+                )
+            }
+            TraceEvent::Exit { depth, .. } => {
+                self.pop_to(depth + 1, names, sink)?;
+                match self.stack.last() {
+                    Some(&(d, func)) if d == *depth => {
+                        self.stack.pop();
+                        sink.event(
+                            names,
+                            &ViewEvent::Exit {
+                                pid,
+                                tid,
+                                time,
+                                func,
+                                depth: self.stack.len() as u32,
+                                closed: false,
+                            },
+                        )
+                    }
+                    // A return of a call entered before the window began.
+                    _ => Ok(()),
+                }
+            }
+            TraceEvent::Paused { .. } | TraceEvent::Resumed { .. } => {
+                let pause = matches!(ev, TraceEvent::Paused { .. });
+                let dropped = pause == self.paused;
+                self.paused = pause;
+                sink.event(
+                    names,
+                    &ViewEvent::PauseResume {
+                        tid,
+                        time,
+                        pause,
+                        dropped,
+                    },
+                )
+            }
+            TraceEvent::Stopped { .. } => sink.event(names, &ViewEvent::Stopped { tid, time }),
+            TraceEvent::Lost { count, kind, .. } => {
+                let _: &TraceLost = kind;
+                sink.event(
+                    names,
+                    &ViewEvent::Lost {
+                        tid,
+                        time,
+                        kind: LostKind::ProbeEvents,
+                        count: *count,
+                    },
+                )
+            }
+            TraceEvent::Skipped { bytes, .. } => sink.event(
+                names,
+                &ViewEvent::Lost {
+                    tid,
+                    time,
+                    kind: LostKind::SkippedBytes,
+                    count: *bytes,
+                },
+            ),
+        }
+    }
+}
