@@ -1,0 +1,214 @@
+//! A traced thread: its slot, its trace event over the slot's memory, and its return stack.
+
+use std::cell::{Cell, RefCell};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use perfaux_core::{EventFd, Mmap, Prot, Target, page_size, perf_event_open_attr};
+use perfaux_preload::shared::{Control, HEADER_FDS, MAX_SLOTS, header, slot};
+use perfaux_ring::RingMemory;
+use perfaux_swtrace::ProbeGuard;
+
+/// Open calls kept per thread; deeper calls are counted and go untraced.
+const STACK_DEPTH: usize = 8192;
+
+/// The thread's event and mappings. Fields drop in order: the mappings before the event.
+struct Traced {
+    aux: Mmap,
+    data: Mmap,
+    fd: EventFd,
+    slot: usize,
+}
+
+impl Drop for Traced {
+    fn drop(&mut self) {
+        let _ = self.fd.disable(0);
+        if let Some(ctl) = crate::control() {
+            ctl.slot_word(self.slot, slot::STATE)
+                .store(slot::ENDED, Ordering::Release);
+        }
+        let _ = (&self.aux, &self.data);
+    }
+}
+
+/// States of [`Thread::state`].
+const UNTRIED: u8 = 0;
+const TRACING: u8 = 1;
+const OFF: u8 = 2;
+
+pub(crate) struct Thread {
+    state: Cell<u8>,
+    busy: Cell<bool>,
+    /// Calls deeper than STACK_DEPTH not on the stack (their exits are skipped).
+    overflow: Cell<usize>,
+    stack: RefCell<Vec<(usize, ProbeGuard)>>,
+    traced: RefCell<Option<Traced>>,
+}
+
+impl Drop for Thread {
+    /// Thread exit: the open calls end (innermost first), then the event.
+    fn drop(&mut self) {
+        let stack = self.stack.get_mut();
+        if !crate::ACTIVE.load(Ordering::Acquire) {
+            // A forked child: these guards belong to the parent's trace.
+            std::mem::forget(std::mem::take(stack));
+            std::mem::forget(self.traced.get_mut().take());
+            return;
+        }
+        while let Some(g) = stack.pop() {
+            drop(g);
+        }
+        drop(self.traced.get_mut().take());
+    }
+}
+
+thread_local! {
+    pub(crate) static THREAD: Thread = const {
+        Thread {
+            state: Cell::new(UNTRIED),
+            busy: Cell::new(false),
+            overflow: Cell::new(0),
+            stack: RefCell::new(Vec::new()),
+            traced: RefCell::new(None),
+        }
+    };
+}
+
+impl Thread {
+    /// Runs `f` unless this thread is already inside a hook (a signal handler that interrupted
+    /// one), after opening the thread's event on its first hook.
+    fn guarded(&self, f: impl FnOnce(&Thread)) {
+        if self.busy.replace(true) {
+            return;
+        }
+        if self.state.get() == UNTRIED {
+            let t = crate::control().and_then(|c| open(&c));
+            self.state.set(if t.is_some() { TRACING } else { OFF });
+            if t.is_some() {
+                self.stack.borrow_mut().reserve_exact(STACK_DEPTH);
+            }
+            *self.traced.borrow_mut() = t;
+        }
+        if self.state.get() == TRACING {
+            f(self);
+        }
+        self.busy.set(false);
+    }
+
+    /// Entry into the function at `addr`.
+    pub(crate) fn enter(&self, addr: usize) {
+        self.guarded(|t| {
+            let Some(p) = crate::intern::probe_for(addr) else {
+                return;
+            };
+            let mut st = t.stack.borrow_mut();
+            if st.len() >= STACK_DEPTH || t.overflow.get() > 0 {
+                t.overflow.set(t.overflow.get() + 1);
+                return;
+            }
+            st.push((addr, p.enter()));
+        });
+    }
+
+    /// Exit from the function at `addr`: ends its newest open call and every call opened after
+    /// it (frames a longjmp skipped).
+    pub(crate) fn exit(&self, addr: usize) {
+        self.guarded(|t| {
+            if t.overflow.get() > 0 {
+                t.overflow.set(t.overflow.get() - 1);
+                return;
+            }
+            let mut st = t.stack.borrow_mut();
+            if let Some(pos) = st.iter().rposition(|(a, _)| *a == addr) {
+                while st.len() > pos {
+                    drop(st.pop());
+                }
+            }
+        });
+    }
+}
+
+/// Claims a slot and opens this thread's trace event over its memory.
+fn open(ctl: &Control) -> Option<Traced> {
+    let nslots = (ctl.word(header::NSLOTS).load(Ordering::Acquire) as usize).min(MAX_SLOTS);
+    let i = (0..nslots).find(|&i| {
+        ctl.slot_word(i, slot::STATE)
+            .compare_exchange(
+                slot::FREE,
+                slot::CLAIMED,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_ok()
+    })?;
+    let t = open_slot(ctl, i);
+    if t.is_none() {
+        ctl.slot_word(i, slot::STATE)
+            .store(slot::ENDED, Ordering::Release);
+    }
+    t
+}
+
+fn dup_fd(ctl: &Control, off: usize) -> Option<OwnedFd> {
+    let fd = i32::try_from(ctl.word(off).load(Ordering::Acquire)).ok()?;
+    // SAFETY: F_DUPFD_CLOEXEC on a descriptor number; an invalid one fails with EBADF.
+    let new = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+    // SAFETY: a fresh descriptor we own.
+    (new >= 0).then(|| unsafe { OwnedFd::from_raw_fd(new) })
+}
+
+fn open_slot(ctl: &Control, i: usize) -> Option<Traced> {
+    let data_mem = Arc::new(RingMemory::open_shared(dup_fd(ctl, HEADER_FDS + i * 16)?).ok()?);
+    let aux_mem = Arc::new(RingMemory::open_shared(dup_fd(ctl, HEADER_FDS + i * 16 + 8)?).ok()?);
+    let data_pages = data_mem.layout().data_size / page_size();
+    let aux_pages = aux_mem.layout().aux_size / page_size();
+    let tid = perfaux_core::thread::gettid();
+    let fd = perf_event_open_attr(
+        &perfaux_preload::trace_attr(),
+        Target::Thread(tid),
+        -1,
+        -1,
+        0,
+    )
+    .ok()?;
+    let data = fd
+        .mmap_over(0, 1 + data_pages, Prot::READ_WRITE, data_mem)
+        .ok()?;
+    let page = page_size() as u64;
+    let aux_off = (1 + data_pages as u64) * page;
+    data.set_aux_area(aux_off, aux_pages as u64 * page).ok()?;
+    let aux = fd
+        .mmap_over(aux_off / page, aux_pages, Prot::READ_WRITE, aux_mem)
+        .ok()?;
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() };
+    ctl.slot_word(i, slot::TID)
+        .store(tid as u64, Ordering::Relaxed);
+    ctl.slot_word(i, slot::PID)
+        .store(pid as u64, Ordering::Relaxed);
+    ctl.slot_word(i, slot::EVENT_ID)
+        .store(fd.id(), Ordering::Relaxed);
+    ctl.slot_word(i, slot::STATE)
+        .store(slot::TRACING, Ordering::Release);
+    fd.enable(0).ok()?;
+    Some(Traced {
+        aux,
+        data,
+        fd,
+        slot: i,
+    })
+}
+
+/// Ends this thread's trace transaction (its event disabled: PERF_RECORD_AUX written and
+/// aux_head published into the recorder's memory), leaving the open calls open: called from
+/// the crash handler, so the trace ends in the function that crashed.
+pub(crate) fn end_transaction_here() {
+    let _ = THREAD.try_with(|t| {
+        if let Ok(tr) = t.traced.try_borrow()
+            && let Some(tr) = &*tr
+        {
+            let _ = tr.fd.disable(0);
+        }
+    });
+}

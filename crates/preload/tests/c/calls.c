@@ -1,0 +1,50 @@
+/* Test program for perfaux record -- ./prog: recursion, threads, and a crash on request.
+ * Usage: calls [threads [depth [crash]]]; crash is one of: none segv abort */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static volatile int sink;
+
+__attribute__((noinline)) int leaf(int x) { sink += x; return x + 1; }
+
+__attribute__((noinline)) int fib(int n) {
+    if (n < 2) return leaf(n);
+    return fib(n - 1) + fib(n - 2);
+}
+
+__attribute__((noinline)) void *worker(void *arg) {
+    int n = (int)(long)arg;
+    for (int i = 0; i < n; i++) leaf(i);
+    fib(10);
+    return NULL;
+}
+
+__attribute__((noinline)) void boom(const char *how) {
+    if (strcmp(how, "segv") == 0) {
+        volatile int *p = NULL;
+        *p = 1;
+    } else if (strcmp(how, "abort") == 0) {
+        abort();
+    } else if (strcmp(how, "hang") == 0) {
+        for (;;) leaf(1);
+    }
+}
+
+__attribute__((noinline)) void on_the_way(const char *how) { boom(how); }
+
+int main(int argc, char **argv) {
+    int threads = argc > 1 ? atoi(argv[1]) : 2;
+    int depth = argc > 2 ? atoi(argv[2]) : 12;
+    const char *crash = argc > 3 ? argv[3] : "none";
+    pthread_t t[64];
+    if (threads > 64) threads = 64;
+    for (int i = 0; i < threads; i++) pthread_create(&t[i], NULL, worker, (void *)(long)(100 * (i + 1)));
+    for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
+    printf("fib(%d) = %d\n", depth, fib(depth));
+    fflush(stdout);
+    on_the_way(crash);
+    return 0;
+}
