@@ -9,6 +9,7 @@
 //! trace bytes) and [`crate::uevent`] (uevents); [`attrs`] holds the attrs.
 
 pub mod attrs;
+pub mod program;
 mod session;
 mod spill;
 

@@ -1,0 +1,406 @@
+//! `perfaux record -- ./prog`: traces another program through perfaux-preload (the runtime
+//! preloaded into it, the memory owned here) and writes the perf.data the built-in workload's
+//! recording writes: the trace event's attr and ids, COMM and MMAP2 records for the program's
+//! threads and objects (from what the runtime reported, since /proc/PID/maps is gone once a
+//! crashed program is reaped), the drained data-area records, and the trace bytes with a probe
+//! table that names every function from the ELF symbol tables.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::BufWriter;
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use perfaux_abi::Endianness;
+use perfaux_abi::consts::*;
+use perfaux_abi::parse_info::RecordParseInfo;
+use perfaux_abi::raw::RawData;
+use perfaux_abi::records::{CommRecord, EncodeRecord, Mmap2FileId, Mmap2Record};
+use perfaux_abi::sample_id::{CpuRes, PidTid, SampleId};
+use perfaux_perfdata::Feature;
+use perfaux_perfdata::writer::{PerfDataWriter, WriterEvent, WriterOptions};
+use perfaux_preload::host::{Drained, LoadedObject, Options, ProgramSession};
+use perfaux_preload::symbols::Symbolizer;
+use perfaux_swtrace::{ProbeInfo, ProbeTable};
+
+use super::attrs::attrs_for;
+use super::spill::Spill;
+use super::{DEFAULT_AUX_SIZE, RecordSummary};
+use crate::auxdata::{AuxChunk, AuxData, ChunkKind, PERFAUX_FEATURE_BIT};
+use crate::cli::{RecordArgs, parse_mmap_pages};
+use crate::error::CliError;
+use crate::events::resolve_events;
+
+/// Threads of the program that can be traced at once.
+const SLOTS: usize = 64;
+/// Data pages per traced thread (its AUX records and ITRACE_START).
+const DATA_PAGES: usize = 16;
+
+/// How the traced program ended.
+#[derive(Debug, Clone, Copy)]
+pub struct ProgramEnd(pub ExitStatus);
+
+impl ProgramEnd {
+    /// The exit code `perfaux record` leaves with: the program's, or 128 + the signal that
+    /// killed it (as a shell reports it).
+    pub fn exit_code(&self) -> u8 {
+        match (self.0.code(), self.0.signal()) {
+            (Some(c), _) => c as u8,
+            (None, Some(s)) => 128u8.wrapping_add(s as u8),
+            _ => 1,
+        }
+    }
+
+    /// perf's line for a program a signal ended, if one did.
+    pub fn signal_line(&self, prog: &str) -> Option<String> {
+        let s = self.0.signal()?;
+        let core = if self.0.core_dumped() {
+            " (core dumped)"
+        } else {
+            ""
+        };
+        Some(format!(
+            "perfaux record: {prog} terminated by signal {s} ({}){core}",
+            signal_name(s)
+        ))
+    }
+}
+
+/// The signal's name, as `kill -l` gives it.
+pub fn signal_name(sig: i32) -> String {
+    const NAMES: [&str; 32] = [
+        "0",
+        "SIGHUP",
+        "SIGINT",
+        "SIGQUIT",
+        "SIGILL",
+        "SIGTRAP",
+        "SIGABRT",
+        "SIGBUS",
+        "SIGFPE",
+        "SIGKILL",
+        "SIGUSR1",
+        "SIGSEGV",
+        "SIGUSR2",
+        "SIGPIPE",
+        "SIGALRM",
+        "SIGTERM",
+        "SIGSTKFLT",
+        "SIGCHLD",
+        "SIGCONT",
+        "SIGSTOP",
+        "SIGTSTP",
+        "SIGTTIN",
+        "SIGTTOU",
+        "SIGURG",
+        "SIGXCPU",
+        "SIGXFSZ",
+        "SIGVTALRM",
+        "SIGPROF",
+        "SIGWINCH",
+        "SIGIO",
+        "SIGPWR",
+        "SIGSYS",
+    ];
+    match usize::try_from(sig).ok().and_then(|i| NAMES.get(i)) {
+        Some(n) if sig > 0 => (*n).to_string(),
+        _ => format!("SIGRTMIN+{}", sig - libc::SIGRTMIN()),
+    }
+}
+
+/// The runtime to preload: `PERFAUX_PRELOAD_LIB`, else `libperfaux_preload.so` beside the
+/// perfaux binary (or one directory up, where cargo puts it for test binaries).
+pub fn find_runtime() -> Result<PathBuf, CliError> {
+    if let Some(p) = std::env::var_os("PERFAUX_PRELOAD_LIB") {
+        return Ok(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe().map_err(|e| CliError::msg(format!("current_exe: {e}")))?;
+    let mut dir = exe.parent().map(PathBuf::from);
+    for _ in 0..2 {
+        let Some(d) = dir else { break };
+        let p = d.join("libperfaux_preload.so");
+        if p.is_file() {
+            return Ok(p);
+        }
+        dir = d.parent().map(PathBuf::from);
+    }
+    Err(CliError::msg(
+        "record: cannot find the preload runtime libperfaux_preload.so beside the perfaux binary \
+         (build it with 'cargo build -p perfaux-preload-runtime', or name it with PERFAUX_PRELOAD_LIB)",
+    ))
+}
+
+/// The message for a program that never called a hook.
+pub const NO_HOOKS: &str = "it called no instrumentation hook: build it with -finstrument-functions \
+     (gcc/clang), or -pg, or -pg -mfentry, so that perfaux can trace its functions";
+
+/// Records `a.command`; returns the summary and how the program ended.
+pub fn record_program(
+    a: &RecordArgs,
+    verbose: bool,
+) -> Result<(RecordSummary, ProgramEnd), CliError> {
+    if a.snapshot.is_some() || a.aux_sample.is_some() {
+        return Err(CliError::msg(
+            "record: -S and --aux-sample are not available yet for a program (only the full trace, swtrace//)",
+        ));
+    }
+    let texts = if a.events.is_empty() {
+        vec!["swtrace//".to_string()]
+    } else {
+        a.events.clone()
+    };
+    let events = resolve_events(&texts, None).map_err(CliError::msg)?;
+    if events.len() != 1
+        || !matches!(events[0].kind, crate::events::EventKind::SwTrace)
+        || events[0].aux_action != Default::default()
+    {
+        return Err(CliError::msg(
+            "record: a program is traced with swtrace// alone for now (other events and aux-action come later)",
+        ));
+    }
+    let attrs = attrs_for(&events[0]).map_err(CliError::msg)?;
+    let page = perfaux_core::page_size() as u64;
+    let aux_size = match &a.mmap_pages {
+        Some(m) => parse_mmap_pages(m, page)?.1,
+        None => None,
+    }
+    .unwrap_or(DEFAULT_AUX_SIZE);
+    let runtime = find_runtime()?;
+    let opts = Options {
+        runtime: runtime.clone(),
+        slots: SLOTS,
+        data_pages: DATA_PAGES,
+        aux_pages: (aux_size / page) as usize,
+    };
+    let mut session =
+        ProgramSession::new(&opts).map_err(|e| CliError::msg(format!("record: {e}")))?;
+    let argv: Vec<OsString> = a.command.iter().map(OsString::from).collect();
+    let prog = a.command[0].clone();
+    let pid = session
+        .spawn(&argv, &runtime)
+        .map_err(|e| CliError::msg(format!("record: cannot run '{prog}': {e}")))?;
+    if verbose {
+        eprintln!("perfaux record: tracing {prog} (pid {pid})");
+    }
+    let mut spill = Spill::create(&a.output)?;
+    let mut chunks: Vec<AuxChunk> = Vec::new();
+    let mut summary = RecordSummary::default();
+    let status = loop {
+        let st = session
+            .try_wait()
+            .map_err(|e| CliError::msg(format!("record: wait: {e}")))?;
+        // After the program ended, one last pass takes everything it wrote.
+        let n = drain(&mut session, &mut spill, &mut chunks, &mut summary)?;
+        if n > 0 {
+            summary.wakeups += 1;
+            spill.push(&FINISHED_ROUND)?;
+        }
+        if let Some(st) = st {
+            break st;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    let end = ProgramEnd(status);
+    let threads = session.threads();
+    if threads.is_empty() {
+        let _ = std::fs::remove_file(&a.output);
+        let how = end
+            .signal_line(&prog)
+            .map(|l| format!(" ({l})"))
+            .unwrap_or_default();
+        return Err(CliError::msg(format!(
+            "record: nothing traced in '{prog}'{how}: {NO_HOOKS}"
+        )));
+    }
+    let objects = session.objects();
+    let syms = Symbolizer::new(&objects);
+    let table = ProbeTable::from_entries(session.probes().into_iter().map(|(id, addr)| {
+        ProbeInfo {
+            id,
+            name: syms
+                .name(addr)
+                .map_or_else(|| format!("{addr:#x}"), str::to_owned),
+            addr,
+            file: String::new(),
+            line: 0,
+        }
+    }));
+    let info = RecordParseInfo::new(&attrs.file);
+    let endian = Endianness::NATIVE;
+    let comm = std::path::Path::new(&prog)
+        .file_name()
+        .map_or(prog.clone(), |n| n.to_string_lossy().into_owned());
+    let mut synth: Vec<Vec<u8>> = Vec::new();
+    let mut tids: Vec<(u32, u32)> = vec![(pid, pid)];
+    tids.extend(
+        threads
+            .iter()
+            .filter(|t| t.tid != pid)
+            .map(|t| (t.pid, t.tid)),
+    );
+    for (p, t) in tids {
+        synth.push(comm_record(p, t, &comm, &info, endian)?);
+    }
+    for o in &objects {
+        synth.push(mmap2_record(pid, o, &info, endian)?);
+    }
+    for c in &mut chunks {
+        if let Some(t) = threads.iter().find(|t| t.slot as u64 == c.event_id) {
+            c.event_id = t.event_id;
+            c.tid = t.tid;
+        }
+    }
+    let ids: Vec<u64> = threads.iter().map(|t| t.event_id).collect();
+    let section = AuxData {
+        probe_table: table.to_bytes(),
+        chunks,
+    };
+    let wopts = WriterOptions {
+        endian,
+        raw_features: BTreeMap::from([(Feature(PERFAUX_FEATURE_BIT), section.to_bytes())]),
+        ..WriterOptions::default()
+    };
+    let out = &a.output;
+    let f = File::create(out)
+        .map_err(|e| CliError::msg(format!("{}: cannot create: {e}", out.display())))?;
+    let mut w = PerfDataWriter::new(
+        BufWriter::with_capacity(1 << 20, f),
+        vec![WriterEvent {
+            attr: attrs.file,
+            ids,
+            name: attrs.name.clone(),
+        }],
+        wopts,
+    )
+    .map_err(|e| CliError::file(out, e))?;
+    for r in &synth {
+        w.write_record(r).map_err(|e| CliError::file(out, e))?;
+    }
+    summary.records += synth.len() as u64;
+    spill.replay(|rec| {
+        w.write_record(rec)
+            .map(|_| ())
+            .map_err(|e| CliError::file(out, e))
+    })?;
+    w.finish().map_err(|e| CliError::file(out, e))?;
+    summary.file_size = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
+    Ok((summary, end))
+}
+
+const FINISHED_ROUND: [u8; 8] = [PERF_RECORD_FINISHED_ROUND as u8, 0, 0, 0, 0, 0, 8, 0];
+
+/// One drain pass; AUX chunks carry the slot index in `event_id` until the threads are known.
+fn drain(
+    session: &mut ProgramSession,
+    spill: &mut Spill,
+    chunks: &mut Vec<AuxChunk>,
+    summary: &mut RecordSummary,
+) -> Result<u64, CliError> {
+    let mut err: Option<CliError> = None;
+    let n = session
+        .drain(&mut |d| {
+            let r = match d {
+                Drained::Record { bytes, .. } => {
+                    summary.records += 1;
+                    if bytes.len() >= 8
+                        && u32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])
+                            == PERF_RECORD_LOST
+                    {
+                        summary.lost += 1;
+                    }
+                    spill.push(bytes)
+                }
+                Drained::Aux {
+                    slot,
+                    offset,
+                    bytes,
+                } => {
+                    summary.aux_bytes += bytes.len() as u64;
+                    chunks.push(AuxChunk {
+                        event_id: slot as u64,
+                        cpu: u32::MAX,
+                        tid: 0,
+                        aux_offset: offset,
+                        kind: ChunkKind::Trace,
+                        flags: 0,
+                        bytes: bytes.to_vec(),
+                    });
+                    Ok(())
+                }
+            };
+            r.map_err(|e| {
+                let m = e.to_string();
+                err = Some(e);
+                std::io::Error::other(m)
+            })
+        })
+        .map_err(|e| {
+            err.take()
+                .unwrap_or_else(|| CliError::msg(format!("record: {e}")))
+        })?;
+    Ok(n)
+}
+
+fn sid(pid: u32, tid: u32) -> SampleId {
+    SampleId {
+        tid: Some(PidTid { pid, tid }),
+        time: Some(0),
+        cpu: Some(CpuRes { cpu: 0, res: 0 }),
+        identifier: Some(0),
+        ..Default::default()
+    }
+}
+
+fn comm_record(
+    pid: u32,
+    tid: u32,
+    comm: &str,
+    info: &RecordParseInfo,
+    endian: Endianness,
+) -> Result<Vec<u8>, CliError> {
+    CommRecord {
+        misc: 0,
+        pid,
+        tid,
+        comm: RawData::new(comm.as_bytes(), &[]),
+        sample_id: sid(pid, tid),
+    }
+    .to_vec(info, endian)
+    .map_err(|e| CliError::msg(format!("synthesizing COMM: {e}")))
+}
+
+fn mmap2_record(
+    pid: u32,
+    o: &LoadedObject,
+    info: &RecordParseInfo,
+    endian: Endianness,
+) -> Result<Vec<u8>, CliError> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::MetadataExt;
+    let (maj, min, ino) = std::fs::metadata(&o.path)
+        .map(|m| (libc::major(m.dev()), libc::minor(m.dev()), m.ino()))
+        .unwrap_or((0, 0, 0));
+    Mmap2Record {
+        misc: PERF_RECORD_MISC_USER,
+        pid,
+        tid: pid,
+        addr: o.start,
+        len: o.len,
+        pgoff: o.pgoff,
+        file_id: Mmap2FileId::Inode {
+            maj,
+            min,
+            ino,
+            ino_generation: 0,
+        },
+        prot: 5,
+        flags: 2,
+        filename: RawData::new(o.path.as_os_str().as_bytes(), &[]),
+        sample_id: sid(pid, pid),
+    }
+    .to_vec(info, endian)
+    .map_err(|e| CliError::msg(format!("synthesizing MMAP2: {e}")))
+}
