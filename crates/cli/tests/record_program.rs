@@ -1,0 +1,207 @@
+//! `perfaux record -- ./prog` on the project's C test program (crates/preload/tests/c/calls.c):
+//! call counts judged by uftrace, a crash mid-call, and a program without hooks.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+const PERFAUX: &str = env!("CARGO_BIN_EXE_perfaux");
+
+fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Builds the runtime beside the perfaux binary (where `record` looks for it) once.
+fn runtime() {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let st = Command::new(env!("CARGO"))
+            .args(["build", "-q", "-p", "perfaux-preload-runtime"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .expect("cargo build of the runtime");
+        assert!(st.success(), "building perfaux-preload-runtime failed");
+    });
+}
+
+/// `calls.c` compiled with `flags` into `dir`.
+fn build_calls(dir: &Path, flags: &[&str], name: &str) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../preload/tests/c/calls.c");
+    let out = dir.join(name);
+    let st = Command::new("gcc")
+        .args(["-O1", "-g", "-pthread"])
+        .args(flags)
+        .arg("-o")
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .expect("gcc");
+    assert!(st.success(), "gcc {flags:?} failed");
+    out
+}
+
+fn record(dir: &Path, prog: &Path, args: &[&str]) -> (Output, PathBuf) {
+    runtime();
+    let data = dir.join(format!(
+        "{}.data",
+        prog.file_name().unwrap().to_string_lossy()
+    ));
+    let out = Command::new(PERFAUX)
+        .arg("record")
+        .arg("-o")
+        .arg(&data)
+        .arg("--")
+        .arg(prog)
+        .args(args)
+        .output()
+        .expect("perfaux record");
+    (out, data)
+}
+
+/// The functions of `perfaux script --call-trace` (the last field) in order.
+fn call_trace(data: &Path) -> Vec<String> {
+    let out = Command::new(PERFAUX)
+        .args(["script", "--call-trace", "-i"])
+        .arg(data)
+        .output()
+        .expect("perfaux script");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.contains("tr end") && !l.contains("tr strt"))
+        .filter_map(|l| l.split_whitespace().last().map(str::to_owned))
+        .collect()
+}
+
+fn counts(names: &[String]) -> BTreeMap<String, u64> {
+    let mut m = BTreeMap::new();
+    for n in names {
+        *m.entry(n.clone()).or_insert(0) += 1;
+    }
+    m
+}
+
+/// `uftrace report`'s call count per function of the program (library calls and kernel
+/// events left out: uftrace records PLT calls that -finstrument-functions does not see).
+fn uftrace_counts(dir: &Path, prog: &Path, args: &[&str]) -> BTreeMap<String, u64> {
+    let d = dir.join("uftrace.data");
+    let st = Command::new("uftrace")
+        .args(["record", "--no-libcall", "-d"])
+        .arg(&d)
+        .arg(prog)
+        .args(args)
+        .output()
+        .expect("uftrace record");
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let rep = Command::new("uftrace")
+        .args(["report", "-f", "call", "-d"])
+        .arg(&d)
+        .output()
+        .expect("uftrace report");
+    let mut m = BTreeMap::new();
+    for l in String::from_utf8_lossy(&rep.stdout).lines() {
+        let mut f = l.split_whitespace();
+        let (Some(n), Some(name)) = (f.next().and_then(|n| n.parse::<u64>().ok()), f.next()) else {
+            continue;
+        };
+        if !name.contains(':') {
+            m.insert(name.to_owned(), n);
+        }
+    }
+    m
+}
+
+#[test]
+fn finstrument_functions_call_counts_equal_uftraces() {
+    if !have("gcc") {
+        eprintln!("skipped: gcc not found");
+        return;
+    }
+    if !have("uftrace") {
+        eprintln!("skipped: uftrace not found");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build_calls(dir.path(), &["-finstrument-functions"], "calls_fi");
+    let args = ["3", "12"];
+    let (out, data) = record(dir.path(), &prog, &args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ours = counts(&call_trace(&data));
+    let theirs = uftrace_counts(dir.path(), &prog, &args);
+    assert_eq!(ours, theirs);
+    assert_eq!(
+        ours.get("worker"),
+        Some(&3),
+        "one call per thread: {ours:?}"
+    );
+}
+
+#[test]
+fn a_crash_mid_call_keeps_the_trace_up_to_the_crashing_function() {
+    if !have("gcc") {
+        eprintln!("skipped: gcc not found");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build_calls(dir.path(), &["-finstrument-functions"], "calls_crash");
+    for (how, sig, name) in [("segv", 11, "SIGSEGV"), ("abort", 6, "SIGABRT")] {
+        let (out, data) = record(dir.path(), &prog, &["1", "6", how]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(128 + sig), "{err}");
+        assert!(
+            err.contains(&format!("terminated by signal {sig} ({name})")),
+            "{err}"
+        );
+        let calls = call_trace(&data);
+        assert_eq!(
+            calls[calls.len() - 2..],
+            ["on_the_way", "boom"],
+            "{how}: {calls:?}"
+        );
+        if have("perf") {
+            let p = Command::new("perf")
+                .args(["script", "-i"])
+                .arg(&data)
+                .output()
+                .unwrap();
+            assert!(
+                p.status.success(),
+                "perf script: {}",
+                String::from_utf8_lossy(&p.stderr)
+            );
+        }
+    }
+}
+
+#[test]
+fn a_program_without_hooks_gets_the_flags_named() {
+    if !have("gcc") {
+        eprintln!("skipped: gcc not found");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build_calls(dir.path(), &[], "calls_plain");
+    let (out, data) = record(dir.path(), &prog, &["1", "5"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    for flag in ["-finstrument-functions", "-pg", "-pg -mfentry"] {
+        assert!(err.contains(flag), "{err}");
+    }
+    assert!(!data.exists(), "no file that looks like success");
+}
