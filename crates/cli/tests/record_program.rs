@@ -205,3 +205,50 @@ fn a_program_without_hooks_gets_the_flags_named() {
     }
     assert!(!data.exists(), "no file that looks like success");
 }
+
+#[test]
+fn sigkill_from_outside_keeps_the_calls_up_to_the_kill() {
+    if !have("gcc") {
+        eprintln!("skipped: gcc not found");
+        return;
+    }
+    runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build_calls(dir.path(), &["-finstrument-functions"], "calls_killed");
+    let data = dir.path().join("killed.data");
+    let mut rec = Command::new(PERFAUX)
+        .arg("record")
+        .arg("-o")
+        .arg(&data)
+        .arg("--")
+        .arg(&prog)
+        .args(["1", "5", "hang"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The program prints its fib line just before it enters the endless loop in boom().
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(rec.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert!(line.starts_with("fib(5)"), "{line}");
+    let pid: i32 = line.trim().rsplit(' ').next().unwrap().parse().unwrap();
+    // SAFETY: kill has no memory preconditions; pid is the program this test started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    let out = rec.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(137), "{err}");
+    assert!(err.contains("(SIGKILL)"), "{err}");
+    let calls = call_trace(&data);
+    let last_other = calls.iter().rev().find(|c| *c != "leaf");
+    assert_eq!(
+        last_other.map(String::as_str),
+        Some("boom"),
+        "{:?}",
+        &calls[calls.len().saturating_sub(5)..]
+    );
+    assert_eq!(calls.last().map(String::as_str), Some("leaf"));
+}

@@ -283,6 +283,40 @@ impl ProgramSession {
         }
     }
 
+    /// After the program ended: hands out, per slot, the trace bytes its thread wrote after the
+    /// last aux_head it published (see [`slot::WRITER_HEAD`]), from the consumer's aux_tail to the
+    /// mirrored writer head. The head is the dead program's word: used only if it lies within
+    /// one AUX area past aux_tail; the bytes are then read from this process's own mapping.
+    /// Returns how many pieces it handed out.
+    pub fn drain_unpublished(
+        &mut self,
+        sink: &mut dyn FnMut(Drained<'_>) -> std::io::Result<()>,
+    ) -> std::io::Result<u64> {
+        let ctl = self.control();
+        let mut n = 0;
+        for (i, r) in self.slots.iter_mut().enumerate() {
+            if ctl.slot_word(i, slot::STATE).load(Ordering::Acquire) == slot::FREE {
+                continue;
+            }
+            let head = ctl.slot_word(i, slot::WRITER_HEAD).load(Ordering::Acquire);
+            let tail = r.aux.tail();
+            if head <= tail || head - tail > r.aux.aux_size() {
+                continue;
+            }
+            let mut bytes = Vec::with_capacity((head - tail) as usize);
+            r.aux
+                .copy(tail, head, &mut bytes)
+                .map_err(|e| os_err(&format!("slot {i}: AUX area"), e))?;
+            sink(Drained::Aux {
+                slot: i,
+                offset: tail,
+                bytes: &bytes,
+            })?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
     /// The threads that claimed a slot and opened their event.
     pub fn threads(&self) -> Vec<TracedThread> {
         let ctl = self.control();

@@ -10,7 +10,8 @@
 //! Layout, all words native-endian u64 unless said (offsets in bytes):
 //! - header at 0: `MAGIC`, `VERSION`, `nslots`, `data_pages`, `aux_pages`, then `nslots`
 //!   pairs of ring fd numbers (data, AUX) from `HEADER_FDS`;
-//! - slots from `slots_offset()`: per slot `state`, `tid`, `event_id`, `pid` (4 words);
+//! - slots from `slots_offset()`: per slot `state`, `tid`, `event_id`, `pid`, `writer_head`
+//!   (`slot::SIZE` bytes each);
 //! - probes from `probes_offset()`: `MAX_PROBES` words, word `id - 1` holds the function
 //!   address of swtrace probe `id` (0: not written);
 //! - objects from `objects_offset()`: the count word, then `MAX_OBJECTS` entries of
@@ -21,7 +22,7 @@ use std::sync::atomic::AtomicU64;
 /// "PFXPRELD".
 pub const MAGIC: u64 = u64::from_le_bytes(*b"PFXPRELD");
 /// Bumped on any layout change.
-pub const VERSION: u64 = 1;
+pub const VERSION: u64 = 2;
 /// The environment variable naming the control memfd's descriptor in the program.
 pub const ENV_CTL_FD: &str = "PERFAUX_PRELOAD_FD";
 
@@ -63,8 +64,13 @@ pub mod slot {
     pub const EVENT_ID: usize = 16;
     /// Process id.
     pub const PID: usize = 24;
+    /// The thread's trace writer's head (an AUX stream position), mirrored after every traced
+    /// entry and exit: the trace writer publishes the user page's aux_head only when a
+    /// transaction ends, so this is how far a thread killed mid-transaction (SIGKILL, `_exit`
+    /// from a signal handler, a thread still running at exit) wrote.
+    pub const WRITER_HEAD: usize = 32;
     /// Bytes per slot.
-    pub const SIZE: usize = 32;
+    pub const SIZE: usize = 64;
 }
 
 /// Probe addresses kept (ids beyond are traced, and named by address in the table only if

@@ -199,6 +199,12 @@ pub fn record_program(
             spill.push(&FINISHED_ROUND)?;
         }
         if let Some(st) = st {
+            let n = drain_with(&mut spill, &mut chunks, &mut summary, |sink| {
+                session.drain_unpublished(sink)
+            })?;
+            if n > 0 {
+                summary.wakeups += 1;
+            }
             break st;
         }
         std::thread::sleep(Duration::from_millis(1));
@@ -299,48 +305,59 @@ fn drain(
     chunks: &mut Vec<AuxChunk>,
     summary: &mut RecordSummary,
 ) -> Result<u64, CliError> {
+    drain_with(spill, chunks, summary, |sink| session.drain(sink))
+}
+
+type Sink<'s> = dyn FnMut(Drained<'_>) -> std::io::Result<()> + 's;
+
+/// Runs one of the session's drains with the sink that spills records and keeps AUX chunks.
+fn drain_with(
+    spill: &mut Spill,
+    chunks: &mut Vec<AuxChunk>,
+    summary: &mut RecordSummary,
+    run: impl FnOnce(&mut Sink<'_>) -> std::io::Result<u64>,
+) -> Result<u64, CliError> {
     let mut err: Option<CliError> = None;
-    let n = session
-        .drain(&mut |d| {
-            let r = match d {
-                Drained::Record { bytes, .. } => {
-                    summary.records += 1;
-                    if bytes.len() >= 8
-                        && u32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])
-                            == PERF_RECORD_LOST
-                    {
-                        summary.lost += 1;
-                    }
-                    spill.push(bytes)
+    let n = run(&mut |d| {
+        let r = match d {
+            Drained::Record { bytes, .. } => {
+                summary.records += 1;
+                if bytes.len() >= 8
+                    && u32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])
+                        == PERF_RECORD_LOST
+                {
+                    summary.lost += 1;
                 }
-                Drained::Aux {
-                    slot,
-                    offset,
-                    bytes,
-                } => {
-                    summary.aux_bytes += bytes.len() as u64;
-                    chunks.push(AuxChunk {
-                        event_id: slot as u64,
-                        cpu: u32::MAX,
-                        tid: 0,
-                        aux_offset: offset,
-                        kind: ChunkKind::Trace,
-                        flags: 0,
-                        bytes: bytes.to_vec(),
-                    });
-                    Ok(())
-                }
-            };
-            r.map_err(|e| {
-                let m = e.to_string();
-                err = Some(e);
-                std::io::Error::other(m)
-            })
+                spill.push(bytes)
+            }
+            Drained::Aux {
+                slot,
+                offset,
+                bytes,
+            } => {
+                summary.aux_bytes += bytes.len() as u64;
+                chunks.push(AuxChunk {
+                    event_id: slot as u64,
+                    cpu: u32::MAX,
+                    tid: 0,
+                    aux_offset: offset,
+                    kind: ChunkKind::Trace,
+                    flags: 0,
+                    bytes: bytes.to_vec(),
+                });
+                Ok(())
+            }
+        };
+        r.map_err(|e| {
+            let m = e.to_string();
+            err = Some(e);
+            std::io::Error::other(m)
         })
-        .map_err(|e| {
-            err.take()
-                .unwrap_or_else(|| CliError::msg(format!("record: {e}")))
-        })?;
+    })
+    .map_err(|e| {
+        err.take()
+            .unwrap_or_else(|| CliError::msg(format!("record: {e}")))
+    })?;
     Ok(n)
 }
 

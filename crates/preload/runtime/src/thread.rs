@@ -92,8 +92,22 @@ impl Thread {
         }
         if self.state.get() == TRACING {
             f(self);
+            self.mirror_head();
         }
         self.busy.set(false);
+    }
+
+    /// Mirrors the writer's head into the slot (after the packets it covers: Release).
+    fn mirror_head(&self) {
+        if let (Ok(tr), Some(ctl), Some(head)) = (
+            self.traced.try_borrow(),
+            crate::control(),
+            perfaux_swtrace::writer::aux_head(),
+        ) && let Some(tr) = &*tr
+        {
+            ctl.slot_word(tr.slot, slot::WRITER_HEAD)
+                .store(head, Ordering::Release);
+        }
     }
 
     /// Entry into the function at `addr`.

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static volatile int sink;
 
@@ -43,7 +44,7 @@ int main(int argc, char **argv) {
     if (threads > 64) threads = 64;
     for (int i = 0; i < threads; i++) pthread_create(&t[i], NULL, worker, (void *)(long)(100 * (i + 1)));
     for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
-    printf("fib(%d) = %d\n", depth, fib(depth));
+    printf("fib(%d) = %d pid %d\n", depth, fib(depth), (int)getpid());
     fflush(stdout);
     on_the_way(crash);
     return 0;
