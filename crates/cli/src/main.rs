@@ -31,6 +31,9 @@ fn script(args: &ScriptArgs, verbose: bool) -> Result<(), CliError> {
 }
 
 fn record(args: &RecordArgs, verbose: bool) -> Result<(), CliError> {
+    if let Some(line) = perfaux::record::program::refuse_attach(args) {
+        return Err(CliError::msg(line));
+    }
     if !args.command.is_empty() {
         let (summary, end) = perfaux::record::program::record_program(args, verbose)?;
         eprint!("{}", summary.lines(&args.output));

@@ -252,3 +252,22 @@ fn sigkill_from_outside_keeps_the_calls_up_to_the_kill() {
     );
     assert_eq!(calls.last().map(String::as_str), Some("leaf"));
 }
+
+#[test]
+fn pid_and_all_cpus_say_why_not_and_what_to_do() {
+    for args in [&["-p", "1"][..], &["-a"][..]] {
+        let out = Command::new(PERFAUX)
+            .arg("record")
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success());
+        assert!(err.contains("not possible"), "{err}");
+        assert!(err.contains("LD_PRELOAD"), "why: {err}");
+        assert!(
+            err.contains("perfaux record -- ./prog"),
+            "what instead: {err}"
+        );
+    }
+}

@@ -57,8 +57,8 @@ impl RecordConfig {
     pub fn from_args(a: &RecordArgs, verbose: bool) -> Result<Self, CliError> {
         if !a.command.is_empty() {
             return Err(CliError::msg(format!(
-                "record: cannot trace '{}': tracing other programs is not supported yet; \
-                 run 'perfaux record' without a command to record the built-in workload",
+                "record: '{}' is a program: record it with program::record_program (the built-in \
+                 workload's configuration takes no command)",
                 a.command.join(" ")
             )));
         }

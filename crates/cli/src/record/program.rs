@@ -137,6 +137,26 @@ pub fn find_runtime() -> Result<PathBuf, CliError> {
 pub const NO_HOOKS: &str = "it called no instrumentation hook: build it with -finstrument-functions \
      (gcc/clang), or -pg, or -pg -mfentry, so that perfaux can trace its functions";
 
+/// The "not possible" line for `-p PID` and `-a`, if either is given.
+pub fn refuse_attach(a: &RecordArgs) -> Option<String> {
+    let how = "perfaux traces a program through the hooks its compiler put in \
+               (-finstrument-functions, -pg) and a runtime loaded when it starts (LD_PRELOAD), \
+               with no kernel PMU";
+    if let Some(pid) = &a.pid {
+        return Some(format!(
+            "record: -p {pid}: not possible: {how}, so a process that is already running has \
+             no runtime to write its trace; start it under perfaux instead: \
+             perfaux record -- ./prog ARGS"
+        ));
+    }
+    a.all_cpus.then(|| {
+        format!(
+            "record: -a: not possible: {how}, so it cannot see other processes; trace each \
+             program by starting it under perfaux: perfaux record -- ./prog ARGS"
+        )
+    })
+}
+
 /// Records `a.command`; returns the summary and how the program ended.
 pub fn record_program(
     a: &RecordArgs,
