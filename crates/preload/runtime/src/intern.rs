@@ -2,9 +2,10 @@
 //!
 //! A fixed open-addressing table in static memory (no lock, no allocation to look up): a slot's
 //! key is claimed with a CAS, then its probe is made and published. A thread that finds the key
-//! claimed but the probe not yet published treats this one call as untraced rather than wait
-//! (the claimer may be the very code a signal handler interrupted). Making a probe allocates
-//! (its name, the probe); the hooks never enter this on a thread that is already inside a hook.
+//! claimed but the probe not yet published waits for it: the claimer is another thread (a
+//! thread's hooks never nest, so a signal handler cannot interrupt its own thread's claim), and
+//! making a probe takes no lock this thread could hold. Making a probe allocates (its name,
+//! the probe).
 //! Hand-written because no crate offers a signal-tolerant, allocation-free-lookup map of
 //! `usize -> &'static T`.
 
@@ -32,24 +33,30 @@ pub(crate) fn probe_for(addr: usize) -> Option<&'static Probe> {
     for _ in 0..SIZE {
         let k = KEYS[i].load(Ordering::Acquire);
         if k == addr {
-            let p = PROBES[i].load(Ordering::Acquire);
-            // SAFETY: published pointers come from Box::leak below and are never freed.
-            return (!p.is_null()).then(|| unsafe { &*p });
+            return Some(published(i));
         }
         if k == 0 {
             match KEYS[i].compare_exchange(0, addr, Ordering::AcqRel, Ordering::Acquire) {
                 Ok(_) => return Some(make(i, addr)),
-                Err(other) if other == addr => {
-                    let p = PROBES[i].load(Ordering::Acquire);
-                    // SAFETY: as above.
-                    return (!p.is_null()).then(|| unsafe { &*p });
-                }
+                Err(other) if other == addr => return Some(published(i)),
                 Err(_) => {}
             }
         }
         i = (i + 1) & (SIZE - 1);
     }
     None
+}
+
+/// The probe of slot `i`, once its claimer published it.
+fn published(i: usize) -> &'static Probe {
+    loop {
+        let p = PROBES[i].load(Ordering::Acquire);
+        if !p.is_null() {
+            // SAFETY: published pointers come from Box::leak in `make` and are never freed.
+            return unsafe { &*p };
+        }
+        std::thread::yield_now();
+    }
 }
 
 /// Makes and publishes the probe of slot `i`, and writes its address into the recorder's probe

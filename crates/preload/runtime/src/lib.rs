@@ -14,6 +14,7 @@ mod hooks;
 mod intern;
 mod objects;
 mod thread;
+mod trampoline;
 
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 

@@ -32,6 +32,21 @@ impl Drop for Traced {
     }
 }
 
+/// An open call on a thread's return stack.
+struct Frame {
+    /// The function's address (as the hook named it).
+    addr: usize,
+    guard: ProbeGuard,
+    /// Where the function's return address lives (0: not known): tells live frames from
+    /// frames a longjmp left.
+    slot: usize,
+    /// -pg / -mfentry: `slot`, hijacked to the return trampoline; 0 for
+    /// -finstrument-functions.
+    parent_loc: usize,
+    /// The original return address.
+    ret: usize,
+}
+
 /// States of [`Thread::state`].
 const UNTRIED: u8 = 0;
 const TRACING: u8 = 1;
@@ -42,7 +57,7 @@ pub(crate) struct Thread {
     busy: Cell<bool>,
     /// Calls deeper than STACK_DEPTH not on the stack (their exits are skipped).
     overflow: Cell<usize>,
-    stack: RefCell<Vec<(usize, ProbeGuard)>>,
+    stack: RefCell<Vec<Frame>>,
     traced: RefCell<Option<Traced>>,
 }
 
@@ -56,8 +71,10 @@ impl Drop for Thread {
             std::mem::forget(self.traced.get_mut().take());
             return;
         }
-        while let Some(g) = stack.pop() {
-            drop(g);
+        // Frames still hijacked keep their return addresses here: a thread that exits with
+        // them open never returns through them (exit, pthread_exit).
+        while let Some(f) = stack.pop() {
+            drop(f.guard);
         }
         drop(self.traced.get_mut().take());
     }
@@ -110,19 +127,100 @@ impl Thread {
         }
     }
 
-    /// Entry into the function at `addr`.
-    pub(crate) fn enter(&self, addr: usize) {
+    /// -finstrument-functions entry into the function at `addr` whose return address is at
+    /// `slot` (0: not found). Frames whose slot is at or below it are gone (a longjmp left
+    /// them) and end first.
+    pub(crate) fn enter(&self, addr: usize, slot: usize) {
         self.guarded(|t| {
+            let mut st = t.stack.borrow_mut();
+            if slot != 0 && t.overflow.get() == 0 {
+                while st.last().is_some_and(|f| f.slot != 0 && f.slot <= slot) {
+                    drop(st.pop());
+                }
+            }
             let Some(p) = crate::intern::probe_for(addr) else {
                 return;
             };
-            let mut st = t.stack.borrow_mut();
             if st.len() >= STACK_DEPTH || t.overflow.get() > 0 {
                 t.overflow.set(t.overflow.get() + 1);
                 return;
             }
-            st.push((addr, p.enter()));
+            st.push(Frame {
+                addr,
+                guard: p.enter(),
+                slot,
+                parent_loc: 0,
+                ret: 0,
+            });
         });
+    }
+
+    /// -pg / -mfentry entry into the function at `addr` whose return address is at
+    /// `parent_loc`: the call is entered and its return address replaced by the return
+    /// trampoline's. Frames at or below `parent_loc` on the stack are gone (a longjmp left them)
+    /// and end first.
+    ///
+    /// # Safety
+    /// `parent_loc` is the live return-address slot of the calling function's frame.
+    pub(crate) unsafe fn enter_hijack(&self, addr: usize, parent_loc: *mut usize) {
+        self.guarded(|t| {
+            let mut st = t.stack.borrow_mut();
+            let loc = parent_loc as usize;
+            let trampoline = crate::trampoline::return_trampoline_addr();
+            // SAFETY: the caller's contract: the slot is live and ours to rewrite until the
+            // function returns through it.
+            let mut ret = unsafe { parent_loc.read() };
+            while let Some(f) = st.pop_if(|f| f.slot != 0 && f.slot <= loc) {
+                // A tail call (jmp) from a hijacked function reuses its slot, which still
+                // holds the trampoline: the real return address is that frame's.
+                if f.parent_loc == loc && ret == trampoline {
+                    ret = f.ret;
+                }
+                drop(f);
+            }
+            if ret == trampoline {
+                return;
+            }
+            let p = crate::intern::probe_for(addr);
+            let Some(p) = p.filter(|_| st.len() < STACK_DEPTH) else {
+                // Untraced; the slot may have held the trampoline for a popped frame.
+                // SAFETY: as above.
+                unsafe { parent_loc.write(ret) };
+                return;
+            };
+            st.push(Frame {
+                addr,
+                guard: p.enter(),
+                slot: loc,
+                parent_loc: loc,
+                ret,
+            });
+            // SAFETY: as above.
+            unsafe { parent_loc.write(crate::trampoline::return_trampoline_addr()) };
+        });
+    }
+
+    /// The return trampoline's exit: `sp` is the stack pointer after the hijacked return
+    /// (its slot was `sp - 8`). Ends that call (and frames a longjmp left below it) and returns
+    /// the original return address; `None` if no frame has that slot.
+    pub(crate) fn exit_hijacked(&self, sp: usize) -> Option<usize> {
+        // Not `guarded`: a hijacked return must find its address even inside a hook.
+        let mut st = self.stack.try_borrow_mut().ok()?;
+        let loc = sp - 8;
+        let pos = st.iter().rposition(|f| f.parent_loc == loc)?;
+        let busy = self.busy.replace(true);
+        while st.len() > pos + 1 {
+            drop(st.pop());
+        }
+        let f = st.pop()?;
+        let ret = f.ret;
+        drop(f);
+        if !busy {
+            drop(st);
+            self.mirror_head();
+        }
+        self.busy.set(busy);
+        Some(ret)
     }
 
     /// Exit from the function at `addr`: ends its newest open call and every call opened after
@@ -134,7 +232,7 @@ impl Thread {
                 return;
             }
             let mut st = t.stack.borrow_mut();
-            if let Some(pos) = st.iter().rposition(|(a, _)| *a == addr) {
+            if let Some(pos) = st.iter().rposition(|f| f.addr == addr && f.parent_loc == 0) {
                 while st.len() > pos {
                     drop(st.pop());
                 }

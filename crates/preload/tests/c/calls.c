@@ -1,6 +1,9 @@
-/* Test program for perfaux record -- ./prog: recursion, threads, and a crash on request.
- * Usage: calls [threads [depth [crash]]]; crash is one of: none segv abort */
+/* Test program for perfaux record -- ./prog: recursion, threads, a longjmp out of traced
+ * frames, and a crash on request.
+ * Usage: calls [threads [depth [how]]]; how: none, segv, abort, hang (in boom), nojmp (no
+ * longjmp). */
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +26,19 @@ __attribute__((noinline)) void *worker(void *arg) {
     return NULL;
 }
 
+static jmp_buf jb;
+
+__attribute__((noinline)) void dive(int n) {
+    if (n == 0) longjmp(jb, 1);
+    dive(n - 1);
+}
+
+/* The frames of dive() never return: a longjmp leaves them. */
+__attribute__((noinline)) int jumpy(void) {
+    if (setjmp(jb) == 0) dive(4);
+    return leaf(7);
+}
+
 __attribute__((noinline)) void boom(const char *how) {
     if (strcmp(how, "segv") == 0) {
         volatile int *p = NULL;
@@ -30,6 +46,8 @@ __attribute__((noinline)) void boom(const char *how) {
     } else if (strcmp(how, "abort") == 0) {
         abort();
     } else if (strcmp(how, "hang") == 0) {
+        printf("hanging in boom, pid %d\n", (int)getpid());
+        fflush(stdout);
         for (;;) leaf(1);
     }
 }
@@ -44,8 +62,9 @@ int main(int argc, char **argv) {
     if (threads > 64) threads = 64;
     for (int i = 0; i < threads; i++) pthread_create(&t[i], NULL, worker, (void *)(long)(100 * (i + 1)));
     for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
-    printf("fib(%d) = %d pid %d\n", depth, fib(depth), (int)getpid());
+    printf("fib(%d) = %d\n", depth, fib(depth));
     fflush(stdout);
+    if (strcmp(crash, "nojmp") != 0) jumpy();
     on_the_way(crash);
     return 0;
 }
