@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 
 const PERFAUX: &str = env!("CARGO_BIN_EXE_perfaux");
 
@@ -13,19 +12,6 @@ fn have(tool: &str) -> bool {
         .args(["-c", &format!("command -v {tool}")])
         .output()
         .is_ok_and(|o| o.status.success())
-}
-
-/// Builds the runtime beside the perfaux binary (where `record` looks for it) once.
-fn runtime() {
-    static BUILT: OnceLock<()> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let st = Command::new(env!("CARGO"))
-            .args(["build", "-q", "-p", "perfaux-preload-runtime"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .expect("cargo build of the runtime");
-        assert!(st.success(), "building perfaux-preload-runtime failed");
-    });
 }
 
 /// `calls.c` compiled with `flags` into `dir`.
@@ -45,12 +31,13 @@ fn build_calls(dir: &Path, flags: &[&str], name: &str) -> PathBuf {
 }
 
 fn record(dir: &Path, prog: &Path, args: &[&str]) -> (Output, PathBuf) {
-    runtime();
     let data = dir.join(format!(
         "{}.data",
         prog.file_name().unwrap().to_string_lossy()
     ));
+    // In `dir`: a -pg program writes gmon.out where it runs.
     let out = Command::new(PERFAUX)
+        .current_dir(dir)
         .arg("record")
         .arg("-o")
         .arg(&data)
@@ -246,7 +233,6 @@ fn sigkill_from_outside_keeps_the_calls_up_to_the_kill() {
         eprintln!("skipped: gcc not found");
         return;
     }
-    runtime();
     let dir = tempfile::tempdir().unwrap();
     let prog = build_calls(dir.path(), &["-finstrument-functions"], "calls_killed");
     let data = dir.path().join("killed.data");

@@ -111,26 +111,26 @@ pub fn signal_name(sig: i32) -> String {
     }
 }
 
-/// The runtime to preload: `PERFAUX_PRELOAD_LIB`, else `libperfaux_preload.so` beside the
-/// perfaux binary (or one directory up, where cargo puts it for test binaries).
-pub fn find_runtime() -> Result<PathBuf, CliError> {
+/// The runtime, built by build.rs and carried in the binary.
+static RUNTIME: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libperfaux_preload.so"));
+
+/// The runtime to preload: `PERFAUX_PRELOAD_LIB` if set, else the copy carried in this binary,
+/// written to a memfd that the program's loader opens as /proc/PID/fd/N of this process (the
+/// fd is kept for the recording's life).
+pub fn find_runtime() -> Result<(PathBuf, Option<std::os::fd::OwnedFd>), CliError> {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
     if let Some(p) = std::env::var_os("PERFAUX_PRELOAD_LIB") {
-        return Ok(PathBuf::from(p));
+        return Ok((PathBuf::from(p), None));
     }
-    let exe = std::env::current_exe().map_err(|e| CliError::msg(format!("current_exe: {e}")))?;
-    let mut dir = exe.parent().map(PathBuf::from);
-    for _ in 0..2 {
-        let Some(d) = dir else { break };
-        let p = d.join("libperfaux_preload.so");
-        if p.is_file() {
-            return Ok(p);
-        }
-        dir = d.parent().map(PathBuf::from);
-    }
-    Err(CliError::msg(
-        "record: cannot find the preload runtime libperfaux_preload.so beside the perfaux binary \
-         (build it with 'cargo build -p perfaux-preload-runtime', or name it with PERFAUX_PRELOAD_LIB)",
-    ))
+    let err =
+        |e: &dyn std::fmt::Display| CliError::msg(format!("record: the preload runtime: {e}"));
+    let fd = rustix::fs::memfd_create("libperfaux_preload.so", rustix::fs::MemfdFlags::CLOEXEC)
+        .map_err(|e| err(&e))?;
+    let mut f = File::from(fd);
+    f.write_all(RUNTIME).map_err(|e| err(&e))?;
+    let path = PathBuf::from(format!("/proc/{}/fd/{}", std::process::id(), f.as_raw_fd()));
+    Ok((path, Some(f.into())))
 }
 
 /// The message for a program that never called a hook.
@@ -188,7 +188,7 @@ pub fn record_program(
         None => None,
     }
     .unwrap_or(DEFAULT_AUX_SIZE);
-    let runtime = find_runtime()?;
+    let (runtime, _runtime_fd) = find_runtime()?;
     let opts = Options {
         runtime: runtime.clone(),
         slots: SLOTS,
