@@ -81,6 +81,7 @@ fn counts(names: &[String]) -> BTreeMap<String, u64> {
 fn uftrace_counts(dir: &Path, prog: &Path, args: &[&str]) -> BTreeMap<String, u64> {
     let d = dir.join("uftrace.data");
     let st = Command::new("uftrace")
+        .current_dir(dir)
         .args(["record", "--no-libcall", "-d"])
         .arg(&d)
         .arg(prog)
@@ -275,6 +276,51 @@ fn sigkill_from_outside_keeps_the_calls_up_to_the_kill() {
         calls[boom + 1..].iter().all(|c| c == "leaf"),
         "only the loop's calls after boom"
     );
+}
+
+/// `exec`: the new image is traced in the same recording, its functions named apart from the
+/// old image's (uftrace, on each image's run alone, judges the sum); `fork`: the parent's trace
+/// is whole and the child, which returns through the parent's hooked frames, runs unharmed
+/// (children are not traced: uftrace, on the same run without the fork, judges the parent).
+/// uftrace runs the -finstrument-functions build for both flavours: under -pg it records a
+/// leaf() call inside the frames the longjmp left that the program never made.
+#[test]
+fn exec_traces_the_new_image_and_fork_keeps_the_parents_trace() {
+    if !have("gcc") {
+        eprintln!("skipped: gcc not found");
+        return;
+    }
+    if !have("uftrace") {
+        eprintln!("skipped: uftrace not found");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let judge = build_calls(dir.path(), &["-finstrument-functions"], "ef_judge");
+    let mut want_exec = uftrace_counts(dir.path(), &judge, &["1", "4"]);
+    for (f, n) in uftrace_counts(dir.path(), &judge, &["0", "4"]) {
+        *want_exec.entry(f).or_insert(0) += n;
+    }
+    let want_fork = uftrace_counts(dir.path(), &judge, &["1", "4"]);
+    for (flags, name) in [
+        (&["-finstrument-functions"][..], "ef_fi"),
+        (&["-pg"][..], "ef_pg"),
+    ] {
+        let prog = build_calls(dir.path(), flags, name);
+        let (out, data) = record(dir.path(), &prog, &["1", "4", "exec"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(counts(&call_trace(&data)), want_exec, "{name} exec");
+        let (out, data) = record(dir.path(), &prog, &["1", "4", "fork"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(counts(&call_trace(&data)), want_fork, "{name} fork");
+    }
 }
 
 /// After a longjmp out of five dive() frames, the next call (leaf, from jumpy) is at jumpy's

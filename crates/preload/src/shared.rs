@@ -22,7 +22,7 @@ use std::sync::atomic::AtomicU64;
 /// "PFXPRELD".
 pub const MAGIC: u64 = u64::from_le_bytes(*b"PFXPRELD");
 /// Bumped on any layout change.
-pub const VERSION: u64 = 2;
+pub const VERSION: u64 = 3;
 /// The environment variable naming the control memfd's descriptor in the program.
 pub const ENV_CTL_FD: &str = "PERFAUX_PRELOAD_FD";
 
@@ -40,6 +40,10 @@ pub mod header {
     pub const AUX_PAGES: usize = 32;
     /// The pid of the program the recorder spawned (the runtime traces that process only).
     pub const PID: usize = 40;
+    /// The highest swtrace probe id written into the probe table so far: an image the process
+    /// exec'd starts its own ids above it (see the runtime's `init`), so ids stay unique in
+    /// the one probe table of the recording.
+    pub const MAX_PROBE_ID: usize = 48;
 }
 /// The first (data fd, AUX fd) pair.
 pub const HEADER_FDS: usize = 64;

@@ -11,6 +11,7 @@
 
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
+use perfaux_preload::shared::header;
 use perfaux_swtrace::Probe;
 
 const BITS: u32 = 17;
@@ -59,6 +60,22 @@ fn published(i: usize) -> &'static Probe {
     }
 }
 
+/// Skips the swtrace probe ids an earlier image of this process (before an exec) used: probes
+/// with no address take them, so this image's functions get ids of their own.
+pub(crate) fn skip_used_ids(ctl: &perfaux_preload::shared::Control) {
+    let used = ctl.word(header::MAX_PROBE_ID).load(Ordering::Acquire);
+    if used == 0 || used > perfaux_preload::shared::MAX_PROBES as u64 {
+        return;
+    }
+    loop {
+        let p: &'static Probe = Box::leak(Box::new(Probe::new("(an id of the image before exec)")));
+        match p.id() {
+            Some(id) if u64::from(id.0) < used => continue,
+            _ => return,
+        }
+    }
+}
+
 /// Makes and publishes the probe of slot `i`, and writes its address into the recorder's probe
 /// table under its id (the recorder names the id from that address).
 fn make(i: usize, addr: usize) -> &'static Probe {
@@ -69,6 +86,8 @@ fn make(i: usize, addr: usize) -> &'static Probe {
         if let Some(w) = ctl.probe_word(id.0) {
             w.store(addr as u64, Ordering::Release);
         }
+        ctl.word(header::MAX_PROBE_ID)
+            .fetch_max(u64::from(id.0), Ordering::AcqRel);
     }
     PROBES[i].store(std::ptr::from_ref(probe).cast_mut(), Ordering::Release);
     probe

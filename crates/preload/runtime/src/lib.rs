@@ -81,6 +81,7 @@ extern "C" fn init() {
     CTL.store(p.cast(), Ordering::Release);
     // SAFETY: registers a plain function for the child side of fork.
     unsafe { libc::pthread_atfork(None, None, Some(in_forked_child)) };
+    intern::skip_used_ids(&ctl);
     objects::report_all(&ctl);
     crash::install();
     ACTIVE.store(true, Ordering::Release);

@@ -209,12 +209,19 @@ impl Thread {
         let loc = sp - 8;
         let pos = st.iter().rposition(|f| f.parent_loc == loc)?;
         let busy = self.busy.replace(true);
+        // In a forked child the guards belong to the parent's trace: they go without a word.
+        let keep = crate::ACTIVE.load(Ordering::Acquire);
         while st.len() > pos + 1 {
-            drop(st.pop());
+            let f = st.pop();
+            if keep { drop(f) } else { std::mem::forget(f) }
         }
         let f = st.pop()?;
         let ret = f.ret;
-        drop(f);
+        if keep {
+            drop(f)
+        } else {
+            std::mem::forget(f)
+        }
         if !busy {
             drop(st);
             self.mirror_head();

@@ -1,13 +1,14 @@
 /* Test program for perfaux record -- ./prog: recursion, threads, a longjmp out of traced
  * frames, and a crash on request.
- * Usage: calls [threads [depth [how]]]; how: none, segv, abort, hang (in boom), nojmp (no
- * longjmp). */
+ * Usage: calls [threads [depth [how]]]; how: none, segv, abort, hang (in boom), fork (a child
+ * that returns through the traced frames), exec (itself again), nojmp (no longjmp). */
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static volatile int sink;
@@ -44,6 +45,20 @@ __attribute__((noinline)) void boom(const char *how) {
         volatile int *p = NULL;
         *p = 1;
     } else if (strcmp(how, "abort") == 0) {
+        abort();
+    } else if (strcmp(how, "fork") == 0) {
+        /* The child returns through every frame the parent's runtime hijacked. */
+        pid_t pid = fork();
+        if (pid == 0) {
+            fib(5);
+            return;
+        }
+        int st;
+        waitpid(pid, &st, 0);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) abort();
+    } else if (strcmp(how, "exec") == 0) {
+        /* The new image is traced again: same process, same recording. */
+        execl("/proc/self/exe", "calls", "0", "4", (char *)NULL);
         abort();
     } else if (strcmp(how, "hang") == 0) {
         printf("hanging in boom, pid %d\n", (int)getpid());
