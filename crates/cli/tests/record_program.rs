@@ -409,3 +409,55 @@ fn pid_and_all_cpus_say_why_not_and_what_to_do() {
         );
     }
 }
+
+/// A linked shared library and one the program dlopens: every call named from the library's
+/// own symbols (the runtime reports the dlopen'd object when its first function runs), with
+/// uftrace's counts.
+#[test]
+fn shared_and_dlopened_library_calls_are_named_and_counted() {
+    if !have("gcc") {
+        eprintln!("skipped: gcc not found");
+        return;
+    }
+    if !have("uftrace") {
+        eprintln!("skipped: uftrace not found");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../preload/tests/c");
+    let gcc = |args: &[&str]| {
+        let st = Command::new("gcc")
+            .current_dir(d)
+            .args(["-O1", "-g", "-finstrument-functions"])
+            .args(args)
+            .status()
+            .unwrap();
+        assert!(st.success(), "gcc {args:?}");
+    };
+    let lib = src.join("lib.c");
+    let lib = lib.to_str().unwrap();
+    gcc(&["-fPIC", "-shared", "-o", "libcallee.so", lib]);
+    gcc(&["-fPIC", "-shared", "-DPLUGIN", "-o", "libplugin.so", lib]);
+    let main = src.join("libmain.c");
+    gcc(&[
+        "-o",
+        "libmain",
+        main.to_str().unwrap(),
+        "-L.",
+        "-lcallee",
+        "-Wl,-rpath,$ORIGIN",
+        "-ldl",
+    ]);
+    let prog = d.join("libmain");
+    let arg = d.to_str().unwrap();
+    let (out, data) = record(d, &prog, &[arg]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ours = counts(&call_trace(&data));
+    assert_eq!(ours, uftrace_counts(d, &prog, &[arg]));
+    assert_eq!(ours.get("plugin_square"), Some(&7), "{ours:?}");
+}
