@@ -461,3 +461,51 @@ fn shared_and_dlopened_library_calls_are_named_and_counted() {
     assert_eq!(ours, uftrace_counts(d, &prog, &[arg]));
     assert_eq!(ours.get("plugin_square"), Some(&7), "{ours:?}");
 }
+
+/// `-S`: the AUX areas run in overwrite mode; a snapshot on SIGUSR2 (the program keeps
+/// running) and one when it ends, here killed from outside: the newest calls are there, those
+/// of the loop the program was killed in.
+#[test]
+fn snapshot_mode_takes_the_newest_trace_on_sigusr2_and_at_the_end() {
+    if !have("gcc") {
+        eprintln!("skipped: gcc not found");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build_calls(dir.path(), &["-finstrument-functions"], "calls_snap");
+    let data = dir.path().join("snap.data");
+    let mut rec = Command::new(PERFAUX)
+        .current_dir(dir.path())
+        .args(["record", "-S", "-m", ",16K", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(&prog)
+        .args(["2", "14", "hang"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = std::io::BufReader::new(rec.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.starts_with("hanging") {
+        line.clear();
+        let n = std::io::BufRead::read_line(&mut stdout, &mut line).unwrap();
+        assert!(n > 0, "the program ended before it hung");
+    }
+    let pid: i32 = line.trim().rsplit(' ').next().unwrap().parse().unwrap();
+    // SAFETY: kill has no memory preconditions; the pids are this test's children.
+    assert_eq!(unsafe { libc::kill(rec.id() as i32, libc::SIGUSR2) }, 0);
+    // The recorder takes the SIGUSR2 snapshot within its next drain pass; the kill may come
+    // before or after it: either way the final snapshot holds the newest calls.
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    let out = rec.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(137), "{err}");
+    assert!(err.contains(" snapshots"), "{err}");
+    // The loop overwrites a 16 KiB area in microseconds: the newest calls are the loop's
+    // (or boom itself if the kill came first).
+    let calls = call_trace(&data);
+    let last = calls.last().map(String::as_str);
+    assert!(matches!(last, Some("leaf" | "boom")), "{last:?}");
+}

@@ -28,6 +28,9 @@ pub struct Options {
     pub data_pages: usize,
     /// AUX pages per thread (a power of two).
     pub aux_pages: usize,
+    /// Overwrite mode (`-S`): the AUX areas keep the newest trace; see
+    /// [`ProgramSession::snapshot`].
+    pub overwrite: bool,
 }
 
 /// A thread the runtime reported, as read back (checked) from its slot.
@@ -70,6 +73,17 @@ pub enum Drained<'a> {
         /// The whole record, header first.
         bytes: &'a [u8],
     },
+    /// The newest bytes of slot `slot`'s overwrite AUX area, from AUX position `offset`.
+    Snapshot {
+        /// Slot index.
+        slot: usize,
+        /// AUX position of `bytes[0]`.
+        offset: u64,
+        /// The writer went round the area: `bytes[0]` is not the start of the trace.
+        wrapped: bool,
+        /// The bytes.
+        bytes: &'a [u8],
+    },
     /// Trace bytes of slot `slot`'s AUX area, from AUX position `offset`.
     Aux {
         /// Slot index.
@@ -93,6 +107,7 @@ pub struct ProgramSession {
     ctl_fd: OwnedFd,
     slots: Vec<SlotRings>,
     child: Option<Child>,
+    overwrite: bool,
 }
 
 fn os_err(what: &str, e: impl std::fmt::Display) -> std::io::Error {
@@ -144,6 +159,7 @@ impl ProgramSession {
             ctl_fd,
             slots,
             child: None,
+            overwrite: opts.overwrite,
         };
         let ctl = s.control();
         let w = |o: usize, v: u64| ctl.word(o).store(v, Ordering::Relaxed);
@@ -151,6 +167,7 @@ impl ProgramSession {
         w(header::NSLOTS, nslots as u64);
         w(header::DATA_PAGES, opts.data_pages as u64);
         w(header::AUX_PAGES, opts.aux_pages as u64);
+        w(header::OVERWRITE, u64::from(opts.overwrite));
         for (i, r) in s.slots.iter().enumerate() {
             w(HEADER_FDS + i * 16, s.fd_of(&r._fds.0) as u64);
             w(HEADER_FDS + i * 16 + 8, s.fd_of(&r._fds.1) as u64);
@@ -235,6 +252,7 @@ impl ProgramSession {
         sink: &mut dyn FnMut(Drained<'_>) -> std::io::Result<()>,
     ) -> std::io::Result<u64> {
         let ctl = self.control();
+        let overwrite = self.overwrite;
         let mut n = 0;
         let mut first_err = None;
         for (i, r) in self.slots.iter_mut().enumerate() {
@@ -255,6 +273,9 @@ impl ProgramSession {
                         bytes: &bytes,
                     })?;
                     k += 1;
+                }
+                if overwrite {
+                    return Ok(k);
                 }
                 let got = r
                     .aux
@@ -294,6 +315,9 @@ impl ProgramSession {
     ) -> std::io::Result<u64> {
         let ctl = self.control();
         let mut n = 0;
+        if self.overwrite {
+            return Ok(0);
+        }
         for (i, r) in self.slots.iter_mut().enumerate() {
             if ctl.slot_word(i, slot::STATE).load(Ordering::Acquire) == slot::FREE {
                 continue;
@@ -310,6 +334,50 @@ impl ProgramSession {
             sink(Drained::Aux {
                 slot: i,
                 offset: tail,
+                bytes: &bytes,
+            })?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Overwrite mode: hands out the newest AUX-area bytes of every claimed slot (up to one
+    /// area's worth, ending at the writer head its thread mirrors after every call), without
+    /// stopping the thread: bytes the writer may have overwritten while they were copied (it
+    /// moved on by the time the head is read again) are cut from the front. The head is the
+    /// program's word: it only says where the window ends; the copy is one area long at most
+    /// and comes from this process's mapping.
+    pub fn snapshot(
+        &mut self,
+        sink: &mut dyn FnMut(Drained<'_>) -> std::io::Result<()>,
+    ) -> std::io::Result<u64> {
+        let ctl = self.control();
+        let mut n = 0;
+        for (i, r) in self.slots.iter_mut().enumerate() {
+            if ctl.slot_word(i, slot::STATE).load(Ordering::Acquire) == slot::FREE {
+                continue;
+            }
+            let head_word = ctl.slot_word(i, slot::WRITER_HEAD);
+            let head = head_word.load(Ordering::Acquire);
+            let size = r.aux.aux_size();
+            let mut from = head.saturating_sub(size);
+            if head == from {
+                continue;
+            }
+            let mut bytes = Vec::with_capacity((head - from) as usize);
+            r.aux
+                .copy(from, head, &mut bytes)
+                .map_err(|e| os_err(&format!("slot {i}: AUX snapshot"), e))?;
+            let moved = head_word.load(Ordering::Acquire).saturating_sub(head);
+            let cut = moved.min(bytes.len() as u64);
+            if cut > 0 {
+                bytes.drain(..cut as usize);
+                from += cut;
+            }
+            sink(Drained::Snapshot {
+                slot: i,
+                offset: from,
+                wrapped: head > size,
                 bytes: &bytes,
             })?;
             n += 1;

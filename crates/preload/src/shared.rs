@@ -44,6 +44,9 @@ pub mod header {
     /// exec'd starts its own ids above it (see the runtime's `init`), so ids stay unique in
     /// the one probe table of the recording.
     pub const MAX_PROBE_ID: usize = 48;
+    /// Non-zero: the AUX areas run in overwrite mode (`-S`, the flight recorder): each thread
+    /// maps its AUX area read-only, and the recorder takes snapshots.
+    pub const OVERWRITE: usize = 56;
 }
 /// The first (data fd, AUX fd) pair.
 pub const HEADER_FDS: usize = 64;

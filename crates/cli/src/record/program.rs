@@ -12,6 +12,7 @@ use std::io::BufWriter;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::ExitStatus;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use perfaux_abi::Endianness;
@@ -33,6 +34,22 @@ use crate::auxdata::{AuxChunk, AuxData, ChunkKind, PERFAUX_FEATURE_BIT};
 use crate::cli::{RecordArgs, parse_mmap_pages};
 use crate::error::CliError;
 use crate::events::resolve_events;
+
+/// Set by the SIGUSR2 handler in -S mode: take a snapshot.
+static SNAPSHOT_REQUESTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_sigusr2(_: libc::c_int) {
+    SNAPSHOT_REQUESTED.store(true, Ordering::Release);
+}
+
+fn install_sigusr2() -> Result<(), CliError> {
+    // SAFETY: the handler only stores to an atomic (async-signal-safe).
+    let r = unsafe { libc::signal(libc::SIGUSR2, on_sigusr2 as *const () as libc::sighandler_t) };
+    if r == libc::SIG_ERR {
+        return Err(CliError::msg("cannot install the SIGUSR2 handler for -S"));
+    }
+    Ok(())
+}
 
 /// Threads of the program that can be traced at once.
 const SLOTS: usize = 64;
@@ -162,11 +179,20 @@ pub fn record_program(
     a: &RecordArgs,
     verbose: bool,
 ) -> Result<(RecordSummary, ProgramEnd), CliError> {
-    if a.snapshot.is_some() || a.aux_sample.is_some() {
+    if a.aux_sample.is_some() {
         return Err(CliError::msg(
-            "record: -S and --aux-sample are not available yet for a program (only the full trace, swtrace//)",
+            "record: --aux-sample is not available yet for a program (the full trace and -S are)",
         ));
     }
+    let overwrite = match a.snapshot.as_deref() {
+        None => false,
+        Some("" | "e") => true,
+        Some(other) => {
+            return Err(CliError::msg(format!(
+                "-S/--snapshot: unknown option '{other}' (only 'e', snapshot at exit)"
+            )));
+        }
+    };
     let texts = if a.events.is_empty() {
         vec!["swtrace//".to_string()]
     } else {
@@ -194,6 +220,7 @@ pub fn record_program(
         slots: SLOTS,
         data_pages: DATA_PAGES,
         aux_pages: (aux_size / page) as usize,
+        overwrite,
     };
     let mut session =
         ProgramSession::new(&opts).map_err(|e| CliError::msg(format!("record: {e}")))?;
@@ -208,6 +235,9 @@ pub fn record_program(
     let mut spill = Spill::create(&a.output)?;
     let mut chunks: Vec<AuxChunk> = Vec::new();
     let mut summary = RecordSummary::default();
+    if overwrite {
+        install_sigusr2()?;
+    }
     let status = loop {
         let st = session
             .try_wait()
@@ -217,6 +247,16 @@ pub fn record_program(
         if n > 0 {
             summary.wakeups += 1;
             spill.push(&FINISHED_ROUND)?;
+        }
+        if overwrite && (st.is_some() || SNAPSHOT_REQUESTED.swap(false, Ordering::AcqRel)) {
+            // -S: on SIGUSR2, and once the program ended (exit, crash or kill), the newest
+            // trace of every thread; the threads are never stopped for it.
+            let n = drain_with(&mut spill, &mut chunks, &mut summary, |sink| {
+                session.snapshot(sink)
+            })?;
+            if n > 0 {
+                summary.snapshots += 1;
+            }
         }
         if let Some(st) = st {
             let n = drain_with(&mut spill, &mut chunks, &mut summary, |sink| {
@@ -350,19 +390,36 @@ fn drain_with(
                 }
                 spill.push(bytes)
             }
-            Drained::Aux {
-                slot,
-                offset,
-                bytes,
-            } => {
+            Drained::Aux { .. } | Drained::Snapshot { .. } => {
+                let (slot, offset, kind, flags, bytes) = match d {
+                    Drained::Snapshot {
+                        slot,
+                        offset,
+                        wrapped,
+                        bytes,
+                    } => {
+                        let flags = if wrapped {
+                            PERF_AUX_FLAG_OVERWRITE as u32
+                        } else {
+                            0
+                        };
+                        (slot, offset, ChunkKind::Snapshot, flags, bytes)
+                    }
+                    Drained::Aux {
+                        slot,
+                        offset,
+                        bytes,
+                    } => (slot, offset, ChunkKind::Trace, 0, bytes),
+                    Drained::Record { bytes, .. } => (0, 0, ChunkKind::Trace, 0, bytes),
+                };
                 summary.aux_bytes += bytes.len() as u64;
                 chunks.push(AuxChunk {
                     event_id: slot as u64,
                     cpu: u32::MAX,
                     tid: 0,
                     aux_offset: offset,
-                    kind: ChunkKind::Trace,
-                    flags: 0,
+                    kind,
+                    flags,
                     bytes: bytes.to_vec(),
                 });
                 Ok(())

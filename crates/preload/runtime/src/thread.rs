@@ -297,8 +297,13 @@ fn open_slot(ctl: &Control, i: usize) -> Option<Traced> {
     let page = page_size() as u64;
     let aux_off = (1 + data_pages as u64) * page;
     data.set_aux_area(aux_off, aux_pages as u64 * page).ok()?;
+    let prot = if ctl.word(header::OVERWRITE).load(Ordering::Acquire) != 0 {
+        Prot::READ_ONLY
+    } else {
+        Prot::READ_WRITE
+    };
     let aux = fd
-        .mmap_over(aux_off / page, aux_pages, Prot::READ_WRITE, aux_mem)
+        .mmap_over(aux_off / page, aux_pages, prot, aux_mem)
         .ok()?;
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() };
