@@ -9,9 +9,34 @@
 //! reader rebuilds the exact PERF_RECORD_UEVENT from it.
 
 use perfaux_abi::raw::RawData;
+use perfaux_abi::records::EncodeRecord;
 
 /// The EVENT_DESC name of the uevent attr.
 pub const UEVENT_EVENT_NAME: &str = "perfaux:uevent";
+
+/// The BPF-output sample that carries the uevent `u` in perf.data (`file`: the uevent attr as
+/// written).
+pub fn uevent_sample(
+    u: &perfaux_abi::records::UeventRecord<'_>,
+    file: &perfaux_abi::parse_info::RecordParseInfo,
+    endian: perfaux_abi::Endianness,
+) -> Result<Vec<u8>, String> {
+    let raw = uevent_raw(u.type_, &u.data.to_vec());
+    let sid = u.sample_id;
+    perfaux_abi::sample::SampleRecord {
+        misc: perfaux_abi::consts::PERF_RECORD_MISC_USER,
+        identifier: sid.identifier,
+        ip: Some(0),
+        tid: sid.tid,
+        time: sid.time,
+        cpu: sid.cpu,
+        period: Some(1),
+        raw: Some(RawData::new(&raw, &[])),
+        ..Default::default()
+    }
+    .to_vec(file, endian)
+    .map_err(|e| format!("converting a uevent: {e}"))
+}
 
 /// The RAW bytes for a uevent: the seed's body, padded to 8.
 pub fn uevent_raw(type_: u32, data: &[u8]) -> Vec<u8> {

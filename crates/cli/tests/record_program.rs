@@ -509,3 +509,86 @@ fn snapshot_mode_takes_the_newest_trace_on_sigusr2_and_at_the_end() {
     let last = calls.last().map(String::as_str);
     assert!(matches!(last, Some("leaf" | "boom")), "{last:?}");
 }
+
+/// uevents from C (include/perfaux.h): byte-exact, in order with the traced calls around them,
+/// with the seed's E2BIG rule; and a no-op without perfaux.
+#[test]
+fn uevents_from_c_arrive_in_order_with_the_calls() {
+    if !have("gcc") {
+        eprintln!("skipped: gcc not found");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let prog = dir.path().join("uev");
+    let st = Command::new("gcc")
+        .args(["-O1", "-g", "-finstrument-functions", "-I"])
+        .arg(root.join("include"))
+        .arg("-o")
+        .arg(&prog)
+        .arg(root.join("crates/preload/tests/c/uevents.c"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let alone = Command::new(&prog).arg("3").output().unwrap();
+    assert!(alone.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&alone.stdout),
+        "big: 0 ok\n",
+        "a no-op without perfaux"
+    );
+    let (out, data) = record(dir.path(), &prog, &["3"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "big: -1 Argument list too long\n"
+    );
+    let script = Command::new(PERFAUX)
+        .args(["script", "-i"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&script.stdout).into_owned();
+    // (time in µs, what) for the uevents, and for the calls of step().
+    let micros = |l: &str| -> u64 {
+        let t = l.split(": ").next().unwrap().rsplit(' ').next().unwrap();
+        let (s, f) = t.split_once('.').unwrap();
+        s.parse::<u64>().unwrap() * 1_000_000 + f[..6].parse::<u64>().unwrap()
+    };
+    let uevents: Vec<(u64, String)> = text
+        .lines()
+        .filter(|l| l.contains("perfaux:uevent: "))
+        .map(|l| {
+            (
+                micros(l),
+                l.rsplit("perfaux:uevent: ").next().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let want: Vec<String> = (0..3).map(|i| format!("type 7 \"step {i}\"")).collect();
+    assert_eq!(
+        uevents.iter().map(|u| u.1.clone()).collect::<Vec<_>>(),
+        want
+    );
+    let trace = Command::new(PERFAUX)
+        .args(["script", "--call-trace", "-i"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    let steps: Vec<u64> = String::from_utf8_lossy(&trace.stdout)
+        .lines()
+        .filter(|l| l.ends_with(" step"))
+        .map(micros)
+        .collect();
+    assert_eq!(steps.len(), 3);
+    for (i, (t, _)) in uevents.iter().enumerate() {
+        assert!(steps[i] <= *t, "uevent {i} after its step()");
+        if let Some(next) = steps.get(i + 1) {
+            assert!(t <= next, "uevent {i} before the next step()");
+        }
+    }
+}

@@ -44,6 +44,8 @@ pub struct TracedThread {
     pub tid: u32,
     /// Its trace event's id.
     pub event_id: u64,
+    /// Its uevent stream event's id (0: none).
+    pub uevent_id: u64,
     /// Whether the thread ended cleanly (its thread exit ran).
     pub ended: bool,
 }
@@ -407,6 +409,7 @@ impl ProgramSession {
                     pid,
                     tid,
                     event_id: w(slot::EVENT_ID),
+                    uevent_id: w(slot::UEVENT_ID),
                     ended: state == slot::ENDED,
                 })
             })

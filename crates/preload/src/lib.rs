@@ -29,10 +29,22 @@ pub const SAMPLE_ID_TYPE: u64 =
 /// The attr of the trace event each traced thread opens (`swtrace//`), as opened and as
 /// written into perf.data.
 pub fn trace_attr() -> PerfEventAttr {
+    base_attr(perfaux_core::pmus::SWTRACE_TYPE, 0)
+}
+
+/// The attr of the uevent stream each traced thread opens (a dummy software event that takes
+/// the thread's uevents, `perfaux_uevent` from perfaux.h), as opened.
+pub fn uevent_attr() -> PerfEventAttr {
+    let mut a = base_attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY);
+    a.flags |= AttrFlags::UEVENTS;
+    a
+}
+
+fn base_attr(type_: u32, config: u64) -> PerfEventAttr {
     let mut a = PerfEventAttr {
-        type_: perfaux_core::pmus::SWTRACE_TYPE,
+        type_,
         size: PERF_ATTR_SIZE_VER7,
-        config: 0,
+        config,
         sample_type: SAMPLE_ID_TYPE,
         ..Default::default()
     };

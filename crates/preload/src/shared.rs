@@ -76,6 +76,9 @@ pub mod slot {
     /// transaction ends, so this is how far a thread killed mid-transaction (SIGKILL, `_exit`
     /// from a signal handler, a thread still running at exit) wrote.
     pub const WRITER_HEAD: usize = 32;
+    /// The id of the thread's uevent stream event (0: none), whose records go into the same
+    /// buffer (`PERF_EVENT_IOC_SET_OUTPUT`).
+    pub const UEVENT_ID: usize = 40;
     /// Bytes per slot.
     pub const SIZE: usize = 64;
 }

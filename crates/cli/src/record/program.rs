@@ -15,12 +15,14 @@ use std::process::ExitStatus;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use perfaux_abi::Endianness;
+use perfaux_abi::consts::ext::PERF_RECORD_UEVENT;
 use perfaux_abi::consts::*;
 use perfaux_abi::parse_info::RecordParseInfo;
 use perfaux_abi::raw::RawData;
+use perfaux_abi::records::Record;
 use perfaux_abi::records::{CommRecord, EncodeRecord, Mmap2FileId, Mmap2Record};
 use perfaux_abi::sample_id::{CpuRes, PidTid, SampleId};
+use perfaux_abi::{Endianness, PerfEventHeader};
 use perfaux_perfdata::Feature;
 use perfaux_perfdata::writer::{PerfDataWriter, WriterEvent, WriterOptions};
 use perfaux_preload::host::{Drained, LoadedObject, Options, ProgramSession};
@@ -34,6 +36,7 @@ use crate::auxdata::{AuxChunk, AuxData, ChunkKind, PERFAUX_FEATURE_BIT};
 use crate::cli::{RecordArgs, parse_mmap_pages};
 use crate::error::CliError;
 use crate::events::resolve_events;
+use crate::uevent::uevent_sample;
 
 /// Set by the SIGUSR2 handler in -S mode: take a snapshot.
 static SNAPSHOT_REQUESTED: AtomicBool = AtomicBool::new(false);
@@ -208,6 +211,12 @@ pub fn record_program(
         ));
     }
     let attrs = attrs_for(&events[0]).map_err(CliError::msg)?;
+    let uevent_ev = resolve_events(&["uevent".to_string()], None).map_err(CliError::msg)?;
+    let uevent_attrs = attrs_for(&uevent_ev[0]).map_err(CliError::msg)?;
+    let uev = UeventConv {
+        open: RecordParseInfo::new(&uevent_attrs.open),
+        file: RecordParseInfo::new(&uevent_attrs.file),
+    };
     let page = perfaux_core::page_size() as u64;
     let aux_size = match &a.mmap_pages {
         Some(m) => parse_mmap_pages(m, page)?.1,
@@ -243,7 +252,7 @@ pub fn record_program(
             .try_wait()
             .map_err(|e| CliError::msg(format!("record: wait: {e}")))?;
         // After the program ended, one last pass takes everything it wrote.
-        let n = drain(&mut session, &mut spill, &mut chunks, &mut summary)?;
+        let n = drain(&mut session, &mut spill, &mut chunks, &mut summary, &uev)?;
         if n > 0 {
             summary.wakeups += 1;
             spill.push(&FINISHED_ROUND)?;
@@ -251,7 +260,7 @@ pub fn record_program(
         if overwrite && (st.is_some() || SNAPSHOT_REQUESTED.swap(false, Ordering::AcqRel)) {
             // -S: on SIGUSR2, and once the program ended (exit, crash or kill), the newest
             // trace of every thread; the threads are never stopped for it.
-            let n = drain_with(&mut spill, &mut chunks, &mut summary, |sink| {
+            let n = drain_with(&mut spill, &mut chunks, &mut summary, &uev, |sink| {
                 session.snapshot(sink)
             })?;
             if n > 0 {
@@ -259,7 +268,7 @@ pub fn record_program(
             }
         }
         if let Some(st) = st {
-            let n = drain_with(&mut spill, &mut chunks, &mut summary, |sink| {
+            let n = drain_with(&mut spill, &mut chunks, &mut summary, &uev, |sink| {
                 session.drain_unpublished(sink)
             })?;
             if n > 0 {
@@ -320,6 +329,11 @@ pub fn record_program(
         }
     }
     let ids: Vec<u64> = threads.iter().map(|t| t.event_id).collect();
+    let uevent_ids: Vec<u64> = threads
+        .iter()
+        .map(|t| t.uevent_id)
+        .filter(|&i| i != 0)
+        .collect();
     let section = AuxData {
         probe_table: table.to_bytes(),
         chunks,
@@ -334,11 +348,18 @@ pub fn record_program(
         .map_err(|e| CliError::msg(format!("{}: cannot create: {e}", out.display())))?;
     let mut w = PerfDataWriter::new(
         BufWriter::with_capacity(1 << 20, f),
-        vec![WriterEvent {
-            attr: attrs.file,
-            ids,
-            name: attrs.name.clone(),
-        }],
+        vec![
+            WriterEvent {
+                attr: attrs.file,
+                ids,
+                name: attrs.name.clone(),
+            },
+            WriterEvent {
+                attr: uevent_attrs.file,
+                ids: uevent_ids,
+                name: uevent_attrs.name.clone(),
+            },
+        ],
         wopts,
     )
     .map_err(|e| CliError::file(out, e))?;
@@ -364,8 +385,41 @@ fn drain(
     spill: &mut Spill,
     chunks: &mut Vec<AuxChunk>,
     summary: &mut RecordSummary,
+    uev: &UeventConv,
 ) -> Result<u64, CliError> {
-    drain_with(spill, chunks, summary, |sink| session.drain(sink))
+    drain_with(spill, chunks, summary, uev, |sink| session.drain(sink))
+}
+
+/// Turns the program's PERF_RECORD_UEVENTs into the BPF-output samples perf reads (as the
+/// built-in workload's recording does, crate::uevent).
+struct UeventConv {
+    open: RecordParseInfo,
+    file: RecordParseInfo,
+}
+
+impl UeventConv {
+    /// The record to write for `rec` from a data area: itself, or the uevent's sample.
+    fn convert(&self, rec: &[u8]) -> Result<Option<Vec<u8>>, CliError> {
+        let endian = Endianness::NATIVE;
+        let mut h8 = [0u8; 8];
+        h8.copy_from_slice(&rec[..8]);
+        let h = PerfEventHeader::parse(h8, endian);
+        if h.type_ != PERF_RECORD_UEVENT {
+            return Ok(None);
+        }
+        let body = RawData::new(&rec[8..], &[]);
+        let bad = |e: &dyn std::fmt::Display| {
+            CliError::msg(format!("a uevent record from the program: {e}"))
+        };
+        let Record::Uevent(u) =
+            Record::parse(h.type_, h.misc, body, &self.open, endian).map_err(|e| bad(&e))?
+        else {
+            return Err(bad(&"not a uevent"));
+        };
+        uevent_sample(&u, &self.file, endian)
+            .map(Some)
+            .map_err(|e| bad(&e))
+    }
 }
 
 type Sink<'s> = dyn FnMut(Drained<'_>) -> std::io::Result<()> + 's;
@@ -375,6 +429,7 @@ fn drain_with(
     spill: &mut Spill,
     chunks: &mut Vec<AuxChunk>,
     summary: &mut RecordSummary,
+    uev: &UeventConv,
     run: impl FnOnce(&mut Sink<'_>) -> std::io::Result<u64>,
 ) -> Result<u64, CliError> {
     let mut err: Option<CliError> = None;
@@ -388,7 +443,11 @@ fn drain_with(
                 {
                     summary.lost += 1;
                 }
-                spill.push(bytes)
+                match uev.convert(bytes) {
+                    Ok(Some(sample)) => spill.push(&sample),
+                    Ok(None) => spill.push(bytes),
+                    Err(e) => Err(e),
+                }
             }
             Drained::Aux { .. } | Drained::Snapshot { .. } => {
                 let (slot, offset, kind, flags, bytes) = match d {

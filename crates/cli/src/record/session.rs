@@ -12,7 +12,6 @@ use perfaux_abi::consts::*;
 use perfaux_abi::parse_info::RecordParseInfo;
 use perfaux_abi::raw::RawData;
 use perfaux_abi::records::{CommRecord, EncodeRecord, Mmap2FileId, Mmap2Record, Record};
-use perfaux_abi::sample::SampleRecord;
 use perfaux_abi::sample_id::{CpuRes, PidTid, SampleId};
 use perfaux_abi::{Endianness, PerfEventHeader};
 use perfaux_core::{EventFd, Mmap, Prot, Target, page_size, perf_event_open_attr};
@@ -26,7 +25,7 @@ use crate::auxdata::{AuxChunk, AuxData, ChunkKind, PERFAUX_FEATURE_BIT};
 use crate::error::CliError;
 use crate::events::EventKind;
 use crate::progress::Progress;
-use crate::uevent::uevent_raw;
+use crate::uevent::uevent_sample;
 use crate::workload::{WORKERS, Workload};
 
 /// Set by the SIGUSR2 handler: take a snapshot.
@@ -317,22 +316,8 @@ impl Session<'_> {
         match parsed {
             Some(Ok(Record::Uevent(u))) if h.type_ == PERF_RECORD_UEVENT => {
                 let s = spec.unwrap_or(0);
-                let raw = uevent_raw(u.type_, &u.data.to_vec());
-                let sid = u.sample_id;
-                let sample = SampleRecord {
-                    misc: PERF_RECORD_MISC_USER,
-                    identifier: sid.identifier,
-                    ip: Some(0),
-                    tid: sid.tid,
-                    time: sid.time,
-                    cpu: sid.cpu,
-                    period: Some(1),
-                    raw: Some(RawData::new(&raw, &[])),
-                    ..Default::default()
-                };
-                let bytes = sample
-                    .to_vec(&self.file_info[s], self.endian)
-                    .map_err(|e| CliError::msg(format!("converting a uevent: {e}")))?;
+                let bytes =
+                    uevent_sample(&u, &self.file_info[s], self.endian).map_err(CliError::msg)?;
                 self.push(&bytes)
             }
             Some(Ok(Record::Lost(l))) => {

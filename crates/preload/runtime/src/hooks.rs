@@ -43,3 +43,32 @@ pub extern "C" fn __cyg_profile_func_exit(func: *mut c_void, _site: *mut c_void)
         let _ = THREAD.try_with(|t| t.exit(func as usize));
     }
 }
+
+/// perfaux.h's `perfaux_uevent(type, buf, len)` when the program runs under perfaux: a uevent
+/// of `type_` with `len` bytes at `buf` into the calling thread's recording (its events opened
+/// first if no traced call did yet). 0, or -1 with errno as the seed's uevent call sets it
+/// (E2BIG over 4096 bytes, EFAULT for a null `buf` with a length, ENODEV if the thread is not
+/// traced).
+///
+/// # Safety
+/// `buf` is null or points to `len` readable bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn perfaux_record_uevent(type_: u32, buf: *const c_void, len: usize) -> i32 {
+    if !crate::ACTIVE.load(Ordering::Relaxed) || !crate::thread::ensure_traced() {
+        return fail(libc::ENODEV);
+    }
+    let Ok(size) = u32::try_from(len) else {
+        return fail(libc::E2BIG);
+    };
+    // SAFETY: the caller's contract on buf/len, which perfaux_uevent shares.
+    unsafe { perfaux_core::perfaux_uevent(type_, size, buf, 0) }
+}
+
+/// Sets errno to `e`; -1.
+fn fail(e: i32) -> i32 {
+    // SAFETY: __errno_location returns this thread's errno, valid for the thread's life.
+    let p = unsafe { libc::__errno_location() };
+    // SAFETY: as above.
+    unsafe { p.write(e) };
+    -1
+}

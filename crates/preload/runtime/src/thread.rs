@@ -17,12 +17,17 @@ const STACK_DEPTH: usize = 8192;
 struct Traced {
     aux: Mmap,
     data: Mmap,
+    /// The uevent stream, redirected into this buffer (None if it could not be opened).
+    uevents: Option<EventFd>,
     fd: EventFd,
     slot: usize,
 }
 
 impl Drop for Traced {
     fn drop(&mut self) {
+        if let Some(u) = &self.uevents {
+            let _ = u.disable(0);
+        }
         let _ = self.fd.disable(0);
         if let Some(ctl) = crate::control() {
             ctl.slot_word(self.slot, slot::STATE)
@@ -313,15 +318,40 @@ fn open_slot(ctl: &Control, i: usize) -> Option<Traced> {
         .store(pid as u64, Ordering::Relaxed);
     ctl.slot_word(i, slot::EVENT_ID)
         .store(fd.id(), Ordering::Relaxed);
+    let uevents = perf_event_open_attr(
+        &perfaux_preload::uevent_attr(),
+        Target::Thread(tid),
+        -1,
+        -1,
+        0,
+    )
+    .ok()
+    .filter(|u| u.set_output(fd.as_raw()).is_ok() && u.enable(0).is_ok());
+    if let Some(u) = &uevents {
+        ctl.slot_word(i, slot::UEVENT_ID)
+            .store(u.id(), Ordering::Relaxed);
+    }
     ctl.slot_word(i, slot::STATE)
         .store(slot::TRACING, Ordering::Release);
     fd.enable(0).ok()?;
     Some(Traced {
         aux,
         data,
+        uevents,
         fd,
         slot: i,
     })
+}
+
+/// Opens this thread's events if no hook did yet (for a uevent before the first traced call);
+/// whether the thread is traced.
+pub(crate) fn ensure_traced() -> bool {
+    THREAD
+        .try_with(|t| {
+            t.guarded(|_| {});
+            t.state.get() == TRACING
+        })
+        .unwrap_or(false)
 }
 
 /// Ends this thread's trace transaction (its event disabled: PERF_RECORD_AUX written and
