@@ -3,19 +3,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "perfaux.h"
 
 __attribute__((noinline)) int step(int i) { return i * 3; }
-
-/* 200 us apart: the trace's clock and the samples' clock may differ by a few microseconds. */
-__attribute__((no_instrument_function)) static void pause_200us(void) {
-    struct timespec a, b;
-    clock_gettime(CLOCK_MONOTONIC, &a);
-    do clock_gettime(CLOCK_MONOTONIC, &b);
-    while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < 200000);
-}
 
 int main(int argc, char **argv) {
     int n = argc > 1 ? atoi(argv[1]) : 3;
@@ -25,9 +16,7 @@ int main(int argc, char **argv) {
         char msg[32];
         int len = snprintf(msg, sizeof msg, "step %d", i);
         step(i);
-        pause_200us();
         if (perfaux_uevent(7, msg, (size_t)len) != 0) return 10;
-        pause_200us();
     }
     /* The seed's errno rules. */
     int r = perfaux_uevent(7, big, sizeof big);
