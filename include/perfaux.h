@@ -3,8 +3,8 @@
  *   #include "perfaux.h"
  *   perfaux_uevent(1, "request 42 done", 15);
  *
- * Under `perfaux record -- ./prog` the event goes into the calling thread's recording, in order
- * with the traced calls around it (`perfaux script` shows it as a perfaux:uevent sample, `perf
+ * Under `perfaux record -- ./prog` the event goes into the calling thread's recording
+ * (`perfaux script` shows it as a perfaux:uevent sample, `perf
  * script` as a BPF output sample). Without perfaux the call is a cheap no-op returning 0: the
  * runtime's function is a weak reference, null when perfaux's runtime is not loaded.
  *
