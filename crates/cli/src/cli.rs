@@ -100,7 +100,15 @@ pub struct RecordArgs {
     /// Workload size: how many requests each worker thread serves.
     #[arg(long, default_value_t = 200)]
     pub requests: u32,
-    /// A program to trace (refused: tracing other programs comes later).
+    /// Record the process PID (not possible: perfaux traces the programs it starts; the
+    /// message says why and what to run instead).
+    #[arg(short = 'p', long = "pid", value_name = "PID")]
+    pub pid: Option<String>,
+    /// System-wide collection from all CPUs (not possible: see -p).
+    #[arg(short = 'a', long = "all-cpus")]
+    pub all_cpus: bool,
+    /// A program to trace: built with -finstrument-functions (or -pg, -pg -mfentry), started
+    /// with perfaux's runtime preloaded.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
 }

@@ -29,6 +29,17 @@ fn script(args: &ScriptArgs, verbose: bool) -> Result<(), CliError> {
 }
 
 fn record(args: &RecordArgs, verbose: bool) -> Result<(), CliError> {
+    if let Some(line) = perfaux::record::program::refuse_attach(args) {
+        return Err(CliError::msg(line));
+    }
+    if !args.command.is_empty() {
+        let (summary, end) = perfaux::record::program::record_program(args, verbose)?;
+        eprint!("{}", summary.lines(&args.output));
+        if let Some(line) = end.signal_line(&args.command[0]) {
+            eprintln!("{line}");
+        }
+        std::process::exit(i32::from(end.exit_code()));
+    }
     let cfg = RecordConfig::from_args(args, verbose)?;
     let mut progress = Progress::new("record", verbose, false);
     let summary = perfaux::record::record(&cfg, &mut progress)?;

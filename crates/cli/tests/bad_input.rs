@@ -63,11 +63,19 @@ fn aux_action_without_aux_leader() {
     );
 }
 
+/// A program built without instrumentation (ls) is traced by nothing: the error names it and
+/// the flags that make it traceable, and no file that looks like success is left.
 #[test]
-fn command_is_refused() {
-    let r = perfaux(&["record", "--", "ls", "-l"]);
+fn a_command_without_hooks_names_the_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("perf.data");
+    let r = perfaux(&["record", "-o", out.to_str().unwrap(), "--", "ls", "-l"]);
     let l = one_error_line(&r);
-    assert!(l.contains("'ls -l'") && l.contains("not supported"), "{l}");
+    assert!(
+        l.contains("'ls'") && l.contains("-finstrument-functions") && l.contains("-pg -mfentry"),
+        "{l}"
+    );
+    assert!(!out.exists());
 }
 
 #[test]

@@ -66,11 +66,44 @@ enum Kind {
 impl EventFd {
     /// `mmap(NULL, nr_pages * PAGE_SIZE, prot, flags, fd, pgoff * PAGE_SIZE)`.
     pub fn mmap(&self, pgoff: u64, nr_pages: usize, prot: Prot) -> Result<Mmap> {
-        perf_mmap(&self.event, pgoff, nr_pages, prot)
+        perf_mmap(&self.event, pgoff, nr_pages, prot, None)
+    }
+
+    /// [`EventFd::mmap`] with the new buffer's bytes in `mem`, memory the caller provides
+    /// (a recorder's memfd shared with this process, so that what the event writes outlives
+    /// the process). `mem`'s layout must be the one the mapping would get: `nr_pages - 1` data
+    /// pages and no AUX area for `pgoff` 0, else no data pages and `nr_pages` AUX pages
+    /// (EINVAL otherwise). A mapping of an existing buffer (or AUX area) ignores `mem`, as the
+    /// kernel's second mmap shares the first one's pages.
+    pub fn mmap_over(
+        &self,
+        pgoff: u64,
+        nr_pages: usize,
+        prot: Prot,
+        mem: Arc<RingMemory>,
+    ) -> Result<Mmap> {
+        perf_mmap(&self.event, pgoff, nr_pages, prot, Some(mem))
     }
 }
 
-fn perf_mmap(event: &Arc<Event>, pgoff: u64, nr_pages: usize, prot: Prot) -> Result<Mmap> {
+/// The memory of a new buffer or AUX area: `provided` if its layout is `layout`, else fresh heap.
+fn buffer_memory(layout: RingLayout, provided: Option<Arc<RingMemory>>) -> Result<Arc<RingMemory>> {
+    match provided {
+        None => Ok(Arc::new(RingMemory::heap(layout).map_err(ring_err)?)),
+        Some(mem) if *mem.layout() == layout => Ok(mem),
+        Some(_) => Err(einval(
+            "perf_mmap: the provided memory's layout differs from the mapping's",
+        )),
+    }
+}
+
+fn perf_mmap(
+    event: &Arc<Event>,
+    pgoff: u64,
+    nr_pages: usize,
+    prot: Prot,
+    mem: Option<Arc<RingMemory>>,
+) -> Result<Mmap> {
     if !prot.shared {
         return Err(einval("perf_mmap: mapping must be MAP_SHARED"));
     }
@@ -79,13 +112,18 @@ fn perf_mmap(event: &Arc<Event>, pgoff: u64, nr_pages: usize, prot: Prot) -> Res
         return Err(einval("perf_mmap: per-task inherited event"));
     }
     if pgoff == 0 {
-        perf_mmap_data(event, nr_pages, prot)
+        perf_mmap_data(event, nr_pages, prot, mem)
     } else {
-        perf_mmap_aux(event, pgoff, nr_pages, prot)
+        perf_mmap_aux(event, pgoff, nr_pages, prot, mem)
     }
 }
 
-fn perf_mmap_data(event: &Arc<Event>, nr_pages: usize, prot: Prot) -> Result<Mmap> {
+fn perf_mmap_data(
+    event: &Arc<Event>,
+    nr_pages: usize,
+    prot: Prot,
+    provided: Option<Arc<RingMemory>>,
+) -> Result<Mmap> {
     // 1 + 2^n pages (n may be 0 pages of data).
     let Some(data_pages) = nr_pages.checked_sub(1) else {
         return Err(einval("perf_mmap: zero pages"));
@@ -123,7 +161,7 @@ fn perf_mmap_data(event: &Arc<Event>, nr_pages: usize, prot: Prot) -> Result<Mma
     }
     let locked = crate::mlock::check(nr_pages as u64, page_size() as u64)?;
     let layout = RingLayout::new(data_pages, 0).map_err(ring_err)?;
-    let mem = Arc::new(RingMemory::heap(layout).map_err(ring_err)?);
+    let mem = buffer_memory(layout, provided)?;
     let wakeup = Arc::new(Wakeup::new());
     let watermark = if event.flag(AttrFlags::WATERMARK) {
         event.attr.wakeup_watermark()
@@ -179,7 +217,13 @@ fn perf_mmap_data(event: &Arc<Event>, nr_pages: usize, prot: Prot) -> Result<Mma
     })
 }
 
-fn perf_mmap_aux(event: &Arc<Event>, pgoff: u64, nr_pages: usize, prot: Prot) -> Result<Mmap> {
+fn perf_mmap_aux(
+    event: &Arc<Event>,
+    pgoff: u64,
+    nr_pages: usize,
+    prot: Prot,
+    provided: Option<Arc<RingMemory>>,
+) -> Result<Mmap> {
     let _g = crate::control::mmap_lock();
     let Some(buffer) = event.rb.get() else {
         return Err(einval("perf_mmap_aux: the data area must be mapped first"));
@@ -245,7 +289,7 @@ fn perf_mmap_aux(event: &Arc<Event>, pgoff: u64, nr_pages: usize, prot: Prot) ->
     }
     let overwrite = !prot.write;
     let layout = RingLayout::new(0, nr_pages).map_err(ring_err)?;
-    let mem = Arc::new(RingMemory::heap(layout).map_err(ring_err)?);
+    let mem = buffer_memory(layout, provided)?;
     let aux = AuxBuffer::new(
         mem.clone(),
         AuxConfig {

@@ -10,6 +10,7 @@
 //! [`attrs`] maps `-e` events to attrs, [`signals`] holds the signals.
 
 pub mod attrs;
+pub mod program;
 mod session;
 pub mod signals;
 
@@ -62,8 +63,8 @@ impl RecordConfig {
     pub fn from_args(a: &RecordArgs, verbose: bool) -> Result<Self, CliError> {
         if !a.command.is_empty() {
             return Err(CliError::msg(format!(
-                "record: cannot trace '{}': tracing other programs is not supported yet; \
-                 run 'perfaux record' without a command to record the built-in workload",
+                "record: '{}' is a program: record it with program::record_program (the built-in \
+                 workload's configuration takes no command)",
                 a.command.join(" ")
             )));
         }

@@ -1,0 +1,50 @@
+//! Builds the preload runtime (crates/preload/runtime, a cdylib) so that `perfaux record --
+//! ./prog` carries it in the binary (`include_bytes!` in record/program.rs) and needs no install
+//! step: `cargo install --path crates/cli` gives a perfaux that traces programs. Cargo cannot
+//! depend on a cdylib's artifact on stable, so this runs cargo on the runtime package, in a
+//! target directory of its own under OUT_DIR (no lock shared with the outer build).
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn main() {
+    let manifest =
+        PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
+    let root = manifest.join("../..");
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR"));
+    for d in [
+        "Cargo.lock",
+        "crates/preload",
+        "crates/core/src",
+        "crates/swtrace/src",
+        "crates/ring/src",
+        "crates/abi/src",
+    ] {
+        println!("cargo:rerun-if-changed={}", root.join(d).display());
+    }
+    let release = std::env::var("PROFILE").is_ok_and(|p| p == "release");
+    let target_dir = out.join("preload-target");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.arg("build")
+        .arg("--manifest-path")
+        .arg(root.join("Cargo.toml"))
+        .args(["-p", "perfaux-preload-runtime", "--locked", "--target-dir"])
+        .arg(&target_dir)
+        // The outer build's settings for this package are not the runtime's.
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("RUSTC_WORKSPACE_WRAPPER")
+        .env_remove("CARGO_TARGET_DIR")
+        // Carried in every perfaux binary: without its debug info (symbols stay).
+        .env("CARGO_PROFILE_DEV_STRIP", "debuginfo")
+        .env("CARGO_PROFILE_RELEASE_STRIP", "debuginfo");
+    if release {
+        cmd.arg("--release");
+    }
+    let st = cmd.status().expect("running cargo for the preload runtime");
+    assert!(st.success(), "building perfaux-preload-runtime failed");
+    let built = target_dir
+        .join(if release { "release" } else { "debug" })
+        .join("libperfaux_preload.so");
+    std::fs::copy(&built, out.join("libperfaux_preload.so")).expect("copying the preload runtime");
+}

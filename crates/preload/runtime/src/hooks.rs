@@ -1,0 +1,74 @@
+//! The compilers' instrumentation hooks.
+
+use std::ffi::c_void;
+use std::sync::atomic::Ordering;
+
+use crate::thread::THREAD;
+
+/// `-finstrument-functions`: entry into `func`, called from `site` (the return address into
+/// its caller). Passes on the stack pointer the instrumented function had when it called the
+/// hook, from which [`cyg_enter`] finds the function's return-address slot.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+#[unsafe(no_mangle)]
+pub extern "C" fn __cyg_profile_func_enter(func: *mut c_void, site: *mut c_void) {
+    std::arch::naked_asm!("lea rdx, [rsp + 8]", "jmp {enter}", enter = sym cyg_enter)
+}
+
+/// How many stack words above the instrumented function's stack pointer are searched for its
+/// return address (its frame: locals and saved registers).
+const SLOT_SEARCH_WORDS: usize = 256;
+
+/// The entry hook proper: `sp` is the instrumented function's stack pointer at the hook call.
+/// Its return-address slot is the first word at or above `sp` that holds `site`, found within
+/// the function's frame; the slot tells a live frame from one a longjmp left (as -pg's does).
+extern "C" fn cyg_enter(func: *mut c_void, site: *mut c_void, sp: *const usize) {
+    if !crate::ACTIVE.load(Ordering::Relaxed) {
+        return;
+    }
+    let slot = (0..SLOT_SEARCH_WORDS)
+        .map(|k| sp.wrapping_add(k))
+        // SAFETY: reads of this thread's own stack above its stack pointer, inside the frames
+        // of the instrumented function and its callers: mapped and not written concurrently
+        // (the search stops at the first match, well inside a frame of the 2 KiB searched).
+        .find(|p| unsafe { p.read_volatile() } == site as usize)
+        .map_or(0, |p| p as usize);
+    let _ = THREAD.try_with(|t| t.enter(func as usize, slot));
+}
+
+/// `-finstrument-functions`: exit from `func`.
+#[unsafe(no_mangle)]
+pub extern "C" fn __cyg_profile_func_exit(func: *mut c_void, _site: *mut c_void) {
+    if crate::ACTIVE.load(Ordering::Relaxed) {
+        let _ = THREAD.try_with(|t| t.exit(func as usize));
+    }
+}
+
+/// perfaux.h's `perfaux_uevent(type, buf, len)` when the program runs under perfaux: a uevent
+/// of `type_` with `len` bytes at `buf` into the calling thread's recording (its events opened
+/// first if no traced call did yet). 0, or -1 with errno as the seed's uevent call sets it
+/// (E2BIG over 4096 bytes, EFAULT for a null `buf` with a length, ENODEV if the thread is not
+/// traced).
+///
+/// # Safety
+/// `buf` is null or points to `len` readable bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn perfaux_record_uevent(type_: u32, buf: *const c_void, len: usize) -> i32 {
+    if !crate::ACTIVE.load(Ordering::Relaxed) || !crate::thread::ensure_traced() {
+        return fail(libc::ENODEV);
+    }
+    let Ok(size) = u32::try_from(len) else {
+        return fail(libc::E2BIG);
+    };
+    // SAFETY: the caller's contract on buf/len, which perfaux_uevent shares.
+    unsafe { perfaux_core::perfaux_uevent(type_, size, buf, 0) }
+}
+
+/// Sets errno to `e`; -1.
+fn fail(e: i32) -> i32 {
+    // SAFETY: __errno_location returns this thread's errno, valid for the thread's life.
+    let p = unsafe { libc::__errno_location() };
+    // SAFETY: as above.
+    unsafe { p.write(e) };
+    -1
+}

@@ -1,0 +1,94 @@
+//! Function address -> swtrace probe, interned once per address.
+//!
+//! A fixed open-addressing table in static memory (no lock, no allocation to look up): a slot's
+//! key is claimed with a CAS, then its probe is made and published. A thread that finds the key
+//! claimed but the probe not yet published waits for it: the claimer is another thread (a
+//! thread's hooks never nest, so a signal handler cannot interrupt its own thread's claim), and
+//! making a probe takes no lock this thread could hold. Making a probe allocates (its name,
+//! the probe).
+//! Hand-written because no crate offers a signal-tolerant, allocation-free-lookup map of
+//! `usize -> &'static T`.
+
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+
+use perfaux_preload::shared::header;
+use perfaux_swtrace::Probe;
+
+const BITS: u32 = 17;
+const SIZE: usize = 1 << BITS;
+
+static KEYS: [AtomicUsize; SIZE] = [const { AtomicUsize::new(0) }; SIZE];
+static PROBES: [AtomicPtr<Probe>; SIZE] = [const { AtomicPtr::new(std::ptr::null_mut()) }; SIZE];
+
+fn hash(addr: usize) -> usize {
+    (addr as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) as usize >> (usize::BITS - BITS)
+}
+
+/// The probe of the function at `addr` (`None` if the table is full or another thread is
+/// making it right now).
+pub(crate) fn probe_for(addr: usize) -> Option<&'static Probe> {
+    if addr == 0 {
+        return None;
+    }
+    let mut i = hash(addr);
+    for _ in 0..SIZE {
+        let k = KEYS[i].load(Ordering::Acquire);
+        if k == addr {
+            return Some(published(i));
+        }
+        if k == 0 {
+            match KEYS[i].compare_exchange(0, addr, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return Some(make(i, addr)),
+                Err(other) if other == addr => return Some(published(i)),
+                Err(_) => {}
+            }
+        }
+        i = (i + 1) & (SIZE - 1);
+    }
+    None
+}
+
+/// The probe of slot `i`, once its claimer published it.
+fn published(i: usize) -> &'static Probe {
+    loop {
+        let p = PROBES[i].load(Ordering::Acquire);
+        if !p.is_null() {
+            // SAFETY: published pointers come from Box::leak in `make` and are never freed.
+            return unsafe { &*p };
+        }
+        std::thread::yield_now();
+    }
+}
+
+/// Skips the swtrace probe ids an earlier image of this process (before an exec) used: probes
+/// with no address take them, so this image's functions get ids of their own.
+pub(crate) fn skip_used_ids(ctl: &perfaux_preload::shared::Control) {
+    let used = ctl.word(header::MAX_PROBE_ID).load(Ordering::Acquire);
+    if used == 0 || used > perfaux_preload::shared::MAX_PROBES as u64 {
+        return;
+    }
+    loop {
+        let p: &'static Probe = Box::leak(Box::new(Probe::new("(an id of the image before exec)")));
+        match p.id() {
+            Some(id) if u64::from(id.0) < used => continue,
+            _ => return,
+        }
+    }
+}
+
+/// Makes and publishes the probe of slot `i`, and writes its address into the recorder's probe
+/// table under its id (the recorder names the id from that address).
+fn make(i: usize, addr: usize) -> &'static Probe {
+    let name: &'static str = Box::leak(format!("{addr:#x}").into_boxed_str());
+    let probe: &'static Probe = Box::leak(Box::new(Probe::new(name)));
+    if let (Some(id), Some(ctl)) = (probe.id(), crate::control()) {
+        crate::objects::cover(&ctl, addr);
+        if let Some(w) = ctl.probe_word(id.0) {
+            w.store(addr as u64, Ordering::Release);
+        }
+        ctl.word(header::MAX_PROBE_ID)
+            .fetch_max(u64::from(id.0), Ordering::AcqRel);
+    }
+    PROBES[i].store(std::ptr::from_ref(probe).cast_mut(), Ordering::Release);
+    probe
+}

@@ -1,0 +1,95 @@
+//! The runtime `perfaux record` preloads into a traced program (`libperfaux_preload.so`).
+//!
+//! - [`init`] (an `.init_array` constructor) maps the recorder's control memfd named by
+//!   `PERFAUX_PRELOAD_FD` and reports the loaded objects ([`objects`]); without it, or in a
+//!   process the recorder did not spawn, every hook returns at once.
+//! - [`hooks`]: the compilers' entry/exit hooks. A function address becomes a swtrace probe the
+//!   first time it is seen ([`intern`]); the probe's guard waits on the thread's return stack
+//!   until the matching exit.
+//! - [`thread`]: each thread, on its first hook, claims a slot and opens perfaux-core's trace
+//!   PMU for itself over the slot's memory; its thread-local destructor ends it cleanly.
+
+mod crash;
+mod hooks;
+mod intern;
+mod objects;
+mod thread;
+mod trampoline;
+
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+
+use perfaux_preload::shared::{self, Control, header};
+
+/// Set once the control area is mapped and this is the process the recorder spawned; cleared
+/// in a forked child (its thread states belong to the parent's slots).
+pub(crate) static ACTIVE: AtomicBool = AtomicBool::new(false);
+static CTL: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The control area, once mapped.
+pub(crate) fn control() -> Option<Control> {
+    let p = CTL.load(Ordering::Acquire);
+    // SAFETY: a non-null CTL is a mapping of shared::total_len() bytes that is never unmapped.
+    (!p.is_null()).then(|| unsafe { Control::new(p) })
+}
+
+extern "C" fn in_forked_child() {
+    ACTIVE.store(false, Ordering::Release);
+}
+
+/// The constructor: maps the control area and reports the loaded objects.
+extern "C" fn init() {
+    // SAFETY: getenv with a NUL-terminated name; the result is read before any setenv can run
+    // (constructors run before main, on the only thread).
+    let v = unsafe { libc::getenv(c"PERFAUX_PRELOAD_FD".as_ptr()) };
+    if v.is_null() {
+        return;
+    }
+    // SAFETY: getenv returned a NUL-terminated string.
+    let s = unsafe { std::ffi::CStr::from_ptr(v) };
+    let Some(fd) = s.to_str().ok().and_then(|s| s.parse::<i32>().ok()) else {
+        return;
+    };
+    debug_assert_eq!(shared::ENV_CTL_FD, "PERFAUX_PRELOAD_FD");
+    // The trace PMU is a driver outside the core: register the drivers before
+    // any thread opens its event (the constructor runs on the only thread).
+    perfaux_pmus::register();
+    // SAFETY: a fresh shared mapping of the descriptor; the kernel checks the fd and length.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            shared::total_len(),
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return;
+    }
+    // SAFETY: p maps total_len() bytes, page aligned, never unmapped.
+    let ctl = unsafe { Control::new(p.cast()) };
+    let r = |o| ctl.word(o).load(Ordering::Acquire);
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() } as u64;
+    if r(header::MAGIC) != shared::MAGIC
+        || r(header::VERSION) != shared::VERSION
+        || r(header::PID) != pid
+    {
+        // Not the recorder's process (a child it forked and exec'd): untraced.
+        // SAFETY: p is the mapping made above, used by nothing else.
+        unsafe { libc::munmap(p, shared::total_len()) };
+        return;
+    }
+    CTL.store(p.cast(), Ordering::Release);
+    // SAFETY: registers a plain function for the child side of fork.
+    unsafe { libc::pthread_atfork(None, None, Some(in_forked_child)) };
+    intern::skip_used_ids(&ctl);
+    objects::report_all(&ctl);
+    crash::install();
+    ACTIVE.store(true, Ordering::Release);
+}
+
+#[used]
+#[unsafe(link_section = ".init_array")]
+static INIT: extern "C" fn() = init;

@@ -1,0 +1,368 @@
+//! A traced thread: its slot, its trace event over the slot's memory, and its return stack.
+
+use std::cell::{Cell, RefCell};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use perfaux_core::{EventFd, Mmap, Prot, Target, page_size, perf_event_open_attr};
+use perfaux_preload::shared::{Control, HEADER_FDS, MAX_SLOTS, header, slot};
+use perfaux_ring::RingMemory;
+use perfaux_swtrace::ProbeGuard;
+
+/// Open calls kept per thread; deeper calls are counted and go untraced.
+const STACK_DEPTH: usize = 8192;
+
+/// The thread's event and mappings. Fields drop in order: the mappings before the event.
+struct Traced {
+    aux: Mmap,
+    data: Mmap,
+    /// The uevent stream, redirected into this buffer (None if it could not be opened).
+    uevents: Option<EventFd>,
+    fd: EventFd,
+    slot: usize,
+}
+
+impl Drop for Traced {
+    fn drop(&mut self) {
+        if let Some(u) = &self.uevents {
+            let _ = u.disable(0);
+        }
+        let _ = self.fd.disable(0);
+        if let Some(ctl) = crate::control() {
+            ctl.slot_word(self.slot, slot::STATE)
+                .store(slot::ENDED, Ordering::Release);
+        }
+        let _ = (&self.aux, &self.data);
+    }
+}
+
+/// An open call on a thread's return stack.
+struct Frame {
+    /// The function's address (as the hook named it).
+    addr: usize,
+    guard: ProbeGuard,
+    /// Where the function's return address lives (0: not known): tells live frames from
+    /// frames a longjmp left.
+    slot: usize,
+    /// -pg / -mfentry: `slot`, hijacked to the return trampoline; 0 for
+    /// -finstrument-functions.
+    parent_loc: usize,
+    /// The original return address.
+    ret: usize,
+}
+
+/// States of [`Thread::state`].
+const UNTRIED: u8 = 0;
+const TRACING: u8 = 1;
+const OFF: u8 = 2;
+
+pub(crate) struct Thread {
+    state: Cell<u8>,
+    busy: Cell<bool>,
+    /// Calls deeper than STACK_DEPTH not on the stack (their exits are skipped).
+    overflow: Cell<usize>,
+    stack: RefCell<Vec<Frame>>,
+    traced: RefCell<Option<Traced>>,
+}
+
+impl Drop for Thread {
+    /// Thread exit: the open calls end (innermost first), then the event.
+    fn drop(&mut self) {
+        let stack = self.stack.get_mut();
+        if !crate::ACTIVE.load(Ordering::Acquire) {
+            // A forked child: these guards belong to the parent's trace.
+            std::mem::forget(std::mem::take(stack));
+            std::mem::forget(self.traced.get_mut().take());
+            return;
+        }
+        // Frames still hijacked keep their return addresses here: a thread that exits with
+        // them open never returns through them (exit, pthread_exit).
+        while let Some(f) = stack.pop() {
+            drop(f.guard);
+        }
+        drop(self.traced.get_mut().take());
+    }
+}
+
+thread_local! {
+    pub(crate) static THREAD: Thread = const {
+        Thread {
+            state: Cell::new(UNTRIED),
+            busy: Cell::new(false),
+            overflow: Cell::new(0),
+            stack: RefCell::new(Vec::new()),
+            traced: RefCell::new(None),
+        }
+    };
+}
+
+impl Thread {
+    /// Runs `f` unless this thread is already inside a hook (a signal handler that interrupted
+    /// one), after opening the thread's event on its first hook.
+    fn guarded(&self, f: impl FnOnce(&Thread)) {
+        if self.busy.replace(true) {
+            return;
+        }
+        if self.state.get() == UNTRIED {
+            let t = crate::control().and_then(|c| open(&c));
+            self.state.set(if t.is_some() { TRACING } else { OFF });
+            if t.is_some() {
+                self.stack.borrow_mut().reserve_exact(STACK_DEPTH);
+            }
+            *self.traced.borrow_mut() = t;
+        }
+        if self.state.get() == TRACING {
+            f(self);
+            self.mirror_head();
+        }
+        self.busy.set(false);
+    }
+
+    /// Mirrors the writer's head into the slot (after the packets it covers: Release).
+    fn mirror_head(&self) {
+        if let (Ok(tr), Some(ctl), Some(head)) = (
+            self.traced.try_borrow(),
+            crate::control(),
+            perfaux_swtrace::writer::aux_head(),
+        ) && let Some(tr) = &*tr
+        {
+            ctl.slot_word(tr.slot, slot::WRITER_HEAD)
+                .store(head, Ordering::Release);
+        }
+    }
+
+    /// -finstrument-functions entry into the function at `addr` whose return address is at
+    /// `slot` (0: not found). Frames whose slot is at or below it are gone (a longjmp left
+    /// them) and end first.
+    pub(crate) fn enter(&self, addr: usize, slot: usize) {
+        self.guarded(|t| {
+            let mut st = t.stack.borrow_mut();
+            if slot != 0 && t.overflow.get() == 0 {
+                while st.last().is_some_and(|f| f.slot != 0 && f.slot <= slot) {
+                    drop(st.pop());
+                }
+            }
+            let Some(p) = crate::intern::probe_for(addr) else {
+                return;
+            };
+            if st.len() >= STACK_DEPTH || t.overflow.get() > 0 {
+                t.overflow.set(t.overflow.get() + 1);
+                return;
+            }
+            st.push(Frame {
+                addr,
+                guard: p.enter(),
+                slot,
+                parent_loc: 0,
+                ret: 0,
+            });
+        });
+    }
+
+    /// -pg / -mfentry entry into the function at `addr` whose return address is at
+    /// `parent_loc`: the call is entered and its return address replaced by the return
+    /// trampoline's. Frames at or below `parent_loc` on the stack are gone (a longjmp left them)
+    /// and end first.
+    ///
+    /// # Safety
+    /// `parent_loc` is the live return-address slot of the calling function's frame.
+    pub(crate) unsafe fn enter_hijack(&self, addr: usize, parent_loc: *mut usize) {
+        self.guarded(|t| {
+            let mut st = t.stack.borrow_mut();
+            let loc = parent_loc as usize;
+            let trampoline = crate::trampoline::return_trampoline_addr();
+            // SAFETY: the caller's contract: the slot is live and ours to rewrite until the
+            // function returns through it.
+            let mut ret = unsafe { parent_loc.read() };
+            while let Some(f) = st.pop_if(|f| f.slot != 0 && f.slot <= loc) {
+                // A tail call (jmp) from a hijacked function reuses its slot, which still
+                // holds the trampoline: the real return address is that frame's.
+                if f.parent_loc == loc && ret == trampoline {
+                    ret = f.ret;
+                }
+                drop(f);
+            }
+            if ret == trampoline {
+                return;
+            }
+            let p = crate::intern::probe_for(addr);
+            let Some(p) = p.filter(|_| st.len() < STACK_DEPTH) else {
+                // Untraced; the slot may have held the trampoline for a popped frame.
+                // SAFETY: as above.
+                unsafe { parent_loc.write(ret) };
+                return;
+            };
+            st.push(Frame {
+                addr,
+                guard: p.enter(),
+                slot: loc,
+                parent_loc: loc,
+                ret,
+            });
+            // SAFETY: as above.
+            unsafe { parent_loc.write(crate::trampoline::return_trampoline_addr()) };
+        });
+    }
+
+    /// The return trampoline's exit: `sp` is the stack pointer after the hijacked return
+    /// (its slot was `sp - 8`). Ends that call (and frames a longjmp left below it) and returns
+    /// the original return address; `None` if no frame has that slot.
+    pub(crate) fn exit_hijacked(&self, sp: usize) -> Option<usize> {
+        // Not `guarded`: a hijacked return must find its address even inside a hook.
+        let mut st = self.stack.try_borrow_mut().ok()?;
+        let loc = sp - 8;
+        let pos = st.iter().rposition(|f| f.parent_loc == loc)?;
+        let busy = self.busy.replace(true);
+        // In a forked child the guards belong to the parent's trace: they go without a word.
+        let keep = crate::ACTIVE.load(Ordering::Acquire);
+        while st.len() > pos + 1 {
+            let f = st.pop();
+            if keep { drop(f) } else { std::mem::forget(f) }
+        }
+        let f = st.pop()?;
+        let ret = f.ret;
+        if keep {
+            drop(f)
+        } else {
+            std::mem::forget(f)
+        }
+        if !busy {
+            drop(st);
+            self.mirror_head();
+        }
+        self.busy.set(busy);
+        Some(ret)
+    }
+
+    /// Exit from the function at `addr`: ends its newest open call and every call opened after
+    /// it (frames a longjmp skipped).
+    pub(crate) fn exit(&self, addr: usize) {
+        self.guarded(|t| {
+            if t.overflow.get() > 0 {
+                t.overflow.set(t.overflow.get() - 1);
+                return;
+            }
+            let mut st = t.stack.borrow_mut();
+            if let Some(pos) = st.iter().rposition(|f| f.addr == addr && f.parent_loc == 0) {
+                while st.len() > pos {
+                    drop(st.pop());
+                }
+            }
+        });
+    }
+}
+
+/// Claims a slot and opens this thread's trace event over its memory.
+fn open(ctl: &Control) -> Option<Traced> {
+    let nslots = (ctl.word(header::NSLOTS).load(Ordering::Acquire) as usize).min(MAX_SLOTS);
+    let i = (0..nslots).find(|&i| {
+        ctl.slot_word(i, slot::STATE)
+            .compare_exchange(
+                slot::FREE,
+                slot::CLAIMED,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_ok()
+    })?;
+    let t = open_slot(ctl, i);
+    if t.is_none() {
+        ctl.slot_word(i, slot::STATE)
+            .store(slot::ENDED, Ordering::Release);
+    }
+    t
+}
+
+fn dup_fd(ctl: &Control, off: usize) -> Option<OwnedFd> {
+    let fd = i32::try_from(ctl.word(off).load(Ordering::Acquire)).ok()?;
+    // SAFETY: F_DUPFD_CLOEXEC on a descriptor number; an invalid one fails with EBADF.
+    let new = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+    // SAFETY: a fresh descriptor we own.
+    (new >= 0).then(|| unsafe { OwnedFd::from_raw_fd(new) })
+}
+
+fn open_slot(ctl: &Control, i: usize) -> Option<Traced> {
+    let data_mem = Arc::new(RingMemory::open_shared(dup_fd(ctl, HEADER_FDS + i * 16)?).ok()?);
+    let aux_mem = Arc::new(RingMemory::open_shared(dup_fd(ctl, HEADER_FDS + i * 16 + 8)?).ok()?);
+    let data_pages = data_mem.layout().data_size / page_size();
+    let aux_pages = aux_mem.layout().aux_size / page_size();
+    let tid = perfaux_core::thread::gettid();
+    let fd = perf_event_open_attr(
+        &perfaux_preload::trace_attr(),
+        Target::Thread(tid),
+        -1,
+        -1,
+        0,
+    )
+    .ok()?;
+    let data = fd
+        .mmap_over(0, 1 + data_pages, Prot::READ_WRITE, data_mem)
+        .ok()?;
+    let page = page_size() as u64;
+    let aux_off = (1 + data_pages as u64) * page;
+    data.set_aux_area(aux_off, aux_pages as u64 * page).ok()?;
+    let prot = if ctl.word(header::OVERWRITE).load(Ordering::Acquire) != 0 {
+        Prot::READ_ONLY
+    } else {
+        Prot::READ_WRITE
+    };
+    let aux = fd
+        .mmap_over(aux_off / page, aux_pages, prot, aux_mem)
+        .ok()?;
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() };
+    ctl.slot_word(i, slot::TID)
+        .store(tid as u64, Ordering::Relaxed);
+    ctl.slot_word(i, slot::PID)
+        .store(pid as u64, Ordering::Relaxed);
+    ctl.slot_word(i, slot::EVENT_ID)
+        .store(fd.id(), Ordering::Relaxed);
+    let uevents = perf_event_open_attr(
+        &perfaux_preload::uevent_attr(),
+        Target::Thread(tid),
+        -1,
+        -1,
+        0,
+    )
+    .ok()
+    .filter(|u| u.set_output(fd.as_raw()).is_ok() && u.enable(0).is_ok());
+    if let Some(u) = &uevents {
+        ctl.slot_word(i, slot::UEVENT_ID)
+            .store(u.id(), Ordering::Relaxed);
+    }
+    ctl.slot_word(i, slot::STATE)
+        .store(slot::TRACING, Ordering::Release);
+    fd.enable(0).ok()?;
+    Some(Traced {
+        aux,
+        data,
+        uevents,
+        fd,
+        slot: i,
+    })
+}
+
+/// Opens this thread's events if no hook did yet (for a uevent before the first traced call);
+/// whether the thread is traced.
+pub(crate) fn ensure_traced() -> bool {
+    THREAD
+        .try_with(|t| {
+            t.guarded(|_| {});
+            t.state.get() == TRACING
+        })
+        .unwrap_or(false)
+}
+
+/// Ends this thread's trace transaction (its event disabled: PERF_RECORD_AUX written and
+/// aux_head published into the recorder's memory), leaving the open calls open: called from
+/// the crash handler, so the trace ends in the function that crashed.
+pub(crate) fn end_transaction_here() {
+    let _ = THREAD.try_with(|t| {
+        if let Ok(tr) = t.traced.try_borrow()
+            && let Some(tr) = &*tr
+        {
+            let _ = tr.fd.disable(0);
+        }
+    });
+}

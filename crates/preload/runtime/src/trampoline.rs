@@ -1,0 +1,142 @@
+//! `mcount` (-pg) and `__fentry__` (-pg -mfentry) on x86-64, and the return trampoline: the
+//! entry hook saves the argument registers, finds the function (its call's return address)
+//! and the slot of the function's own return address, and [`Thread::enter_hijack`] replaces
+//! that with [`perfaux_return_trampoline`]; when the function returns there, the trampoline
+//! saves the return registers, ends the call ([`Thread::exit_hijacked`]) and jumps to the
+//! original address. This is uftrace's scheme (its arch/x86_64 mcount.S and fentry.S), written
+//! anew here.
+//!
+//! Register use: both hooks save rdi, rsi, rdx, rcx, r8, r9, rax (rax carries the vector
+//! register count of a variadic call) and xmm0-7 (argument registers), so the Rust code they
+//! call may clobber them; the trampoline saves rax, rdx, xmm0 and xmm1 (return values).
+//!
+//! [`Thread::enter_hijack`]: crate::thread::Thread
+//! [`Thread::exit_hijacked`]: crate::thread::Thread
+
+use std::sync::atomic::Ordering;
+
+use crate::thread::THREAD;
+
+/// Saves the argument registers. With rsp = 16k + 8 before it, 7 pushes (56) and 128 bytes keep the
+/// call that follows 16-aligned; the hook's return address is then at rsp + 184.
+macro_rules! save_args {
+    () => {
+        concat!(
+            "push rdi\n push rsi\n push rdx\n push rcx\n push r8\n push r9\n push rax\n",
+            "sub rsp, 128\n",
+            "movdqu [rsp + 0], xmm0\n movdqu [rsp + 16], xmm1\n",
+            "movdqu [rsp + 32], xmm2\n movdqu [rsp + 48], xmm3\n",
+            "movdqu [rsp + 64], xmm4\n movdqu [rsp + 80], xmm5\n",
+            "movdqu [rsp + 96], xmm6\n movdqu [rsp + 112], xmm7\n",
+        )
+    };
+}
+
+/// Restores what [`save_args`] saved.
+macro_rules! restore_args {
+    () => {
+        concat!(
+            "movdqu xmm0, [rsp + 0]\n movdqu xmm1, [rsp + 16]\n",
+            "movdqu xmm2, [rsp + 32]\n movdqu xmm3, [rsp + 48]\n",
+            "movdqu xmm4, [rsp + 64]\n movdqu xmm5, [rsp + 80]\n",
+            "movdqu xmm6, [rsp + 96]\n movdqu xmm7, [rsp + 112]\n",
+            "add rsp, 128\n",
+            "pop rax\n pop r9\n pop r8\n pop rcx\n pop rdx\n pop rsi\n pop rdi\n",
+        )
+    };
+}
+
+/// -pg: called after the prologue (push rbp; mov rbp, rsp): the function's return address is
+/// at rbp + 8, mcount's own return address (inside the function) on top of the stack.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+#[unsafe(no_mangle)]
+pub extern "C" fn mcount() {
+    std::arch::naked_asm!(
+        save_args!(),
+        "lea rdi, [rbp + 8]",
+        "mov rsi, [rsp + 184]",
+        "call {entry}",
+        restore_args!(),
+        "ret",
+        entry = sym hook_entry,
+    )
+}
+
+/// -pg -mfentry: called first thing in the function: the top of the stack is the return into
+/// the function (5 or 6 bytes past its start: `call rel32` or `call [rip + GOT]`; 5 back is
+/// inside the function either way), above it the function's own return address. No `push rbp`
+/// came first, so on entry rsp = 16k: 8 more bytes keep the inner call aligned.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+#[unsafe(no_mangle)]
+pub extern "C" fn __fentry__() {
+    std::arch::naked_asm!(
+        "sub rsp, 8",
+        save_args!(),
+        "lea rdi, [rsp + 200]",
+        "mov rsi, [rsp + 192]",
+        "sub rsi, 5",
+        "call {entry}",
+        restore_args!(),
+        "add rsp, 8",
+        "ret",
+        entry = sym hook_entry,
+    )
+}
+
+/// The return trampoline: entered by the hijacked `ret`, so rsp = the slot + 8, 16-aligned (the
+/// caller's call site was). Saves the return registers, gets the original address back, and
+/// jumps there.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+extern "C" fn perfaux_return_trampoline() {
+    std::arch::naked_asm!(
+        "sub rsp, 48",
+        "mov [rsp + 32], rax",
+        "mov [rsp + 40], rdx",
+        "movdqu [rsp + 0], xmm0",
+        "movdqu [rsp + 16], xmm1",
+        "lea rdi, [rsp + 48]",
+        "call {exit}",
+        "mov r11, rax",
+        "movdqu xmm0, [rsp + 0]",
+        "movdqu xmm1, [rsp + 16]",
+        "mov rax, [rsp + 32]",
+        "mov rdx, [rsp + 40]",
+        "add rsp, 48",
+        "jmp r11",
+        exit = sym hook_exit,
+    )
+}
+
+/// The address hijacked return slots get.
+pub(crate) fn return_trampoline_addr() -> usize {
+    perfaux_return_trampoline as *const () as usize
+}
+
+/// Called by `mcount` / `__fentry__` with the slot of the function's return address and an
+/// address in the function.
+extern "C" fn hook_entry(parent_loc: *mut usize, child: usize) {
+    if !crate::ACTIVE.load(Ordering::Relaxed) {
+        return;
+    }
+    // SAFETY: the assembly hands the function's live return-address slot (see above).
+    let _ = THREAD.try_with(|t| unsafe { t.enter_hijack(child, parent_loc) });
+}
+
+/// Called by the return trampoline; returns where the function really returns to.
+extern "C" fn hook_exit(sp: usize) -> usize {
+    match THREAD.try_with(|t| t.exit_hijacked(sp)) {
+        Ok(Some(ret)) => ret,
+        _ => {
+            // No way back: the return address is lost. Say so and stop, as uftrace does.
+            let msg = b"perfaux-preload: a traced function returned through the trampoline but its return address is not on this thread's return stack\n";
+            // SAFETY: write(2) of a static buffer, then abort.
+            unsafe {
+                libc::write(2, msg.as_ptr().cast(), msg.len());
+            }
+            std::process::abort();
+        }
+    }
+}

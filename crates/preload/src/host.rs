@@ -1,0 +1,454 @@
+//! The recorder's side: the shared memory, the spawned program, draining its rings, and what
+//! the runtime reported (threads, probe addresses, loaded objects), all read without trusting
+//! the program.
+
+use std::ffi::OsString;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use memmap2::MmapRaw;
+use perfaux_ring::{AuxMmap, PerfMmap, RingLayout, RingMemory};
+
+use crate::shared::{
+    self, Control, HEADER_FDS, MAX_OBJECTS, MAX_PROBES, MAX_SLOTS, header, object, slot,
+};
+
+/// How to trace the program.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The runtime shared object to preload.
+    pub runtime: PathBuf,
+    /// Threads that can be traced (one slot each).
+    pub slots: usize,
+    /// Data pages per thread (a power of two).
+    pub data_pages: usize,
+    /// AUX pages per thread (a power of two).
+    pub aux_pages: usize,
+    /// Overwrite mode (`-S`): the AUX areas keep the newest trace; see
+    /// [`ProgramSession::snapshot`].
+    pub overwrite: bool,
+}
+
+/// A thread the runtime reported, as read back (checked) from its slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TracedThread {
+    /// Slot index.
+    pub slot: usize,
+    /// Process id (the spawned program's).
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// Its trace event's id.
+    pub event_id: u64,
+    /// Its uevent stream event's id (0: none).
+    pub uevent_id: u64,
+    /// Whether the thread ended cleanly (its thread exit ran).
+    pub ended: bool,
+}
+
+/// A loaded object's executable segment, as the runtime reported it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadedObject {
+    /// Load bias: symbol value + base = run-time address.
+    pub base: u64,
+    /// Start of the executable mapping.
+    pub start: u64,
+    /// Its length.
+    pub len: u64,
+    /// Its file offset.
+    pub pgoff: u64,
+    /// The file.
+    pub path: PathBuf,
+}
+
+/// What a drain pass hands out.
+#[derive(Debug)]
+pub enum Drained<'a> {
+    /// A record of slot `slot`'s data area.
+    Record {
+        /// Slot index.
+        slot: usize,
+        /// The whole record, header first.
+        bytes: &'a [u8],
+    },
+    /// The newest bytes of slot `slot`'s overwrite AUX area, from AUX position `offset`.
+    Snapshot {
+        /// Slot index.
+        slot: usize,
+        /// AUX position of `bytes[0]`.
+        offset: u64,
+        /// The writer went round the area: `bytes[0]` is not the start of the trace.
+        wrapped: bool,
+        /// The bytes.
+        bytes: &'a [u8],
+    },
+    /// Trace bytes of slot `slot`'s AUX area, from AUX position `offset`.
+    Aux {
+        /// Slot index.
+        slot: usize,
+        /// AUX position of `bytes[0]`.
+        offset: u64,
+        /// The bytes.
+        bytes: &'a [u8],
+    },
+}
+
+struct SlotRings {
+    data: PerfMmap,
+    aux: AuxMmap,
+    _fds: (Arc<RingMemory>, Arc<RingMemory>),
+}
+
+/// One traced program: the memory it writes into, and the program.
+pub struct ProgramSession {
+    ctl_map: MmapRaw,
+    ctl_fd: OwnedFd,
+    slots: Vec<SlotRings>,
+    child: Option<Child>,
+    overwrite: bool,
+}
+
+fn os_err(what: &str, e: impl std::fmt::Display) -> std::io::Error {
+    std::io::Error::other(format!("{what}: {e}"))
+}
+
+impl ProgramSession {
+    /// Creates the control memfd and the rings of every slot.
+    pub fn new(opts: &Options) -> std::io::Result<ProgramSession> {
+        use rustix::fs::{MemfdFlags, SealFlags};
+        let nslots = opts.slots.clamp(1, MAX_SLOTS);
+        let ctl_fd = rustix::fs::memfd_create(
+            "perfaux-preload",
+            MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING,
+        )
+        .map_err(|e| os_err("memfd_create", e))?;
+        rustix::fs::ftruncate(&ctl_fd, shared::total_len() as u64)
+            .map_err(|e| os_err("ftruncate", e))?;
+        rustix::fs::fcntl_add_seals(
+            &ctl_fd,
+            SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL,
+        )
+        .map_err(|e| os_err("sealing the control memfd", e))?;
+        let ctl_map = memmap2::MmapOptions::new()
+            .len(shared::total_len())
+            .map_raw(&ctl_fd)?;
+        let mut slots = Vec::with_capacity(nslots);
+        for _ in 0..nslots {
+            let d = Arc::new(
+                RingMemory::shared(
+                    RingLayout::new(opts.data_pages, 0).map_err(|e| os_err("data ring", e))?,
+                )
+                .map_err(|e| os_err("data ring", e))?,
+            );
+            let a = Arc::new(
+                RingMemory::shared(
+                    RingLayout::new(0, opts.aux_pages).map_err(|e| os_err("AUX ring", e))?,
+                )
+                .map_err(|e| os_err("AUX ring", e))?,
+            );
+            slots.push(SlotRings {
+                data: PerfMmap::new(d.clone()),
+                aux: AuxMmap::new(a.clone()).map_err(|e| os_err("AUX ring", e))?,
+                _fds: (d, a),
+            });
+        }
+        let s = ProgramSession {
+            ctl_map,
+            ctl_fd,
+            slots,
+            child: None,
+            overwrite: opts.overwrite,
+        };
+        let ctl = s.control();
+        let w = |o: usize, v: u64| ctl.word(o).store(v, Ordering::Relaxed);
+        w(header::VERSION, shared::VERSION);
+        w(header::NSLOTS, nslots as u64);
+        w(header::DATA_PAGES, opts.data_pages as u64);
+        w(header::AUX_PAGES, opts.aux_pages as u64);
+        w(header::OVERWRITE, u64::from(opts.overwrite));
+        for (i, r) in s.slots.iter().enumerate() {
+            w(HEADER_FDS + i * 16, s.fd_of(&r._fds.0) as u64);
+            w(HEADER_FDS + i * 16 + 8, s.fd_of(&r._fds.1) as u64);
+        }
+        Ok(s)
+    }
+
+    fn fd_of(&self, m: &RingMemory) -> i32 {
+        m.shared_fd().map_or(-1, |f| f.as_raw_fd())
+    }
+
+    fn control(&self) -> Control {
+        // SAFETY: ctl_map maps total_len() bytes, page aligned, and lives as long as self;
+        // the Controls made here do not outlive self.
+        unsafe { Control::new(self.ctl_map.as_mut_ptr()) }
+    }
+
+    /// Starts `argv` with the runtime preloaded and the memory inherited. The control area's
+    /// pid word is set in the child before it runs the program (the runtime traces only that
+    /// process: not the programs it forks and execs).
+    pub fn spawn(&mut self, argv: &[OsString], runtime: &std::path::Path) -> std::io::Result<u32> {
+        let Some((prog, args)) = argv.split_first() else {
+            return Err(std::io::Error::other("no program to run"));
+        };
+        let mut fds: Vec<i32> = vec![self.ctl_fd.as_raw_fd()];
+        for r in &self.slots {
+            fds.push(self.fd_of(&r._fds.0));
+            fds.push(self.fd_of(&r._fds.1));
+        }
+        let ctl = self.control();
+        let mut preload = OsString::from(runtime);
+        if let Some(old) = std::env::var_os("LD_PRELOAD") {
+            preload.push(":");
+            preload.push(old);
+        }
+        let mut cmd = Command::new(prog);
+        cmd.args(args)
+            .env("LD_PRELOAD", preload)
+            .env(shared::ENV_CTL_FD, self.ctl_fd.as_raw_fd().to_string());
+        let in_child = move || -> std::io::Result<()> {
+            for &fd in &fds {
+                // SAFETY: the descriptors are this session's, open until the spawn returns.
+                let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+                rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty())?;
+            }
+            let pid = rustix::process::getpid().as_raw_nonzero().get() as u64;
+            ctl.word(header::PID).store(pid, Ordering::Release);
+            ctl.word(header::MAGIC)
+                .store(shared::MAGIC, Ordering::Release);
+            Ok(())
+        };
+        // SAFETY: the closure runs in the forked child before exec and makes only
+        // async-signal-safe calls (fcntl, getpid, atomic stores into the shared mapping).
+        unsafe { cmd.pre_exec(in_child) };
+        let child = cmd.spawn()?;
+        let pid = child.id();
+        self.child = Some(child);
+        Ok(pid)
+    }
+
+    /// The program's status if it has ended (reaped here); `None` while it runs.
+    pub fn try_wait(&mut self) -> std::io::Result<Option<ExitStatus>> {
+        match &mut self.child {
+            Some(c) => c.try_wait(),
+            None => Ok(None),
+        }
+    }
+
+    /// Sends `sig` to the program (if it still runs).
+    pub fn kill(&mut self, sig: i32) {
+        if let Some(c) = &self.child {
+            // SAFETY: kill has no memory preconditions.
+            unsafe { libc::kill(c.id() as i32, sig) };
+        }
+    }
+
+    /// Drains every claimed slot's data area and AUX area into `sink`. Returns how many
+    /// records and AUX pieces it handed out. A ring the program corrupted is an error naming
+    /// the slot; the other slots are still drained first.
+    pub fn drain(
+        &mut self,
+        sink: &mut dyn FnMut(Drained<'_>) -> std::io::Result<()>,
+    ) -> std::io::Result<u64> {
+        let ctl = self.control();
+        let overwrite = self.overwrite;
+        let mut n = 0;
+        let mut first_err = None;
+        for (i, r) in self.slots.iter_mut().enumerate() {
+            if ctl.slot_word(i, slot::STATE).load(Ordering::Acquire) == slot::FREE {
+                continue;
+            }
+            let res = (|| -> std::io::Result<u64> {
+                let mut k = 0;
+                let recs = r
+                    .data
+                    .read_records()
+                    .map_err(|e| os_err(&format!("slot {i}: data area"), e))?;
+                for rec in recs {
+                    let rec = rec.map_err(|e| os_err(&format!("slot {i}: data area"), e))?;
+                    let bytes = rec.bytes.to_vec();
+                    sink(Drained::Record {
+                        slot: i,
+                        bytes: &bytes,
+                    })?;
+                    k += 1;
+                }
+                if overwrite {
+                    return Ok(k);
+                }
+                let got = r
+                    .aux
+                    .read()
+                    .map_err(|e| os_err(&format!("slot {i}: AUX area"), e))?;
+                if !got.data.is_empty() {
+                    sink(Drained::Aux {
+                        slot: i,
+                        offset: got.offset,
+                        bytes: got.data,
+                    })?;
+                    k += 1;
+                }
+                Ok(k)
+            })();
+            match res {
+                Ok(k) => n += k,
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(n),
+        }
+    }
+
+    /// After the program ended: hands out, per slot, the trace bytes its thread wrote after the
+    /// last aux_head it published (see [`slot::WRITER_HEAD`]), from the consumer's aux_tail to the
+    /// mirrored writer head. The head is the dead program's word: used only if it lies within
+    /// one AUX area past aux_tail; the bytes are then read from this process's own mapping.
+    /// Returns how many pieces it handed out.
+    pub fn drain_unpublished(
+        &mut self,
+        sink: &mut dyn FnMut(Drained<'_>) -> std::io::Result<()>,
+    ) -> std::io::Result<u64> {
+        let ctl = self.control();
+        let mut n = 0;
+        if self.overwrite {
+            return Ok(0);
+        }
+        for (i, r) in self.slots.iter_mut().enumerate() {
+            if ctl.slot_word(i, slot::STATE).load(Ordering::Acquire) == slot::FREE {
+                continue;
+            }
+            let head = ctl.slot_word(i, slot::WRITER_HEAD).load(Ordering::Acquire);
+            let tail = r.aux.tail();
+            if head <= tail || head - tail > r.aux.aux_size() {
+                continue;
+            }
+            let mut bytes = Vec::with_capacity((head - tail) as usize);
+            r.aux
+                .copy(tail, head, &mut bytes)
+                .map_err(|e| os_err(&format!("slot {i}: AUX area"), e))?;
+            sink(Drained::Aux {
+                slot: i,
+                offset: tail,
+                bytes: &bytes,
+            })?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Overwrite mode: hands out the newest AUX-area bytes of every claimed slot (up to one
+    /// area's worth, ending at the writer head its thread mirrors after every call), without
+    /// stopping the thread: bytes the writer may have overwritten while they were copied (it
+    /// moved on by the time the head is read again) are cut from the front. The head is the
+    /// program's word: it only says where the window ends; the copy is one area long at most
+    /// and comes from this process's mapping.
+    pub fn snapshot(
+        &mut self,
+        sink: &mut dyn FnMut(Drained<'_>) -> std::io::Result<()>,
+    ) -> std::io::Result<u64> {
+        let ctl = self.control();
+        let mut n = 0;
+        for (i, r) in self.slots.iter_mut().enumerate() {
+            if ctl.slot_word(i, slot::STATE).load(Ordering::Acquire) == slot::FREE {
+                continue;
+            }
+            let head_word = ctl.slot_word(i, slot::WRITER_HEAD);
+            let head = head_word.load(Ordering::Acquire);
+            let size = r.aux.aux_size();
+            let mut from = head.saturating_sub(size);
+            if head == from {
+                continue;
+            }
+            let mut bytes = Vec::with_capacity((head - from) as usize);
+            r.aux
+                .copy(from, head, &mut bytes)
+                .map_err(|e| os_err(&format!("slot {i}: AUX snapshot"), e))?;
+            let moved = head_word.load(Ordering::Acquire).saturating_sub(head);
+            let cut = moved.min(bytes.len() as u64);
+            if cut > 0 {
+                bytes.drain(..cut as usize);
+                from += cut;
+            }
+            sink(Drained::Snapshot {
+                slot: i,
+                offset: from,
+                wrapped: head > size,
+                bytes: &bytes,
+            })?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// The threads that claimed a slot and opened their event.
+    pub fn threads(&self) -> Vec<TracedThread> {
+        let ctl = self.control();
+        (0..self.slots.len())
+            .filter_map(|i| {
+                let w = |o| ctl.slot_word(i, o).load(Ordering::Acquire);
+                let state = w(slot::STATE);
+                if state != slot::TRACING && state != slot::ENDED {
+                    return None;
+                }
+                let (tid, pid) = (
+                    u32::try_from(w(slot::TID)).ok()?,
+                    u32::try_from(w(slot::PID)).ok()?,
+                );
+                if tid == 0 {
+                    return None;
+                }
+                Some(TracedThread {
+                    slot: i,
+                    pid,
+                    tid,
+                    event_id: w(slot::EVENT_ID),
+                    uevent_id: w(slot::UEVENT_ID),
+                    ended: state == slot::ENDED,
+                })
+            })
+            .collect()
+    }
+
+    /// Probe id -> function address, for the ids the runtime wrote.
+    pub fn probes(&self) -> Vec<(u32, u64)> {
+        let ctl = self.control();
+        (1..=MAX_PROBES as u32)
+            .filter_map(|id| {
+                let a = ctl.probe_word(id)?.load(Ordering::Acquire);
+                (a != 0).then_some((id, a))
+            })
+            .collect()
+    }
+
+    /// The loaded objects the runtime reported (complete entries only).
+    pub fn objects(&self) -> Vec<LoadedObject> {
+        use std::os::unix::ffi::OsStrExt;
+        let ctl = self.control();
+        let n = (ctl.object_count().load(Ordering::Acquire) as usize).min(MAX_OBJECTS);
+        (0..n)
+            .filter_map(|i| {
+                let off = Control::object_offset(i);
+                let w = |o| ctl.word(off + o).load(Ordering::Acquire);
+                if w(object::DONE) == 0 {
+                    return None;
+                }
+                let len = (w(object::PATH_LEN) as usize).min(shared::PATH_MAX);
+                let path = ctl.read_bytes(off + object::PATH, len);
+                Some(LoadedObject {
+                    base: w(object::BASE),
+                    start: w(object::START),
+                    len: w(object::LEN),
+                    pgoff: w(object::PGOFF),
+                    path: PathBuf::from(std::ffi::OsStr::from_bytes(&path)),
+                })
+            })
+            .collect()
+    }
+}

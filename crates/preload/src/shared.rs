@@ -1,0 +1,220 @@
+//! The control memfd the recorder shares with the traced program: its header, the per-thread
+//! slot words, the table of probe addresses and the table of loaded objects.
+//!
+//! The recorder creates it (size sealed) and the runtime in the program maps it writable.
+//! Everything the recorder reads back here was written by the program and is checked before it
+//! is used: indices are bounded by the recorder's own counts, strings by their arrays, and a
+//! dying program can leave any byte half-written, so every entry has a word stored last
+//! (Release) that says it is complete.
+//!
+//! Layout, all words native-endian u64 unless said (offsets in bytes):
+//! - header at 0: `MAGIC`, `VERSION`, `nslots`, `data_pages`, `aux_pages`, then `nslots`
+//!   pairs of ring fd numbers (data, AUX) from `HEADER_FDS`;
+//! - slots from `slots_offset()`: per slot `state`, `tid`, `event_id`, `pid`, `writer_head`
+//!   (`slot::SIZE` bytes each);
+//! - probes from `probes_offset()`: `MAX_PROBES` words, word `id - 1` holds the function
+//!   address of swtrace probe `id` (0: not written);
+//! - objects from `objects_offset()`: the count word, then `MAX_OBJECTS` entries of
+//!   `OBJECT_SIZE` bytes: `done`, `base`, `start`, `len`, `pgoff`, `path_len`, path bytes.
+
+use std::sync::atomic::AtomicU64;
+
+/// "PFXPRELD".
+pub const MAGIC: u64 = u64::from_le_bytes(*b"PFXPRELD");
+/// Bumped on any layout change.
+pub const VERSION: u64 = 3;
+/// The environment variable naming the control memfd's descriptor in the program.
+pub const ENV_CTL_FD: &str = "PERFAUX_PRELOAD_FD";
+
+/// Offsets of the header words.
+pub mod header {
+    /// [`super::MAGIC`].
+    pub const MAGIC: usize = 0;
+    /// [`super::VERSION`].
+    pub const VERSION: usize = 8;
+    /// Thread slots.
+    pub const NSLOTS: usize = 16;
+    /// Data pages of each slot's data ring.
+    pub const DATA_PAGES: usize = 24;
+    /// AUX pages of each slot's AUX ring.
+    pub const AUX_PAGES: usize = 32;
+    /// The pid of the program the recorder spawned (the runtime traces that process only).
+    pub const PID: usize = 40;
+    /// The highest swtrace probe id written into the probe table so far: an image the process
+    /// exec'd starts its own ids above it (see the runtime's `init`), so ids stay unique in
+    /// the one probe table of the recording.
+    pub const MAX_PROBE_ID: usize = 48;
+    /// Non-zero: the AUX areas run in overwrite mode (`-S`, the flight recorder): each thread
+    /// maps its AUX area read-only, and the recorder takes snapshots.
+    pub const OVERWRITE: usize = 56;
+}
+/// The first (data fd, AUX fd) pair.
+pub const HEADER_FDS: usize = 64;
+/// At most this many thread slots.
+pub const MAX_SLOTS: usize = 256;
+
+/// Slot states (`state` word).
+pub mod slot {
+    /// Nobody has it.
+    pub const FREE: u64 = 0;
+    /// A thread claimed it (CAS from FREE) and is opening its event.
+    pub const CLAIMED: u64 = 1;
+    /// The thread's event is open and enabled; `tid` and `event_id` are written.
+    pub const TRACING: u64 = 2;
+    /// The thread ended cleanly (its event was disabled and closed).
+    pub const ENDED: u64 = 3;
+    /// Word offsets within a slot.
+    pub const STATE: usize = 0;
+    /// Thread id.
+    pub const TID: usize = 8;
+    /// The trace event's id (its sample_id IDENTIFIER).
+    pub const EVENT_ID: usize = 16;
+    /// Process id.
+    pub const PID: usize = 24;
+    /// The thread's trace writer's head (an AUX stream position), mirrored after every traced
+    /// entry and exit: the trace writer publishes the user page's aux_head only when a
+    /// transaction ends, so this is how far a thread killed mid-transaction (SIGKILL, `_exit`
+    /// from a signal handler, a thread still running at exit) wrote.
+    pub const WRITER_HEAD: usize = 32;
+    /// The id of the thread's uevent stream event (0: none), whose records go into the same
+    /// buffer (`PERF_EVENT_IOC_SET_OUTPUT`).
+    pub const UEVENT_ID: usize = 40;
+    /// Bytes per slot.
+    pub const SIZE: usize = 64;
+}
+
+/// Probe addresses kept (ids beyond are traced, and named by address in the table only if
+/// the recorder can find them: not).
+pub const MAX_PROBES: usize = 1 << 16;
+/// Loaded objects kept.
+pub const MAX_OBJECTS: usize = 512;
+/// Longest object path kept.
+pub const PATH_MAX: usize = 4096 - 48;
+/// Bytes per object entry.
+pub const OBJECT_SIZE: usize = 4096;
+
+/// Word offsets within an object entry.
+pub mod object {
+    /// Non-zero once the entry is complete (stored last).
+    pub const DONE: usize = 0;
+    /// The load bias (`dlpi_addr`): symbol value + base = run-time address.
+    pub const BASE: usize = 8;
+    /// Start of the executable segment (page aligned).
+    pub const START: usize = 16;
+    /// Its length.
+    pub const LEN: usize = 24;
+    /// Its file offset (page aligned).
+    pub const PGOFF: usize = 32;
+    /// Bytes of path.
+    pub const PATH_LEN: usize = 40;
+    /// The path bytes.
+    pub const PATH: usize = 48;
+}
+
+/// Where the slots start.
+pub const fn slots_offset() -> usize {
+    4096
+}
+
+/// Where the probe table starts.
+pub const fn probes_offset() -> usize {
+    slots_offset() + MAX_SLOTS * slot::SIZE
+}
+
+/// Where the object table starts (its count word).
+pub const fn objects_offset() -> usize {
+    probes_offset() + MAX_PROBES * 8
+}
+
+/// The control memfd's size.
+pub const fn total_len() -> usize {
+    objects_offset() + 4096 + MAX_OBJECTS * OBJECT_SIZE
+}
+
+/// A view of a mapped control area. Every access is atomic or a bounded byte copy: the other
+/// process writes the same memory.
+#[derive(Clone, Copy, Debug)]
+pub struct Control {
+    base: *mut u8,
+}
+
+// SAFETY: every access through Control is atomic (words) or a volatile byte copy of a
+// bounded range; the mapping outlives every Control (the owner keeps it for the process's
+// life on the runtime side, for the session's on the recorder side).
+unsafe impl Send for Control {}
+// SAFETY: as for Send.
+unsafe impl Sync for Control {}
+
+impl Control {
+    /// A view of `total_len()` mapped bytes at `base`.
+    ///
+    /// # Safety
+    /// `base` is page aligned and maps at least [`total_len`] bytes for as long as the view
+    /// and its copies are used.
+    pub unsafe fn new(base: *mut u8) -> Control {
+        Control { base }
+    }
+
+    /// The word at byte offset `off`.
+    ///
+    /// # Panics
+    /// If `off` is not 8-aligned or the word is not inside the area (a bug in the caller:
+    /// offsets come from this module's constants and bounded indices).
+    pub fn word(&self, off: usize) -> &AtomicU64 {
+        assert!(
+            off.is_multiple_of(8) && off + 8 <= total_len(),
+            "control word {off}"
+        );
+        // SAFETY: in bounds and 8-aligned (checked), the mapping lives (Control::new's
+        // contract), and every access to the word from either process is atomic.
+        unsafe { &*(self.base.wrapping_add(off) as *const AtomicU64) }
+    }
+
+    /// The word `off` of slot `i`.
+    pub fn slot_word(&self, i: usize, off: usize) -> &AtomicU64 {
+        assert!(i < MAX_SLOTS);
+        self.word(slots_offset() + i * slot::SIZE + off)
+    }
+
+    /// The probe table word of probe id `id` (`None` past the table).
+    pub fn probe_word(&self, id: u32) -> Option<&AtomicU64> {
+        let i = (id as usize).checked_sub(1)?;
+        (i < MAX_PROBES).then(|| self.word(probes_offset() + i * 8))
+    }
+
+    /// The object count word.
+    pub fn object_count(&self) -> &AtomicU64 {
+        self.word(objects_offset())
+    }
+
+    /// The byte offset of object entry `i`.
+    pub fn object_offset(i: usize) -> usize {
+        assert!(i < MAX_OBJECTS);
+        objects_offset() + 4096 + i * OBJECT_SIZE
+    }
+
+    /// Copies `len` bytes at `off` out (clamped to the area).
+    pub fn read_bytes(&self, off: usize, len: usize) -> Vec<u8> {
+        let end = off.saturating_add(len).min(total_len());
+        (off..end)
+            .map(|o| {
+                // SAFETY: o < total_len(), inside the mapping; a volatile read because the other
+                // process may write the byte.
+                unsafe { std::ptr::read_volatile(self.base.wrapping_add(o)) }
+            })
+            .collect()
+    }
+
+    /// Copies `bytes` in at `off` (clamped to the area).
+    pub fn write_bytes(&self, off: usize, bytes: &[u8]) {
+        for (k, &b) in bytes.iter().enumerate() {
+            let o = off + k;
+            if o >= total_len() {
+                break;
+            }
+            // SAFETY: o < total_len(), inside the mapping; volatile because the other process
+            // may read it at any time.
+            unsafe { std::ptr::write_volatile(self.base.wrapping_add(o), b) };
+        }
+    }
+}

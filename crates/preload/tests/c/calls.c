@@ -1,0 +1,85 @@
+/* Test program for perfaux record -- ./prog: recursion, threads, a longjmp out of traced
+ * frames, and a crash on request.
+ * Usage: calls [threads [depth [how]]]; how: none, segv, abort, hang (in boom), fork (a child
+ * that returns through the traced frames), exec (itself again), nojmp (no longjmp). */
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static volatile int sink;
+
+__attribute__((noinline)) int leaf(int x) { sink += x; return x + 1; }
+
+__attribute__((noinline)) int fib(int n) {
+    if (n < 2) return leaf(n);
+    return fib(n - 1) + fib(n - 2);
+}
+
+__attribute__((noinline)) void *worker(void *arg) {
+    int n = (int)(long)arg;
+    for (int i = 0; i < n; i++) leaf(i);
+    fib(10);
+    return NULL;
+}
+
+static jmp_buf jb;
+
+__attribute__((noinline)) void dive(int n) {
+    if (n == 0) longjmp(jb, 1);
+    dive(n - 1);
+}
+
+/* The frames of dive() never return: a longjmp leaves them. */
+__attribute__((noinline)) int jumpy(void) {
+    if (setjmp(jb) == 0) dive(4);
+    return leaf(7);
+}
+
+__attribute__((noinline)) void boom(const char *how) {
+    if (strcmp(how, "segv") == 0) {
+        volatile int *p = NULL;
+        *p = 1;
+    } else if (strcmp(how, "abort") == 0) {
+        abort();
+    } else if (strcmp(how, "fork") == 0) {
+        /* The child returns through every frame the parent's runtime hijacked. */
+        pid_t pid = fork();
+        if (pid == 0) {
+            fib(5);
+            return;
+        }
+        int st;
+        waitpid(pid, &st, 0);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) abort();
+    } else if (strcmp(how, "exec") == 0) {
+        /* The new image is traced again: same process, same recording. */
+        execl("/proc/self/exe", "calls", "0", "4", (char *)NULL);
+        abort();
+    } else if (strcmp(how, "hang") == 0) {
+        printf("hanging in boom, pid %d\n", (int)getpid());
+        fflush(stdout);
+        for (;;) leaf(1);
+    }
+}
+
+__attribute__((noinline)) void on_the_way(const char *how) { boom(how); }
+
+int main(int argc, char **argv) {
+    int threads = argc > 1 ? atoi(argv[1]) : 2;
+    int depth = argc > 2 ? atoi(argv[2]) : 12;
+    const char *crash = argc > 3 ? argv[3] : "none";
+    pthread_t t[64];
+    if (threads > 64) threads = 64;
+    for (int i = 0; i < threads; i++) pthread_create(&t[i], NULL, worker, (void *)(long)(100 * (i + 1)));
+    for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
+    printf("fib(%d) = %d\n", depth, fib(depth));
+    fflush(stdout);
+    if (strcmp(crash, "nojmp") != 0) jumpy();
+    on_the_way(crash);
+    return 0;
+}
