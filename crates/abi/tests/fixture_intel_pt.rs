@@ -1,5 +1,5 @@
-//! Real kernel records: the Intel PT recording in the project's shared fixtures
-//! (perf 4.14, Skylake; see the fixtures README). Every kernel record of the
+//! Real kernel records: the Intel PT recording in the repository's testdata/
+//! (perf 4.14, Skylake; see testdata/PROVENANCE.md). Every kernel record of the
 //! file is parsed with the attr it belongs to and written back, and must come
 //! out byte for byte as the kernel (or perf's synthesizer) wrote it. A few
 //! values are checked against perf 6.1's own `perf report -D` of the file.
@@ -16,13 +16,9 @@ use perfaux_abi::raw::RawData;
 use perfaux_abi::records::{EncodeRecord, Record};
 use perfaux_abi::{Endianness, PerfEventHeader};
 
-/// The fixture, in shared/ beside the repository (or under $PERFAUX_FIXTURES).
+/// The fixture, in the repository's testdata/.
 fn fixture_file() -> std::path::PathBuf {
-    let dir = match std::env::var_os("PERFAUX_FIXTURES") {
-        Some(p) => std::path::PathBuf::from(p),
-        None => std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures"),
-    };
-    dir.join("intel_pt/perf.data.intel_pt-4.14")
+    perfaux_testutil::fixture("intel_pt/perf.data.intel_pt-4.14")
 }
 const LE: Endianness = Endianness::Little;
 
@@ -62,8 +58,7 @@ fn attrs(file: &[u8]) -> (Attrs, usize, usize) {
 
 #[test]
 fn every_kernel_record_parses_and_re_encodes_byte_for_byte() {
-    let file = std::fs::read(fixture_file())
-        .expect("fixture present: shared/ must sit beside the repository");
+    let file = std::fs::read(fixture_file()).expect("testdata/ fixture readable");
     let (attrs, data_off, data_size) = attrs(&file);
     assert_eq!(attrs.infos.len(), 4);
     let data = &file[data_off..data_off + data_size];
@@ -154,8 +149,7 @@ fn every_kernel_record_parses_and_re_encodes_byte_for_byte() {
 
 #[test]
 fn values_match_perf_report_dump() {
-    let file = std::fs::read(fixture_file())
-        .expect("fixture present: shared/ must sit beside the repository");
+    let file = std::fs::read(fixture_file()).expect("testdata/ fixture readable");
     let (attrs, _, _) = attrs(&file);
     let at = |file_off: usize| {
         let h = PerfEventHeader::parse(file[file_off..file_off + 8].try_into().unwrap(), LE);

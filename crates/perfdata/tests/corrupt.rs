@@ -62,8 +62,8 @@ fn read(
 }
 
 const FILES: [&str; 7] = [
-    "hotspot/perf.data.true.v2",
     "perf_data/sleep.data",
+    "intel_pt/perf.data.intel_pt-4.14",
     "perf_data/sleep.compressed.data",
     "perf_data/sleep.compressed.pipe.data",
     "perf_data/fibo.compressed2.pipe.data",
@@ -206,7 +206,7 @@ fn lying_size_fields_are_refused_without_allocating() {
     assert!(e.to_string().contains("payload"), "{e}");
     assert_eq!(got.len(), base.iter().position(|r| r.0 == *off).unwrap());
     // A header.size below 8 would never advance: an error, not a loop.
-    let mut file = std::fs::read(fixture("hotspot/perf.data.true.v2")).unwrap();
+    let mut file = std::fs::read(fixture("perf_data/sleep.data")).unwrap();
     let (base, _) = read(&file).unwrap();
     let second = base[1].0 as usize;
     file[second + 6..second + 8].copy_from_slice(&4u16.to_le_bytes());
