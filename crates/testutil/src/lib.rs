@@ -76,7 +76,13 @@ pub fn oracle(tool: &str) -> bool {
         !required,
         "{tool} not found, and {REQUIRE_ORACLES} makes the oracle tools required"
     );
-    eprintln!("skipped: {tool} not found");
+    // Straight to the process's stderr: the test harness captures what
+    // eprintln! prints and shows it only for failures.
+    let _ = writeln!(
+        std::io::stderr(),
+        "skipped: {tool} not found ({})",
+        std::thread::current().name().unwrap_or("test")
+    );
     false
 }
 
@@ -162,5 +168,69 @@ pub fn perf_on_file(args: &[&str], file: &Path, pipe: bool, home: &Path) -> Run 
     } else {
         c.arg("-i").arg(file);
         run(c, None)
+    }
+}
+
+/// A global allocator that counts, per thread, the bytes live and the peak
+/// since [`CountingAlloc::reset_peak`], over the system allocator. Declare it
+/// in a test binary (`#[global_allocator] static A: CountingAlloc =
+/// CountingAlloc;`) to assert what a piece of code allocates; counts are per
+/// thread, so tests running beside each other do not mix.
+pub struct CountingAlloc;
+
+thread_local! {
+    static LIVE: std::cell::Cell<isize> = const { std::cell::Cell::new(0) };
+    static PEAK: std::cell::Cell<isize> = const { std::cell::Cell::new(0) };
+}
+
+fn count(delta: isize) {
+    // try_with: the thread's counters may be gone while it exits.
+    let _ = LIVE.try_with(|l| {
+        let v = l.get() + delta;
+        l.set(v);
+        let _ = PEAK.try_with(|p| p.set(p.get().max(v)));
+    });
+}
+
+impl CountingAlloc {
+    /// Starts a new peak at the bytes live now; returns that level.
+    pub fn reset_peak() -> isize {
+        let live = LIVE.with(|l| l.get());
+        PEAK.with(|p| p.set(live));
+        live
+    }
+
+    /// The most bytes this thread had live since [`Self::reset_peak`],
+    /// above the level it returned.
+    pub fn peak_since(level: isize) -> usize {
+        PEAK.with(|p| p.get() - level).max(0) as usize
+    }
+}
+
+// SAFETY: every call is forwarded unchanged to the system allocator; the
+// counters are thread-local cells that never allocate.
+unsafe impl std::alloc::GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        count(layout.size() as isize);
+        // SAFETY: the caller's contract for `alloc` is passed on as is.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+        count(layout.size() as isize);
+        // SAFETY: as for `alloc`.
+        unsafe { std::alloc::System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        count(-(layout.size() as isize));
+        // SAFETY: `ptr` came from this allocator, that is from System.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new: usize) -> *mut u8 {
+        count(new as isize - layout.size() as isize);
+        // SAFETY: as for `dealloc` and `alloc`.
+        unsafe { std::alloc::System.realloc(ptr, layout, new) }
     }
 }
