@@ -8,8 +8,18 @@
 //! each PERF_RECORD_FINISHED_ROUND every queued line not later than the
 //! newest time of the round before is printed; the rest at the end. Memory
 //! is bounded by two rounds of lines, not by the file.
+//!
+//! `--call-trace` merges the decoded windows of the trace section by time,
+//! each window decoded lazily, so what is held is one pending line per
+//! window, not the output.
+//!
+//! On damage (a record that does not parse, a file cut short, a broken
+//! feature section) every line before it is printed, then the error, and
+//! the exit status is non-zero, as `perf script` does.
 
-use std::collections::{BTreeMap, HashMap};
+use std::borrow::Cow;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::io::Write;
 use std::path::Path;
 
@@ -164,8 +174,11 @@ pub fn script(
 ) -> Result<(), CliError> {
     let (mut reader, file_len) = crate::input::open_input(path)?;
     let meta = reader.metadata().clone();
-    if let Some(e) = &meta.feature_error {
-        return Err(CliError::file(path, e));
+    // A broken feature area does not hide intact records: they are printed,
+    // then this error.
+    let feature_error = meta.feature_error.as_ref().map(|e| CliError::file(path, e));
+    if call_trace && let Some(e) = feature_error {
+        return Err(e);
     }
     let aux = match meta.features.raw(Feature(PERFAUX_FEATURE_BIT)) {
         Some(sec) => {
@@ -217,13 +230,17 @@ pub fn script(
             continue;
         };
         let body = RawData::new(rec.body(), &[]);
-        let r =
-            Record::parse(h.type_, h.misc, body, &s.evs[idx].info, rec.endian).map_err(|e| {
-                CliError::file(
+        let r = match Record::parse(h.type_, h.misc, body, &s.evs[idx].info, rec.endian) {
+            Ok(r) => r,
+            Err(e) => {
+                ord.finish(out)?;
+                out.flush().map_err(CliError::output)?;
+                return Err(CliError::file(
                     path,
                     format!("record at file offset {:#x}: {e}", rec.location.file_offset),
-                )
-            })?;
+                ));
+            }
+        };
         let sid = r.sample_id().copied().unwrap_or_default();
         let tid = sid.tid.map_or(-1, |t| i64::from(t.tid as i32));
         let time = sid.time.unwrap_or(0);
@@ -311,49 +328,27 @@ pub fn script(
                 path.display()
             )));
         };
-        call_trace_lines(&s, &aux, &aux_owner, &mut ord);
+        call_trace_lines(&s, &aux, &aux_owner, out)?;
     }
     ord.finish(out)?;
     out.flush().map_err(CliError::output)?;
     progress.done();
-    Ok(())
+    match feature_error {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
 }
 
-/// Decodes every chunk of the trace section into call-trace lines. Chunks of
-/// one event that continue each other (full trace) are decoded as one
-/// stream, so calls that span a chunk boundary keep their depth.
-fn call_trace_lines(
-    s: &Script,
-    aux: &AuxData,
-    owner: &HashMap<u64, (u32, Option<u32>)>,
-    ord: &mut Ordered,
-) {
-    // Group consecutive chunks into windows: same event, same kind, and
-    // (for trace data) starting where the previous one ended.
-    let mut windows: Vec<(u64, u32, u64, Vec<u8>)> = Vec::new();
-    for c in aux.chunks.iter().filter(|c| c.kind != ChunkKind::UeventLog) {
-        let continues = windows.last().is_some_and(|(id, tid, off, bytes)| {
-            c.kind == ChunkKind::Trace
-                && *id == c.event_id
-                && *tid == c.tid
-                && off + bytes.len() as u64 == c.aux_offset
-        });
-        if continues && let Some(w) = windows.last_mut() {
-            w.3.extend_from_slice(&c.bytes);
-        } else {
-            windows.push((c.event_id, c.tid, c.aux_offset, c.bytes.clone()));
-        }
-    }
-    for (id, tid, offset, bytes) in windows {
-        let (tid, cpu) = owner.get(&id).copied().unwrap_or((tid, None));
-        let opts = CallTraceOptions {
-            comm: s.comm(i64::from(tid as i32)),
-            cpu: cpu.unwrap_or(0),
-            returns: false,
-            markers: false,
-        };
-        let mut ct = CallTrace::new(&s.probes, opts);
-        for ev in Decoder::with_offset(&bytes, offset) {
+/// One window of the trace being decoded: its decoder and call-trace state.
+struct WindowLines<'a> {
+    dec: Decoder<'a>,
+    ct: CallTrace<'a>,
+}
+
+impl WindowLines<'_> {
+    /// The window's next line and its time.
+    fn next_line(&mut self) -> Option<(u64, String)> {
+        for ev in self.dec.by_ref() {
             let time = match &ev {
                 TraceEvent::Sync { time, .. }
                 | TraceEvent::Enter { time, .. }
@@ -364,10 +359,71 @@ fn call_trace_lines(
                 | TraceEvent::Lost { time, .. } => *time,
                 TraceEvent::Skipped { .. } => continue,
             };
-            if let Some(mut line) = ct.line(&ev) {
+            if let Some(mut line) = self.ct.line(&ev) {
                 line.push('\n');
-                ord.push(time, line);
+                return Some((time, line));
             }
         }
+        None
     }
+}
+
+/// Decodes every chunk of the trace section into call-trace lines. Chunks of
+/// one event that continue each other (full trace) are decoded as one
+/// stream, so calls that span a chunk boundary keep their depth.
+fn call_trace_lines(
+    s: &Script,
+    aux: &AuxData,
+    owner: &HashMap<u64, (u32, Option<u32>)>,
+    out: &mut impl Write,
+) -> Result<(), CliError> {
+    // Group consecutive chunks into windows: same event, same kind, and
+    // (for trace data) starting where the previous one ended.
+    // A window that is one chunk borrows its bytes; only continued ones
+    // are joined into a copy.
+    let mut windows: Vec<(u64, u32, u64, Cow<'_, [u8]>)> = Vec::new();
+    for c in aux.chunks.iter().filter(|c| c.kind != ChunkKind::UeventLog) {
+        let continues = windows.last().is_some_and(|(id, tid, off, bytes)| {
+            c.kind == ChunkKind::Trace
+                && *id == c.event_id
+                && *tid == c.tid
+                && off + bytes.len() as u64 == c.aux_offset
+        });
+        if continues && let Some(w) = windows.last_mut() {
+            w.3.to_mut().extend_from_slice(&c.bytes);
+        } else {
+            windows.push((c.event_id, c.tid, c.aux_offset, Cow::Borrowed(&c.bytes)));
+        }
+    }
+    let mut streams: Vec<WindowLines<'_>> = windows
+        .iter()
+        .map(|(id, tid, offset, bytes)| {
+            let (tid, cpu) = owner.get(id).copied().unwrap_or((*tid, None));
+            let opts = CallTraceOptions {
+                comm: s.comm(i64::from(tid as i32)),
+                cpu: cpu.unwrap_or(0),
+                returns: false,
+                markers: false,
+            };
+            WindowLines {
+                dec: Decoder::with_offset(bytes, *offset),
+                ct: CallTrace::new(&s.probes, opts),
+            }
+        })
+        .collect();
+    // A k-way merge by (time, window): the order a sort of every line by
+    // time would give (ties in window order), one pending line per window.
+    let mut heap = BinaryHeap::new();
+    for (i, w) in streams.iter_mut().enumerate() {
+        if let Some((t, line)) = w.next_line() {
+            heap.push(Reverse((t, i, line)));
+        }
+    }
+    while let Some(Reverse((_, i, line))) = heap.pop() {
+        out.write_all(line.as_bytes()).map_err(CliError::output)?;
+        if let Some((t, line)) = streams[i].next_line() {
+            heap.push(Reverse((t, i, line)));
+        }
+    }
+    Ok(())
 }
