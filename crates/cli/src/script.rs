@@ -173,6 +173,8 @@ pub fn script(
     progress: &mut Progress,
 ) -> Result<(), CliError> {
     let (mut reader, file_len) = crate::input::open_input(path)?;
+    // The trace section is taken, not copied: it can be most of the file.
+    let trace_section = reader.take_feature(Feature(PERFAUX_FEATURE_BIT));
     let meta = reader.metadata().clone();
     // A broken feature area does not hide intact records: they are printed,
     // then this error.
@@ -180,7 +182,7 @@ pub fn script(
     if call_trace && let Some(e) = feature_error {
         return Err(e);
     }
-    let aux = match meta.features.raw(Feature(PERFAUX_FEATURE_BIT)) {
+    let aux = match trace_section {
         Some(sec) => {
             Some(AuxData::parse(&sec.data, sec.offset).map_err(|e| CliError::file(path, e))?)
         }
