@@ -25,6 +25,7 @@ use std::path::Path;
 
 use perfaux_abi::consts::*;
 use perfaux_abi::raw::RawData;
+use perfaux_abi::read_format::{ReadFormat, ReadValues};
 use perfaux_abi::records::Record;
 use perfaux_abi::sample::SampleRecord;
 use perfaux_perfdata::{Feature, UserRecord};
@@ -124,6 +125,10 @@ struct Script {
     evs: Vec<EvInfo>,
     comms: HashMap<u32, String>,
     probes: ProbeTable,
+    /// Event id -> index in `evs`, for the members of a group read.
+    ev_by_id: HashMap<u64, usize>,
+    /// The last counter value seen per event id (perf's `sid->period`).
+    last_value: HashMap<u64, u64>,
 }
 
 impl Script {
@@ -134,7 +139,39 @@ impl Script {
             .unwrap_or_else(|| ":".to_string() + &tid.to_string())
     }
 
-    fn sample_line(&self, s: &SampleRecord<'_>, ev: &EvInfo) -> (u64, String) {
+    /// The lines of a sample: one, or with a group read
+    /// (PERF_SAMPLE_READ with PERF_FORMAT_GROUP) one per member, each with
+    /// the member's counter delta since its last read as the period, as
+    /// perf's `deliver_sample_group` does.
+    fn sample_lines(&mut self, s: &SampleRecord<'_>, idx: usize) -> Vec<(u64, String)> {
+        let ev = &self.evs[idx];
+        let time = s.time.unwrap_or(0);
+        if ev.attr.sample_type & PERF_SAMPLE_READ != 0
+            && let Some(ReadFormat {
+                values: ReadValues::Group(values),
+                ..
+            }) = &s.read
+        {
+            let mut lines = Vec::new();
+            for v in values.iter() {
+                // A member with no id, or an id in no attr: perf counts it
+                // as an unknown id and prints nothing.
+                let Some(id) = v.id else { continue };
+                let Some(&member) = self.ev_by_id.get(&id) else {
+                    continue;
+                };
+                let last = self.last_value.insert(id, v.value).unwrap_or(0);
+                let line = self.counter_line(s, member, v.value.wrapping_sub(last));
+                lines.push((time, line));
+            }
+            return lines;
+        }
+        let period = s.period.unwrap_or(ev.attr.sample_period);
+        vec![(time, self.counter_line(s, idx, period))]
+    }
+
+    fn counter_line(&self, s: &SampleRecord<'_>, idx: usize, period: u64) -> String {
+        let ev = &self.evs[idx];
         let tid = s.tid.map_or(-1, |t| i64::from(t.tid as i32));
         let time = s.time.unwrap_or(0);
         let mut line = prefix(&self.comm(tid), tid, s.cpu.map(|c| c.cpu), time);
@@ -148,7 +185,6 @@ impl Script {
                 payload_text(&data)
             );
         } else {
-            let period = s.period.unwrap_or(ev.attr.sample_period);
             let ip = s.ip.unwrap_or(0);
             let sym = self
                 .probes
@@ -161,7 +197,7 @@ impl Script {
             line += &format!(" aux: {} bytes", aux.len());
         }
         line.push('\n');
-        (time, line)
+        line
     }
 }
 
@@ -201,6 +237,13 @@ pub fn script(
             .collect(),
         comms: HashMap::new(),
         probes,
+        ev_by_id: meta
+            .attrs
+            .iter()
+            .enumerate()
+            .flat_map(|(i, a)| a.ids.iter().map(move |&id| (id, i)))
+            .collect(),
+        last_value: HashMap::new(),
     };
     let mut ord = Ordered::new();
     // AUX event id -> (tid, cpu) from ITRACE_START / AUX records, for the call trace.
@@ -223,7 +266,12 @@ pub fn script(
                     }
                     progress.update(rec.location.file_offset, file_len);
                 }
-                Some(Ok(UserRecord::HeaderAttr(a))) => s.evs.push(ev_info(&a.attr, None)),
+                Some(Ok(UserRecord::HeaderAttr(a))) => {
+                    for &id in &a.ids {
+                        s.ev_by_id.insert(id, s.evs.len());
+                    }
+                    s.evs.push(ev_info(&a.attr, None));
+                }
                 _ => {}
             }
             continue;
@@ -258,7 +306,14 @@ pub fn script(
                     .insert(c.tid, String::from_utf8_lossy(&name).into_owned());
                 None
             }
-            Record::Sample(smp) => Some(s.sample_line(smp, &s.evs[idx])),
+            Record::Sample(smp) => {
+                if !call_trace {
+                    for (t, l) in s.sample_lines(smp, idx) {
+                        ord.push(t, l);
+                    }
+                }
+                None
+            }
             Record::Aux(a) => {
                 if let Some(id) = sid.identifier.or(sid.id) {
                     aux_owner.entry(id).or_insert((tid as u32, cpu));

@@ -128,3 +128,61 @@ fn intel_pt_record_lines_match_perf_text_exactly() {
     assert!(a.len() > 200, "kernel records of the fixture: {}", a.len());
     assert_eq!(a, b);
 }
+
+/// A group whose leader samples the group's counters (`:S`,
+/// PERF_SAMPLE_READ with PERF_FORMAT_GROUP): `script` prints one line per
+/// member with that member's counter delta as the period, line for line as
+/// perf 6.1 prints the same file.
+#[test]
+fn group_read_prints_one_line_per_member_as_perf_does() {
+    perfaux_testutil::require_oracle!("perf");
+    let dir = tempdir();
+    let f = dir.path().join("group.data");
+    let rec = perf(
+        &[
+            "record",
+            "-e",
+            "{cpu-clock,task-clock}:S",
+            "-o",
+            path_str(&f),
+            "--",
+            "sh",
+            "-c",
+            "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done",
+        ],
+        dir.path(),
+    );
+    assert_eq!(rec.code, 0, "perf record: {}", rec.stderr);
+    let theirs = perf(
+        &[
+            "script",
+            "-F",
+            "comm,tid,time,period,event",
+            "-i",
+            path_str(&f),
+        ],
+        dir.path(),
+    );
+    assert_eq!(theirs.code, 0, "{}", theirs.stderr);
+    let ours = perfaux(&["script", "-i", path_str(&f)]);
+    assert_eq!(ours.code, 0, "{}", ours.stderr);
+    // comm, tid, time, period, event: the first five columns of both (the
+    // comm is `sh`, one word; a cpu column, if any, is left out).
+    let columns = |text: &str| -> Vec<Vec<String>> {
+        text.lines()
+            .map(|l| {
+                l.split_whitespace()
+                    .filter(|w| !w.starts_with('['))
+                    .take(5)
+                    .map(String::from)
+                    .collect()
+            })
+            .collect()
+    };
+    let (a, b) = (columns(&theirs.stdout), columns(&ours.stdout));
+    assert!(a.len() > 20, "perf printed {} lines", a.len());
+    for ev in ["cpu-clock:", "task-clock:"] {
+        assert!(a.iter().any(|l| l[4] == ev), "{ev} in perf's lines");
+    }
+    assert_eq!(a, b);
+}
