@@ -193,11 +193,34 @@ impl Script {
                 .map_or("[unknown]", |p| p.name.as_str());
             line += &format!("{period:>10} {}: {ip:>16x} {sym}", ev.name);
         }
-        if let Some(aux) = &s.aux {
-            line += &format!(" aux: {} bytes", aux.len());
-        }
         line.push('\n');
+        if let Some(aux) = &s.aux {
+            line.pop();
+            line += &format!(" aux: {} bytes\n", aux.len());
+            self.aux_calls(&aux.to_vec(), tid, s.cpu.map_or(0, |c| c.cpu), &mut line);
+        }
         line
+    }
+
+    /// The calls a sample's AUX data holds (PERF_SAMPLE_AUX: the newest
+    /// trace bytes at the sample), decoded as `--call-trace` decodes the
+    /// trace and printed under the sample, indented, as perf's itrace sample
+    /// mode shows what each sample's AUX data holds.
+    fn aux_calls(&self, aux: &[u8], tid: i64, cpu: u32, out: &mut String) {
+        let opts = CallTraceOptions {
+            comm: self.comm(tid),
+            cpu,
+            returns: false,
+            markers: false,
+        };
+        let mut w = WindowLines {
+            dec: Decoder::new(aux),
+            ct: CallTrace::new(&self.probes, opts),
+        };
+        while let Some((_, l)) = w.next_line() {
+            out.push_str("    ");
+            out.push_str(&l);
+        }
     }
 }
 

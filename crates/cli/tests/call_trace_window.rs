@@ -140,3 +140,63 @@ fn snapshot_call_trace_ends_with_the_newest_calls() {
         );
     }
 }
+
+/// `--aux-sample`: each sample's AUX data (the newest trace bytes when the
+/// probe fired) is decoded under the sample line. Every call shown there is
+/// a call of the full trace of the same thread at the same time (the full
+/// `--call-trace` of the same file is the reference), none is later than
+/// the sample, and the samples together show calls.
+#[test]
+fn aux_sample_lines_show_the_calls_the_sample_carries() {
+    let dir = tempdir();
+    let (f, _) = record(
+        dir.path(),
+        "as.data",
+        &[
+            "-e",
+            "{swtrace//,probe:lookup_cache}",
+            "--aux-sample=1024",
+            "--requests",
+            "5",
+        ],
+    );
+    let script = perfaux(&["script", "-i", path_str(&f)]);
+    assert_eq!(script.code, 0, "{}", script.stderr);
+    let full = perfaux(&["script", "--call-trace", "-i", path_str(&f)]);
+    assert_eq!(full.code, 0, "{}", full.stderr);
+    // (tid, time, function) of a call-trace line.
+    let call = |l: &str| -> (String, String, String) {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        let n = w.len();
+        (w[1].to_string(), w[3].to_string(), w[n - 1].to_string())
+    };
+    let reference: std::collections::HashSet<_> = full.stdout.lines().map(call).collect();
+    let (mut samples, mut shown) = (0, 0);
+    let mut sample_time = 0.0f64;
+    for l in script.stdout.lines() {
+        if l.contains(" aux: ") {
+            samples += 1;
+            sample_time = l
+                .split_whitespace()
+                .nth(3)
+                .unwrap()
+                .trim_end_matches(':')
+                .parse()
+                .unwrap();
+        } else if let Some(c) = l.strip_prefix("    ") {
+            let c = call(c);
+            assert!(reference.contains(&c), "{l}: not in the full call trace");
+            let t: f64 = c.1.trim_end_matches(':').parse().unwrap();
+            assert!(
+                t <= sample_time + 1e-6,
+                "{l}: later than its sample at {sample_time}"
+            );
+            shown += 1;
+        }
+    }
+    assert!(samples >= 5, "{samples} samples with AUX data");
+    assert!(
+        shown >= samples,
+        "{shown} calls shown under {samples} samples"
+    );
+}
