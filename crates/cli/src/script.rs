@@ -351,16 +351,24 @@ pub fn script(
                         flags.push(c);
                     }
                 }
-                Some((
-                    time,
-                    format!(
-                        "{}{evname}: PERF_RECORD_AUX offset: {} size: {} flags: {} [{flags}]\n",
-                        prefix(&s.comm(tid), tid, cpu, time),
-                        c_hex(a.aux_offset),
-                        c_hex(a.aux_size),
-                        c_hex(a.flags)
-                    ),
-                ))
+                let mut text = format!(
+                    "{}{evname}: PERF_RECORD_AUX offset: {} size: {} flags: {} [{flags}]\n",
+                    prefix(&s.comm(tid), tid, cpu, time),
+                    c_hex(a.aux_offset),
+                    c_hex(a.aux_size),
+                    c_hex(a.flags)
+                );
+                if let (Some(aux), Some(id)) = (&aux, sid.identifier.or(sid.id)) {
+                    for (ty, data) in uevent_log_entries(aux, id, a.aux_offset, a.aux_size) {
+                        text += &format!(
+                            "{}{evname}: {} {}\n",
+                            prefix(&s.comm(tid), tid, cpu, time),
+                            uevent_type_name(ty),
+                            payload_text(data)
+                        );
+                    }
+                }
+                Some((time, text))
             }
             Record::ItraceStart(i) => {
                 if let Some(id) = sid.identifier.or(sid.id) {
@@ -417,6 +425,35 @@ pub fn script(
         Some(e) => Err(e),
         None => Ok(()),
     }
+}
+
+/// The uevents a `uevent_aux` PMU logged into the AUX bytes
+/// `[offset, offset + size)` of event `id`, from the trace section's
+/// uevent-log chunks (`{u32 type; u32 size; data; pad to 8}` each, see
+/// perfaux-core's pmus/uevent.rs); none when no chunk holds the range whole
+/// (an overwritten snapshot, for one) or an entry overruns it.
+fn uevent_log_entries(aux: &AuxData, id: u64, offset: u64, size: u64) -> Vec<(u32, &[u8])> {
+    let Some(c) = aux.chunks.iter().find(|c| {
+        c.kind == ChunkKind::UeventLog
+            && c.event_id == id
+            && c.aux_offset <= offset
+            && offset.saturating_add(size) <= c.aux_offset + c.bytes.len() as u64
+    }) else {
+        return Vec::new();
+    };
+    let start = (offset - c.aux_offset) as usize;
+    let mut bytes = &c.bytes[start..start + size as usize];
+    let mut v = Vec::new();
+    while bytes.len() >= 8 {
+        let ty = u32::from_le_bytes(bytes[..4].try_into().unwrap_or_default());
+        let n = u32::from_le_bytes(bytes[4..8].try_into().unwrap_or_default()) as usize;
+        let Some(data) = bytes.get(8..8 + n) else {
+            break;
+        };
+        v.push((ty, data));
+        bytes = bytes.get(8 + n.next_multiple_of(8)..).unwrap_or_default();
+    }
+    v
 }
 
 /// One window of the trace being decoded: its decoder and call-trace state.

@@ -144,8 +144,9 @@ fn snapshot_call_trace_ends_with_the_newest_calls() {
 /// `--aux-sample`: each sample's AUX data (the newest trace bytes when the
 /// probe fired) is decoded under the sample line. Every call shown there is
 /// a call of the full trace of the same thread at the same time (the full
-/// `--call-trace` of the same file is the reference), none is later than
-/// the sample, and the samples together show calls.
+/// `--call-trace` of the same file is the reference) made by the sample's
+/// own thread, and the samples together show calls. (Trace and sample
+/// times are not compared: under load they drift apart, issue 11 item 4.)
 #[test]
 fn aux_sample_lines_show_the_calls_the_sample_carries() {
     let dir = tempdir();
@@ -172,25 +173,15 @@ fn aux_sample_lines_show_the_calls_the_sample_carries() {
     };
     let reference: std::collections::HashSet<_> = full.stdout.lines().map(call).collect();
     let (mut samples, mut shown) = (0, 0);
-    let mut sample_time = 0.0f64;
+    let mut sample_tid = String::new();
     for l in script.stdout.lines() {
         if l.contains(" aux: ") {
             samples += 1;
-            sample_time = l
-                .split_whitespace()
-                .nth(3)
-                .unwrap()
-                .trim_end_matches(':')
-                .parse()
-                .unwrap();
+            sample_tid = l.split_whitespace().nth(1).unwrap().to_string();
         } else if let Some(c) = l.strip_prefix("    ") {
             let c = call(c);
             assert!(reference.contains(&c), "{l}: not in the full call trace");
-            let t: f64 = c.1.trim_end_matches(':').parse().unwrap();
-            assert!(
-                t <= sample_time + 1e-6,
-                "{l}: later than its sample at {sample_time}"
-            );
+            assert_eq!(c.0, sample_tid, "{l}: not the sample's thread");
             shown += 1;
         }
     }
@@ -199,4 +190,41 @@ fn aux_sample_lines_show_the_calls_the_sample_carries() {
         shown >= samples,
         "{shown} calls shown under {samples} samples"
     );
+}
+
+/// `uevent_aux//` payloads are printed by `script` as plain uevents are:
+/// recorded beside the plain `uevent` event (BPF-output samples), the two
+/// show the same uevents, thread for thread, type and payload alike.
+#[test]
+fn uevent_aux_payloads_print_as_plain_uevents_do() {
+    let dir = tempdir();
+    let (f, _) = record(
+        dir.path(),
+        "ua.data",
+        &["-e", "uevent_aux//", "-e", "uevent", "--requests", "4"],
+    );
+    let r = perfaux(&["script", "-i", path_str(&f)]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // (tid, "type payload") of the lines of one event, sorted.
+    let of = |event: &str| {
+        let mut v: Vec<(String, String)> = r
+            .stdout
+            .lines()
+            .filter_map(|l| {
+                let (head, rest) = l.split_once(&format!(" {event}: "))?;
+                if rest.starts_with("PERF_RECORD_") {
+                    return None;
+                }
+                Some((
+                    head.split_whitespace().nth(1)?.to_string(),
+                    rest.to_string(),
+                ))
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let (logged, plain) = (of("uevent_aux//"), of("perfaux:uevent"));
+    assert!(plain.len() >= 12, "{} plain uevents", plain.len());
+    assert_eq!(logged, plain);
 }
