@@ -19,7 +19,7 @@
 
 use std::borrow::Cow;
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
 use std::io::Write;
 use std::path::Path;
 
@@ -214,8 +214,11 @@ impl Script {
             markers: false,
         };
         let mut w = WindowLines {
-            dec: Decoder::new(aux),
+            dec: Decoder::new(aux).peekable(),
             ct: CallTrace::new(&self.probes, opts),
+            end_label: None,
+            last: None,
+            ended: false,
         };
         while let Some((_, l)) = w.next_line() {
             out.push_str("    ");
@@ -271,6 +274,9 @@ pub fn script(
     let mut ord = Ordered::new();
     // AUX event id -> (tid, cpu) from ITRACE_START / AUX records, for the call trace.
     let mut aux_owner: HashMap<u64, (u32, Option<u32>)> = HashMap::new();
+    // (AUX event id, end of the range) of every PERF_RECORD_AUX flagged
+    // TRUNCATED: the window ending there stopped because the area was full.
+    let mut truncated: HashSet<(u64, u64)> = HashSet::new();
     loop {
         let rec = match reader.next_record() {
             Ok(Some(r)) => r,
@@ -340,6 +346,9 @@ pub fn script(
             Record::Aux(a) => {
                 if let Some(id) = sid.identifier.or(sid.id) {
                     aux_owner.entry(id).or_insert((tid as u32, cpu));
+                    if a.flags & PERF_AUX_FLAG_TRUNCATED != 0 {
+                        truncated.insert((id, a.aux_offset.saturating_add(a.aux_size)));
+                    }
                 }
                 let mut flags = String::new();
                 for (bit, c) in [
@@ -416,7 +425,7 @@ pub fn script(
                 path.display()
             )));
         };
-        call_trace_lines(&s, &aux, &aux_owner, out)?;
+        call_trace_lines(&s, &aux, &aux_owner, &truncated, out)?;
     }
     ord.finish(out)?;
     out.flush().map_err(CliError::output)?;
@@ -456,10 +465,22 @@ fn uevent_log_entries(aux: &AuxData, id: u64, offset: u64, size: u64) -> Vec<(u3
     v
 }
 
+/// A stretch of one event's trace decoded as one stream: (event id, tid,
+/// AUX offset of its first byte, its bytes, its chunks' kind).
+type Window<'a> = (u64, u32, u64, Cow<'a, [u8]>, ChunkKind);
+
 /// One window of the trace being decoded: its decoder and call-trace state.
 struct WindowLines<'a> {
-    dec: Decoder<'a>,
+    dec: std::iter::Peekable<Decoder<'a>>,
     ct: CallTrace<'a>,
+    /// What the window's final pause or stop says instead of
+    /// `(paused)`/`(stopped)`, when the window ends otherwise.
+    end_label: Option<&'static str>,
+    /// Time and leading columns (up to the time's colon) of the last line,
+    /// for a `tr end` of a window that ends with no stop packet.
+    last: Option<(u64, String)>,
+    /// The window's end has been printed.
+    ended: bool,
 }
 
 impl WindowLines<'_> {
@@ -477,9 +498,34 @@ impl WindowLines<'_> {
                 TraceEvent::Skipped { .. } => continue,
             };
             if let Some(mut line) = self.ct.line(&ev) {
+                let last = self
+                    .dec
+                    .peek()
+                    .is_none_or(|e| matches!(e, TraceEvent::Skipped { .. }));
+                if let Some(label) = self.end_label
+                    && last
+                    && matches!(ev, TraceEvent::Paused { .. } | TraceEvent::Stopped { .. })
+                    && let Some(at) = line.rfind(" (")
+                {
+                    line.truncate(at + 1);
+                    line.push_str(label);
+                    self.ended = true;
+                }
+                if let Some(colon) = line.find(": ") {
+                    self.last = Some((time, line[..colon + 2].to_string()));
+                }
                 line.push('\n');
                 return Some((time, line));
             }
+        }
+        // A window cut by a full area (TRUNCATED) ends with no stop packet:
+        // its end is said all the same, at the last event's time.
+        if self.end_label == Some("(truncated)")
+            && !self.ended
+            && let Some((time, head)) = self.last.take()
+        {
+            self.ended = true;
+            return Some((time, format!("{head}tr end   (truncated)\n")));
         }
         None
     }
@@ -492,16 +538,18 @@ fn call_trace_lines(
     s: &Script,
     aux: &AuxData,
     owner: &HashMap<u64, (u32, Option<u32>)>,
+    truncated: &HashSet<(u64, u64)>,
     out: &mut impl Write,
 ) -> Result<(), CliError> {
     // Group consecutive chunks into windows: same event, same kind, and
     // (for trace data) starting where the previous one ended.
     // A window that is one chunk borrows its bytes; only continued ones
     // are joined into a copy.
-    let mut windows: Vec<(u64, u32, u64, Cow<'_, [u8]>)> = Vec::new();
+    let mut windows: Vec<Window<'_>> = Vec::new();
     for c in aux.chunks.iter().filter(|c| c.kind != ChunkKind::UeventLog) {
-        let continues = windows.last().is_some_and(|(id, tid, off, bytes)| {
+        let continues = windows.last().is_some_and(|(id, tid, off, bytes, kind)| {
             c.kind == ChunkKind::Trace
+                && *kind == ChunkKind::Trace
                 && *id == c.event_id
                 && *tid == c.tid
                 && off + bytes.len() as u64 == c.aux_offset
@@ -509,12 +557,13 @@ fn call_trace_lines(
         if continues && let Some(w) = windows.last_mut() {
             w.3.to_mut().extend_from_slice(&c.bytes);
         } else {
-            windows.push((c.event_id, c.tid, c.aux_offset, Cow::Borrowed(&c.bytes)));
+            let bytes = Cow::Borrowed(&c.bytes[..]);
+            windows.push((c.event_id, c.tid, c.aux_offset, bytes, c.kind));
         }
     }
     let mut streams: Vec<WindowLines<'_>> = windows
         .iter()
-        .map(|(id, tid, offset, bytes)| {
+        .map(|(id, tid, offset, bytes, kind)| {
             let (tid, cpu) = owner.get(id).copied().unwrap_or((*tid, None));
             let opts = CallTraceOptions {
                 comm: s.comm(i64::from(tid as i32)),
@@ -522,9 +571,23 @@ fn call_trace_lines(
                 returns: false,
                 markers: false,
             };
+            // How the window's last stop reads: a snapshot's end and a stop
+            // where the AUX area filled (PERF_AUX_FLAG_TRUNCATED) are not
+            // an aux_pause.
+            let end = offset + bytes.len() as u64;
+            let end_label = if truncated.contains(&(*id, end)) {
+                Some("(truncated)")
+            } else if *kind == ChunkKind::Snapshot {
+                Some("(snapshot end)")
+            } else {
+                None
+            };
             WindowLines {
-                dec: Decoder::with_offset(bytes, *offset),
+                dec: Decoder::with_offset(bytes, *offset).peekable(),
                 ct: CallTrace::new(&s.probes, opts),
+                end_label,
+                last: None,
+                ended: false,
             }
         })
         .collect();

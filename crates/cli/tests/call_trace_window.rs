@@ -228,3 +228,51 @@ fn uevent_aux_payloads_print_as_plain_uevents_do() {
     assert!(plain.len() >= 12, "{} plain uevents", plain.len());
     assert_eq!(logged, plain);
 }
+
+/// The end of a snapshot and a stop because the AUX area filled
+/// (PERF_AUX_FLAG_TRUNCATED) print as themselves, not as an aux_pause:
+/// neither recording pauses, so no `(paused)` line may appear.
+#[test]
+fn snapshot_end_and_truncated_stop_are_not_pauses() {
+    let dir = tempdir();
+    let tr_ends = |f: &std::path::Path| -> Vec<(String, String)> {
+        let r = perfaux(&["script", "--call-trace", "-i", path_str(f)]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        r.stdout
+            .lines()
+            .filter_map(|l| {
+                let (_, why) = l.split_once(": tr end   ")?;
+                Some((l.split_whitespace().nth(1)?.to_string(), why.to_string()))
+            })
+            .collect()
+    };
+    // -Se: one snapshot per thread at exit.
+    let (f, cap) = record(
+        dir.path(),
+        "se.data",
+        &["-Se", "-e", "swtrace//", "--requests", "3"],
+    );
+    let ends = tr_ends(&f);
+    let snapshots = parse_captured(&cap.stderr).snapshots;
+    assert!(snapshots >= 1);
+    assert!(!ends.is_empty(), "no end of snapshot printed");
+    for (tid, why) in &ends {
+        assert_eq!(why, "(snapshot end)", "thread {tid}");
+    }
+    // A full trace into an 8 KiB area that fills: each PERF_RECORD_AUX
+    // flagged T ends its thread's trace with `(truncated)`.
+    let (f, _) = record(dir.path(), "tr.data", &["-m", ",8K", "--requests", "300"]);
+    let plain = perfaux(&["script", "-i", path_str(&f)]);
+    let mut truncated: Vec<String> = plain
+        .stdout
+        .lines()
+        .filter(|l| l.contains("PERF_RECORD_AUX") && l.ends_with("[T]"))
+        .map(|l| l.split_whitespace().nth(1).unwrap().to_string())
+        .collect();
+    assert!(!truncated.is_empty(), "the 8 KiB area never filled");
+    let mut ends = tr_ends(&f);
+    assert!(ends.iter().all(|(_, why)| why == "(truncated)"), "{ends:?}");
+    truncated.sort();
+    ends.sort();
+    assert_eq!(ends.into_iter().map(|e| e.0).collect::<Vec<_>>(), truncated);
+}
