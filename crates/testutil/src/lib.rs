@@ -71,19 +71,27 @@ pub fn oracle(tool: &str) -> bool {
     if tool_present(tool) {
         return true;
     }
+    skip(&format!("{tool} not found"));
+    false
+}
+
+/// Says, past the test harness's capture, that the calling test skips
+/// because `why` (an oracle that is not a program on PATH: a Python
+/// package, a browser that would not start); under [`REQUIRE_ORACLES`] it
+/// fails the test instead.
+pub fn skip(why: &str) {
     let required = std::env::var_os(REQUIRE_ORACLES).is_some_and(|v| !v.is_empty() && v != "0");
     assert!(
         !required,
-        "{tool} not found, and {REQUIRE_ORACLES} makes the oracle tools required"
+        "{why}, and {REQUIRE_ORACLES} makes the oracle tools required"
     );
     // Straight to the process's stderr: the test harness captures what
     // eprintln! prints and shows it only for failures.
     let _ = writeln!(
         std::io::stderr(),
-        "skipped: {tool} not found ({})",
+        "skipped: {why} ({})",
         std::thread::current().name().unwrap_or("test")
     );
-    false
 }
 
 /// Returns from the calling test, visibly, when the oracle tool is absent
