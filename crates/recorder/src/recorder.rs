@@ -95,6 +95,9 @@ pub struct RecordSummary {
     pub snapshots: u64,
     /// Bytes of the file written.
     pub file_size: u64,
+    /// Pauses and resumes the AUX events dropped because another was in
+    /// progress (`aux_in_pause_resume`), as of the last drain.
+    pub dropped_pause_resume: u64,
 }
 
 enum Writer {
@@ -462,6 +465,10 @@ impl Recorder {
                 sink.take_aux(tid, a)
             })?;
         }
+        // The events' own counts: this recording's, whatever else the
+        // process records.
+        self.sink.summary.dropped_pause_resume =
+            self.rings.iter().map(|r| r.dropped_pause_resume()).sum();
         let n = self.sink.summary.records - before;
         if n > 0 || aux {
             self.sink.summary.wakeups += 1;
