@@ -304,9 +304,11 @@ impl Recorder {
                 let path = PathBuf::from("-");
                 if let Some(e) = events.iter().find(|e| e.has_aux) {
                     return Err(RecordError::Config(format!(
-                        "-: event '{}' has an AUX area, whose bytes a pipe-mode perf.data \
-                         cannot carry (perfaux keeps them in a feature section of the \
-                         file); record it to a file",
+                        "-: event '{}' has an AUX area, and a pipe-mode perf.data cannot \
+                         carry its trace: perfaux keeps the trace in feature section 250, \
+                         whose pipe form (HEADER_FEATURE records) stops `perf report` \
+                         (\"wrong feature ID: 250\"); record to a file with -o FILE, or \
+                         pipe only events without an AUX area (e.g. -e uevent)",
                         e.name
                     )));
                 }
