@@ -95,6 +95,9 @@ pub struct RecordSummary {
     pub snapshots: u64,
     /// Bytes of the file written.
     pub file_size: u64,
+    /// Pauses and resumes the AUX events dropped because another was in
+    /// progress (`aux_in_pause_resume`), as of the last drain.
+    pub dropped_pause_resume: u64,
 }
 
 enum Writer {
@@ -301,9 +304,11 @@ impl Recorder {
                 let path = PathBuf::from("-");
                 if let Some(e) = events.iter().find(|e| e.has_aux) {
                     return Err(RecordError::Config(format!(
-                        "-: event '{}' has an AUX area, whose bytes a pipe-mode perf.data \
-                         cannot carry (perfaux keeps them in a feature section of the \
-                         file); record it to a file",
+                        "-: event '{}' has an AUX area, and a pipe-mode perf.data cannot \
+                         carry its trace: perfaux keeps the trace in feature section 250, \
+                         whose pipe form (HEADER_FEATURE records) stops `perf report` \
+                         (\"wrong feature ID: 250\"); record to a file with -o FILE, or \
+                         pipe only events without an AUX area (e.g. -e uevent)",
                         e.name
                     )));
                 }
@@ -462,6 +467,10 @@ impl Recorder {
                 sink.take_aux(tid, a)
             })?;
         }
+        // The events' own counts: this recording's, whatever else the
+        // process records.
+        self.sink.summary.dropped_pause_resume =
+            self.rings.iter().map(|r| r.dropped_pause_resume()).sum();
         let n = self.sink.summary.records - before;
         if n > 0 || aux {
             self.sink.summary.wakeups += 1;
