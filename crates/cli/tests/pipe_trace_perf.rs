@@ -46,10 +46,7 @@ fn perf_on_pipe(args: &[&str], input: &[u8]) -> Run {
 
 #[test]
 fn perf_report_stops_at_a_pipes_trace_feature_records() {
-    if Command::new("perf").arg("--version").output().is_err() {
-        eprintln!("skipped: perf not found");
-        return;
-    }
+    perfaux_testutil::require_oracle!("perf");
     // The stream's bytes (binary: not through `Run`'s text).
     let o = Command::new(PERFAUX)
         .args(["record", "-e", "uevent", "--requests", "5", "-o", "-"])

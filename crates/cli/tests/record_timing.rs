@@ -64,10 +64,7 @@ fn every_timing_mode_decodes_the_calls_of_full_timing() {
         }
         files.push(file);
     }
-    if Command::new("perf").arg("--version").output().is_err() {
-        eprintln!("skipped: perf not found");
-        return;
-    }
+    perfaux_testutil::require_oracle!("perf");
     let home = tempdir();
     for f in &files {
         for args in [&["script", "-i"][..], &["report", "-D", "-i"]] {
