@@ -9,13 +9,9 @@ use std::process::{Command, Stdio};
 use criterion::{Criterion, criterion_group, criterion_main};
 
 const PERFAUX: &str = env!("CARGO_BIN_EXE_perfaux");
-/// The Intel PT fixture in shared/, beside the repository (or under $PERFAUX_FIXTURES).
+/// The Intel PT fixture in the repository's testdata/.
 fn fixture() -> PathBuf {
-    let dir = match std::env::var_os("PERFAUX_FIXTURES") {
-        Some(p) => PathBuf::from(p),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures"),
-    };
-    dir.join("intel_pt/perf.data.intel_pt-4.14")
+    perfaux_testutil::fixture("intel_pt/perf.data.intel_pt-4.14")
 }
 
 fn run(cmd: &str, file: &Path, home: &Path) {

@@ -53,6 +53,9 @@ Events (-e), with perf's syntax:
                             aux-action=start-paused|pause|resume aux-output
                             track-paused (swtrace//: follow calls while paused, so a
                             resumed trace shows the calls it resumed inside)
+                            timing=full|entry|periodic:N (swtrace//: which calls read
+                            the clock: all, entries only, or one packet in N; the
+                            others are interpolated, shown as ~sec.nsec)
 Default: -e swtrace// -e uevent (the trace PMU on each workload thread and the
 uevent stream).
 

@@ -8,13 +8,24 @@
 //! each PERF_RECORD_FINISHED_ROUND every queued line not later than the
 //! newest time of the round before is printed; the rest at the end. Memory
 //! is bounded by two rounds of lines, not by the file.
+//!
+//! `--call-trace` merges the decoded windows of the trace section by time,
+//! each window decoded lazily, so what is held is one pending line per
+//! window, not the output.
+//!
+//! On damage (a record that does not parse, a file cut short, a broken
+//! feature section) every line before it is printed, then the error, and
+//! the exit status is non-zero, as `perf script` does.
 
-use std::collections::{BTreeMap, HashMap};
+use std::borrow::Cow;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
 use std::io::Write;
 use std::path::Path;
 
 use perfaux_abi::consts::*;
 use perfaux_abi::raw::RawData;
+use perfaux_abi::read_format::{ReadFormat, ReadValues};
 use perfaux_abi::records::Record;
 use perfaux_abi::sample::SampleRecord;
 use perfaux_perfdata::{Feature, UserRecord};
@@ -114,6 +125,10 @@ struct Script {
     evs: Vec<EvInfo>,
     comms: HashMap<u32, String>,
     probes: ProbeTable,
+    /// Event id -> index in `evs`, for the members of a group read.
+    ev_by_id: HashMap<u64, usize>,
+    /// The last counter value seen per event id (perf's `sid->period`).
+    last_value: HashMap<u64, u64>,
 }
 
 impl Script {
@@ -124,7 +139,39 @@ impl Script {
             .unwrap_or_else(|| ":".to_string() + &tid.to_string())
     }
 
-    fn sample_line(&self, s: &SampleRecord<'_>, ev: &EvInfo) -> (u64, String) {
+    /// The lines of a sample: one, or with a group read
+    /// (PERF_SAMPLE_READ with PERF_FORMAT_GROUP) one per member, each with
+    /// the member's counter delta since its last read as the period, as
+    /// perf's `deliver_sample_group` does.
+    fn sample_lines(&mut self, s: &SampleRecord<'_>, idx: usize) -> Vec<(u64, String)> {
+        let ev = &self.evs[idx];
+        let time = s.time.unwrap_or(0);
+        if ev.attr.sample_type & PERF_SAMPLE_READ != 0
+            && let Some(ReadFormat {
+                values: ReadValues::Group(values),
+                ..
+            }) = &s.read
+        {
+            let mut lines = Vec::new();
+            for v in values.iter() {
+                // A member with no id, or an id in no attr: perf counts it
+                // as an unknown id and prints nothing.
+                let Some(id) = v.id else { continue };
+                let Some(&member) = self.ev_by_id.get(&id) else {
+                    continue;
+                };
+                let last = self.last_value.insert(id, v.value).unwrap_or(0);
+                let line = self.counter_line(s, member, v.value.wrapping_sub(last));
+                lines.push((time, line));
+            }
+            return lines;
+        }
+        let period = s.period.unwrap_or(ev.attr.sample_period);
+        vec![(time, self.counter_line(s, idx, period))]
+    }
+
+    fn counter_line(&self, s: &SampleRecord<'_>, idx: usize, period: u64) -> String {
+        let ev = &self.evs[idx];
         let tid = s.tid.map_or(-1, |t| i64::from(t.tid as i32));
         let time = s.time.unwrap_or(0);
         let mut line = prefix(&self.comm(tid), tid, s.cpu.map(|c| c.cpu), time);
@@ -138,7 +185,6 @@ impl Script {
                 payload_text(&data)
             );
         } else {
-            let period = s.period.unwrap_or(ev.attr.sample_period);
             let ip = s.ip.unwrap_or(0);
             let sym = self
                 .probes
@@ -147,11 +193,37 @@ impl Script {
                 .map_or("[unknown]", |p| p.name.as_str());
             line += &format!("{period:>10} {}: {ip:>16x} {sym}", ev.name);
         }
-        if let Some(aux) = &s.aux {
-            line += &format!(" aux: {} bytes", aux.len());
-        }
         line.push('\n');
-        (time, line)
+        if let Some(aux) = &s.aux {
+            line.pop();
+            line += &format!(" aux: {} bytes\n", aux.len());
+            self.aux_calls(&aux.to_vec(), tid, s.cpu.map_or(0, |c| c.cpu), &mut line);
+        }
+        line
+    }
+
+    /// The calls a sample's AUX data holds (PERF_SAMPLE_AUX: the newest
+    /// trace bytes at the sample), decoded as `--call-trace` decodes the
+    /// trace and printed under the sample, indented, as perf's itrace sample
+    /// mode shows what each sample's AUX data holds.
+    fn aux_calls(&self, aux: &[u8], tid: i64, cpu: u32, out: &mut String) {
+        let opts = CallTraceOptions {
+            comm: self.comm(tid),
+            cpu,
+            returns: false,
+            markers: false,
+        };
+        let mut w = WindowLines {
+            dec: Decoder::new(aux).peekable(),
+            ct: CallTrace::new(&self.probes, opts),
+            end_label: None,
+            last: None,
+            ended: false,
+        };
+        while let Some((_, l)) = w.next_line() {
+            out.push_str("    ");
+            out.push_str(&l);
+        }
     }
 }
 
@@ -163,11 +235,16 @@ pub fn script(
     progress: &mut Progress,
 ) -> Result<(), CliError> {
     let (mut reader, file_len) = crate::input::open_input(path)?;
+    // The trace section is taken, not copied: it can be most of the file.
+    let trace_section = reader.take_feature(Feature(PERFAUX_FEATURE_BIT));
     let meta = reader.metadata().clone();
-    if let Some(e) = &meta.feature_error {
-        return Err(CliError::file(path, e));
+    // A broken feature area does not hide intact records: they are printed,
+    // then this error.
+    let feature_error = meta.feature_error.as_ref().map(|e| CliError::file(path, e));
+    if call_trace && let Some(e) = feature_error {
+        return Err(e);
     }
-    let aux = match meta.features.raw(Feature(PERFAUX_FEATURE_BIT)) {
+    let aux = match trace_section {
         Some(sec) => {
             Some(AuxData::parse(&sec.data, sec.offset).map_err(|e| CliError::file(path, e))?)
         }
@@ -186,10 +263,20 @@ pub fn script(
             .collect(),
         comms: HashMap::new(),
         probes,
+        ev_by_id: meta
+            .attrs
+            .iter()
+            .enumerate()
+            .flat_map(|(i, a)| a.ids.iter().map(move |&id| (id, i)))
+            .collect(),
+        last_value: HashMap::new(),
     };
     let mut ord = Ordered::new();
     // AUX event id -> (tid, cpu) from ITRACE_START / AUX records, for the call trace.
     let mut aux_owner: HashMap<u64, (u32, Option<u32>)> = HashMap::new();
+    // (AUX event id, end of the range) of every PERF_RECORD_AUX flagged
+    // TRUNCATED: the window ending there stopped because the area was full.
+    let mut truncated: HashSet<(u64, u64)> = HashSet::new();
     loop {
         let rec = match reader.next_record() {
             Ok(Some(r)) => r,
@@ -208,7 +295,12 @@ pub fn script(
                     }
                     progress.update(rec.location.file_offset, file_len);
                 }
-                Some(Ok(UserRecord::HeaderAttr(a))) => s.evs.push(ev_info(&a.attr, None)),
+                Some(Ok(UserRecord::HeaderAttr(a))) => {
+                    for &id in &a.ids {
+                        s.ev_by_id.insert(id, s.evs.len());
+                    }
+                    s.evs.push(ev_info(&a.attr, None));
+                }
                 _ => {}
             }
             continue;
@@ -217,13 +309,17 @@ pub fn script(
             continue;
         };
         let body = RawData::new(rec.body(), &[]);
-        let r =
-            Record::parse(h.type_, h.misc, body, &s.evs[idx].info, rec.endian).map_err(|e| {
-                CliError::file(
+        let r = match Record::parse(h.type_, h.misc, body, &s.evs[idx].info, rec.endian) {
+            Ok(r) => r,
+            Err(e) => {
+                ord.finish(out)?;
+                out.flush().map_err(CliError::output)?;
+                return Err(CliError::file(
                     path,
                     format!("record at file offset {:#x}: {e}", rec.location.file_offset),
-                )
-            })?;
+                ));
+            }
+        };
         let sid = r.sample_id().copied().unwrap_or_default();
         let tid = sid.tid.map_or(-1, |t| i64::from(t.tid as i32));
         let time = sid.time.unwrap_or(0);
@@ -239,10 +335,20 @@ pub fn script(
                     .insert(c.tid, String::from_utf8_lossy(&name).into_owned());
                 None
             }
-            Record::Sample(smp) => Some(s.sample_line(smp, &s.evs[idx])),
+            Record::Sample(smp) => {
+                if !call_trace {
+                    for (t, l) in s.sample_lines(smp, idx) {
+                        ord.push(t, l);
+                    }
+                }
+                None
+            }
             Record::Aux(a) => {
                 if let Some(id) = sid.identifier.or(sid.id) {
                     aux_owner.entry(id).or_insert((tid as u32, cpu));
+                    if a.flags & PERF_AUX_FLAG_TRUNCATED != 0 {
+                        truncated.insert((id, a.aux_offset.saturating_add(a.aux_size)));
+                    }
                 }
                 let mut flags = String::new();
                 for (bit, c) in [
@@ -254,16 +360,24 @@ pub fn script(
                         flags.push(c);
                     }
                 }
-                Some((
-                    time,
-                    format!(
-                        "{}{evname}: PERF_RECORD_AUX offset: {} size: {} flags: {} [{flags}]\n",
-                        prefix(&s.comm(tid), tid, cpu, time),
-                        c_hex(a.aux_offset),
-                        c_hex(a.aux_size),
-                        c_hex(a.flags)
-                    ),
-                ))
+                let mut text = format!(
+                    "{}{evname}: PERF_RECORD_AUX offset: {} size: {} flags: {} [{flags}]\n",
+                    prefix(&s.comm(tid), tid, cpu, time),
+                    c_hex(a.aux_offset),
+                    c_hex(a.aux_size),
+                    c_hex(a.flags)
+                );
+                if let (Some(aux), Some(id)) = (&aux, sid.identifier.or(sid.id)) {
+                    for (ty, data) in uevent_log_entries(aux, id, a.aux_offset, a.aux_size) {
+                        text += &format!(
+                            "{}{evname}: {} {}\n",
+                            prefix(&s.comm(tid), tid, cpu, time),
+                            uevent_type_name(ty),
+                            payload_text(data)
+                        );
+                    }
+                }
+                Some((time, text))
             }
             Record::ItraceStart(i) => {
                 if let Some(id) = sid.identifier.or(sid.id) {
@@ -311,49 +425,68 @@ pub fn script(
                 path.display()
             )));
         };
-        call_trace_lines(&s, &aux, &aux_owner, &mut ord);
+        call_trace_lines(&s, &aux, &aux_owner, &truncated, out)?;
     }
     ord.finish(out)?;
     out.flush().map_err(CliError::output)?;
     progress.done();
-    Ok(())
+    match feature_error {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
 }
 
-/// Decodes every chunk of the trace section into call-trace lines. Chunks of
-/// one event that continue each other (full trace) are decoded as one
-/// stream, so calls that span a chunk boundary keep their depth.
-fn call_trace_lines(
-    s: &Script,
-    aux: &AuxData,
-    owner: &HashMap<u64, (u32, Option<u32>)>,
-    ord: &mut Ordered,
-) {
-    // Group consecutive chunks into windows: same event, same kind, and
-    // (for trace data) starting where the previous one ended.
-    let mut windows: Vec<(u64, u32, u64, Vec<u8>)> = Vec::new();
-    for c in aux.chunks.iter().filter(|c| c.kind != ChunkKind::UeventLog) {
-        let continues = windows.last().is_some_and(|(id, tid, off, bytes)| {
-            c.kind == ChunkKind::Trace
-                && *id == c.event_id
-                && *tid == c.tid
-                && off + bytes.len() as u64 == c.aux_offset
-        });
-        if continues && let Some(w) = windows.last_mut() {
-            w.3.extend_from_slice(&c.bytes);
-        } else {
-            windows.push((c.event_id, c.tid, c.aux_offset, c.bytes.clone()));
-        }
-    }
-    for (id, tid, offset, bytes) in windows {
-        let (tid, cpu) = owner.get(&id).copied().unwrap_or((tid, None));
-        let opts = CallTraceOptions {
-            comm: s.comm(i64::from(tid as i32)),
-            cpu: cpu.unwrap_or(0),
-            returns: false,
-            markers: false,
+/// The uevents a `uevent_aux` PMU logged into the AUX bytes
+/// `[offset, offset + size)` of event `id`, from the trace section's
+/// uevent-log chunks (`{u32 type; u32 size; data; pad to 8}` each, see
+/// perfaux-core's pmus/uevent.rs); none when no chunk holds the range whole
+/// (an overwritten snapshot, for one) or an entry overruns it.
+fn uevent_log_entries(aux: &AuxData, id: u64, offset: u64, size: u64) -> Vec<(u32, &[u8])> {
+    let Some(c) = aux.chunks.iter().find(|c| {
+        c.kind == ChunkKind::UeventLog
+            && c.event_id == id
+            && c.aux_offset <= offset
+            && offset.saturating_add(size) <= c.aux_offset + c.bytes.len() as u64
+    }) else {
+        return Vec::new();
+    };
+    let start = (offset - c.aux_offset) as usize;
+    let mut bytes = &c.bytes[start..start + size as usize];
+    let mut v = Vec::new();
+    while bytes.len() >= 8 {
+        let ty = u32::from_le_bytes(bytes[..4].try_into().unwrap_or_default());
+        let n = u32::from_le_bytes(bytes[4..8].try_into().unwrap_or_default()) as usize;
+        let Some(data) = bytes.get(8..8 + n) else {
+            break;
         };
-        let mut ct = CallTrace::new(&s.probes, opts);
-        for ev in Decoder::with_offset(&bytes, offset) {
+        v.push((ty, data));
+        bytes = bytes.get(8 + n.next_multiple_of(8)..).unwrap_or_default();
+    }
+    v
+}
+
+/// A stretch of one event's trace decoded as one stream: (event id, tid,
+/// AUX offset of its first byte, its bytes, its chunks' kind).
+type Window<'a> = (u64, u32, u64, Cow<'a, [u8]>, ChunkKind);
+
+/// One window of the trace being decoded: its decoder and call-trace state.
+struct WindowLines<'a> {
+    dec: std::iter::Peekable<Decoder<'a>>,
+    ct: CallTrace<'a>,
+    /// What the window's final pause or stop says instead of
+    /// `(paused)`/`(stopped)`, when the window ends otherwise.
+    end_label: Option<&'static str>,
+    /// Time and leading columns (up to the time's colon) of the last line,
+    /// for a `tr end` of a window that ends with no stop packet.
+    last: Option<(u64, String)>,
+    /// The window's end has been printed.
+    ended: bool,
+}
+
+impl WindowLines<'_> {
+    /// The window's next line and its time.
+    fn next_line(&mut self) -> Option<(u64, String)> {
+        for ev in self.dec.by_ref() {
             let time = match &ev {
                 TraceEvent::Sync { time, .. }
                 | TraceEvent::Enter { time, .. }
@@ -364,10 +497,113 @@ fn call_trace_lines(
                 | TraceEvent::Lost { time, .. } => *time,
                 TraceEvent::Skipped { .. } => continue,
             };
-            if let Some(mut line) = ct.line(&ev) {
+            if let Some(mut line) = self.ct.line(&ev) {
+                let last = self
+                    .dec
+                    .peek()
+                    .is_none_or(|e| matches!(e, TraceEvent::Skipped { .. }));
+                if let Some(label) = self.end_label
+                    && last
+                    && matches!(ev, TraceEvent::Paused { .. } | TraceEvent::Stopped { .. })
+                    && let Some(at) = line.rfind(" (")
+                {
+                    line.truncate(at + 1);
+                    line.push_str(label);
+                    self.ended = true;
+                }
+                if let Some(colon) = line.find(": ") {
+                    self.last = Some((time, line[..colon + 2].to_string()));
+                }
                 line.push('\n');
-                ord.push(time, line);
+                return Some((time, line));
             }
         }
+        // A window cut by a full area (TRUNCATED) ends with no stop packet:
+        // its end is said all the same, at the last event's time.
+        if self.end_label == Some("(truncated)")
+            && !self.ended
+            && let Some((time, head)) = self.last.take()
+        {
+            self.ended = true;
+            return Some((time, format!("{head}tr end   (truncated)\n")));
+        }
+        None
     }
+}
+
+/// Decodes every chunk of the trace section into call-trace lines. Chunks of
+/// one event that continue each other (full trace) are decoded as one
+/// stream, so calls that span a chunk boundary keep their depth.
+fn call_trace_lines(
+    s: &Script,
+    aux: &AuxData,
+    owner: &HashMap<u64, (u32, Option<u32>)>,
+    truncated: &HashSet<(u64, u64)>,
+    out: &mut impl Write,
+) -> Result<(), CliError> {
+    // Group consecutive chunks into windows: same event, same kind, and
+    // (for trace data) starting where the previous one ended.
+    // A window that is one chunk borrows its bytes; only continued ones
+    // are joined into a copy.
+    let mut windows: Vec<Window<'_>> = Vec::new();
+    for c in aux.chunks.iter().filter(|c| c.kind != ChunkKind::UeventLog) {
+        let continues = windows.last().is_some_and(|(id, tid, off, bytes, kind)| {
+            c.kind == ChunkKind::Trace
+                && *kind == ChunkKind::Trace
+                && *id == c.event_id
+                && *tid == c.tid
+                && off + bytes.len() as u64 == c.aux_offset
+        });
+        if continues && let Some(w) = windows.last_mut() {
+            w.3.to_mut().extend_from_slice(&c.bytes);
+        } else {
+            let bytes = Cow::Borrowed(&c.bytes[..]);
+            windows.push((c.event_id, c.tid, c.aux_offset, bytes, c.kind));
+        }
+    }
+    let mut streams: Vec<WindowLines<'_>> = windows
+        .iter()
+        .map(|(id, tid, offset, bytes, kind)| {
+            let (tid, cpu) = owner.get(id).copied().unwrap_or((*tid, None));
+            let opts = CallTraceOptions {
+                comm: s.comm(i64::from(tid as i32)),
+                cpu: cpu.unwrap_or(0),
+                returns: false,
+                markers: false,
+            };
+            // How the window's last stop reads: a snapshot's end and a stop
+            // where the AUX area filled (PERF_AUX_FLAG_TRUNCATED) are not
+            // an aux_pause.
+            let end = offset + bytes.len() as u64;
+            let end_label = if truncated.contains(&(*id, end)) {
+                Some("(truncated)")
+            } else if *kind == ChunkKind::Snapshot {
+                Some("(snapshot end)")
+            } else {
+                None
+            };
+            WindowLines {
+                dec: Decoder::with_offset(bytes, *offset).peekable(),
+                ct: CallTrace::new(&s.probes, opts),
+                end_label,
+                last: None,
+                ended: false,
+            }
+        })
+        .collect();
+    // A k-way merge by (time, window): the order a sort of every line by
+    // time would give (ties in window order), one pending line per window.
+    let mut heap = BinaryHeap::new();
+    for (i, w) in streams.iter_mut().enumerate() {
+        if let Some((t, line)) = w.next_line() {
+            heap.push(Reverse((t, i, line)));
+        }
+    }
+    while let Some(Reverse((_, i, line))) = heap.pop() {
+        out.write_all(line.as_bytes()).map_err(CliError::output)?;
+        if let Some((t, line)) = streams[i].next_line() {
+            heap.push(Reverse((t, i, line)));
+        }
+    }
+    Ok(())
 }

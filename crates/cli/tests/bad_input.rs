@@ -248,3 +248,70 @@ fn locked_memory_limit_refuses_the_buffers_with_perfs_advice() {
     );
     assert!(r.stderr.contains("perf_event_mlock_kb"), "{}", r.stderr);
 }
+
+/// `perfaux script` on a damaged file prints every line the intact part
+/// holds, then one error line, and exits non-zero (as `perf script` prints
+/// the good samples and then the error).
+#[test]
+fn script_prints_every_line_before_the_damage() {
+    let dir = tempdir();
+    let (f, _) = record(dir.path(), "d.data", &["--requests", "20"]);
+    let bytes = std::fs::read(&f).unwrap();
+    let intact = perfaux(&["script", "-i", path_str(&f)]);
+    assert_eq!(intact.code, 0, "{}", intact.stderr);
+    let all: Vec<&str> = intact.stdout.lines().collect();
+    assert!(all.len() > 20, "{} lines", all.len());
+
+    // A cut inside the feature area: every record is whole, so every line
+    // is printed (the columns before the symbol: the probe names are in the
+    // lost trace section), then the error.
+    let cut = dir.path().join("cut-features.data");
+    std::fs::write(&cut, &bytes[..bytes.len() - 64]).unwrap();
+    let r = perfaux(&["script", "-i", path_str(&cut)]);
+    let l = one_error_line(&r);
+    assert!(
+        l.contains("offset 0x") && l.contains("cut-features.data"),
+        "{l}"
+    );
+    let got: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!(got.len(), all.len(), "{}", r.stdout);
+    for (a, b) in all.iter().zip(&got) {
+        assert_eq!(a.get(..40), b.get(..40));
+    }
+
+    // One sample made unparseable, the stream kept in step: its header.size
+    // is cut to 16 and the bytes freed become a record of a type nobody
+    // knows. The lines of every record before it are printed, then the
+    // error naming its offset.
+    let mut r = perfaux_perfdata::PerfDataReader::open(&f).unwrap();
+    let mut samples = Vec::new();
+    while let Ok(Some(rec)) = r.next_record() {
+        if rec.header.type_ == 9 && rec.header.size >= 32 {
+            samples.push((rec.location.file_offset as usize, rec.header.size));
+        }
+    }
+    let (at, size) = samples[samples.len() / 2];
+    let mut bad = bytes.clone();
+    bad[at + 6..at + 8].copy_from_slice(&16u16.to_le_bytes());
+    let rest = at + 16;
+    bad[rest..rest + 4].copy_from_slice(&0x7fffu32.to_le_bytes());
+    bad[rest + 4..rest + 6].copy_from_slice(&0u16.to_le_bytes());
+    bad[rest + 6..rest + 8].copy_from_slice(&(size - 16).to_le_bytes());
+    let badf = dir.path().join("bad-sample.data");
+    std::fs::write(&badf, &bad).unwrap();
+    let r = perfaux(&["script", "-i", path_str(&badf)]);
+    let l = one_error_line(&r);
+    assert!(l.contains(&format!("{at:#x}")), "{l}");
+    let got: Vec<&str> = r.stdout.lines().collect();
+    assert!(
+        got.len() >= samples.len() / 2,
+        "{} lines before the damaged sample {} of {}",
+        got.len(),
+        samples.len() / 2,
+        samples.len()
+    );
+    // What is printed is the intact file's lines (time order: a subset).
+    for line in &got {
+        assert!(all.contains(line), "{line}");
+    }
+}

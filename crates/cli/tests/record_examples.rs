@@ -55,10 +55,7 @@ fn the_flight_recorder_example_writes_a_file_perf_and_perfaux_read() {
         text.contains("snapshot chunk:") && text.contains("flags 0x2"),
         "{text}"
     );
-    if Command::new("perf").arg("--version").output().is_err() {
-        eprintln!("skipped: perf not found");
-        return;
-    }
+    perfaux_testutil::require_oracle!("perf");
     let home = tempdir();
     for args in [&["script", "-i"][..], &["report", "-D", "-i"]] {
         let mut a = args.to_vec();

@@ -84,6 +84,7 @@ fn count(rows: &[(String, u64)], name: &str) -> u64 {
 
 #[test]
 fn full_trace_default_loses_nothing() {
+    require_oracle!("perf");
     let dir = tempdir();
     let (f, r) = record(dir.path(), "full.data", &[]);
     let cap = parse_captured(&r.stderr);
@@ -127,6 +128,7 @@ fn full_trace_default_loses_nothing() {
 
 #[test]
 fn uevents_probe_counts_and_task_clock() {
+    require_oracle!("perf");
     let dir = tempdir();
     let (f, r) = record(
         dir.path(),
@@ -155,6 +157,7 @@ fn uevents_probe_counts_and_task_clock() {
 
 #[test]
 fn snapshot_at_exit() {
+    require_oracle!("perf");
     let dir = tempdir();
     let (f, r) = record(dir.path(), "se.data", &["-Se", "--requests", "50"]);
     let cap = parse_captured(&r.stderr);
@@ -166,6 +169,7 @@ fn snapshot_at_exit() {
 
 #[test]
 fn snapshot_on_sigusr2() {
+    require_oracle!("perf");
     let dir = tempdir();
     let out = dir.path().join("s.data");
     let mut child = Command::new(PERFAUX)
@@ -216,6 +220,7 @@ fn snapshot_on_sigusr2() {
 
 #[test]
 fn aux_sample() {
+    require_oracle!("perf");
     let dir = tempdir();
     let (f, r) = record(
         dir.path(),
@@ -237,6 +242,7 @@ fn aux_sample() {
 
 #[test]
 fn pause_resume_with_aux_action() {
+    require_oracle!("perf");
     let dir = tempdir();
     let (f, r) = record(
         dir.path(),
@@ -265,6 +271,7 @@ fn pause_resume_with_aux_action() {
 
 #[test]
 fn uevent_log_aux_pmu() {
+    require_oracle!("perf");
     let dir = tempdir();
     let (f, r) = record(
         dir.path(),

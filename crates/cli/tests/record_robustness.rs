@@ -54,14 +54,7 @@ fn perf_reads_with(file: &Path, loss: bool) {
 }
 
 fn perf_present() -> bool {
-    let ok = Command::new("perf")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("skipped: perf not found");
-    }
-    ok
+    perfaux_testutil::oracle("perf")
 }
 
 /// Starts `perfaux -v record ARGS` and waits for "recording started".
@@ -232,7 +225,7 @@ fn a_full_disk_leaves_the_previous_file_and_no_temporary() {
         .status()
         .is_ok_and(|s| s.success());
     if !ok {
-        eprintln!("skipped: cannot mount a small tmpfs (needs root)");
+        perfaux_testutil::skip("cannot mount a small tmpfs (needs root)");
         return;
     }
     struct Unmount<'a>(&'a Path);

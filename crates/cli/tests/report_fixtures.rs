@@ -1,5 +1,5 @@
 //! `perfaux report -D` on files other tools wrote agrees with perf 6.1's
-//! own dump of them (the golden texts in shared/fixtures, made with
+//! own dump of them (the golden texts in testdata/, made with
 //! Debian's perf 6.1): the same records at the same file offsets, with the
 //! same sizes and type names, and the same "Aggregated stats" table.
 //! perfaux prints records in file order, perf in time order, so the
@@ -7,21 +7,12 @@
 
 mod common;
 
-use std::path::Path;
-
 use common::*;
-
-/// shared/fixtures, beside the repository (or $PERFAUX_FIXTURES).
-fn fixtures() -> std::path::PathBuf {
-    match std::env::var_os("PERFAUX_FIXTURES") {
-        Some(p) => std::path::PathBuf::from(p),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures"),
-    }
-}
+use perfaux_testutil::{fixture, fixture_text};
 
 fn check(file: &str, golden: &str, offset_shift: u64) {
-    let f = fixtures().join(file);
-    let g = unxz(&fixtures().join(golden));
+    let f = fixture(file);
+    let g = fixture_text(golden);
     let ours = perfaux(&["report", "-D", "-i", path_str(&f)]);
     assert_eq!(ours.code, 0, "{file}: {}", ours.stderr);
     // For a file whose attrs it only half knows (simpleperf's attr_size 144),
@@ -108,8 +99,8 @@ fn intel_pt_record_lines_match_perf_text_exactly() {
     // whose fields perfaux formats (MMAP, MMAP2, COMM, EXIT, AUX,
     // ITRACE_START, SWITCH_CPU_WIDE, SAMPLE) are perf's, character for
     // character, time stamp included.
-    let f = fixtures().join("intel_pt/perf.data.intel_pt-4.14");
-    let g = unxz(&fixtures().join("intel_pt/quipper_intel_pt-4.14.records.perf-D.txt.xz"));
+    let f = fixture("intel_pt/perf.data.intel_pt-4.14");
+    let g = fixture_text("intel_pt/quipper_intel_pt-4.14.records.perf-D.txt.xz");
     let ours = perfaux(&["report", "-D", "-i", path_str(&f)]).stdout;
     let pick = |t: &str| {
         let mut v: Vec<String> = t
@@ -135,5 +126,63 @@ fn intel_pt_record_lines_match_perf_text_exactly() {
     };
     let (a, b) = (pick(&g), pick(&ours));
     assert!(a.len() > 200, "kernel records of the fixture: {}", a.len());
+    assert_eq!(a, b);
+}
+
+/// A group whose leader samples the group's counters (`:S`,
+/// PERF_SAMPLE_READ with PERF_FORMAT_GROUP): `script` prints one line per
+/// member with that member's counter delta as the period, line for line as
+/// perf 6.1 prints the same file.
+#[test]
+fn group_read_prints_one_line_per_member_as_perf_does() {
+    perfaux_testutil::require_oracle!("perf");
+    let dir = tempdir();
+    let f = dir.path().join("group.data");
+    let rec = perf(
+        &[
+            "record",
+            "-e",
+            "{cpu-clock,task-clock}:S",
+            "-o",
+            path_str(&f),
+            "--",
+            "sh",
+            "-c",
+            "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done",
+        ],
+        dir.path(),
+    );
+    assert_eq!(rec.code, 0, "perf record: {}", rec.stderr);
+    let theirs = perf(
+        &[
+            "script",
+            "-F",
+            "comm,tid,time,period,event",
+            "-i",
+            path_str(&f),
+        ],
+        dir.path(),
+    );
+    assert_eq!(theirs.code, 0, "{}", theirs.stderr);
+    let ours = perfaux(&["script", "-i", path_str(&f)]);
+    assert_eq!(ours.code, 0, "{}", ours.stderr);
+    // comm, tid, time, period, event: the first five columns of both (the
+    // comm is `sh`, one word; a cpu column, if any, is left out).
+    let columns = |text: &str| -> Vec<Vec<String>> {
+        text.lines()
+            .map(|l| {
+                l.split_whitespace()
+                    .filter(|w| !w.starts_with('['))
+                    .take(5)
+                    .map(String::from)
+                    .collect()
+            })
+            .collect()
+    };
+    let (a, b) = (columns(&theirs.stdout), columns(&ours.stdout));
+    assert!(a.len() > 20, "perf printed {} lines", a.len());
+    for ev in ["cpu-clock:", "task-clock:"] {
+        assert!(a.iter().any(|l| l[4] == ev), "{ev} in perf's lines");
+    }
     assert_eq!(a, b);
 }

@@ -178,7 +178,7 @@ fn perf_cpu_clock_samples_resolve_to_symbols() {
         dir.path(),
     );
     if rec.code != 0 {
-        eprintln!("skipped: perf record failed here: {}", rec.stderr);
+        perfaux_testutil::skip(&format!("perf record failed here: {}", rec.stderr));
         return;
     }
     let r = perfaux(&["report", "-i", path_str(&data), "--sort", "dso,sym"]);
@@ -278,8 +278,8 @@ fn perfetto_export_decodes_with_the_official_protos_and_matches_the_call_trace()
         .arg("from perfetto.protos.perfetto.trace import perfetto_trace_pb2")
         .output();
     if !python.is_ok_and(|o| o.status.success()) {
-        eprintln!(
-            "skipped: python3 with the perfetto package not found (pip install perfetto protobuf)"
+        perfaux_testutil::skip(
+            "python3 with the perfetto package not found (pip install perfetto protobuf)",
         );
         return;
     }
@@ -444,7 +444,7 @@ fn flame_graph_renders_in_headless_chromium() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     let png = dir.path().join("fg.png");
     let Some(run) = render_in_chromium(&svg, &png) else {
-        eprintln!("skipped: chromium not found (apt-get install chromium)");
+        perfaux_testutil::skip("chromium not found (apt-get install chromium)");
         return;
     };
     assert_eq!(run.code, 0, "chromium: {}", run.stderr);

@@ -10,10 +10,9 @@
 //! another is running is dropped). perfaux takes them with a
 //! compare-and-swap, since here the racing "NMI" may also be another
 //! thread, and, beyond the kernel, counts every dropped pause and resume on
-//! the AUX event ([`Event::counters`]) and process-wide
-//! ([`dropped_pause_resume`]).
+//! the AUX event ([`Event::counters`]), so that a recording sums its own.
 
-use std::sync::atomic::{AtomicU64, Ordering, compiler_fence};
+use std::sync::atomic::{Ordering, compiler_fence};
 
 use perfaux_abi::ByteSink;
 use perfaux_ring::AuxHandle;
@@ -22,18 +21,6 @@ pub use crate::buffer::AuxArea;
 use crate::event::Event;
 use crate::pmu::ef;
 use crate::thread;
-
-static DROPPED_PAUSE: AtomicU64 = AtomicU64::new(0);
-static DROPPED_RESUME: AtomicU64 = AtomicU64::new(0);
-
-/// Process-wide pauses and resumes dropped by the `aux_in_pause_resume`
-/// guard: (pauses, resumes).
-pub fn dropped_pause_resume() -> (u64, u64) {
-    (
-        DROPPED_PAUSE.load(Ordering::Relaxed),
-        DROPPED_RESUME.load(Ordering::Relaxed),
-    )
-}
 
 /// `perf_prepare_sample_aux`: how many AUX bytes the sample of `event`
 /// will carry (`size` already clamped to the record limit and rounded down
@@ -153,13 +140,12 @@ pub(crate) fn perf_event_aux_pause(aux_event: &Event, pause: bool) {
         .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
         .is_err()
     {
-        let (mine, all) = if pause {
-            (&aux_event.counters.dropped_pause, &DROPPED_PAUSE)
+        let dropped = if pause {
+            &aux_event.counters.dropped_pause
         } else {
-            (&aux_event.counters.dropped_resume, &DROPPED_RESUME)
+            &aux_event.counters.dropped_resume
         };
-        mine.fetch_add(1, Ordering::Relaxed);
-        all.fetch_add(1, Ordering::Relaxed);
+        dropped.fetch_add(1, Ordering::Relaxed);
         return;
     }
     __perf_event_aux_pause(aux_event, pause);

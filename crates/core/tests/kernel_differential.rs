@@ -570,7 +570,7 @@ fn env() -> Env {
 #[test]
 fn perfaux_agrees_with_the_running_kernel() {
     if let Err(why) = allowed() {
-        eprintln!("skipped: {why}");
+        perfaux_testutil::skip(&why);
         return;
     }
     let env = env();
@@ -644,7 +644,7 @@ fn an_attr_larger_than_the_kernel_knows_is_retried_at_the_written_back_size() {
         "perfaux writes back its sizeof"
     );
     if let Err(why) = allowed() {
-        eprintln!("skipped (the kernel's side): {why}");
+        perfaux_testutil::skip(&format!("the kernel's side: {why}"));
         return;
     }
     let kernel = dance(&mut |b| kernel_open(b, -1, PERF_FLAG_FD_CLOEXEC).map(kernel_close));

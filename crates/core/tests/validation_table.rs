@@ -814,6 +814,14 @@ fn valid_configurations_open() {
         perfaux_pmus::swtrace::CONFIG_TRACK_PAUSED,
     ))
     .unwrap();
+    // Each timing mode the trace PMU's config names opens.
+    for timing in [
+        perfaux_swtrace::Timing::EntryOnly,
+        perfaux_swtrace::Timing::Periodic { every: 16 },
+    ] {
+        let config = perfaux_pmus::swtrace::timing_config(timing);
+        open(&attr(SWTRACE_TYPE, config)).unwrap();
+    }
 
     // attr.size 0 is PERF_ATTR_SIZE_VER0 (perf_copy_attr).
     let mut b = dummy().to_bytes(PERF_ATTR_SIZE_VER0, Endianness::NATIVE);

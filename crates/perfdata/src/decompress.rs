@@ -7,7 +7,8 @@
 //! handed out are carried over to the next chunk, so a split record is
 //! delivered whole. Output is produced in [`OUT_CHUNK`] steps, only as far as
 //! the next record needs, so a small chunk that inflates enormously costs no
-//! more memory than its largest record.
+//! more memory than its largest record, and that record is capped at
+//! [`MAX_COMPRESSED_RECORD`]: a few KB of zstd can claim a gigabyte.
 
 use crate::error::{Error, Result};
 use perfaux_abi::consts::{PERF_RECORD_AUXTRACE, PERF_RECORD_HEADER_TRACING_DATA};
@@ -16,6 +17,14 @@ use std::collections::VecDeque;
 use zstd::stream::raw::{Decoder, Operation};
 
 const OUT_CHUNK: usize = 256 * 1024;
+
+/// The largest record (header.size plus trailing payload) taken from a
+/// compressed stream. perf record compresses only what the data ring holds,
+/// where a record is at most 64 KiB (header.size is a u16); AUX data and
+/// tracing data are written beside the chunks, never inside. 16 MiB leaves
+/// room for other writers while bounding what a crafted chunk (zstd inflates
+/// zeros some 40000-fold) makes the reader hold and decompress.
+pub(crate) const MAX_COMPRESSED_RECORD: u64 = 16 << 20;
 
 /// A record found in the decompressed stream: its bytes are
 /// `out[start..start + len]` plus `payload` bytes after them.
@@ -61,7 +70,7 @@ impl Decompressor {
             stream_offset: 0,
             origins: VecDeque::new(),
             produced: 0,
-            max_payload,
+            max_payload: max_payload.min(MAX_COMPRESSED_RECORD),
         })
     }
 

@@ -92,6 +92,8 @@ impl Feature {
         match self.0 {
             n @ 0..=31 => NAMES[n as usize],
             n @ 128..=134 => SIMPLEPERF[(n - 128) as usize],
+            // perfaux's own trace section (the cli's PERFAUX_FEATURE_BIT).
+            250 => "perfaux trace",
             128.. => SIMPLEPERF[7],
             _ => "unknown",
         }
@@ -173,5 +175,6 @@ mod tests {
         let b = s.to_bytes(Endianness::Big);
         assert_eq!(FeatureSet::parse(&b, Endianness::Big), s);
         assert_eq!(Feature(129).name(), "simpleperf META_INFO");
+        assert_eq!(Feature(250).name(), "perfaux trace");
     }
 }

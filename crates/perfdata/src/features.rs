@@ -52,6 +52,13 @@ impl FeatureSections {
         self.sections.get(&f)
     }
 
+    /// Removes a feature and hands its bytes over (no copy): for a large
+    /// section that a consumer parses once, so that the metadata it keeps
+    /// (and clones) does not hold it too.
+    pub fn take(&mut self, f: Feature) -> Option<FeatureSection> {
+        self.sections.remove(&f)
+    }
+
     fn with<T>(
         &self,
         f: Feature,

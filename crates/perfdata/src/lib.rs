@@ -61,7 +61,7 @@ mod input;
 pub use error::{Error, Result};
 pub use events::EventAttr;
 pub use feature::{Feature, FeatureSet};
-pub use features::FeatureSections;
+pub use features::{FeatureSection, FeatureSections};
 pub use header::{FileHeader, FileSection};
 pub use host::HostInfo;
 pub use reader::{DataFormat, Metadata, OwnedRecord, PerfDataReader, ReaderOptions, Records};

@@ -15,7 +15,7 @@ use crate::decompress::{Decompressor, payload_len};
 use crate::error::{Error, Result};
 use crate::events::{EventAttr, IdMap};
 use crate::feature::Feature;
-use crate::features::FeatureSections;
+use crate::features::{FeatureSection, FeatureSections};
 use crate::header::{FileHeader, FileSection, Preamble};
 use crate::input::Input;
 use crate::record::{RawRecord, RecordLocation};
@@ -319,6 +319,12 @@ impl<R: Read> PerfDataReader<R> {
 
     pub fn metadata(&self) -> &Metadata {
         &self.meta
+    }
+
+    /// Takes a feature section out of the metadata (see
+    /// [`FeatureSections::take`]): afterwards the metadata no longer has it.
+    pub fn take_feature(&mut self, f: Feature) -> Option<FeatureSection> {
+        self.meta.features.take(f)
     }
 
     /// The records as a standard iterator of owned copies: every record,

@@ -17,21 +17,16 @@ use perfaux_abi::consts::*;
 pub const SAMPLE_ID_TYPE: u64 =
     PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
 
-/// The attr a recording starts from for PMU `type_` and `config`: disabled
-/// (the recorder enables it), user space only, [`SAMPLE_ID_TYPE`] on every
-/// record.
+/// The attr a recording starts from for PMU `type_` and `config`: abi's
+/// [`AttrBuilder`](perfaux_abi::attr::AttrBuilder) (disabled: the recorder
+/// enables it), user space only, [`SAMPLE_ID_TYPE`] on every record, and
+/// `PERF_ATTR_SIZE_VER7`: perf 6.1 reads attrs of at most 128 bytes.
 pub fn base_attr(type_: u32, config: u64) -> PerfEventAttr {
-    let mut a = PerfEventAttr {
-        type_,
-        size: PERF_ATTR_SIZE_VER7,
-        config,
-        sample_type: SAMPLE_ID_TYPE,
-        ..Default::default()
-    };
-    a.flags |= AttrFlags::DISABLED
-        | AttrFlags::SAMPLE_ID_ALL
-        | AttrFlags::EXCLUDE_KERNEL
-        | AttrFlags::EXCLUDE_HV;
+    let mut a = PerfEventAttr::builder(type_, config)
+        .sample_type(SAMPLE_ID_TYPE)
+        .flags(AttrFlags::SAMPLE_ID_ALL | AttrFlags::EXCLUDE_KERNEL | AttrFlags::EXCLUDE_HV)
+        .build();
+    a.size = PERF_ATTR_SIZE_VER7;
     a
 }
 

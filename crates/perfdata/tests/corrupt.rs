@@ -8,7 +8,13 @@ mod common;
 
 use common::*;
 use perfaux_perfdata::{PerfDataReader, ReaderOptions};
+use perfaux_testutil::CountingAlloc;
 use std::io::Cursor;
+
+// Counts what each test thread allocates, for the tests that promise to
+// refuse a lying size without allocating it.
+#[global_allocator]
+static ALLOC: CountingAlloc = CountingAlloc;
 
 /// xorshift64*: a fixed sequence without a dependency.
 struct Rng(u64);
@@ -62,8 +68,8 @@ fn read(
 }
 
 const FILES: [&str; 7] = [
-    "hotspot/perf.data.true.v2",
     "perf_data/sleep.data",
+    "intel_pt/perf.data.intel_pt-4.14",
     "perf_data/sleep.compressed.data",
     "perf_data/sleep.compressed.pipe.data",
     "perf_data/fibo.compressed2.pipe.data",
@@ -153,7 +159,22 @@ fn flipped_bytes_never_panic_and_keep_the_records_before_them() {
             }
             let Ok((got, err)) = read(&bad) else { continue };
             if let Some(e) = &err {
-                assert!(!e.to_string().is_empty());
+                // The error says where: at or after the start of the record
+                // (or compressed chunk) that holds the first flipped byte,
+                // never at an intact record before it.
+                let holder = base
+                    .iter()
+                    .map(|r| r.0)
+                    .filter(|&o| o <= first as u64)
+                    .max()
+                    .unwrap_or(0);
+                let at = e
+                    .offset()
+                    .unwrap_or_else(|| panic!("{f}: error without an offset: {e}"));
+                assert!(
+                    at >= holder,
+                    "{f} flipped from {first}: error placed at {at:#x}, before the damaged record at {holder:#x}: {e}"
+                );
             }
             // Records wholly before the first damaged byte, and after the
             // metadata (damage to attrs changes how every record parses),
@@ -187,7 +208,13 @@ fn lying_size_fields_are_refused_without_allocating() {
         ..Default::default()
     };
     rec.write(&mut pipe, perfaux_abi::Endianness::Little);
+    let level = CountingAlloc::reset_peak();
     let (got, err) = read(&pipe).unwrap();
+    let peak = CountingAlloc::peak_since(level);
+    assert!(
+        peak < 1 << 20,
+        "reading a 64-byte lie allocated {peak} bytes"
+    );
     assert!(got.is_empty());
     let e = err.unwrap();
     assert_eq!(e.offset(), Some(16), "{e}");
@@ -200,17 +227,73 @@ fn lying_size_fields_are_refused_without_allocating() {
         .unwrap();
     let at = *off as usize + 8;
     file[at..at + 8].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    let level = CountingAlloc::reset_peak();
     let (got, err) = read(&file).unwrap();
+    let peak = CountingAlloc::peak_since(level);
+    // What it holds is the records read (the test keeps copies, about the
+    // file's size) and reader buffers, never the claimed terabyte.
+    assert!(peak < 4 * file.len() + (1 << 20), "allocated {peak} bytes");
     let e = err.unwrap();
     assert_eq!(e.offset(), Some(*off), "{e}");
     assert!(e.to_string().contains("payload"), "{e}");
     assert_eq!(got.len(), base.iter().position(|r| r.0 == *off).unwrap());
     // A header.size below 8 would never advance: an error, not a loop.
-    let mut file = std::fs::read(fixture("hotspot/perf.data.true.v2")).unwrap();
+    let mut file = std::fs::read(fixture("perf_data/sleep.data")).unwrap();
     let (base, _) = read(&file).unwrap();
     let second = base[1].0 as usize;
     file[second + 6..second + 8].copy_from_slice(&4u16.to_le_bytes());
     let (got, err) = read(&file).unwrap();
     assert_eq!(got.len(), 1);
     assert_eq!(err.unwrap().offset(), Some(second as u64));
+}
+
+#[test]
+fn compressed_chunk_claiming_a_huge_record_is_refused_without_inflating_it() {
+    // A real COMPRESSED2 pipe file, its first chunk replaced by a tiny one
+    // whose zstd stream holds an AUXTRACE header claiming 900 MiB: a few
+    // bytes of zstd could inflate that far (zeros compress ~40000-fold).
+    let full = std::fs::read(fixture("perf_data/sleep.compressed2.pipe.data")).unwrap();
+    let (base, _) = read(&full).unwrap();
+    let (chunk, ..) = base
+        .iter()
+        .find(|r| r.2 == perfaux_abi::consts::PERF_RECORD_COMPRESSED2)
+        .unwrap();
+    let rec = perfaux_abi::user::AuxtraceRecord {
+        size: 900 << 20,
+        ..Default::default()
+    };
+    let mut inner = Vec::new();
+    rec.write(&mut inner, perfaux_abi::Endianness::Little);
+    // 24 MiB of the claimed payload really there: a reader that inflates
+    // toward the claim holds it all.
+    inner.resize(inner.len() + (24 << 20), 0);
+    let z = zstd::bulk::compress(&inner, 3).unwrap();
+    let padded = z.len().div_ceil(8) * 8;
+    // perf_record_compressed2: header, data_size, data padded to 8.
+    let mut bad = full[..*chunk as usize].to_vec();
+    bad.extend_from_slice(&perfaux_abi::consts::PERF_RECORD_COMPRESSED2.to_le_bytes());
+    bad.extend_from_slice(&0u16.to_le_bytes());
+    bad.extend_from_slice(&((16 + padded) as u16).to_le_bytes());
+    bad.extend_from_slice(&(z.len() as u64).to_le_bytes());
+    bad.extend_from_slice(&z);
+    bad.resize(*chunk as usize + 16 + padded, 0);
+    // The CLI's limit (ReaderOptions::default, 1 GiB) would allow 900 MiB
+    // outside a compressed chunk.
+    let level = CountingAlloc::reset_peak();
+    let mut r = PerfDataReader::new(Cursor::new(&bad[..])).unwrap();
+    let mut n = 0;
+    let err = loop {
+        match r.next_record() {
+            Ok(Some(_)) => n += 1,
+            Ok(None) => break None,
+            Err(e) => break Some(e),
+        }
+    };
+    let peak = CountingAlloc::peak_since(level);
+    assert!(peak < 8 << 20, "reading it allocated {peak} bytes");
+    let e = err.expect("the lying record is an error");
+    assert!(e.to_string().contains("limit"), "{e}");
+    assert_eq!(e.offset(), Some(*chunk), "{e}");
+    // Every record before the chunk, and the chunk record itself.
+    assert_eq!(n, base.iter().position(|r| r.0 == *chunk).unwrap() + 1);
 }

@@ -57,9 +57,7 @@ fn intel_pt_file_mode_matches_perf_and_quipper() {
     let path = fixture("intel_pt/perf.data.intel_pt-4.14");
     let r = read_all(&path);
     assert!(r.error.is_none(), "{:?}", r.error);
-    let golden = xz_text(&fixture(
-        "intel_pt/quipper_intel_pt-4.14.records.perf-D.txt.xz",
-    ));
+    let golden = fixture_text("intel_pt/quipper_intel_pt-4.14.records.perf-D.txt.xz");
     assert_counts_match("intel_pt-4.14", &r.counts, &golden);
 
     // Header fields against perf report --header-only.
@@ -153,9 +151,7 @@ fn intel_pt_pipe_mode_matches_perf() {
     let r = read_all_from(stream);
     assert!(r.error.is_none(), "{:?}", r.error);
     assert!(r.meta.is_pipe());
-    let golden = xz_text(&fixture(
-        "intel_pt/quipper_piped_intel_pt-4.14.records.perf-D.txt.xz",
-    ));
+    let golden = fixture_text("intel_pt/quipper_piped_intel_pt-4.14.records.perf-D.txt.xz");
     assert_counts_match("piped intel_pt-4.14", &r.counts, &golden);
     assert_eq!(
         r.meta.attrs.len() as u64,
@@ -200,9 +196,7 @@ fn simpleperf_files_match_perf() {
         let r = read_all(&fixture(&format!("simpleperf_etm/{name}.data")));
         assert!(r.error.is_none(), "{name}: {:?}", r.error);
         assert!(r.meta.is_simpleperf(), "{name}: simpleperf's feature bits");
-        let golden = xz_text(&fixture(&format!(
-            "simpleperf_etm/simpleperf_{name}.perf-D.txt.xz"
-        )));
+        let golden = fixture_text(&format!("simpleperf_etm/simpleperf_{name}.perf-D.txt.xz"));
         assert_counts_match(name, &r.counts, &golden);
         let info = r
             .counts
@@ -220,35 +214,15 @@ fn simpleperf_files_match_perf() {
     // perf_kernel: 3 AUXTRACE, one continuing at AUX offset 0x3ff0: every
     // field as perf printed it.
     let r = read_all(&fixture("simpleperf_etm/perf_kernel.data"));
-    let golden = xz_text(&fixture(
-        "simpleperf_etm/simpleperf_perf_kernel.perf-D.txt.xz",
-    ));
+    let golden = fixture_text("simpleperf_etm/simpleperf_perf_kernel.perf-D.txt.xz");
     assert_eq!(our_auxtrace_lines(&r), perf_auxtrace_lines(&golden));
     assert_eq!(r.auxtrace.len(), 3);
 }
 
-#[test]
-fn hotspot_v1_and_v2_match_perf() {
-    for (f, magic) in [
-        ("hotspot/perf.data.true.v1", Magic::V1),
-        ("hotspot/perf.data.true.v2", Magic::V2),
-    ] {
-        let path = fixture(f);
-        let r = read_all(&path);
-        assert!(r.error.is_none(), "{f}: {:?}", r.error);
-        let DataFormat::File(h) = r.meta.format else {
-            panic!()
-        };
-        assert_eq!(h.magic, magic);
-        if !have_perf() {
-            eprintln!("skipping perf comparison for {f}: perf not installed");
-            continue;
-        }
-        let (ok, out, err) = perf_report_d(&path, false);
-        assert!(ok, "perf report -D {f}: {err}");
-        assert_counts_match(f, &r.counts, &out);
-    }
-}
+// The old "PERFFILE" magic (v1) had its test on KDAB/hotspot's `perf record
+// true` files; they are GPL and so not in testdata/ (see its PROVENANCE.md),
+// and perf 6.1 refuses a newer file given that magic, so no oracle-judged v1
+// file is left: that test was removed.
 
 #[test]
 fn sleep_pipe_files_match_perf() {
@@ -260,8 +234,6 @@ fn sleep_pipe_files_match_perf() {
         let (ok, out, err) = perf_report_d(&path, true);
         assert!(ok, "{err}");
         assert_counts_match("sleep.compressed.pipe", &r.counts, &out);
-    } else {
-        eprintln!("skipping perf comparison: perf not installed");
     }
     assert_eq!(r.meta.attrs[0].name.as_deref(), Some("cycles:P"));
 }
@@ -424,7 +396,6 @@ fn file_mode_needs_a_seekable_input() {
 #[test]
 fn pipe_features_match_perf_header_only() {
     if !have_perf() {
-        eprintln!("skipping: perf is not installed");
         return;
     }
     let path = fixture("perf_data/sleep.compressed.pipe.data");

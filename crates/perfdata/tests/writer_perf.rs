@@ -103,7 +103,6 @@ fn reader_reads_back_what_the_writer_wrote() {
 #[test]
 fn perf_reads_what_the_writer_wrote() {
     if !have_perf() {
-        eprintln!("skipping: perf is not installed");
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -17,11 +17,17 @@
 //! - PERF_RECORD_ITRACE_START is due until the first start
 //!   (`PERF_PMU_CAP_ITRACE`).
 //!
-//! `attr.config` takes one bit, [`CONFIG_TRACK_PAUSED`] (perfaux record's
-//! `swtrace/track-paused/`, as `intel_pt/cyc/` sets a bit of PT's config):
-//! the writer follows calls while paused, so the SYNC at a resume names the
-//! calls opened meanwhile, at the price of a paused call (about 2.5 ns
-//! against 0.8 ns; `WriterConfig::track_paused`). Other bits are EINVAL.
+//! `attr.config` holds named fields, as PT's config holds `cyc`, `mtc` and
+//! `mtc_period` (perf's PMU format terms):
+//!
+//! | bits | field | meaning |
+//! |---|---|---|
+//! | 0 | [`CONFIG_TRACK_PAUSED`] | `swtrace/track-paused/`: the writer follows calls while paused, so the SYNC at a resume names the calls opened meanwhile, at the price of a paused call (about 2.5 ns against 0.8 ns; `WriterConfig::track_paused`) |
+//! | 1-2 | [`CONFIG_TIMING_MASK`] | `swtrace/timing=.../` (`WriterConfig::timing`): 0 full, 1 entry, 2 periodic; 3 is EINVAL |
+//! | 32-63 | [`CONFIG_TIMING_EVERY_SHIFT`] | periodic's N (`timing=periodic:N`): at least 1 with periodic, 0 otherwise (EINVAL) |
+//!
+//! Other bits (3-31) are EINVAL. [`timing_config`] and [`config_timing`]
+//! convert between the fields and `perfaux_swtrace::Timing`.
 //!
 //! An event traces one thread (a thread target; EINVAL otherwise), and a
 //! thread has one writer: a second live swtrace event for the same thread
@@ -76,7 +82,7 @@ use perfaux_abi::mmap_page::offsets;
 use perfaux_ring::AuxHandle;
 use perfaux_ring::protocol::circ_space;
 use perfaux_swtrace::format;
-use perfaux_swtrace::writer::{self, AuxMode, AuxRegion, WriterConfig, WriterError};
+use perfaux_swtrace::writer::{self, AuxMode, AuxRegion, Timing, WriterConfig, WriterError};
 
 use perfaux_core::aux::{AuxArea, perf_aux_output_begin, perf_aux_output_end};
 use perfaux_core::buffer::Buffer;
@@ -90,6 +96,56 @@ pub struct SwtracePmu;
 
 /// `attr.config` bit: follow calls while paused (`WriterConfig::track_paused`).
 pub const CONFIG_TRACK_PAUSED: u64 = 1;
+
+/// `attr.config` bits 1-2: the timing mode (`WriterConfig::timing`): 0
+/// full, 1 entry, 2 periodic; see [`timing_config`].
+pub const CONFIG_TIMING_MASK: u64 = 0b11 << CONFIG_TIMING_SHIFT;
+
+/// The first bit of [`CONFIG_TIMING_MASK`].
+pub const CONFIG_TIMING_SHIFT: u32 = 1;
+
+/// `attr.config` bits 32-63: periodic timing's packets per timestamp.
+pub const CONFIG_TIMING_EVERY_SHIFT: u32 = 32;
+
+/// Every `attr.config` bit [`timing_config`] may set: a new `timing` clears
+/// them first.
+pub const CONFIG_TIMING_FIELDS: u64 =
+    CONFIG_TIMING_MASK | (u32::MAX as u64) << CONFIG_TIMING_EVERY_SHIFT;
+
+/// Every `attr.config` bit the trace PMU knows.
+const CONFIG_KNOWN: u64 = CONFIG_TRACK_PAUSED | CONFIG_TIMING_FIELDS;
+
+/// The `attr.config` bits that ask for `timing` (0 for [`Timing::Full`]).
+pub fn timing_config(timing: Timing) -> u64 {
+    let (mode, every) = match timing {
+        Timing::Full => (0, 0),
+        Timing::EntryOnly => (1, 0),
+        Timing::Periodic { every } => (2, u64::from(every)),
+    };
+    mode << CONFIG_TIMING_SHIFT | every << CONFIG_TIMING_EVERY_SHIFT
+}
+
+/// The timing an `attr.config` asks for; EINVAL for a mode of 3, periodic
+/// with N 0, or an N without periodic.
+pub fn config_timing(config: u64) -> Result<Timing> {
+    let every = config >> CONFIG_TIMING_EVERY_SHIFT;
+    match ((config & CONFIG_TIMING_MASK) >> CONFIG_TIMING_SHIFT, every) {
+        (0, 0) => Ok(Timing::Full),
+        (1, 0) => Ok(Timing::EntryOnly),
+        (2, 1..) => Ok(Timing::Periodic {
+            every: every as u32,
+        }),
+        (2, 0) => Err(einval(
+            "swtrace: periodic timing with 0 packets per timestamp (config bits 32-63)",
+        )),
+        (0 | 1, _) => Err(einval(
+            "swtrace: config bits 32-63 (packets per timestamp) set without periodic timing",
+        )),
+        _ => Err(einval(
+            "swtrace: timing mode 3 in config bits 1-2 (0 full, 1 entry, 2 periodic)",
+        )),
+    }
+}
 
 /// Per-event state.
 pub(crate) struct TraceState {
@@ -157,11 +213,13 @@ impl Pmu for SwtracePmu {
         if event.attr().type_ != event.pmu_type() {
             return Err(perfaux_core::error::enoent("not a swtrace event"));
         }
-        if event.attr().config & !CONFIG_TRACK_PAUSED != 0 {
+        let config = event.attr().config;
+        if config & !CONFIG_KNOWN != 0 {
             return Err(einval(
-                "swtrace: config has bits other than track-paused (1)",
+                "swtrace: config has bits other than track-paused (0), timing (1-2) and its period (32-63)",
             ));
         }
+        config_timing(config)?;
         let Target::Thread(tid) = event.target() else {
             return Err(einval("swtrace traces one thread: needs a thread target"));
         };
@@ -403,6 +461,8 @@ fn start_here(event: &Event, st: &TraceState) -> bool {
         config.aux_head = start_head;
         config.start_paused = event.aux_paused();
         config.track_paused = event.attr().config & CONFIG_TRACK_PAUSED != 0;
+        // event_init refused a config without a timing.
+        config.timing = config_timing(event.attr().config).unwrap_or_default();
         // Before the install: its first SYNC may already ask the slow path.
         CURRENT.with(|c| c.set(event));
         match writer::install(config) {

@@ -246,6 +246,21 @@ impl ProgramSession {
         }
     }
 
+    /// Slots there are.
+    pub fn slot_count(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Whether a thread of the program claimed slot `i`.
+    pub fn slot_claimed(&self, i: usize) -> bool {
+        i < self.slots.len()
+            && self
+                .control()
+                .slot_word(i, slot::STATE)
+                .load(Ordering::Acquire)
+                != slot::FREE
+    }
+
     /// Drains every claimed slot's data area and AUX area into `sink`. Returns how many
     /// records and AUX pieces it handed out. A ring the program corrupted is an error naming
     /// the slot; the other slots are still drained first.
@@ -253,47 +268,24 @@ impl ProgramSession {
         &mut self,
         sink: &mut dyn FnMut(Drained<'_>) -> std::io::Result<()>,
     ) -> std::io::Result<u64> {
-        let ctl = self.control();
-        let overwrite = self.overwrite;
+        self.each_slot(|s, i| {
+            let n = s.drain_slot_records(i, sink)?;
+            Ok(n + s.drain_slot_aux(i, sink)?)
+        })
+    }
+
+    /// Runs `f` on every claimed slot; every slot is visited, the first error is returned.
+    fn each_slot(
+        &mut self,
+        mut f: impl FnMut(&mut Self, usize) -> std::io::Result<u64>,
+    ) -> std::io::Result<u64> {
         let mut n = 0;
         let mut first_err = None;
-        for (i, r) in self.slots.iter_mut().enumerate() {
-            if ctl.slot_word(i, slot::STATE).load(Ordering::Acquire) == slot::FREE {
+        for i in 0..self.slots.len() {
+            if !self.slot_claimed(i) {
                 continue;
             }
-            let res = (|| -> std::io::Result<u64> {
-                let mut k = 0;
-                let recs = r
-                    .data
-                    .read_records()
-                    .map_err(|e| os_err(&format!("slot {i}: data area"), e))?;
-                for rec in recs {
-                    let rec = rec.map_err(|e| os_err(&format!("slot {i}: data area"), e))?;
-                    let bytes = rec.bytes.to_vec();
-                    sink(Drained::Record {
-                        slot: i,
-                        bytes: &bytes,
-                    })?;
-                    k += 1;
-                }
-                if overwrite {
-                    return Ok(k);
-                }
-                let got = r
-                    .aux
-                    .read()
-                    .map_err(|e| os_err(&format!("slot {i}: AUX area"), e))?;
-                if !got.data.is_empty() {
-                    sink(Drained::Aux {
-                        slot: i,
-                        offset: got.offset,
-                        bytes: got.data,
-                    })?;
-                    k += 1;
-                }
-                Ok(k)
-            })();
-            match res {
+            match f(self, i) {
                 Ok(k) => n += k,
                 Err(e) => {
                     first_err.get_or_insert(e);
@@ -306,6 +298,60 @@ impl ProgramSession {
         }
     }
 
+    /// Hands every whole record of slot `i`'s data area to `sink`, then frees them.
+    pub fn drain_slot_records(
+        &mut self,
+        i: usize,
+        sink: &mut dyn FnMut(Drained<'_>) -> std::io::Result<()>,
+    ) -> std::io::Result<u64> {
+        let Some(r) = self.slots.get_mut(i) else {
+            return Ok(0);
+        };
+        let mut k = 0;
+        let recs = r
+            .data
+            .read_records()
+            .map_err(|e| os_err(&format!("slot {i}: data area"), e))?;
+        for rec in recs {
+            let rec = rec.map_err(|e| os_err(&format!("slot {i}: data area"), e))?;
+            let bytes = rec.bytes.to_vec();
+            sink(Drained::Record {
+                slot: i,
+                bytes: &bytes,
+            })?;
+            k += 1;
+        }
+        Ok(k)
+    }
+
+    /// Full-trace mode: hands slot `i`'s new AUX bytes to `sink`, then frees them (nothing in
+    /// overwrite mode, which [`Self::snapshot_slot`] reads).
+    pub fn drain_slot_aux(
+        &mut self,
+        i: usize,
+        sink: &mut dyn FnMut(Drained<'_>) -> std::io::Result<()>,
+    ) -> std::io::Result<u64> {
+        if self.overwrite {
+            return Ok(0);
+        }
+        let Some(r) = self.slots.get_mut(i) else {
+            return Ok(0);
+        };
+        let got = r
+            .aux
+            .read()
+            .map_err(|e| os_err(&format!("slot {i}: AUX area"), e))?;
+        if got.data.is_empty() {
+            return Ok(0);
+        }
+        sink(Drained::Aux {
+            slot: i,
+            offset: got.offset,
+            bytes: got.data,
+        })?;
+        Ok(1)
+    }
+
     /// After the program ended: hands out, per slot, the trace bytes its thread wrote after the
     /// last aux_head it published (see [`slot::WRITER_HEAD`]), from the consumer's aux_tail to the
     /// mirrored writer head. The head is the dead program's word: used only if it lies within
@@ -315,32 +361,37 @@ impl ProgramSession {
         &mut self,
         sink: &mut dyn FnMut(Drained<'_>) -> std::io::Result<()>,
     ) -> std::io::Result<u64> {
-        let ctl = self.control();
-        let mut n = 0;
-        if self.overwrite {
+        self.each_slot(|s, i| s.drain_unpublished_slot(i, sink))
+    }
+
+    /// [`Self::drain_unpublished`] for slot `i`.
+    pub fn drain_unpublished_slot(
+        &mut self,
+        i: usize,
+        sink: &mut dyn FnMut(Drained<'_>) -> std::io::Result<()>,
+    ) -> std::io::Result<u64> {
+        if self.overwrite || !self.slot_claimed(i) {
             return Ok(0);
         }
-        for (i, r) in self.slots.iter_mut().enumerate() {
-            if ctl.slot_word(i, slot::STATE).load(Ordering::Acquire) == slot::FREE {
-                continue;
-            }
-            let head = ctl.slot_word(i, slot::WRITER_HEAD).load(Ordering::Acquire);
-            let tail = r.aux.tail();
-            if head <= tail || head - tail > r.aux.aux_size() {
-                continue;
-            }
-            let mut bytes = Vec::with_capacity((head - tail) as usize);
-            r.aux
-                .copy(tail, head, &mut bytes)
-                .map_err(|e| os_err(&format!("slot {i}: AUX area"), e))?;
-            sink(Drained::Aux {
-                slot: i,
-                offset: tail,
-                bytes: &bytes,
-            })?;
-            n += 1;
+        let head = self
+            .control()
+            .slot_word(i, slot::WRITER_HEAD)
+            .load(Ordering::Acquire);
+        let r = &mut self.slots[i];
+        let tail = r.aux.tail();
+        if head <= tail || head - tail > r.aux.aux_size() {
+            return Ok(0);
         }
-        Ok(n)
+        let mut bytes = Vec::with_capacity((head - tail) as usize);
+        r.aux
+            .copy(tail, head, &mut bytes)
+            .map_err(|e| os_err(&format!("slot {i}: AUX area"), e))?;
+        sink(Drained::Aux {
+            slot: i,
+            offset: tail,
+            bytes: &bytes,
+        })?;
+        Ok(1)
     }
 
     /// Overwrite mode: hands out the newest AUX-area bytes of every claimed slot (up to one
@@ -353,38 +404,44 @@ impl ProgramSession {
         &mut self,
         sink: &mut dyn FnMut(Drained<'_>) -> std::io::Result<()>,
     ) -> std::io::Result<u64> {
-        let ctl = self.control();
-        let mut n = 0;
-        for (i, r) in self.slots.iter_mut().enumerate() {
-            if ctl.slot_word(i, slot::STATE).load(Ordering::Acquire) == slot::FREE {
-                continue;
-            }
-            let head_word = ctl.slot_word(i, slot::WRITER_HEAD);
-            let head = head_word.load(Ordering::Acquire);
-            let size = r.aux.aux_size();
-            let mut from = head.saturating_sub(size);
-            if head == from {
-                continue;
-            }
-            let mut bytes = Vec::with_capacity((head - from) as usize);
-            r.aux
-                .copy(from, head, &mut bytes)
-                .map_err(|e| os_err(&format!("slot {i}: AUX snapshot"), e))?;
-            let moved = head_word.load(Ordering::Acquire).saturating_sub(head);
-            let cut = moved.min(bytes.len() as u64);
-            if cut > 0 {
-                bytes.drain(..cut as usize);
-                from += cut;
-            }
-            sink(Drained::Snapshot {
-                slot: i,
-                offset: from,
-                wrapped: head > size,
-                bytes: &bytes,
-            })?;
-            n += 1;
+        self.each_slot(|s, i| s.snapshot_slot(i, sink))
+    }
+
+    /// [`Self::snapshot`] for slot `i`.
+    pub fn snapshot_slot(
+        &mut self,
+        i: usize,
+        sink: &mut dyn FnMut(Drained<'_>) -> std::io::Result<()>,
+    ) -> std::io::Result<u64> {
+        if !self.slot_claimed(i) {
+            return Ok(0);
         }
-        Ok(n)
+        let ctl = self.control();
+        let r = &mut self.slots[i];
+        let head_word = ctl.slot_word(i, slot::WRITER_HEAD);
+        let head = head_word.load(Ordering::Acquire);
+        let size = r.aux.aux_size();
+        let mut from = head.saturating_sub(size);
+        if head == from {
+            return Ok(0);
+        }
+        let mut bytes = Vec::with_capacity((head - from) as usize);
+        r.aux
+            .copy(from, head, &mut bytes)
+            .map_err(|e| os_err(&format!("slot {i}: AUX snapshot"), e))?;
+        let moved = head_word.load(Ordering::Acquire).saturating_sub(head);
+        let cut = moved.min(bytes.len() as u64);
+        if cut > 0 {
+            bytes.drain(..cut as usize);
+            from += cut;
+        }
+        sink(Drained::Snapshot {
+            slot: i,
+            offset: from,
+            wrapped: head > size,
+            bytes: &bytes,
+        })?;
+        Ok(1)
     }
 
     /// The threads that claimed a slot and opened their event.

@@ -95,6 +95,9 @@ pub struct RecordSummary {
     pub snapshots: u64,
     /// Bytes of the file written.
     pub file_size: u64,
+    /// Pauses and resumes the AUX events dropped because another was in
+    /// progress (`aux_in_pause_resume`), as of the last drain.
+    pub dropped_pause_resume: u64,
 }
 
 enum Writer {
@@ -228,6 +231,9 @@ pub struct Recorder {
     sink: Sink,
     wakeups: Wakeups,
     enabled: bool,
+    /// The probe table the caller gave ([`Self::set_probe_table`]), for
+    /// probes that are not this process's (a traced program's).
+    probe_table: Option<Vec<u8>>,
 }
 
 impl Recorder {
@@ -301,9 +307,11 @@ impl Recorder {
                 let path = PathBuf::from("-");
                 if let Some(e) = events.iter().find(|e| e.has_aux) {
                     return Err(RecordError::Config(format!(
-                        "-: event '{}' has an AUX area, whose bytes a pipe-mode perf.data \
-                         cannot carry (perfaux keeps them in a feature section of the \
-                         file); record it to a file",
+                        "-: event '{}' has an AUX area, and a pipe-mode perf.data cannot \
+                         carry its trace: perfaux keeps the trace in feature section 250, \
+                         whose pipe form (HEADER_FEATURE records) stops `perf report` \
+                         (\"wrong feature ID: 250\"); record to a file with -o FILE, or \
+                         pipe only events without an AUX area (e.g. -e uevent)",
                         e.name
                     )));
                 }
@@ -349,6 +357,7 @@ impl Recorder {
             sink,
             wakeups,
             enabled: false,
+            probe_table: None,
         })
     }
 
@@ -372,6 +381,13 @@ impl Recorder {
     /// Writes a record the caller made (synthesized COMM, MMAP2, ...).
     pub fn write_record(&mut self, rec: &[u8]) -> Result<()> {
         self.sink.push(rec)
+    }
+
+    /// Names the trace's probes with `table` (a `ProbeTable`'s bytes)
+    /// instead of this process's probe registry: the probes of a traced
+    /// program live in that program.
+    pub fn set_probe_table(&mut self, table: Vec<u8>) {
+        self.probe_table = Some(table);
     }
 
     /// Writes a FINISHED_ROUND: records before it are sorted by time.
@@ -462,6 +478,10 @@ impl Recorder {
                 sink.take_aux(tid, a)
             })?;
         }
+        // The events' own counts: this recording's, whatever else the
+        // process records.
+        self.sink.summary.dropped_pause_resume =
+            self.rings.iter().map(|r| r.dropped_pause_resume()).sum();
         let n = self.sink.summary.records - before;
         if n > 0 || aux {
             self.sink.summary.wakeups += 1;
@@ -518,7 +538,10 @@ impl Recorder {
             move |source| RecordError::Output { path, what, source }
         };
         // The table is read at the end: probes register on their first call.
-        let probe_table = crate::pmus::probe_table();
+        let probe_table = self
+            .probe_table
+            .take()
+            .unwrap_or_else(crate::pmus::probe_table);
         let head = chunks.section_prefix(&probe_table);
         let tail_len = chunks.len();
         let has_chunks = !chunks.is_empty();

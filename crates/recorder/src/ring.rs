@@ -56,6 +56,10 @@ pub trait Ring: Send {
     fn set_enabled(&self, on: bool) -> Result<()>;
     /// The wakeup the producer signals at its watermarks, if any.
     fn wakeup(&self) -> Option<Arc<Wakeup>>;
+    /// Pauses and resumes the ring's AUX event dropped so far because
+    /// another was in progress (its `aux_in_pause_resume` guard), summed;
+    /// 0 without an AUX event.
+    fn dropped_pause_resume(&self) -> u64;
 }
 
 /// A thread's events, opened and mapped by the recorder.
@@ -275,6 +279,13 @@ impl Ring for ThreadRing {
             }
         }
         Ok(())
+    }
+
+    fn dropped_pause_resume(&self) -> u64 {
+        self.aux.as_ref().map_or(0, |&(_, i)| {
+            let c = self.fds[i].event().counters();
+            c.dropped_pause + c.dropped_resume
+        })
     }
 
     fn wakeup(&self) -> Option<Arc<Wakeup>> {

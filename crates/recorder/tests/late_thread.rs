@@ -81,14 +81,7 @@ fn a_thread_added_while_recording_is_traced_and_its_ids_are_in_the_file() {
     for c in data.chunks.iter().filter(|c| c.tid == late as u32) {
         assert!(attrs[0].ids.contains(&c.event_id));
     }
-    if std::process::Command::new("perf")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped: perf not found");
-        return;
-    }
+    perfaux_testutil::require_oracle!("perf");
     let o = std::process::Command::new("perf")
         .args(["report", "-D", "-i"])
         .arg(&out)

@@ -88,6 +88,8 @@ pub fn dump(
     progress: &mut Progress,
 ) -> Result<Stats, CliError> {
     let (mut reader, file_len) = crate::input::open_input(path)?;
+    // The trace section is taken, not copied: it can be most of the file.
+    let trace_section = reader.take_feature(Feature(PERFAUX_FEATURE_BIT));
     let meta = reader.metadata().clone();
     let mut evs: Vec<EvInfo> = meta
         .attrs
@@ -132,7 +134,7 @@ pub fn dump(
         out.flush().map_err(CliError::output)?;
         return Err(CliError::file(path, e));
     }
-    if let Some(sec) = meta.features.raw(Feature(PERFAUX_FEATURE_BIT)) {
+    if let Some(sec) = trace_section {
         let data = AuxData::parse(&sec.data, sec.offset).map_err(|e| CliError::file(path, e))?;
         out.write_all(&buf).map_err(CliError::output)?;
         buf.clear();

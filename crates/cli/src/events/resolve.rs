@@ -5,6 +5,7 @@
 
 use perfaux_abi::attr::AuxAction;
 use perfaux_abi::consts::*;
+use perfaux_swtrace::Timing;
 
 use super::parse::{EventError, EventSpec, Term, TermValue, parse_events};
 
@@ -43,6 +44,7 @@ const TERMS: &[&str] = &[
     "aux-action",
     "aux-output",
     "track-paused",
+    "timing",
 ];
 
 /// What an event counts or traces.
@@ -160,6 +162,7 @@ fn resolve_one(input: &str, spec: &EventSpec, idx: usize) -> Result<Event, Event
         text: spec.text.clone(),
     };
     let mut track_paused = None;
+    let mut timing = None;
     for t in &spec.terms {
         let num = || match t.value {
             TermValue::Num(n) => Ok(n),
@@ -223,6 +226,28 @@ fn resolve_one(input: &str, spec: &EventSpec, idx: usize) -> Result<Event, Event
                     _ => return Err(term_err(input, t, "track-paused takes no value, 0 or 1")),
                 }
             }
+            // The trace PMU's timing field (config bits 1-2 and 32-63), as
+            // `intel_pt/mtc_period=N/` sets a field of PT's config.
+            "timing" => {
+                if ev.kind != EventKind::SwTrace {
+                    return Err(term_err(
+                        input,
+                        t,
+                        format!("timing is a term of {SWTRACE_PMU}//"),
+                    ));
+                }
+                let parsed = match &t.value {
+                    TermValue::Str(s) => Timing::parse(s),
+                    _ => None,
+                };
+                timing = Some(parsed.ok_or_else(|| {
+                    term_err(
+                        input,
+                        t,
+                        "timing takes full, entry or periodic:N (N >= 1 packets per timestamp)",
+                    )
+                })?);
+            }
             other => {
                 return Err(term_err(
                     input,
@@ -236,6 +261,10 @@ fn resolve_one(input: &str, spec: &EventSpec, idx: usize) -> Result<Event, Event
         let bit = perfaux_pmus::swtrace::CONFIG_TRACK_PAUSED;
         let config = ev.config.unwrap_or(0) & !bit;
         ev.config = Some(if on { config | bit } else { config });
+    }
+    if let Some(timing) = timing {
+        use perfaux_pmus::swtrace::{CONFIG_TIMING_FIELDS, timing_config};
+        ev.config = Some(ev.config.unwrap_or(0) & !CONFIG_TIMING_FIELDS | timing_config(timing));
     }
     if ev.period.is_some() && ev.freq.is_some() {
         let t = spec.term("freq").map_or(spec.pos, |t| t.pos);

@@ -11,6 +11,7 @@
 
 pub mod attrs;
 pub mod program;
+mod program_ring;
 mod session;
 pub mod signals;
 
@@ -120,10 +121,9 @@ impl RecordConfig {
 /// What `record` did, for perf's closing lines.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RecordSummary {
-    /// The recorder's counts.
+    /// The recorder's counts (dropped pause/resume included: each AUX
+    /// event's own).
     pub recorded: perfaux_recorder::RecordSummary,
-    /// Pause/resume requests dropped because another was in progress.
-    pub dropped_pause_resume: u64,
 }
 
 impl RecordSummary {
@@ -139,7 +139,7 @@ impl RecordSummary {
             self.recorded.aux_bytes,
             self.recorded.lost,
             self.recorded.snapshots,
-            self.dropped_pause_resume
+            self.recorded.dropped_pause_resume
         )
     }
 }

@@ -1,58 +1,39 @@
 //! `perfaux record -- ./prog`: traces another program through perfaux-preload (the runtime
-//! preloaded into it, the memory owned here) and writes the perf.data the built-in workload's
-//! recording writes: the trace event's attr and ids, COMM and MMAP2 records for the program's
-//! threads and objects (from what the runtime reported, since /proc/PID/maps is gone once a
-//! crashed program is reaped), the drained data-area records, and the trace bytes with a probe
-//! table that names every function from the ELF symbol tables.
+//! preloaded into it, the memory owned here) with the same [`Recorder`] as the built-in
+//! workload: each thread slot the program claims becomes one of the recorder's rings
+//! ([`super::program_ring::SlotRing`]), so the file is made as every recording's is (a
+//! temporary renamed at the end, `<output>.old`, trace bytes streamed, snapshots with their
+//! wrapped flag). COMM and MMAP2 records for the program's threads and objects come from what
+//! the runtime reported (since /proc/PID/maps is gone once a crashed program is reaped), and a
+//! probe table names every function from the ELF symbol tables.
 
-use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fs::File;
-use std::io::BufWriter;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use perfaux_abi::consts::ext::PERF_RECORD_UEVENT;
+use perfaux_abi::Endianness;
 use perfaux_abi::consts::*;
 use perfaux_abi::parse_info::RecordParseInfo;
 use perfaux_abi::raw::RawData;
-use perfaux_abi::records::Record;
 use perfaux_abi::records::{CommRecord, EncodeRecord, Mmap2FileId, Mmap2Record};
 use perfaux_abi::sample_id::{CpuRes, PidTid, SampleId};
-use perfaux_abi::{Endianness, PerfEventHeader};
-use perfaux_perfdata::Feature;
-use perfaux_perfdata::writer::{PerfDataWriter, WriterEvent, WriterOptions};
-use perfaux_preload::host::{Drained, LoadedObject, Options, ProgramSession};
+use perfaux_perfdata::uevent_sample::UEVENT_EVENT_NAME;
+use perfaux_preload::host::{LoadedObject, Options, ProgramSession};
 use perfaux_preload::symbols::Symbolizer;
+use perfaux_recorder::{EventSpec, Output, Recorder, RecorderOptions};
 use perfaux_swtrace::{ProbeInfo, ProbeTable};
 
-use super::attrs::attrs_for;
-use super::spill::Spill;
-use super::{DEFAULT_AUX_SIZE, RecordSummary};
-use crate::auxdata::{AuxChunk, AuxData, ChunkKind, PERFAUX_FEATURE_BIT};
+use super::program_ring::SlotRing;
+use super::session::{is_stdout, rec_err};
+use super::{DEFAULT_AUX_SIZE, RecordSummary, signals};
 use crate::cli::{RecordArgs, parse_mmap_pages};
 use crate::error::CliError;
 use crate::events::resolve_events;
-use crate::uevent::uevent_sample;
-
-/// Set by the SIGUSR2 handler in -S mode: take a snapshot.
-static SNAPSHOT_REQUESTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_sigusr2(_: libc::c_int) {
-    SNAPSHOT_REQUESTED.store(true, Ordering::Release);
-}
-
-fn install_sigusr2() -> Result<(), CliError> {
-    // SAFETY: the handler only stores to an atomic (async-signal-safe).
-    let r = unsafe { libc::signal(libc::SIGUSR2, on_sigusr2 as *const () as libc::sighandler_t) };
-    if r == libc::SIG_ERR {
-        return Err(CliError::msg("cannot install the SIGUSR2 handler for -S"));
-    }
-    Ok(())
-}
 
 /// Threads of the program that can be traced at once.
 const SLOTS: usize = 64;
@@ -187,6 +168,12 @@ pub fn record_program(
             "record: --aux-sample is not available yet for a program (the full trace and -S are)",
         ));
     }
+    if is_stdout(&a.output) {
+        return Err(CliError::msg(
+            "record: -o - cannot carry a program's trace (perf 6.1 reads no trace in a pipe-mode \
+             perf.data, docs/PERF-COMPAT.md): record to a file with -o FILE",
+        ));
+    }
     let overwrite = match a.snapshot.as_deref() {
         None => false,
         Some("" | "e") => true,
@@ -210,13 +197,14 @@ pub fn record_program(
             "record: a program is traced with swtrace// alone for now (other events and aux-action come later)",
         ));
     }
-    let attrs = attrs_for(&events[0]).map_err(CliError::msg)?;
-    let uevent_ev = resolve_events(&["uevent".to_string()], None).map_err(CliError::msg)?;
-    let uevent_attrs = attrs_for(&uevent_ev[0]).map_err(CliError::msg)?;
-    let uev = UeventConv {
-        open: RecordParseInfo::new(&uevent_attrs.open),
-        file: RecordParseInfo::new(&uevent_attrs.file),
-    };
+    // The attrs the runtime opens in the program: the recorder parses the records the program
+    // writes with them.
+    let mut uevents = EventSpec::new(UEVENT_EVENT_NAME, perfaux_preload::uevent_attr(), 1);
+    uevents.uevent_stream = true;
+    let specs = vec![
+        EventSpec::new(events[0].name.clone(), perfaux_preload::trace_attr(), 0),
+        uevents,
+    ];
     let page = perfaux_core::page_size() as u64;
     let aux_size = match &a.mmap_pages {
         Some(m) => parse_mmap_pages(m, page)?.1,
@@ -231,57 +219,65 @@ pub fn record_program(
         aux_pages: (aux_size / page) as usize,
         overwrite,
     };
-    let mut session =
-        ProgramSession::new(&opts).map_err(|e| CliError::msg(format!("record: {e}")))?;
+    let session = ProgramSession::new(&opts).map_err(|e| CliError::msg(format!("record: {e}")))?;
+    let session = Arc::new(Mutex::new(session));
+    // The file is begun before the program runs: a path that cannot be written is said at once.
+    let mut rec = Recorder::new(
+        specs,
+        RecorderOptions {
+            data_size: DATA_PAGES as u64 * page,
+            aux_size,
+            overwrite,
+        },
+        &[],
+        Output::File(a.output.clone()),
+    )
+    .map_err(rec_err)?;
     let argv: Vec<OsString> = a.command.iter().map(OsString::from).collect();
     let prog = a.command[0].clone();
-    let pid = session
+    let pid = lock(&session)
         .spawn(&argv, &runtime)
         .map_err(|e| CliError::msg(format!("record: cannot run '{prog}': {e}")))?;
     if verbose {
         eprintln!("perfaux record: tracing {prog} (pid {pid})");
     }
-    let mut spill = Spill::create(&a.output)?;
-    let mut chunks: Vec<AuxChunk> = Vec::new();
-    let mut summary = RecordSummary::default();
-    if overwrite {
-        install_sigusr2()?;
-    }
+    let comm = std::path::Path::new(&prog)
+        .file_name()
+        .map_or(prog.clone(), |n| n.to_string_lossy().into_owned());
+    let ended = Arc::new(AtomicBool::new(false));
+    let mut seen = Sideband::default();
+    let mut stop_sent = false;
     let status = loop {
-        let st = session
+        let st = lock(&session)
             .try_wait()
             .map_err(|e| CliError::msg(format!("record: wait: {e}")))?;
-        // After the program ended, one last pass takes everything it wrote.
-        let n = drain(&mut session, &mut spill, &mut chunks, &mut summary, &uev)?;
-        if n > 0 {
-            summary.wakeups += 1;
-            spill.push(&FINISHED_ROUND)?;
+        if st.is_some() {
+            // The last pass also takes what each thread wrote past its last published head.
+            ended.store(true, Ordering::Release);
         }
-        if overwrite && (st.is_some() || SNAPSHOT_REQUESTED.swap(false, Ordering::AcqRel)) {
+        seen.add_new(&mut rec, &session, &ended, pid, &comm)?;
+        rec.drain().map_err(rec_err)?;
+        if overwrite && (st.is_some() || signals::take_snapshot_request()) {
             // -S: on SIGUSR2, and once the program ended (exit, crash or kill), the newest
             // trace of every thread; the threads are never stopped for it.
-            let n = drain_with(&mut spill, &mut chunks, &mut summary, &uev, |sink| {
-                session.snapshot(sink)
-            })?;
-            if n > 0 {
-                summary.snapshots += 1;
-            }
+            rec.snapshot().map_err(rec_err)?;
         }
         if let Some(st) = st {
-            let n = drain_with(&mut spill, &mut chunks, &mut summary, &uev, |sink| {
-                session.drain_unpublished(sink)
-            })?;
-            if n > 0 {
-                summary.wakeups += 1;
-            }
             break st;
+        }
+        if !stop_sent && signals::stop_requested().is_some() {
+            // perf's way: the recording ends with the program, which gets SIGTERM; what it
+            // wrote until it dies is kept (a second Ctrl-C aborts, signals.rs).
+            lock(&session).kill(libc::SIGTERM);
+            stop_sent = true;
         }
         std::thread::sleep(Duration::from_millis(1));
     };
     let end = ProgramEnd(status);
-    let threads = session.threads();
-    if threads.is_empty() {
-        let _ = std::fs::remove_file(&a.output);
+    let session = lock(&session);
+    if session.threads().is_empty() {
+        // Dropping the recorder unmade leaves no file and the previous one in place.
+        drop(rec);
         let how = end
             .signal_line(&prog)
             .map(|l| format!(" ({l})"))
@@ -290,8 +286,7 @@ pub fn record_program(
             "record: nothing traced in '{prog}'{how}: {NO_HOOKS}"
         )));
     }
-    let objects = session.objects();
-    let syms = Symbolizer::new(&objects);
+    let syms = Symbolizer::new(&session.objects());
     let table = ProbeTable::from_entries(session.probes().into_iter().map(|(id, addr)| {
         ProbeInfo {
             id,
@@ -303,204 +298,85 @@ pub fn record_program(
             line: 0,
         }
     }));
-    let info = RecordParseInfo::new(&attrs.file);
-    let endian = Endianness::NATIVE;
-    let comm = std::path::Path::new(&prog)
-        .file_name()
-        .map_or(prog.clone(), |n| n.to_string_lossy().into_owned());
-    let mut synth: Vec<Vec<u8>> = Vec::new();
-    let mut tids: Vec<(u32, u32)> = vec![(pid, pid)];
-    tids.extend(
-        threads
-            .iter()
-            .filter(|t| t.tid != pid)
-            .map(|t| (t.pid, t.tid)),
-    );
-    for (p, t) in tids {
-        synth.push(comm_record(p, t, &comm, &info, endian)?);
-    }
-    for o in &objects {
-        synth.push(mmap2_record(pid, o, &info, endian)?);
-    }
-    for c in &mut chunks {
-        if let Some(t) = threads.iter().find(|t| t.slot as u64 == c.event_id) {
-            c.event_id = t.event_id;
-            c.tid = t.tid;
-        }
-    }
-    let ids: Vec<u64> = threads.iter().map(|t| t.event_id).collect();
-    let uevent_ids: Vec<u64> = threads
-        .iter()
-        .map(|t| t.uevent_id)
-        .filter(|&i| i != 0)
-        .collect();
-    let section = AuxData {
-        probe_table: table.to_bytes(),
-        chunks,
-    };
-    let wopts = WriterOptions {
-        endian,
-        raw_features: BTreeMap::from([(Feature(PERFAUX_FEATURE_BIT), section.to_bytes())]),
-        ..WriterOptions::default()
-    };
-    let out = &a.output;
-    let f = File::create(out)
-        .map_err(|e| CliError::msg(format!("{}: cannot create: {e}", out.display())))?;
-    let mut w = PerfDataWriter::new(
-        BufWriter::with_capacity(1 << 20, f),
-        vec![
-            WriterEvent {
-                attr: attrs.file,
-                ids,
-                name: attrs.name.clone(),
-            },
-            WriterEvent {
-                attr: uevent_attrs.file,
-                ids: uevent_ids,
-                name: uevent_attrs.name.clone(),
-            },
-        ],
-        wopts,
-    )
-    .map_err(|e| CliError::file(out, e))?;
-    for r in &synth {
-        w.write_record(r).map_err(|e| CliError::file(out, e))?;
-    }
-    summary.records += synth.len() as u64;
-    spill.replay(|rec| {
-        w.write_record(rec)
-            .map(|_| ())
-            .map_err(|e| CliError::file(out, e))
-    })?;
-    w.finish().map_err(|e| CliError::file(out, e))?;
-    summary.file_size = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
-    Ok((summary, end))
+    drop(session);
+    rec.set_probe_table(table.to_bytes());
+    let recorded = rec.finish().map_err(rec_err)?;
+    Ok((RecordSummary { recorded }, end))
 }
 
-const FINISHED_ROUND: [u8; 8] = [PERF_RECORD_FINISHED_ROUND as u8, 0, 0, 0, 0, 0, 8, 0];
-
-/// One drain pass; AUX chunks carry the slot index in `event_id` until the threads are known.
-fn drain(
-    session: &mut ProgramSession,
-    spill: &mut Spill,
-    chunks: &mut Vec<AuxChunk>,
-    summary: &mut RecordSummary,
-    uev: &UeventConv,
-) -> Result<u64, CliError> {
-    drain_with(spill, chunks, summary, uev, |sink| session.drain(sink))
+/// The session, whatever a panicking holder left (its state stays consistent: every method
+/// leaves the rings as it found them or advanced).
+fn lock(s: &Mutex<ProgramSession>) -> std::sync::MutexGuard<'_, ProgramSession> {
+    s.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Turns the program's PERF_RECORD_UEVENTs into the BPF-output samples perf reads (as the
-/// built-in workload's recording does, crate::uevent).
-struct UeventConv {
-    open: RecordParseInfo,
-    file: RecordParseInfo,
+/// The threads and objects already in the recording.
+#[derive(Default)]
+struct Sideband {
+    slots: Vec<bool>,
+    objects: usize,
 }
 
-impl UeventConv {
-    /// The record to write for `rec` from a data area: itself, or the uevent's sample.
-    fn convert(&self, rec: &[u8]) -> Result<Option<Vec<u8>>, CliError> {
+impl Sideband {
+    /// Hands the recorder the rings of threads that appeared, and writes COMM for each and
+    /// MMAP2 for every object the runtime reported since the last call.
+    fn add_new(
+        &mut self,
+        rec: &mut Recorder,
+        session: &Arc<Mutex<ProgramSession>>,
+        ended: &Arc<AtomicBool>,
+        pid: u32,
+        comm: &str,
+    ) -> Result<(), CliError> {
+        let (threads, objects) = {
+            let s = lock(session);
+            self.slots.resize(s.slot_count(), false);
+            (s.threads(), s.objects())
+        };
+        let info = *rec.file_info();
         let endian = Endianness::NATIVE;
-        let mut h8 = [0u8; 8];
-        h8.copy_from_slice(&rec[..8]);
-        let h = PerfEventHeader::parse(h8, endian);
-        if h.type_ != PERF_RECORD_UEVENT {
-            return Ok(None);
+        for o in objects.iter().skip(self.objects) {
+            let r = mmap2_record(pid, o, &info, endian)?;
+            rec.write_record(&r).map_err(rec_err)?;
         }
-        let body = RawData::new(&rec[8..], &[]);
-        let bad = |e: &dyn std::fmt::Display| {
-            CliError::msg(format!("a uevent record from the program: {e}"))
-        };
-        let Record::Uevent(u) =
-            Record::parse(h.type_, h.misc, body, &self.open, endian).map_err(|e| bad(&e))?
-        else {
-            return Err(bad(&"not a uevent"));
-        };
-        uevent_sample(&u, &self.file, endian)
-            .map(Some)
-            .map_err(|e| bad(&e))
+        self.objects = self.objects.max(objects.len());
+        for t in threads {
+            if self.slots[t.slot] {
+                continue;
+            }
+            self.slots[t.slot] = true;
+            let r = comm_record(t.pid, t.tid, comm, &info, endian)?;
+            rec.write_record(&r).map_err(rec_err)?;
+            let ring = SlotRing::new(
+                session.clone(),
+                t.slot,
+                t.tid as i32,
+                t.event_id,
+                ended.clone(),
+            );
+            rec.add_ring(Box::new(ring), &[t.event_id, t.uevent_id])
+                .map_err(rec_err)?;
+        }
+        Ok(())
     }
 }
 
-type Sink<'s> = dyn FnMut(Drained<'_>) -> std::io::Result<()> + 's;
-
-/// Runs one of the session's drains with the sink that spills records and keeps AUX chunks.
-fn drain_with(
-    spill: &mut Spill,
-    chunks: &mut Vec<AuxChunk>,
-    summary: &mut RecordSummary,
-    uev: &UeventConv,
-    run: impl FnOnce(&mut Sink<'_>) -> std::io::Result<u64>,
-) -> Result<u64, CliError> {
-    let mut err: Option<CliError> = None;
-    let n = run(&mut |d| {
-        let r = match d {
-            Drained::Record { bytes, .. } => {
-                summary.records += 1;
-                if bytes.len() >= 8
-                    && u32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])
-                        == PERF_RECORD_LOST
-                {
-                    summary.lost += 1;
-                }
-                match uev.convert(bytes) {
-                    Ok(Some(sample)) => spill.push(&sample),
-                    Ok(None) => spill.push(bytes),
-                    Err(e) => Err(e),
-                }
-            }
-            Drained::Aux { .. } | Drained::Snapshot { .. } => {
-                let (slot, offset, kind, flags, bytes) = match d {
-                    Drained::Snapshot {
-                        slot,
-                        offset,
-                        wrapped,
-                        bytes,
-                    } => {
-                        let flags = if wrapped {
-                            PERF_AUX_FLAG_OVERWRITE as u32
-                        } else {
-                            0
-                        };
-                        (slot, offset, ChunkKind::Snapshot, flags, bytes)
-                    }
-                    Drained::Aux {
-                        slot,
-                        offset,
-                        bytes,
-                    } => (slot, offset, ChunkKind::Trace, 0, bytes),
-                    Drained::Record { bytes, .. } => (0, 0, ChunkKind::Trace, 0, bytes),
-                };
-                summary.aux_bytes += bytes.len() as u64;
-                chunks.push(AuxChunk {
-                    event_id: slot as u64,
-                    cpu: u32::MAX,
-                    tid: 0,
-                    aux_offset: offset,
-                    kind,
-                    flags,
-                    bytes: bytes.to_vec(),
-                });
-                Ok(())
-            }
-        };
-        r.map_err(|e| {
-            let m = e.to_string();
-            err = Some(e);
-            std::io::Error::other(m)
-        })
-    })
-    .map_err(|e| {
-        err.take()
-            .unwrap_or_else(|| CliError::msg(format!("record: {e}")))
-    })?;
-    Ok(n)
+/// Now on the clock the program's events use (perf's default, CLOCK_MONOTONIC), for the
+/// sideband records written while it runs.
+fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid clock id and out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 fn sid(pid: u32, tid: u32) -> SampleId {
     SampleId {
         tid: Some(PidTid { pid, tid }),
-        time: Some(0),
+        time: Some(now_ns()),
         cpu: Some(CpuRes { cpu: 0, res: 0 }),
         identifier: Some(0),
         ..Default::default()

@@ -69,7 +69,6 @@ pub fn record(cfg: &RecordConfig, progress: &mut Progress) -> Result<RecordSumma
             cfg.events.len()
         );
     }
-    let dropped_before = dropped_total();
     workload.start();
     let mut stopped = false;
     loop {
@@ -101,20 +100,10 @@ pub fn record(cfg: &RecordConfig, progress: &mut Progress) -> Result<RecordSumma
         r.snapshot().map_err(rec_err)?;
     }
     r.disable().map_err(rec_err)?;
-    let dropped = dropped_total() - dropped_before;
     let s = r.finish().map_err(rec_err)?;
     if !stopped {
         workload.join().map_err(CliError::msg)?;
     }
     // Interrupted: the workers are let go, unrecorded, and end with the process.
-    Ok(RecordSummary {
-        recorded: s,
-        dropped_pause_resume: dropped,
-    })
-}
-
-/// Pause and resume requests dropped so far, process-wide.
-fn dropped_total() -> u64 {
-    let (p, r) = perfaux_core::aux::dropped_pause_resume();
-    p + r
+    Ok(RecordSummary { recorded: s })
 }

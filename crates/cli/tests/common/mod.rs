@@ -5,27 +5,17 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 pub const PERFAUX: &str = env!("CARGO_BIN_EXE_perfaux");
 
-pub struct Run {
-    pub code: i32,
-    pub stdout: String,
-    pub stderr: String,
-}
+#[allow(unused_imports)]
+pub use perfaux_testutil::{Run, require_oracle};
 
-pub fn run(mut c: Command) -> Run {
-    let Output {
-        status,
-        stdout,
-        stderr,
-    } = c.output().expect("spawn");
-    Run {
-        code: status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&stderr).into_owned(),
-    }
+/// Runs `c` to the end with no stdin; panics naming the program if it
+/// cannot start.
+pub fn run(c: Command) -> Run {
+    perfaux_testutil::run(c, None)
 }
 
 /// `perfaux ARGS`.
@@ -38,9 +28,7 @@ pub fn perfaux(args: &[&str]) -> Run {
 /// `perf ARGS`, with a private HOME so no ~/.perfconfig or buildid cache
 /// of the machine changes what it prints.
 pub fn perf(args: &[&str], home: &Path) -> Run {
-    let mut c = Command::new("perf");
-    c.args(args).env("HOME", home).env("PAGER", "cat");
-    run(c)
+    run(perfaux_testutil::perf_command(args, home))
 }
 
 pub fn tempdir() -> tempfile::TempDir {
@@ -141,11 +129,4 @@ pub fn record_lines(text: &str) -> Vec<(u64, u64, String)> {
 pub fn stats_rows(text: &str) -> Vec<(String, u64)> {
     perfaux::dump::parse_aggregated_stats(text)
         .unwrap_or_else(|| panic!("no Aggregated stats in output"))
-}
-
-/// `xz -dc FILE`.
-pub fn unxz(p: &Path) -> String {
-    let o = Command::new("xz").arg("-dc").arg(p).output().expect("xz");
-    assert!(o.status.success());
-    String::from_utf8_lossy(&o.stdout).into_owned()
 }

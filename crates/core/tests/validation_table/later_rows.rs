@@ -63,9 +63,24 @@ pub(super) fn rows() -> Vec<(&'static str, i32, RowFn)> {
             ))
         }),
         (
-            "swtrace: config bit other than track-paused -> EINVAL",
+            "swtrace: config bit other than track-paused and timing -> EINVAL",
             EINVAL,
-            || errno_of(open(&attr(SWTRACE_TYPE, 2))),
+            || errno_of(open(&attr(SWTRACE_TYPE, 1 << 3))),
+        ),
+        (
+            "swtrace: timing mode 3 (config bits 1-2) -> EINVAL",
+            EINVAL,
+            || errno_of(open(&attr(SWTRACE_TYPE, 3 << 1))),
+        ),
+        (
+            "swtrace: periodic timing with 0 packets per timestamp -> EINVAL",
+            EINVAL,
+            || errno_of(open(&attr(SWTRACE_TYPE, 2 << 1))),
+        ),
+        (
+            "swtrace: packets per timestamp without periodic timing -> EINVAL",
+            EINVAL,
+            || errno_of(open(&attr(SWTRACE_TYPE, 1 << 1 | 16 << 32))),
         ),
         (
             "swtrace: second trace event of a thread -> EBUSY",

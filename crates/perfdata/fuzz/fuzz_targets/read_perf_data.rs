@@ -29,10 +29,9 @@ fn drain<R: Read>(mut r: PerfDataReader<R>) {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let opts = ReaderOptions {
-        max_payload: 1 << 20,
-        max_feature_size: 1 << 20,
-    };
+    // The limits `perfaux` itself reads with (a 1 GiB payload cap): the
+    // reader must stay bounded by its own checks, not by a smaller cap here.
+    let opts = ReaderOptions::default();
     if let Ok(r) = PerfDataReader::with_options(Cursor::new(data), opts) {
         drain(r);
     }

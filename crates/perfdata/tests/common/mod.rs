@@ -8,21 +8,11 @@ pub mod synth;
 use perfaux_perfdata::{Error, Metadata, PerfDataReader};
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-/// /work/shared/fixtures seen from this crate (shared/ sits beside the
-/// repository), or $PERFAUX_FIXTURES.
-pub fn fixtures() -> PathBuf {
-    if let Some(p) = std::env::var_os("PERFAUX_FIXTURES") {
-        return PathBuf::from(p);
-    }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures")
-}
-
-pub fn fixture(rel: &str) -> PathBuf {
-    fixtures().join(rel)
-}
+#[allow(unused_imports)]
+pub use perfaux_testutil::{fixture, fixture_bytes, fixture_text};
 
 /// What reading a whole file gave.
 pub struct ReadAll {
@@ -159,54 +149,27 @@ pub fn parse_perf_stats(text: &str) -> (BTreeMap<u32, u64>, u64) {
     (counts, total)
 }
 
-pub fn xz_text(path: &Path) -> String {
-    let out = Command::new("xz")
-        .arg("-dc")
-        .arg(path)
-        .output()
-        .expect("xz runs");
-    assert!(out.status.success(), "xz -dc {}", path.display());
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
+/// Whether perf is there; prints `skipped: perf not found` (or fails under
+/// PERFAUX_REQUIRE_ORACLES) when it is not.
 pub fn have_perf() -> bool {
-    Command::new("perf")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
+    perfaux_testutil::oracle("perf")
 }
 
 /// Runs perf with `args`; a pipe-format file is fed through a real pipe
 /// (perf 6.1 misreads AUXTRACE payloads when stdin is a regular file).
 /// Returns (exit ok, stdout, stderr).
 pub fn run_perf(args: &[&str], path: &Path, pipe: bool) -> (bool, String, String) {
-    use std::io::Write;
-    use std::process::Stdio;
     let mut cmd = Command::new("perf");
-    cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
-    if pipe {
-        cmd.args(["-i", "-"]).stdin(Stdio::piped());
+    cmd.args(args);
+    let stdin = if pipe {
+        cmd.args(["-i", "-"]);
+        Some(std::fs::read(path).unwrap())
     } else {
-        cmd.arg("-i").arg(path).stdin(Stdio::null());
-    }
-    let mut child = cmd.spawn().expect("perf runs");
-    let feeder = pipe.then(|| {
-        let mut stdin = child.stdin.take().unwrap();
-        let bytes = std::fs::read(path).unwrap();
-        std::thread::spawn(move || {
-            // perf may stop reading early on bad input: a broken pipe is its answer.
-            let _ = stdin.write_all(&bytes);
-        })
-    });
-    let out = child.wait_with_output().expect("perf finishes");
-    if let Some(f) = feeder {
-        f.join().unwrap();
-    }
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+        cmd.arg("-i").arg(path);
+        None
+    };
+    let r = perfaux_testutil::run(cmd, stdin);
+    (r.ok(), r.stdout, r.stderr)
 }
 
 /// `perf report -D` of a file; returns (exit ok, stdout, stderr).

@@ -212,3 +212,42 @@ fn track_paused_sets_the_trace_pmus_config_bit() {
     let e = resolve_events(&args(&["swtrace/track-paused=2/"]), None).unwrap_err();
     assert!(e.contains("takes no value, 0 or 1"), "{e}");
 }
+
+#[test]
+fn timing_sets_the_trace_pmus_timing_fields() {
+    use perfaux_pmus::swtrace::{CONFIG_TRACK_PAUSED, config_timing, timing_config};
+    use perfaux_swtrace::Timing;
+    let v = resolve_events(&args(&["swtrace/timing=entry/"]), None).unwrap();
+    assert_eq!(
+        config_timing(v[0].config.unwrap()).unwrap(),
+        Timing::EntryOnly
+    );
+    let v = resolve_events(&args(&["swtrace/timing=periodic:16,track-paused/"]), None).unwrap();
+    let config = v[0].config.unwrap();
+    assert_eq!(
+        config_timing(config).unwrap(),
+        Timing::Periodic { every: 16 }
+    );
+    assert_eq!(config & CONFIG_TRACK_PAUSED, CONFIG_TRACK_PAUSED);
+    // The term replaces the timing fields a config= set, and keeps the other bits.
+    let raw = timing_config(Timing::Periodic { every: 3 }) | CONFIG_TRACK_PAUSED;
+    let v = resolve_events(
+        &args(&[&format!("swtrace/config={raw:#x},timing=full/")]),
+        None,
+    )
+    .unwrap();
+    assert_eq!(v[0].config, Some(CONFIG_TRACK_PAUSED));
+    for bad in [
+        "swtrace/timing=periodic:0/",
+        "swtrace/timing=sometimes/",
+        "swtrace/timing/",
+    ] {
+        let e = resolve_events(&args(&[bad]), None).unwrap_err();
+        assert!(
+            e.contains("timing takes full, entry or periodic:N"),
+            "{bad}: {e}"
+        );
+    }
+    let e = resolve_events(&args(&["probe:fib/timing=entry/"]), None).unwrap_err();
+    assert!(e.contains("timing is a term of swtrace//"), "{e}");
+}

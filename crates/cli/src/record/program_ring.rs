@@ -1,0 +1,170 @@
+//! One thread slot of a traced program's memory as a ring of the [`perfaux_recorder::Recorder`]
+//! (its documented seam for rings in memory it did not map): the recorder drains, snapshots
+//! and files it as it does its own threads' rings, while the bytes are read by
+//! perfaux-preload's host side, which trusts nothing the program wrote.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use perfaux_abi::consts::PERF_AUX_FLAG_OVERWRITE;
+use perfaux_perfdata::trace_section::ChunkKind;
+use perfaux_preload::host::{Drained, ProgramSession};
+use perfaux_recorder::ring::{AuxBytes, AuxFn, RecordFn};
+use perfaux_recorder::{RecordError, Ring};
+use perfaux_ring::Wakeup;
+
+/// The ring of the program's thread that claimed `slot`.
+pub struct SlotRing {
+    session: Arc<Mutex<ProgramSession>>,
+    slot: usize,
+    tid: i32,
+    event_id: u64,
+    /// Set once the program ended: a drain then also takes the bytes the thread wrote past its
+    /// last published aux_head (a crash or SIGKILL leaves them unpublished).
+    ended: Arc<AtomicBool>,
+    /// The unpublished bytes were taken (they are copied, not consumed: once only).
+    unpublished_taken: bool,
+}
+
+impl SlotRing {
+    /// The ring of `slot`, whose thread `tid` traces with the event of sample id `event_id`.
+    pub fn new(
+        session: Arc<Mutex<ProgramSession>>,
+        slot: usize,
+        tid: i32,
+        event_id: u64,
+        ended: Arc<AtomicBool>,
+    ) -> SlotRing {
+        SlotRing {
+            session,
+            slot,
+            tid,
+            event_id,
+            ended,
+            unpublished_taken: false,
+        }
+    }
+
+    /// Runs one of the session's per-slot reads with `each` as its sink; an error of the
+    /// recorder's sink comes back as itself, a ring error names the thread.
+    fn read(
+        &mut self,
+        read: impl FnOnce(
+            &mut ProgramSession,
+            usize,
+            &mut dyn FnMut(Drained<'_>) -> std::io::Result<()>,
+        ) -> std::io::Result<u64>,
+        mut each: impl FnMut(Drained<'_>) -> perfaux_recorder::Result<()>,
+    ) -> perfaux_recorder::Result<()> {
+        let mut sink_err: Option<RecordError> = None;
+        let mut s = self
+            .session
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let r = read(&mut s, self.slot, &mut |d| {
+            each(d).map_err(|e| {
+                let msg = e.to_string();
+                sink_err = Some(e);
+                std::io::Error::other(msg)
+            })
+        });
+        match (r, sink_err) {
+            (_, Some(e)) => Err(e),
+            (Err(e), None) => Err(RecordError::Record {
+                tid: self.tid,
+                what: format!("the program's ring: {e}"),
+            }),
+            (Ok(_), None) => Ok(()),
+        }
+    }
+}
+
+/// AUX bytes of the event `event_id` as the recorder takes them (none for a record).
+fn aux_bytes<'a>(event_id: u64, d: &Drained<'a>) -> Option<AuxBytes<'a>> {
+    let (offset, data, kind, flags) = match *d {
+        Drained::Aux { offset, bytes, .. } => (offset, bytes, ChunkKind::Trace, 0),
+        Drained::Snapshot {
+            offset,
+            wrapped,
+            bytes,
+            ..
+        } => {
+            let flags = if wrapped {
+                PERF_AUX_FLAG_OVERWRITE as u32
+            } else {
+                0
+            };
+            (offset, bytes, ChunkKind::Snapshot, flags)
+        }
+        Drained::Record { .. } => return None,
+    };
+    Some(AuxBytes {
+        event_id,
+        offset,
+        data,
+        kind,
+        flags,
+    })
+}
+
+impl Ring for SlotRing {
+    fn tid(&self) -> i32 {
+        self.tid
+    }
+
+    fn read_records(&mut self, f: &mut RecordFn<'_>) -> perfaux_recorder::Result<()> {
+        self.read(
+            |s, i, sink| s.drain_slot_records(i, sink),
+            |d| match d {
+                Drained::Record { bytes, .. } => f(bytes),
+                _ => Ok(()),
+            },
+        )
+    }
+
+    fn read_aux(&mut self, f: &mut AuxFn<'_>) -> perfaux_recorder::Result<()> {
+        let unpublished = self.ended.load(Ordering::Acquire) && !self.unpublished_taken;
+        let id = self.event_id;
+        self.read(
+            |s, i, sink| {
+                let n = s.drain_slot_aux(i, sink)?;
+                if unpublished {
+                    return Ok(n + s.drain_unpublished_slot(i, sink)?);
+                }
+                Ok(n)
+            },
+            |d| match aux_bytes(id, &d) {
+                Some(a) => f(a),
+                None => Ok(()),
+            },
+        )?;
+        self.unpublished_taken |= unpublished;
+        Ok(())
+    }
+
+    fn snapshot(&mut self, f: &mut AuxFn<'_>) -> perfaux_recorder::Result<()> {
+        let id = self.event_id;
+        self.read(
+            |s, i, sink| s.snapshot_slot(i, sink),
+            |d| match aux_bytes(id, &d) {
+                Some(a) => f(a),
+                None => Ok(()),
+            },
+        )
+    }
+
+    /// The runtime enables the thread's events itself when it opens them.
+    fn set_enabled(&self, _on: bool) -> perfaux_recorder::Result<()> {
+        Ok(())
+    }
+
+    /// The program's events live in its own perf core: their counts stay there.
+    fn dropped_pause_resume(&self) -> u64 {
+        0
+    }
+
+    /// No wakeup crosses the process boundary: the recording loop polls.
+    fn wakeup(&self) -> Option<Arc<Wakeup>> {
+        None
+    }
+}
