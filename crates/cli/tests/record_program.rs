@@ -113,14 +113,8 @@ fn uftrace_counts(dir: &Path, prog: &Path, args: &[&str]) -> BTreeMap<String, u6
 
 /// perfaux's call counts equal uftrace's for calls.c built with `flags` and run with `args`.
 fn counts_equal_uftraces(flags: &[&str], name: &str, args: &[&str]) {
-    if !have("gcc") {
-        eprintln!("skipped: gcc not found");
-        return;
-    }
-    if !have("uftrace") {
-        eprintln!("skipped: uftrace not found");
-        return;
-    }
+    perfaux_testutil::require_oracle!("gcc");
+    perfaux_testutil::require_oracle!("uftrace");
     let dir = tempfile::tempdir().unwrap();
     let prog = build_calls(dir.path(), flags, name);
     let (out, data) = record(dir.path(), &prog, args);
@@ -171,10 +165,7 @@ fn pg_mfentry_call_counts_equal_uftraces() {
 
 #[test]
 fn a_crash_mid_call_keeps_the_trace_up_to_the_crashing_function() {
-    if !have("gcc") {
-        eprintln!("skipped: gcc not found");
-        return;
-    }
+    perfaux_testutil::require_oracle!("gcc");
     let dir = tempfile::tempdir().unwrap();
     for (flags, bin) in [
         (&["-finstrument-functions"][..], "calls_crash"),
@@ -213,10 +204,7 @@ fn a_crash_mid_call_keeps_the_trace_up_to_the_crashing_function() {
 
 #[test]
 fn a_program_without_hooks_gets_the_flags_named() {
-    if !have("gcc") {
-        eprintln!("skipped: gcc not found");
-        return;
-    }
+    perfaux_testutil::require_oracle!("gcc");
     let dir = tempfile::tempdir().unwrap();
     let prog = build_calls(dir.path(), &[], "calls_plain");
     let (out, data) = record(dir.path(), &prog, &["1", "5"]);
@@ -230,10 +218,7 @@ fn a_program_without_hooks_gets_the_flags_named() {
 
 #[test]
 fn sigkill_from_outside_keeps_the_calls_up_to_the_kill() {
-    if !have("gcc") {
-        eprintln!("skipped: gcc not found");
-        return;
-    }
+    perfaux_testutil::require_oracle!("gcc");
     let dir = tempfile::tempdir().unwrap();
     let prog = build_calls(dir.path(), &["-finstrument-functions"], "calls_killed");
     let data = dir.path().join("killed.data");
@@ -278,6 +263,57 @@ fn sigkill_from_outside_keeps_the_calls_up_to_the_kill() {
     );
 }
 
+/// Ctrl-C on `perfaux record -- PROG`, as perf does it: the program gets SIGTERM, the
+/// recording ends with it, and the file holds every call up to then.
+#[test]
+fn sigint_to_the_recorder_ends_the_program_and_keeps_the_file() {
+    perfaux_testutil::require_oracle!("gcc");
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build_calls(dir.path(), &["-finstrument-functions"], "calls_int");
+    let data = dir.path().join("int.data");
+    let mut rec = Command::new(PERFAUX)
+        .arg("record")
+        .arg("-o")
+        .arg(&data)
+        .arg("--")
+        .arg(&prog)
+        .args(["1", "5", "hang"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = std::io::BufReader::new(rec.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.starts_with("hanging") {
+        line.clear();
+        let n = std::io::BufRead::read_line(&mut stdout, &mut line).unwrap();
+        assert!(n > 0, "the program ended before it hung");
+    }
+    // SAFETY: kill has no memory preconditions; the pid is the recorder this test started.
+    assert_eq!(unsafe { libc::kill(rec.id() as i32, libc::SIGINT) }, 0);
+    let out = rec.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(143), "{err}");
+    assert!(err.contains("(SIGTERM)"), "{err}");
+    let calls = call_trace(&data);
+    let boom = calls
+        .iter()
+        .rposition(|c| c == "boom")
+        .expect("boom traced");
+    assert!(
+        calls[boom + 1..].iter().all(|c| c == "leaf"),
+        "only the loop's calls after boom"
+    );
+    assert!(
+        !dir.path().read_dir().unwrap().any(|e| e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .contains("tmp")),
+        "no temporary left"
+    );
+}
+
 /// `exec`: the new image is traced in the same recording, its functions named apart from the
 /// old image's (uftrace, on each image's run alone, judges the sum); `fork`: the parent's trace
 /// is whole and the child, which returns through the parent's hooked frames, runs unharmed
@@ -286,14 +322,8 @@ fn sigkill_from_outside_keeps_the_calls_up_to_the_kill() {
 /// leaf() call inside the frames the longjmp left that the program never made.
 #[test]
 fn exec_traces_the_new_image_and_fork_keeps_the_parents_trace() {
-    if !have("gcc") {
-        eprintln!("skipped: gcc not found");
-        return;
-    }
-    if !have("uftrace") {
-        eprintln!("skipped: uftrace not found");
-        return;
-    }
+    perfaux_testutil::require_oracle!("gcc");
+    perfaux_testutil::require_oracle!("uftrace");
     let dir = tempfile::tempdir().unwrap();
     let judge = build_calls(dir.path(), &["-finstrument-functions"], "ef_judge");
     let mut want_exec = uftrace_counts(dir.path(), &judge, &["1", "4"]);
@@ -327,10 +357,7 @@ fn exec_traces_the_new_image_and_fork_keeps_the_parents_trace() {
 /// callees' depth, as the first dive was, with every flavour of hooks.
 #[test]
 fn longjmp_frames_end_where_the_jump_lands() {
-    if !have("gcc") {
-        eprintln!("skipped: gcc not found");
-        return;
-    }
+    perfaux_testutil::require_oracle!("gcc");
     let dir = tempfile::tempdir().unwrap();
     for (flags, name) in [
         (&["-finstrument-functions"][..], "jmp_fi"),
@@ -415,14 +442,8 @@ fn pid_and_all_cpus_say_why_not_and_what_to_do() {
 /// uftrace's counts.
 #[test]
 fn shared_and_dlopened_library_calls_are_named_and_counted() {
-    if !have("gcc") {
-        eprintln!("skipped: gcc not found");
-        return;
-    }
-    if !have("uftrace") {
-        eprintln!("skipped: uftrace not found");
-        return;
-    }
+    perfaux_testutil::require_oracle!("gcc");
+    perfaux_testutil::require_oracle!("uftrace");
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../preload/tests/c");
@@ -467,10 +488,7 @@ fn shared_and_dlopened_library_calls_are_named_and_counted() {
 /// of the loop the program was killed in.
 #[test]
 fn snapshot_mode_takes_the_newest_trace_on_sigusr2_and_at_the_end() {
-    if !have("gcc") {
-        eprintln!("skipped: gcc not found");
-        return;
-    }
+    perfaux_testutil::require_oracle!("gcc");
     let dir = tempfile::tempdir().unwrap();
     let prog = build_calls(dir.path(), &["-finstrument-functions"], "calls_snap");
     let data = dir.path().join("snap.data");
@@ -514,10 +532,7 @@ fn snapshot_mode_takes_the_newest_trace_on_sigusr2_and_at_the_end() {
 /// and a no-op without perfaux.
 #[test]
 fn uevents_from_c_arrive_byte_exact_and_in_order() {
-    if !have("gcc") {
-        eprintln!("skipped: gcc not found");
-        return;
-    }
+    perfaux_testutil::require_oracle!("gcc");
     let dir = tempfile::tempdir().unwrap();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let prog = dir.path().join("uev");
