@@ -22,6 +22,7 @@ fn uevents_attr() -> perfaux_abi::attr::PerfEventAttr {
 
 #[test]
 fn records_land_in_the_provided_shared_memory() {
+    perfaux_pmus::register();
     let ev = perf_event_open_attr(&uevents_attr(), Target::current(), -1, -1, 0).unwrap();
     let mem = Arc::new(RingMemory::shared(RingLayout::new(2, 0).unwrap()).unwrap());
     let _m = ev
@@ -51,6 +52,7 @@ fn records_land_in_the_provided_shared_memory() {
 
 #[test]
 fn memory_of_another_layout_is_einval() {
+    perfaux_pmus::register();
     let ev = perf_event_open_attr(&uevents_attr(), Target::current(), -1, -1, 0).unwrap();
     let mem = Arc::new(RingMemory::shared(RingLayout::new(4, 0).unwrap()).unwrap());
     let e = ev.mmap_over(0, 1 + 2, Prot::READ_WRITE, mem).err().unwrap();
