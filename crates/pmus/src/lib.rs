@@ -14,6 +14,27 @@
 //! overflow, output and AUX entry points); the core never names a driver.
 //! A program calls [`register`] once before its first `perf_event_open`,
 //! as the kernel runs its PMU initcalls before the first event.
+//!
+//! Count the uevents of one type, as an event of the `uevent` PMU:
+//!
+//! ```
+//! use perfaux_abi::attr::{AttrFlags, PerfEventAttr};
+//! use perfaux_abi::consts::PERF_ATTR_SIZE_VER8;
+//! use perfaux_core::{Target, perf_event_open_attr, perf_uevent};
+//!
+//! perfaux_pmus::register();
+//! let attr = PerfEventAttr {
+//!     type_: perfaux_pmus::UEVENT_TYPE,
+//!     size: PERF_ATTR_SIZE_VER8,
+//!     config: 7, // count uevents of type 7
+//!     flags: AttrFlags::empty(),
+//!     ..Default::default()
+//! };
+//! let ev = perf_event_open_attr(&attr, Target::current(), -1, -1, 0).unwrap();
+//! perf_uevent(7, b"done", 0).unwrap();
+//! perf_uevent(8, b"other", 0).unwrap();
+//! assert_eq!(ev.event().count(), 1);
+//! ```
 
 #![warn(missing_docs)]
 
