@@ -14,6 +14,8 @@
 //!   wrote. [`symbols`] names the probe addresses from the ELF symbol tables of the objects the
 //!   runtime reported.
 
+#![warn(missing_docs)]
+
 pub mod host;
 pub mod shared;
 pub mod symbols;

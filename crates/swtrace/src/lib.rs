@@ -52,6 +52,8 @@
 //! assert!(text.contains("    doc_leaf"));
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod calltrace;
 pub mod clock;
 pub mod decode;

@@ -32,6 +32,8 @@
 //! need one time line (viewers) leave the sorting to the viewer, which
 //! sorts anyway.
 
+#![warn(missing_docs)]
+
 pub mod chrome;
 pub mod event;
 pub mod firefox;
