@@ -67,8 +67,11 @@ impl Default for AuxConfig {
 /// The fields of the `PERF_RECORD_AUX` that `perf_aux_output_end()` emits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AuxRecord {
+    /// AUX position of the transaction's first byte.
     pub aux_offset: u64,
+    /// Bytes the transaction wrote (or skipped).
     pub aux_size: u64,
+    /// `PERF_AUX_FLAG_*` (TRUNCATED, OVERWRITE, PARTIAL, COLLISION).
     pub flags: u64,
 }
 

@@ -44,6 +44,7 @@ unsafe impl Send for AuxMmap {}
 pub struct AuxRead<'a> {
     /// AUX position of `data[0]` (the AUXTRACE record's `offset`).
     pub offset: u64,
+    /// The bytes, `[aux_tail, aux_head)` as read.
     pub data: &'a [u8],
 }
 
@@ -54,6 +55,7 @@ pub struct AuxSnapshot<'a> {
     pub offset: u64,
     /// `aux_head` when it was read.
     pub head: u64,
+    /// The bytes, oldest first.
     pub data: &'a [u8],
     /// The producer wrote more than the whole area: the oldest bytes were
     /// overwritten and `data[0]` is not the start of the trace.

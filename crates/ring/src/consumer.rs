@@ -245,6 +245,8 @@ pub struct Snapshot<'a> {
 pub struct Record<'a> {
     /// Ring position (unmasked) of its header.
     pub position: u64,
+    /// Its header, as the producer wrote it (already checked: size non-zero,
+    /// aligned, within what was published).
     pub header: PerfEventHeader,
     /// The whole record, header included (`header.size` bytes).
     pub bytes: &'a [u8],

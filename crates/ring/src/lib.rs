@@ -62,6 +62,8 @@
 //!     cargo test -p perfaux-ring --release --test loom
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod error;
 pub mod layout;
 pub mod protocol;

@@ -83,7 +83,9 @@ impl Default for DataConfig {
 /// multiple of 8 (every `sample_id` field is).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct LostInfo<'a> {
+    /// The event's id, for the LOST record.
     pub id: u64,
+    /// The event's `sample_id` trailer, for the LOST record.
     pub sample_id: &'a [u8],
 }
 
@@ -97,7 +99,10 @@ pub enum OutputError {
     /// The size is 0, not a multiple of 8, above 65535 with the LOST
     /// record, or the `sample_id` is not a multiple of 8: a caller bug,
     /// not counted.
-    InvalidSize { size: usize },
+    InvalidSize {
+        /// The size asked for.
+        size: usize,
+    },
 }
 
 impl OutputError {

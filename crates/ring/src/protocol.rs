@@ -134,7 +134,9 @@ pub fn has_space(pos: u64, tail: u64, data_size: u64, size: u64, backward: bool)
 /// A reservation: the positions (modulo 2^48) before and after it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Reserved {
+    /// Position of the reservation's first byte.
     pub start: u64,
+    /// Position just past its last byte.
     pub end: u64,
 }
 
