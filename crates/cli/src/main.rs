@@ -78,7 +78,7 @@ fn main() -> ExitCode {
         Err(e) => {
             // A closed stdout (perfaux report -D | head) is not an error to
             // report; for record (-o - | ...) it is a recording that failed.
-            if !matches!(cli.cmd, Command::Record(_)) && e.0.contains("Broken pipe") {
+            if !matches!(cli.cmd, Command::Record(_)) && e.is_closed_output() {
                 return ExitCode::SUCCESS;
             }
             eprintln!("perfaux: error: {e}");

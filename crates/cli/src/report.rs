@@ -59,7 +59,7 @@ pub fn report(input: &Path, args: &ViewArgs, out: &mut impl Write) -> Result<(),
         sort: args.sort.clone(),
         call_graph: args.call_graph,
     };
-    opts.check().map_err(|e| CliError::msg(e.0))?;
+    opts.check().map_err(|e| CliError::msg(e.to_string()))?;
     let mut c = Collector::default();
     let mut chart = args.flame_chart.as_ref().map(|_| FlameChart::default());
     let (sum, names) = crate::view_input::with_recording(input, args.filter(), |rec| {
@@ -77,8 +77,36 @@ pub fn report(input: &Path, args: &ViewArgs, out: &mut impl Write) -> Result<(),
         ch.write(&sum, create(p)?)
             .map_err(|e| CliError::file(p, e))?;
     }
-    write_report(&c, &names, &sum, &opts, out).map_err(|e| CliError::msg(e.0))?;
+    let mut watched = WatchedOutput { out, error: None };
+    if let Err(e) = write_report(&c, &names, &sum, &opts, &mut watched) {
+        // An I/O error is known by its kind (a closed pipe is the reader's
+        // choice), not from the view's text.
+        return Err(match watched.error.take() {
+            Some(io) => CliError::output(io),
+            None => CliError::msg(e.to_string()),
+        });
+    }
     out.flush().map_err(CliError::output)
+}
+
+/// The output, keeping the I/O error it failed with for [`CliError::output`].
+struct WatchedOutput<'a, W: Write> {
+    out: &'a mut W,
+    error: Option<std::io::Error>,
+}
+
+impl<W: Write> Write for WatchedOutput<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.out.write(buf).inspect_err(|e| {
+            self.error = Some(std::io::Error::new(e.kind(), e.to_string()));
+        })
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush().inspect_err(|e| {
+            self.error = Some(std::io::Error::new(e.kind(), e.to_string()));
+        })
+    }
 }
 
 /// An output file, buffered.
