@@ -68,6 +68,39 @@ fn call_trace(data: &Path) -> Vec<String> {
         .collect()
 }
 
+/// `perfaux report`'s Calls column per function (issue 10: the report's counts are uftrace's).
+/// Its rows: total, self, calls, avg, min, max (each time a number and a unit), function.
+fn report_counts(data: &Path) -> BTreeMap<String, u64> {
+    let out = Command::new(PERFAUX)
+        .args(["report", "--stdio", "-i"])
+        .arg(data)
+        .output()
+        .expect("perfaux report");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut m = BTreeMap::new();
+    for l in text
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("===="))
+        .skip(1)
+    {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.len() != 12 {
+            break;
+        }
+        let calls = f[4]
+            .parse::<u64>()
+            .unwrap_or_else(|_| panic!("calls in {l:?}"));
+        m.insert(f[11].to_owned(), calls);
+    }
+    assert!(!m.is_empty(), "no rows in:\n{text}");
+    m
+}
+
 fn counts(names: &[String]) -> BTreeMap<String, u64> {
     let mut m = BTreeMap::new();
     for n in names {
@@ -126,6 +159,11 @@ fn counts_equal_uftraces(flags: &[&str], name: &str, args: &[&str]) {
     let ours = counts(&call_trace(&data));
     let theirs = uftrace_counts(dir.path(), &prog, args);
     assert_eq!(ours, theirs);
+    assert_eq!(
+        report_counts(&data),
+        theirs,
+        "perfaux report against uftrace report"
+    );
     assert_eq!(
         ours.get("worker"),
         Some(&3),
