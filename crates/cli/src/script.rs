@@ -487,15 +487,8 @@ impl WindowLines<'_> {
     /// The window's next line and its time.
     fn next_line(&mut self) -> Option<(u64, String)> {
         for ev in self.dec.by_ref() {
-            let time = match &ev {
-                TraceEvent::Sync { time, .. }
-                | TraceEvent::Enter { time, .. }
-                | TraceEvent::Exit { time, .. }
-                | TraceEvent::Paused { time, .. }
-                | TraceEvent::Resumed { time, .. }
-                | TraceEvent::Stopped { time, .. }
-                | TraceEvent::Lost { time, .. } => *time,
-                TraceEvent::Skipped { .. } => continue,
+            let Some(time) = ev.time() else {
+                continue;
             };
             if let Some(mut line) = self.ct.line(&ev) {
                 let last = self
