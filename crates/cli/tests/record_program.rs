@@ -254,12 +254,12 @@ fn a_program_without_hooks_gets_the_flags_named() {
     assert!(!data.exists(), "no file that looks like success");
 }
 
-#[test]
-fn sigkill_from_outside_keeps_the_calls_up_to_the_kill() {
-    perfaux_testutil::require_oracle!("gcc");
-    let dir = tempfile::tempdir().unwrap();
-    let prog = build_calls(dir.path(), &["-finstrument-functions"], "calls_killed");
-    let data = dir.path().join("killed.data");
+/// `perfaux record -o DIR/NAME.data -- calls 1 5 hang` (calls.c built with
+/// -finstrument-functions), once the program says it hangs in boom()'s loop: the recorder, the
+/// program's pid and the data file.
+fn record_until_hanging(dir: &Path, name: &str) -> (std::process::Child, i32, PathBuf) {
+    let prog = build_calls(dir, &["-finstrument-functions"], name);
+    let data = dir.join(format!("{name}.data"));
     let mut rec = Command::new(PERFAUX)
         .arg("record")
         .arg("-o")
@@ -271,7 +271,6 @@ fn sigkill_from_outside_keeps_the_calls_up_to_the_kill() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // The program says when it is in boom(), about to loop for ever.
     let mut stdout = std::io::BufReader::new(rec.stdout.take().unwrap());
     let mut line = String::new();
     while !line.starts_with("hanging") {
@@ -280,13 +279,12 @@ fn sigkill_from_outside_keeps_the_calls_up_to_the_kill() {
         assert!(n > 0, "the program ended before it hung");
     }
     let pid: i32 = line.trim().rsplit(' ').next().unwrap().parse().unwrap();
-    // SAFETY: kill has no memory preconditions; pid is the program this test started.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
-    let out = rec.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(137), "{err}");
-    assert!(err.contains("(SIGKILL)"), "{err}");
-    let calls = call_trace(&data);
+    (rec, pid, data)
+}
+
+/// The calls of `data` end in boom() and its loop's leaf() calls.
+fn assert_trace_ends_in_booms_loop(data: &Path) {
+    let calls = call_trace(data);
     let last_other = calls.iter().rev().find(|c| *c != "leaf");
     assert_eq!(
         last_other.map(String::as_str),
@@ -301,47 +299,34 @@ fn sigkill_from_outside_keeps_the_calls_up_to_the_kill() {
     );
 }
 
+#[test]
+fn sigkill_from_outside_keeps_the_calls_up_to_the_kill() {
+    perfaux_testutil::require_oracle!("gcc");
+    let dir = tempfile::tempdir().unwrap();
+    let (rec, pid, data) = record_until_hanging(dir.path(), "calls_killed");
+    // SAFETY: kill has no memory preconditions; pid is the program this test started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    let out = rec.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(137), "{err}");
+    assert!(err.contains("(SIGKILL)"), "{err}");
+    assert_trace_ends_in_booms_loop(&data);
+}
+
 /// Ctrl-C on `perfaux record -- PROG`, as perf does it: the program gets SIGTERM, the
 /// recording ends with it, and the file holds every call up to then.
 #[test]
 fn sigint_to_the_recorder_ends_the_program_and_keeps_the_file() {
     perfaux_testutil::require_oracle!("gcc");
     let dir = tempfile::tempdir().unwrap();
-    let prog = build_calls(dir.path(), &["-finstrument-functions"], "calls_int");
-    let data = dir.path().join("int.data");
-    let mut rec = Command::new(PERFAUX)
-        .arg("record")
-        .arg("-o")
-        .arg(&data)
-        .arg("--")
-        .arg(&prog)
-        .args(["1", "5", "hang"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdout = std::io::BufReader::new(rec.stdout.take().unwrap());
-    let mut line = String::new();
-    while !line.starts_with("hanging") {
-        line.clear();
-        let n = std::io::BufRead::read_line(&mut stdout, &mut line).unwrap();
-        assert!(n > 0, "the program ended before it hung");
-    }
+    let (rec, _, data) = record_until_hanging(dir.path(), "calls_int");
     // SAFETY: kill has no memory preconditions; the pid is the recorder this test started.
     assert_eq!(unsafe { libc::kill(rec.id() as i32, libc::SIGINT) }, 0);
     let out = rec.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(143), "{err}");
     assert!(err.contains("(SIGTERM)"), "{err}");
-    let calls = call_trace(&data);
-    let boom = calls
-        .iter()
-        .rposition(|c| c == "boom")
-        .expect("boom traced");
-    assert!(
-        calls[boom + 1..].iter().all(|c| c == "leaf"),
-        "only the loop's calls after boom"
-    );
+    assert_trace_ends_in_booms_loop(&data);
     assert!(
         !dir.path().read_dir().unwrap().any(|e| e
             .unwrap()
