@@ -4,9 +4,9 @@ mod common;
 
 use common::*;
 use perfaux_swtrace::decode::{Decoder, Event, SkipReason, decode};
-use perfaux_swtrace::format::{self, LostKind};
+use perfaux_swtrace::format;
 use perfaux_swtrace::writer::{self, Frame};
-use perfaux_swtrace::{AuxMode, AuxRegion, Probe, ProbeId, Timing, WriterConfig, WriterError};
+use perfaux_swtrace::{AuxMode, AuxRegion, Probe, ProbeId, WriterConfig, WriterError};
 use proptest::prelude::*;
 
 static A: Probe = Probe::new("rt_a");
@@ -371,139 +371,6 @@ fn start_paused_writes_nothing_until_resume() {
         ]
     );
 }
-
-thread_local! {
-    static CONSUMER: std::cell::RefCell<Consumer> = const { std::cell::RefCell::new(Consumer { base: std::ptr::null(), size: 0, tail: 0, out: Vec::new(), calls: 0 }) };
-}
-
-struct Consumer {
-    base: *const u8,
-    size: usize,
-    tail: u64,
-    out: Vec<u8>,
-    calls: u32,
-}
-
-impl Consumer {
-    fn drain_to(&mut self, head: u64) {
-        for p in self.tail..head {
-            let at = self.base.wrapping_add(p as usize & (self.size - 1));
-            // SAFETY: base..base+size is the test's live AUX buffer; the index is masked into it.
-            self.out.push(unsafe { *at });
-        }
-        self.tail = head;
-    }
-}
-
-/// perf_aux_output_end + the consumer reading everything + perf_aux_output_begin with the whole
-/// area as space again.
-fn on_full_drain(aux_head: u64, _needed: u64) -> Option<u64> {
-    CONSUMER.with(|c| {
-        let mut c = c.borrow_mut();
-        c.drain_to(aux_head);
-        c.calls += 1;
-        Some(aux_head + c.size as u64)
-    })
-}
-
-fn on_full_stop(_aux_head: u64, _needed: u64) -> Option<u64> {
-    None
-}
-
-#[test]
-fn full_trace_on_full_grants_space_and_nothing_is_lost() {
-    register_pool();
-    let calls: Vec<Call> = (0..300)
-        .map(|i| Call {
-            probe: i % 20,
-            children: vec![],
-        })
-        .collect();
-    let mut want = Vec::new();
-    expected(&calls, 0, &mut want);
-    let size = 512usize;
-    let mut aux = vec![0u8; size];
-    CONSUMER.with(|c| {
-        *c.borrow_mut() = Consumer {
-            base: aux.as_ptr(),
-            size,
-            tail: 0,
-            out: Vec::new(),
-            calls: 0,
-        }
-    });
-    // SAFETY: `aux` outlives the writer.
-    let region = unsafe { AuxRegion::new(aux.as_mut_ptr(), size) }.unwrap();
-    let mut cfg = WriterConfig::full_trace(region, Some(on_full_drain));
-    cfg.sync_period = 128;
-    writer::install(cfg).unwrap();
-    run(&calls);
-    let status = writer::uninstall().unwrap();
-    let (stream, on_full_calls) = CONSUMER.with(|c| {
-        let mut c = c.borrow_mut();
-        c.drain_to(status.aux_head);
-        (std::mem::take(&mut c.out), c.calls)
-    });
-    assert!(on_full_calls > 3, "on_full ran {on_full_calls} times");
-    assert_eq!(status.lost_full, 0);
-    let events = decode(&stream);
-    assert_eq!(steps(&events), want);
-    drop(aux);
-}
-
-#[test]
-fn full_trace_without_space_stops_counts_and_reports_lost() {
-    let size = 256usize;
-    let mut aux = vec![0u8; size];
-    // SAFETY: `aux` outlives the writer.
-    let region = unsafe { AuxRegion::new(aux.as_mut_ptr(), size) }.unwrap();
-    writer::install(WriterConfig::full_trace(region, Some(on_full_stop))).unwrap();
-    let mut executed = 0u64;
-    for _ in 0..200 {
-        let _g = A.enter();
-        executed += 2;
-    }
-    let st = writer::status().unwrap();
-    assert!(st.full_stopped);
-    assert!(st.aux_head <= size as u64, "never wrote past the limit");
-    let first: Vec<u8> = aux[..st.aux_head as usize].to_vec();
-    // The consumer read everything: the core grants the whole area again.
-    writer::set_limit(st.aux_head + size as u64).unwrap();
-    assert!(!writer::status().unwrap().full_stopped);
-    for _ in 0..3 {
-        let _g = B.enter();
-        executed += 2;
-    }
-    let end = writer::uninstall().unwrap();
-    let mut stream = first;
-    stream.extend((st.aux_head..end.aux_head).map(|p| aux[p as usize & (size - 1)]));
-    let events = decode(&stream);
-    let lost: u64 = events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Lost {
-                kind: LostKind::Full,
-                count,
-                ..
-            } => Some(*count),
-            _ => None,
-        })
-        .sum();
-    assert_eq!(lost, st.lost_full);
-    let written = steps(&events).len() as u64;
-    assert_eq!(
-        written + lost,
-        executed,
-        "every probe event is either written or counted lost"
-    );
-    // LOST is followed at once by a SYNC (format doc).
-    let i = events
-        .iter()
-        .position(|e| matches!(e, Event::Lost { .. }))
-        .unwrap();
-    assert!(matches!(events[i + 1], Event::Sync { .. }));
-}
-
 #[test]
 fn install_checks_its_arguments() {
     let mut aux = vec![0u8; 1024];
@@ -737,87 +604,6 @@ fn probes_without_a_writer_write_nothing_and_unwinding_closes_calls() {
             common::Step::Exit(a, 0)
         ]
     );
-}
-
-/// Traces 100 calls of A with `timing`; returns the decoded events.
-fn trace_with_timing(timing: Timing) -> Vec<Event> {
-    let mut aux = vec![0u8; 1 << 16];
-    // SAFETY: `aux` outlives the writer.
-    let region = unsafe { AuxRegion::new(aux.as_mut_ptr(), aux.len()) }.unwrap();
-    let mut cfg = WriterConfig::full_trace(region, None);
-    cfg.timing = timing;
-    cfg.sync_period = 4096;
-    writer::install(cfg).unwrap();
-    for _ in 0..100 {
-        let _g = A.enter();
-    }
-    let end = writer::uninstall().unwrap().aux_head as usize;
-    decode(&aux[..end])
-}
-
-/// (timed, interpolated) ENTER/EXIT events.
-fn timed_and_interpolated(events: &[Event]) -> (Vec<&Event>, Vec<&Event>) {
-    events
-        .iter()
-        .filter(|e| matches!(e, Event::Enter { .. } | Event::Exit { .. }))
-        .partition(|e| {
-            !matches!(
-                e,
-                Event::Enter {
-                    interpolated: true,
-                    ..
-                } | Event::Exit {
-                    interpolated: true,
-                    ..
-                }
-            )
-        })
-}
-
-#[test]
-fn periodic_timing_times_one_packet_in_n_and_interpolates_the_rest() {
-    let events = trace_with_timing(Timing::Periodic { every: 8 });
-    assert_eq!(steps(&events).len(), 200);
-    assert_times_monotonic(&events);
-    // The first ENTER/EXIT of every 8 reads the clock; the others are flagged.
-    let (timed, interpolated) = timed_and_interpolated(&events);
-    assert_eq!(timed.len(), 200 / 8, "{events:?}");
-    assert_eq!(interpolated.len(), 200 - 200 / 8);
-    // Interpolated times are spread between the timed ones, not stuck at the last one.
-    let times: Vec<u64> = steps_times(&events);
-    let changes = times.windows(2).filter(|w| w[0] != w[1]).count();
-    assert!(changes > 200 / 8, "{changes} time changes: {times:?}");
-    let mut aux = vec![0u8; 1024];
-    let mut cfg0 = WriterConfig::overwrite(
-        // SAFETY: never installed (rejected).
-        unsafe { AuxRegion::new(aux.as_mut_ptr(), 1024) }.unwrap(),
-    );
-    cfg0.timing = Timing::Periodic { every: 0 };
-    assert_eq!(writer::install(cfg0), Err(WriterError::BadTimestampEvery));
-}
-
-#[test]
-fn entry_only_timing_times_every_entry_and_no_exit() {
-    let events = trace_with_timing(Timing::EntryOnly);
-    assert_eq!(steps(&events).len(), 200);
-    assert_times_monotonic(&events);
-    let (timed, interpolated) = timed_and_interpolated(&events);
-    assert!(timed.iter().all(|e| matches!(e, Event::Enter { .. })));
-    assert!(interpolated.iter().all(|e| matches!(e, Event::Exit { .. })));
-    assert_eq!((timed.len(), interpolated.len()), (100, 100));
-    // Full timing flags nothing.
-    let full = trace_with_timing(Timing::Full);
-    assert_eq!(timed_and_interpolated(&full).1.len(), 0);
-}
-
-fn steps_times(events: &[Event]) -> Vec<u64> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Enter { time, .. } | Event::Exit { time, .. } => Some(*time),
-            _ => None,
-        })
-        .collect()
 }
 
 #[test]
