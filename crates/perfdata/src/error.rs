@@ -6,20 +6,43 @@ use std::io;
 /// file's bytes names the file offset it was found at.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// Reading or writing the file failed.
     #[error("perf.data: I/O error at file offset {offset:#x}: {source}")]
     Io {
+        /// Where in the file.
         offset: u64,
+        /// The system's error.
         #[source]
         source: io::Error,
     },
+    /// The file ends inside a structure it began.
     #[error("perf.data: truncated at file offset {offset:#x}: {what}")]
-    Truncated { offset: u64, what: String },
+    Truncated {
+        /// Where the missing bytes begin.
+        offset: u64,
+        /// Which structure.
+        what: String,
+    },
+    /// A structure's bytes contradict its rules (sizes, counts, offsets).
     #[error("perf.data: corrupt at file offset {offset:#x}: {what}")]
-    Corrupt { offset: u64, what: String },
+    Corrupt {
+        /// Where the structure starts.
+        offset: u64,
+        /// What is wrong with it.
+        what: String,
+    },
+    /// A well-formed file this reader does not take (a format or version).
     #[error("perf.data: unsupported: {what}")]
-    Unsupported { what: String },
+    Unsupported {
+        /// What it is.
+        what: String,
+    },
+    /// The writer was asked for something a perf.data cannot hold.
     #[error("perf.data writer: {what}")]
-    Write { what: String },
+    Write {
+        /// What it was.
+        what: String,
+    },
 }
 
 impl Error {
@@ -56,4 +79,5 @@ impl Error {
     }
 }
 
+/// Result of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -15,8 +15,11 @@ use std::collections::HashMap;
 /// the file says it (EVENT_DESC, or EVENT_UPDATE in a pipe).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventAttr {
+    /// The attr as the file states it.
     pub attr: PerfEventAttr,
+    /// Sample ids of its instances (`IDENTIFIER`/`ID` in its records).
     pub ids: Vec<u64>,
+    /// Its name, when EVENT_DESC or EVENT_UPDATE gives one.
     pub name: Option<String>,
 }
 

@@ -97,15 +97,20 @@ impl<'a> SectionCursor<'a> {
 /// `HEADER_NRCPUS`: `{u32 nr_cpus_available; u32 nr_cpus_online}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NrCpus {
+    /// CPUs the machine has (`nr_cpus_available`).
     pub nr_cpus_available: u32,
+    /// CPUs online when recorded.
     pub nr_cpus_online: u32,
 }
 
 /// One entry of `HEADER_EVENT_DESC`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventDesc {
+    /// The event's attr.
     pub attr: PerfEventAttr,
+    /// Its name.
     pub name: String,
+    /// Its sample ids.
     pub ids: Vec<u64>,
 }
 
@@ -122,28 +127,39 @@ pub struct AuxtraceIndexEntry {
 /// `HEADER_COMPRESSED`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CompressedInfo {
+    /// Format version (1).
     pub version: u32,
     /// `PERF_COMP_ZSTD` = 1.
     pub type_: u32,
+    /// zstd compression level.
     pub level: u32,
+    /// Compression ratio perf measured.
     pub ratio: u32,
+    /// Bytes of the mmap ring each chunk came from.
     pub mmap_len: u32,
 }
 
 /// One entry of `HEADER_GROUP_DESC`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupDesc {
+    /// The group's name (`{a,b}` when it has none).
     pub name: String,
+    /// Index of the leader among the file's attrs.
     pub leader_idx: u32,
+    /// Events in the group, leader included.
     pub nr_members: u32,
 }
 
 /// `HEADER_CLOCK_DATA`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClockData {
+    /// Format version (1).
     pub version: u32,
+    /// The clock id of the events' times.
     pub clockid: u32,
+    /// Wall-clock time at the reference point, ns.
     pub wall_clock_ns: u64,
+    /// The event clock at the same point, ns.
     pub clockid_time_ns: u64,
 }
 

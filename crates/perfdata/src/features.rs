@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 pub struct FeatureSection {
     /// File offset of the first byte (the section, or the record's data).
     pub offset: u64,
+    /// The section's bytes, as the file holds them.
     pub data: Vec<u8>,
 }
 
@@ -43,6 +44,7 @@ impl FeatureSections {
         self.sections.keys().copied()
     }
 
+    /// Whether the file has feature `f`.
     pub fn contains(&self, f: Feature) -> bool {
         self.sections.contains_key(&f)
     }
@@ -74,24 +76,31 @@ impl FeatureSections {
         )))
     }
 
+    /// `HEADER_HOSTNAME`, if present.
     pub fn hostname(&self) -> Option<Result<String>> {
         self.with(Feature::HOSTNAME, "HOSTNAME", parse_string)
     }
+    /// `HEADER_OSRELEASE`, if present.
     pub fn osrelease(&self) -> Option<Result<String>> {
         self.with(Feature::OSRELEASE, "OSRELEASE", parse_string)
     }
+    /// `HEADER_VERSION`, if present.
     pub fn version(&self) -> Option<Result<String>> {
         self.with(Feature::VERSION, "VERSION", parse_string)
     }
+    /// `HEADER_ARCH`, if present.
     pub fn arch(&self) -> Option<Result<String>> {
         self.with(Feature::ARCH, "ARCH", parse_string)
     }
+    /// `HEADER_CPUDESC`, if present.
     pub fn cpudesc(&self) -> Option<Result<String>> {
         self.with(Feature::CPUDESC, "CPUDESC", parse_string)
     }
+    /// `HEADER_CPUID`, if present.
     pub fn cpuid(&self) -> Option<Result<String>> {
         self.with(Feature::CPUID, "CPUID", parse_string)
     }
+    /// `HEADER_NRCPUS`, if present.
     pub fn nrcpus(&self) -> Option<Result<NrCpus>> {
         self.with(Feature::NRCPUS, "NRCPUS", parse_nrcpus)
     }
@@ -99,6 +108,7 @@ impl FeatureSections {
     pub fn total_mem(&self) -> Option<Result<u64>> {
         self.with(Feature::TOTAL_MEM, "TOTAL_MEM", |c| c.u64())
     }
+    /// `HEADER_CMDLINE`: the recording command's words, if present.
     pub fn cmdline(&self) -> Option<Result<Vec<String>>> {
         self.with(Feature::CMDLINE, "CMDLINE", parse_cmdline)
     }
@@ -110,6 +120,7 @@ impl FeatureSections {
     pub fn clockid_res_ns(&self) -> Option<Result<u64>> {
         self.with(Feature::CLOCKID, "CLOCKID", |c| c.u64())
     }
+    /// `HEADER_CLOCK_DATA`, if present.
     pub fn clock_data(&self) -> Option<Result<ClockData>> {
         self.with(Feature::CLOCK_DATA, "CLOCK_DATA", parse_clock_data)
     }
@@ -117,9 +128,11 @@ impl FeatureSections {
     pub fn auxtrace_index(&self) -> Option<Result<Vec<AuxtraceIndexEntry>>> {
         self.with(Feature::AUXTRACE, "AUXTRACE", parse_auxtrace_index)
     }
+    /// `HEADER_COMPRESSED`, if present.
     pub fn compressed(&self) -> Option<Result<CompressedInfo>> {
         self.with(Feature::COMPRESSED, "COMPRESSED", parse_compressed)
     }
+    /// `HEADER_GROUP_DESC`, if present.
     pub fn group_desc(&self) -> Option<Result<Vec<GroupDesc>>> {
         self.with(Feature::GROUP_DESC, "GROUP_DESC", parse_group_desc)
     }

@@ -30,13 +30,17 @@ pub const PIPE_HEADER_SIZE: u64 = 16;
 /// `struct perf_file_section`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct FileSection {
+    /// File offset of the section.
     pub offset: u64,
+    /// Its size in bytes.
     pub size: u64,
 }
 
 impl FileSection {
+    /// Bytes of a `struct perf_file_section` in the file.
     pub const SIZE: usize = 16;
 
+    /// The offset just past the section; `None` if it overflows.
     pub fn end(&self) -> Option<u64> {
         self.offset.checked_add(self.size)
     }
@@ -72,13 +76,16 @@ pub enum Magic {
 /// What the first 16 bytes say: file or pipe, version, byte order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Preamble {
+    /// `PERFILE2` (or the old `PERFFILE`).
     pub magic: Magic,
+    /// Byte order, from the magic as read.
     pub endian: Endianness,
     /// The header's `size` field: 104 (or 72) for a file, 16 for a pipe.
     pub size: u64,
 }
 
 impl Preamble {
+    /// Whether this is a pipe-mode stream (a 16-byte header).
     pub fn is_pipe(&self) -> bool {
         self.size == PIPE_HEADER_SIZE
     }
@@ -150,14 +157,21 @@ impl Preamble {
 /// `struct perf_file_header`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FileHeader {
+    /// `PERFILE2` (or the old `PERFFILE`).
     pub magic: Magic,
+    /// Byte order, from the magic as read.
     pub endian: Endianness,
+    /// The header's size (104).
     pub size: u64,
     /// Bytes per attrs entry: the attr and its ids section (16 bytes).
     pub attr_size: u64,
+    /// The attrs section: `attr_size`-byte entries of attr and ids section.
     pub attrs: FileSection,
+    /// The data section: the record stream.
     pub data: FileSection,
+    /// The obsolete event_types section.
     pub event_types: FileSection,
+    /// `adds_features`: which feature sections follow the data.
     pub features: FeatureSet,
 }
 

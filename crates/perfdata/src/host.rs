@@ -18,6 +18,7 @@ pub struct HostInfo {
     pub arch: String,
     /// `HEADER_NRCPUS`: CPUs present, then online.
     pub nr_cpus_available: u32,
+    /// CPUs online (`HEADER_NRCPUS`'s second word).
     pub nr_cpus_online: u32,
     /// `HEADER_CPUDESC`: /proc/cpuinfo's model name.
     pub cpudesc: String,

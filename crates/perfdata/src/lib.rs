@@ -40,6 +40,8 @@
 //! # Ok::<(), perfaux_perfdata::Error>(())
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod error;
 pub mod events;
 pub mod feature;

@@ -53,7 +53,9 @@ impl Default for ReaderOptions {
 /// File mode or pipe mode, with the file header in file mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DataFormat {
+    /// A perf.data file, with its header.
     File(FileHeader),
+    /// A pipe-mode stream, with its 16-byte preamble.
     Pipe(Preamble),
 }
 
@@ -61,9 +63,13 @@ pub enum DataFormat {
 /// the attrs and features arrive as records and are added as they pass.
 #[derive(Debug, Clone)]
 pub struct Metadata {
+    /// File or pipe mode.
     pub format: DataFormat,
+    /// Byte order of the file.
     pub endian: Endianness,
+    /// The events, in the attrs section's (or HEADER_ATTR records') order.
     pub attrs: Vec<EventAttr>,
+    /// The feature sections read so far.
     pub features: FeatureSections,
     /// Why some feature sections of a file could not be read (the features
     /// read before the damage are kept; the records are unaffected).
@@ -71,6 +77,7 @@ pub struct Metadata {
 }
 
 impl Metadata {
+    /// Whether the input is a pipe-mode stream.
     pub fn is_pipe(&self) -> bool {
         matches!(self.format, DataFormat::Pipe(_))
     }
@@ -173,6 +180,7 @@ impl<R: Read + Seek> PerfDataReader<R> {
         Self::with_options(r, ReaderOptions::default())
     }
 
+    /// A reader of `r` with limits other than the defaults.
     pub fn with_options(mut r: R, opts: ReaderOptions) -> Result<Self> {
         r.seek(SeekFrom::Start(0)).map_err(|e| Error::io(0, e))?;
         let mut pre = [0u8; 16];
@@ -317,6 +325,7 @@ impl<R: Read> PerfDataReader<R> {
         }
     }
 
+    /// The file's metadata: header, attrs, features.
     pub fn metadata(&self) -> &Metadata {
         &self.meta
     }
@@ -595,12 +604,19 @@ impl<R: Read> PerfDataReader<R> {
 /// A record copied out of the reader (see [`PerfDataReader::into_records`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OwnedRecord {
+    /// The record's header.
     pub header: PerfEventHeader,
+    /// Where it was in the input.
     pub location: RecordLocation,
+    /// The whole record, header included.
     pub bytes: Vec<u8>,
+    /// Bytes that follow it uncounted by its size (an AUXTRACE's data).
     pub payload: Vec<u8>,
+    /// Its event, as an index into the metadata's attrs.
     pub attr_index: Option<usize>,
+    /// That event's layout facts, for typed parsing.
     pub parse_info: Option<RecordParseInfo>,
+    /// Byte order of the record.
     pub endian: Endianness,
 }
 

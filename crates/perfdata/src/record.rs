@@ -29,7 +29,9 @@ pub struct RecordLocation {
 /// One record, borrowed from the reader until its next call.
 #[derive(Debug, Clone, Copy)]
 pub struct RawRecord<'a> {
+    /// The record's header.
     pub header: PerfEventHeader,
+    /// Where it was in the input.
     pub location: RecordLocation,
     /// The whole record, header included: `header.size` bytes.
     pub bytes: &'a [u8],
@@ -42,26 +44,40 @@ pub struct RawRecord<'a> {
     /// The layout facts of that event's attr (its sample_type, read_format,
     /// sample_id_all...), for typed parsing.
     pub parse_info: Option<RecordParseInfo>,
+    /// Byte order of the record.
     pub endian: Endianness,
 }
 
 /// A perf tool record (types 64..), parsed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum UserRecord<'a> {
+    /// PERF_RECORD_HEADER_ATTR (pipe mode): an attr and its ids.
     HeaderAttr(HeaderAttrRecord),
+    /// PERF_RECORD_FINISHED_ROUND: records before it may be sorted by time.
     FinishedRound(FinishedRoundRecord),
+    /// PERF_RECORD_ID_INDEX: each sample id's cpu and tid.
     IdIndex(IdIndexRecord),
+    /// PERF_RECORD_AUXTRACE_INFO: the AUX decoder's parameters.
     AuxtraceInfo(AuxtraceInfoRecord),
     /// The record and its AUX data.
     Auxtrace(AuxtraceRecord, &'a [u8]),
+    /// PERF_RECORD_AUXTRACE_ERROR: a decoder error perf recorded.
     AuxtraceError(AuxtraceErrorRecord),
+    /// PERF_RECORD_THREAD_MAP: the threads recorded.
     ThreadMap(ThreadMapRecord),
+    /// PERF_RECORD_CPU_MAP: the CPUs recorded.
     CpuMap(CpuMapRecord),
+    /// PERF_RECORD_EVENT_UPDATE: an event's name, unit, scale or cpus.
     EventUpdate(EventUpdateRecord),
+    /// PERF_RECORD_TIME_CONV: TSC to perf time conversion.
     TimeConv(TimeConvRecord),
+    /// PERF_RECORD_HEADER_FEATURE (pipe mode): a feature section.
     HeaderFeature(HeaderFeatureRecord<'a>),
+    /// PERF_RECORD_COMPRESSED: zstd-compressed records.
     Compressed(CompressedRecord<'a>),
+    /// PERF_RECORD_FINISHED_INIT: the end of the synthesized records.
     FinishedInit(FinishedInitRecord),
+    /// PERF_RECORD_COMPRESSED2: compressed records, with their data size.
     Compressed2(Compressed2Record<'a>),
     /// A user type without a parsed form here (EVENT_TYPE, TRACING_DATA,
     /// BUILD_ID, STAT*, BPF_METADATA, SCHEDSTAT_*, simpleperf's 32768+).

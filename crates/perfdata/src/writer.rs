@@ -58,19 +58,24 @@ pub const HEADER_LAST_FEATURE: u64 = 32;
 /// per CPU or thread it was opened on) and its name for EVENT_DESC.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WriterEvent {
+    /// The attr written for it.
     pub attr: PerfEventAttr,
+    /// Sample ids of its instances.
     pub ids: Vec<u64>,
+    /// Its name (EVENT_DESC).
     pub name: String,
 }
 
 /// What goes into the header besides the events.
 #[derive(Debug, Clone)]
 pub struct WriterOptions {
+    /// Byte order to write in.
     pub endian: Endianness,
     /// Bytes per attr. `None`: 128 (VER7, perf 6.1's `sizeof(struct
     /// perf_event_attr)`; perf refuses larger attrs than it knows) unless an
     /// event uses config3/config4, which need 136/144.
     pub attr_size: Option<u32>,
+    /// The machine's facts for the host features.
     pub host: HostInfo,
     /// `HEADER_CLOCKID`: the clock's resolution in ns. Written when set, or
     /// (as 1 ns, CLOCK_MONOTONIC's hrtimer resolution) when an event sets
@@ -86,6 +91,7 @@ pub struct WriterOptions {
 }
 
 impl WriterOptions {
+    /// Options with `host` and the defaults.
     pub fn new(host: HostInfo) -> Self {
         Self {
             endian: Endianness::NATIVE,
@@ -334,6 +340,7 @@ impl<W: Write + Seek> PerfDataWriter<W> {
         })
     }
 
+    /// Byte order the file is written in.
     pub fn endian(&self) -> Endianness {
         self.opts.endian
     }
@@ -498,6 +505,8 @@ pub struct PerfPipeWriter<W: Write> {
 }
 
 impl<W: Write> PerfPipeWriter<W> {
+    /// Begins a pipe-mode stream at `w`: its 16-byte header, then `events` as HEADER_ATTR
+    /// records and the features as HEADER_FEATURE records.
     pub fn new(w: W, events: Vec<WriterEvent>, opts: WriterOptions) -> Result<Self> {
         let attr_size = choose_attr_size(&events, &opts)?;
         let e = opts.endian;
@@ -544,6 +553,7 @@ impl<W: Write> PerfPipeWriter<W> {
         Ok(Self { out, endian: e })
     }
 
+    /// Byte order the stream is written in.
     pub fn endian(&self) -> Endianness {
         self.endian
     }
@@ -553,10 +563,14 @@ impl<W: Write> PerfPipeWriter<W> {
         self.out.pos
     }
 
+    /// Writes one record (already encoded in the stream's byte order); returns its stream
+    /// offset.
     pub fn write_record(&mut self, record: &[u8]) -> Result<u64> {
         self.write_record_with_payload(record, &[])
     }
 
+    /// Writes a record followed by `payload` that its size does not count; returns its stream
+    /// offset.
     pub fn write_record_with_payload(&mut self, record: &[u8], payload: &[u8]) -> Result<u64> {
         check_record(record, payload, self.endian)?;
         let at = self.out.pos;
@@ -565,6 +579,7 @@ impl<W: Write> PerfPipeWriter<W> {
         Ok(at)
     }
 
+    /// Writes a PERF_RECORD_AUXTRACE with its AUX data inline, as a pipe carries it.
     pub fn write_auxtrace(&mut self, rec: &AuxtraceRecord, data: &[u8]) -> Result<u64> {
         let mut v = Vec::with_capacity(AuxtraceRecord::SIZE + data.len() + 8);
         rec.write_with_payload(&mut v, self.endian, data)
