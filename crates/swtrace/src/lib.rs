@@ -21,7 +21,7 @@
 //!
 //! - Instrumented code: `let _g = probe!("name");`, `trace_fn!()`, `traced! { fn ... }`, or a
 //!   `static P: Probe = Probe::new("name")` entered with `P.enter()`.
-//! - perfaux-core's trace PMU, on the traced thread: [`writer::install`] (`pmu::start`),
+//! - the trace PMU (perfaux-pmus' swtrace driver), on the traced thread: [`writer::install`] (`pmu::start`),
 //!   [`writer::pause`] / [`writer::resume`] (`PERF_EF_PAUSE` / `PERF_EF_RESUME`),
 //!   [`writer::aux_head`] (perf_aux_output_end, snapshot_aux; signal-safe),
 //!   [`writer::uninstall`] (`pmu::stop`), [`writer::set_limit`] and the [`OnFull`] slow path
