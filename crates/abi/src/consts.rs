@@ -225,8 +225,8 @@ pub const PERF_RECORD_AUX: u32 = 11;
 /// `PERF_RECORD_ITRACE_START`: instruction tracing started for a task: pid,
 /// tid (v4.1).
 pub const PERF_RECORD_ITRACE_START: u32 = 12;
-/// `PERF_RECORD_LOST_SAMPLES`: `lost`, samples the PMU dropped before they
-/// reached the ring (v4.2).
+/// `PERF_RECORD_LOST_SAMPLES`: `lost`, samples dropped before they were
+/// written to the ring (e.g. PEBS records the PMU could not deliver) (v4.2).
 pub const PERF_RECORD_LOST_SAMPLES: u32 = 13;
 /// `PERF_RECORD_SWITCH`: the task was switched in, or out with
 /// `PERF_RECORD_MISC_SWITCH_OUT` (`attr.context_switch`, v4.3).

@@ -42,7 +42,7 @@ pub struct PerfEventMmapPage {
     /// With `cap_user_time_zero`: the perf clock is `time_zero` plus the converted
     /// TSC.
     pub time_zero: u64,
-    /// Size of the header part, up to `__reserved` (v4.11).
+    /// Size of the header part, up to `__reserved`.
     pub size: u32,
     /// Padding (`__reserved_1`), zero.
     pub __reserved_1: u32,

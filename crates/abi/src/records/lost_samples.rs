@@ -6,7 +6,7 @@ use crate::consts::PERF_RECORD_LOST_SAMPLES;
 use crate::sample_id::SampleId;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-/// PERF_RECORD_LOST_SAMPLES: samples the PMU (or perfaux's producer) dropped.
+/// PERF_RECORD_LOST_SAMPLES: samples dropped before they reached the ring.
 pub struct LostSamplesRecord {
     /// `header.misc`.
     pub misc: u16,
