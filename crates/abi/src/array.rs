@@ -46,8 +46,11 @@ impl ArrayItem for u64 {
 pub enum Array<'a, T: ArrayItem> {
     /// As parsed: `data.len()` is a multiple of `T::size(ctx)`.
     Raw {
+        /// The items' bytes, in the producer's byte order.
         data: RawData<'a>,
+        /// The producer's byte order.
         endian: Endianness,
+        /// What sizes and decodes an item (e.g. the read_format bits of a group).
         ctx: T::Ctx,
     },
     /// As built by a producer.
@@ -75,6 +78,7 @@ impl<'a, T: ArrayItem> Array<'a, T> {
     }
 
     #[inline]
+    /// The number of items.
     pub fn len(&self) -> usize {
         match self {
             Array::Raw { data, ctx, .. } => data.len() / T::size(*ctx).max(1),
@@ -83,6 +87,7 @@ impl<'a, T: ArrayItem> Array<'a, T> {
     }
 
     #[inline]
+    /// Whether there are no items.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -148,7 +153,14 @@ impl<T: ArrayItem> fmt::Debug for Array<'_, T> {
 
 /// Iterator over an [`Array`].
 pub enum ArrayIter<'a, T: ArrayItem> {
-    Raw { r: RawReader<'a>, ctx: T::Ctx },
+    /// Decoding items from bytes as it goes.
+    Raw {
+        /// The cursor over the items' bytes.
+        r: RawReader<'a>,
+        /// What sizes and decodes an item.
+        ctx: T::Ctx,
+    },
+    /// Copying borrowed items.
     Items(core::slice::Iter<'a, T>),
 }
 

@@ -10,12 +10,14 @@
 //! word and the unions have no Rust layout, and perf.data may be foreign-endian.
 
 mod builder;
+mod flags;
 pub use builder::AttrBuilder;
+pub use flags::{AttrFlags, AuxAction};
 
 use crate::consts::{
     PERF_ATTR_SIZE_LATEST, PERF_ATTR_SIZE_VER0, PERF_FORMAT_MAX, PERF_SAMPLE_BRANCH_STACK,
     PERF_SAMPLE_MAX, PERF_SAMPLE_REGS_INTR, PERF_SAMPLE_REGS_USER, PERF_SAMPLE_STACK_USER,
-    PERF_SAMPLE_WEIGHT, PERF_SAMPLE_WEIGHT_STRUCT, ext,
+    PERF_SAMPLE_WEIGHT, PERF_SAMPLE_WEIGHT_STRUCT,
 };
 use crate::endian::Endianness;
 use crate::errno;
@@ -29,8 +31,11 @@ pub const PERF_ATTR_SIZE_MAX: u32 = 4096;
 pub const PERF_MAX_STACK_DEPTH: u16 = 127;
 
 /// `perf_branch_sample_type` bits that select privilege levels.
+/// `PERF_SAMPLE_BRANCH_USER`: record branches whose target is in user space.
 pub const PERF_SAMPLE_BRANCH_USER: u64 = 1 << 0;
+/// `PERF_SAMPLE_BRANCH_KERNEL`: record branches whose target is in the kernel.
 pub const PERF_SAMPLE_BRANCH_KERNEL: u64 = 1 << 1;
+/// `PERF_SAMPLE_BRANCH_HV`: record branches whose target is in the hypervisor.
 pub const PERF_SAMPLE_BRANCH_HV: u64 = 1 << 2;
 /// `PERF_SAMPLE_BRANCH_PLM_ALL`: USER | KERNEL | HV.
 pub const PERF_SAMPLE_BRANCH_PLM_ALL: u64 =
@@ -40,129 +45,55 @@ pub const PERF_SAMPLE_BRANCH_MAX: u64 = 1 << 20;
 
 /// Byte offsets of the fields (UPSTREAM.md section 2).
 pub mod offsets {
+    /// `perf_event_attr.type`.
     pub const TYPE: usize = 0;
+    /// `perf_event_attr.size`.
     pub const SIZE: usize = 4;
+    /// `perf_event_attr.config`.
     pub const CONFIG: usize = 8;
+    /// `perf_event_attr.sample_period` / `sample_freq`.
     pub const SAMPLE_PERIOD: usize = 16;
+    /// `perf_event_attr.sample_type`.
     pub const SAMPLE_TYPE: usize = 24;
+    /// `perf_event_attr.read_format`.
     pub const READ_FORMAT: usize = 32;
+    /// The bit-field word, `perf_event_attr.disabled` .. `__reserved_1`.
     pub const FLAGS: usize = 40;
+    /// `perf_event_attr.wakeup_events` / `wakeup_watermark`.
     pub const WAKEUP_EVENTS: usize = 48;
+    /// `perf_event_attr.bp_type`.
     pub const BP_TYPE: usize = 52;
+    /// `perf_event_attr.config1` / `bp_addr` / `kprobe_func` / `uprobe_path`.
     pub const CONFIG1: usize = 56;
+    /// `perf_event_attr.config2` / `bp_len` / `kprobe_addr` / `probe_offset`
+    /// (VER1).
     pub const CONFIG2: usize = 64;
+    /// `perf_event_attr.branch_sample_type` (VER2).
     pub const BRANCH_SAMPLE_TYPE: usize = 72;
+    /// `perf_event_attr.sample_regs_user` (VER3).
     pub const SAMPLE_REGS_USER: usize = 80;
+    /// `perf_event_attr.sample_stack_user` (VER3).
     pub const SAMPLE_STACK_USER: usize = 88;
+    /// `perf_event_attr.clockid` (in VER3's padding, v4.1).
     pub const CLOCKID: usize = 92;
+    /// `perf_event_attr.sample_regs_intr` (VER4).
     pub const SAMPLE_REGS_INTR: usize = 96;
+    /// `perf_event_attr.aux_watermark` (VER5).
     pub const AUX_WATERMARK: usize = 104;
+    /// `perf_event_attr.sample_max_stack` (in VER5's padding, v4.8).
     pub const SAMPLE_MAX_STACK: usize = 108;
+    /// `perf_event_attr.__reserved_2`, which must be zero.
     pub const RESERVED_2: usize = 110;
+    /// `perf_event_attr.aux_sample_size` (VER6).
     pub const AUX_SAMPLE_SIZE: usize = 112;
+    /// `perf_event_attr.aux_action` (in VER6's padding, v6.13).
     pub const AUX_ACTION: usize = 116;
+    /// `perf_event_attr.sig_data` (VER7).
     pub const SIG_DATA: usize = 120;
+    /// `perf_event_attr.config3` (VER8).
     pub const CONFIG3: usize = 128;
+    /// `perf_event_attr.config4` (VER9).
     pub const CONFIG4: usize = 136;
-}
-
-bitflags::bitflags! {
-    /// The u64 bit-field word at offset 40, bit 0 = `disabled`.
-    ///
-    /// `precise_ip` is the 2-bit field at bits 15-16: read and set it with
-    /// [`AttrFlags::precise_ip`] / [`AttrFlags::set_precise_ip`]. Bits 40..62
-    /// are mainline's `__reserved_1`; bit 63 is perfaux's `uevents`.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-    pub struct AttrFlags: u64 {
-        const DISABLED = 1 << 0;
-        const INHERIT = 1 << 1;
-        const PINNED = 1 << 2;
-        const EXCLUSIVE = 1 << 3;
-        const EXCLUDE_USER = 1 << 4;
-        const EXCLUDE_KERNEL = 1 << 5;
-        const EXCLUDE_HV = 1 << 6;
-        const EXCLUDE_IDLE = 1 << 7;
-        const MMAP = 1 << 8;
-        const COMM = 1 << 9;
-        const FREQ = 1 << 10;
-        const INHERIT_STAT = 1 << 11;
-        const ENABLE_ON_EXEC = 1 << 12;
-        const TASK = 1 << 13;
-        const WATERMARK = 1 << 14;
-        /// Low bit of `precise_ip`.
-        const PRECISE_IP_BIT0 = 1 << 15;
-        /// High bit of `precise_ip`.
-        const PRECISE_IP_BIT1 = 1 << 16;
-        const MMAP_DATA = 1 << 17;
-        const SAMPLE_ID_ALL = 1 << 18;
-        const EXCLUDE_HOST = 1 << 19;
-        const EXCLUDE_GUEST = 1 << 20;
-        const EXCLUDE_CALLCHAIN_KERNEL = 1 << 21;
-        const EXCLUDE_CALLCHAIN_USER = 1 << 22;
-        const MMAP2 = 1 << 23;
-        const COMM_EXEC = 1 << 24;
-        const USE_CLOCKID = 1 << 25;
-        const CONTEXT_SWITCH = 1 << 26;
-        const WRITE_BACKWARD = 1 << 27;
-        const NAMESPACES = 1 << 28;
-        const KSYMBOL = 1 << 29;
-        const BPF_EVENT = 1 << 30;
-        const AUX_OUTPUT = 1 << 31;
-        const CGROUP = 1 << 32;
-        const TEXT_POKE = 1 << 33;
-        const BUILD_ID = 1 << 34;
-        const INHERIT_THREAD = 1 << 35;
-        const REMOVE_ON_EXEC = 1 << 36;
-        const SIGTRAP = 1 << 37;
-        const DEFER_CALLCHAIN = 1 << 38;
-        const DEFER_OUTPUT = 1 << 39;
-        /// perfaux extension (seed 002): the event accepts uevents.
-        const UEVENTS = 1 << ext::ATTR_FLAG_UEVENTS_BIT;
-    }
-}
-
-impl AttrFlags {
-    /// The `precise_ip` field mask (bits 15-16).
-    pub const PRECISE_IP_MASK: u64 = 3 << 15;
-    /// Mainline's `__reserved_1`: bits 40..63, less perfaux's `uevents` bit.
-    pub const RESERVED_1_MASK: u64 = !((1u64 << 40) - 1) & !(1u64 << ext::ATTR_FLAG_UEVENTS_BIT);
-
-    /// `precise_ip` (0..=3): the skid constraint.
-    pub fn precise_ip(self) -> u8 {
-        ((self.bits() & Self::PRECISE_IP_MASK) >> 15) as u8
-    }
-
-    /// Sets `precise_ip`; only the low two bits of `v` are kept, as the C
-    /// bit-field assignment would.
-    pub fn set_precise_ip(&mut self, v: u8) {
-        let bits = (self.bits() & !Self::PRECISE_IP_MASK) | ((u64::from(v) & 3) << 15);
-        *self = Self::from_bits_retain(bits);
-    }
-
-    /// The `__reserved_1` bits that are set.
-    pub fn reserved_1(self) -> u64 {
-        self.bits() & Self::RESERVED_1_MASK
-    }
-}
-
-bitflags::bitflags! {
-    /// `aux_action` (u32 at offset 116): bits 3..31 are `__reserved_3`.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-    pub struct AuxAction: u32 {
-        const START_PAUSED = 1 << 0;
-        const PAUSE = 1 << 1;
-        const RESUME = 1 << 2;
-    }
-}
-
-impl AuxAction {
-    /// `__reserved_3`: bits 3..31.
-    pub const RESERVED_3_MASK: u32 = !7;
-
-    /// The `__reserved_3` bits that are set.
-    pub fn reserved_3(self) -> u32 {
-        self.bits() & Self::RESERVED_3_MASK
-    }
 }
 
 /// `struct perf_event_attr`, decoded. Unions are stored under one member's
@@ -170,36 +101,66 @@ impl AuxAction {
 /// `wakeup_watermark()`, `bp_addr()`, `kprobe_func()`, ...).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct PerfEventAttr {
+    /// `type`: the PMU: a `PERF_TYPE_*` value or a dynamic PMU's number from
+    /// /sys/bus/event_source/devices/*/type.
     pub type_: u32,
     /// As stated by the producer (or as set by [`PerfEventAttr::to_bytes`]).
     pub size: u32,
+    /// The type-specific event selector (`PERF_COUNT_*`, raw code, tracepoint id).
     pub config: u64,
     /// Union `{ sample_period; sample_freq; }`.
+    /// Events between two samples, or (with FREQ) the samples per second wanted.
     pub sample_period: u64,
+    /// `PERF_SAMPLE_*` bits: the fields of PERF_RECORD_SAMPLE (and of the
+    /// `sample_id` trailer).
     pub sample_type: u64,
+    /// `PERF_FORMAT_*` bits: the layout of read() and of PERF_SAMPLE_READ.
     pub read_format: u64,
+    /// The bit-field word from `disabled` to `__reserved_1`.
     pub flags: AttrFlags,
     /// Union `{ wakeup_events; wakeup_watermark; }`.
+    /// Wake the reader every n samples, or (with WATERMARK) when n bytes are in
+    /// the ring.
     pub wakeup_events: u32,
+    /// `HW_BREAKPOINT_R` / `W` / `X` bits of a breakpoint event.
     pub bp_type: u32,
     /// Union `{ bp_addr; kprobe_func; uprobe_path; config1; }`.
     pub config1: u64,
     /// Union `{ bp_len; kprobe_addr; probe_offset; config2; }`.
     pub config2: u64,
+    /// `PERF_SAMPLE_BRANCH_*` bits: which branches PERF_SAMPLE_BRANCH_STACK
+    /// records (VER2, v3.4).
     pub branch_sample_type: u64,
+    /// Bit mask (arch `perf_regs.h` order) of the user registers
+    /// PERF_SAMPLE_REGS_USER dumps (VER3, v3.7).
     pub sample_regs_user: u64,
+    /// Bytes of user stack PERF_SAMPLE_STACK_USER dumps, a multiple of 8 (VER3,
+    /// v3.7).
     pub sample_stack_user: u32,
+    /// The POSIX clock (`CLOCK_MONOTONIC`, ...) of time fields when `use_clockid`
+    /// is set (v4.1).
     pub clockid: i32,
+    /// Bit mask of the interrupted registers PERF_SAMPLE_REGS_INTR dumps (VER4,
+    /// v3.19).
     pub sample_regs_intr: u64,
+    /// Bytes of new AUX data that wake the reader; 0 means half the AUX area
+    /// (VER5, v4.1).
     pub aux_watermark: u32,
+    /// Most frames a callchain holds; 0 means `sysctl_perf_event_max_stack`
+    /// (v4.8).
     pub sample_max_stack: u16,
     /// `__reserved_2`; kept so that a file's bytes round-trip.
     pub reserved_2: u16,
+    /// Most bytes of AUX data a PERF_SAMPLE_AUX sample copies (VER6, v5.5).
     pub aux_sample_size: u32,
     /// Union `{ aux_action; { aux_start_paused:1, aux_pause:1, aux_resume:1, __reserved_3:29 } }`.
     pub aux_action: AuxAction,
+    /// The value the SIGTRAP of a `sigtrap` event carries in `si_perf_data`
+    /// (VER7, v5.13).
     pub sig_data: u64,
+    /// A further PMU-specific config word (VER8, v6.3).
     pub config3: u64,
+    /// A further PMU-specific config word (VER9, v6.19).
     pub config4: u64,
 }
 
@@ -207,11 +168,25 @@ pub struct PerfEventAttr {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AttrError {
     #[error("perf_event_attr: need 8 bytes to read its size, have {len}")]
-    NoSize { len: usize },
+    /// Fewer than 8 bytes: `type` and `size` cannot be read.
+    NoSize {
+        /// The bytes there are.
+        len: usize,
+    },
     #[error("perf_event_attr: size {size} is outside {min}..={max}", min = PERF_ATTR_SIZE_VER0, max = PERF_ATTR_SIZE_MAX)]
-    BadSize { size: u32 },
+    /// `size` (0 meaning VER0) is below VER0 or above a page.
+    BadSize {
+        /// `attr.size` as stated.
+        size: u32,
+    },
     #[error("perf_event_attr: size {size} but only {len} bytes available")]
-    Truncated { size: u32, len: usize },
+    /// `size` is more than the bytes there are.
+    Truncated {
+        /// `attr.size` as stated.
+        size: u32,
+        /// The bytes there are.
+        len: usize,
+    },
 }
 
 /// Why [`PerfEventAttr::copy_from_user`] refused an attr, as the kernel would.
@@ -251,6 +226,7 @@ impl PerfEventAttr {
     pub fn sample_freq(&self) -> u64 {
         self.sample_period
     }
+    /// Sets `sample_freq` (samples per second, with FREQ).
     pub fn set_sample_freq(&mut self, v: u64) {
         self.sample_period = v;
     }
@@ -258,6 +234,7 @@ impl PerfEventAttr {
     pub fn wakeup_watermark(&self) -> u32 {
         self.wakeup_events
     }
+    /// Sets `wakeup_watermark` (bytes, with WATERMARK).
     pub fn set_wakeup_watermark(&mut self, v: u32) {
         self.wakeup_events = v;
     }
@@ -265,6 +242,7 @@ impl PerfEventAttr {
     pub fn bp_addr(&self) -> u64 {
         self.config1
     }
+    /// Sets `bp_addr`, the breakpoint's address.
     pub fn set_bp_addr(&mut self, v: u64) {
         self.config1 = v;
     }
@@ -272,6 +250,7 @@ impl PerfEventAttr {
     pub fn kprobe_func(&self) -> u64 {
         self.config1
     }
+    /// Sets `kprobe_func`, a user pointer to the probed function's name.
     pub fn set_kprobe_func(&mut self, v: u64) {
         self.config1 = v;
     }
@@ -279,6 +258,7 @@ impl PerfEventAttr {
     pub fn uprobe_path(&self) -> u64 {
         self.config1
     }
+    /// Sets `uprobe_path`, a user pointer to the probed file's path.
     pub fn set_uprobe_path(&mut self, v: u64) {
         self.config1 = v;
     }
@@ -286,6 +266,7 @@ impl PerfEventAttr {
     pub fn bp_len(&self) -> u64 {
         self.config2
     }
+    /// Sets `bp_len`, the breakpoint's length in bytes (`HW_BREAKPOINT_LEN_*`).
     pub fn set_bp_len(&mut self, v: u64) {
         self.config2 = v;
     }
@@ -293,6 +274,7 @@ impl PerfEventAttr {
     pub fn kprobe_addr(&self) -> u64 {
         self.config2
     }
+    /// Sets `kprobe_addr`, the probed kernel address (with `kprobe_func` 0).
     pub fn set_kprobe_addr(&mut self, v: u64) {
         self.config2 = v;
     }
@@ -300,6 +282,7 @@ impl PerfEventAttr {
     pub fn probe_offset(&self) -> u64 {
         self.config2
     }
+    /// Sets `probe_offset`, the offset from `kprobe_func` or into `uprobe_path`.
     pub fn set_probe_offset(&mut self, v: u64) {
         self.config2 = v;
     }

@@ -15,6 +15,7 @@ pub struct ParseError {
     pub what: &'static str,
     /// Byte offset of that field from the start of the body (after the header).
     pub offset: usize,
+    /// What was wrong with the field.
     pub kind: ParseErrorKind,
 }
 
@@ -22,9 +23,19 @@ pub struct ParseError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ParseErrorKind {
     /// The body ends before the field does.
-    Truncated { need: usize, have: usize },
+    Truncated {
+        /// Bytes the field needs.
+        need: usize,
+        /// Bytes left in the body.
+        have: usize,
+    },
     /// The field holds a value the layout cannot have.
-    Invalid { value: u64, why: &'static str },
+    Invalid {
+        /// The value read.
+        value: u64,
+        /// Why it cannot be.
+        why: &'static str,
+    },
 }
 
 impl ParseError {
@@ -81,5 +92,10 @@ impl std::error::Error for ParseError {}
 pub enum EncodeError {
     /// `header.size` is 16 bits: the kernel never emits a longer record.
     #[error("record type {record_type}: {len} bytes do not fit the 16-bit header.size")]
-    TooLarge { record_type: u32, len: usize },
+    TooLarge {
+        /// The record's `header.type`.
+        record_type: u32,
+        /// The bytes the record would take.
+        len: usize,
+    },
 }

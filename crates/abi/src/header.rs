@@ -10,14 +10,20 @@ use crate::endian::Endianness;
 /// the perf.data reader checks alignment where the writer promises it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct PerfEventHeader {
+    /// `type`: a `PERF_RECORD_*` number.
     pub type_: u32,
+    /// `misc`: the CPU mode (`PERF_RECORD_MISC_CPUMODE_MASK`) and the type's own
+    /// `PERF_RECORD_MISC_*` flags.
     pub misc: u16,
+    /// `size`: the record's bytes, this header included.
     pub size: u16,
 }
 
 impl PerfEventHeader {
+    /// `sizeof(struct perf_event_header)`.
     pub const SIZE: usize = 8;
 
+    /// A header of type `type_`, `misc` and total size `size`.
     pub const fn new(type_: u32, misc: u16, size: u16) -> Self {
         Self { type_, misc, size }
     }

@@ -63,6 +63,8 @@
 //! assert_eq!(info.record_id(PERF_RECORD_AUX, body, Endianness::NATIVE), Some(7));
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod array;
 pub mod attr;
 pub mod consts;

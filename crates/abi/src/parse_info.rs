@@ -15,9 +15,13 @@ use crate::sample_id::SampleId;
 /// The attr fields that shape record layouts, with derived sizes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct RecordParseInfo {
+    /// `attr.sample_type`: the fields of samples and of the `sample_id` trailer.
     pub sample_type: u64,
+    /// `attr.read_format`: the layout of READ records and PERF_SAMPLE_READ.
     pub read_format: u64,
+    /// `attr.sample_id_all`: whether non-sample records carry the trailer.
     pub sample_id_all: bool,
+    /// `attr.branch_sample_type`: HW_INDEX and COUNTERS shape the branch stack.
     pub branch_sample_type: u64,
     /// popcount(sample_regs_user): registers in a REGS_USER block.
     pub regs_user_count: u32,
@@ -26,6 +30,7 @@ pub struct RecordParseInfo {
 }
 
 impl RecordParseInfo {
+    /// The layout facts of `attr`.
     pub fn new(attr: &PerfEventAttr) -> Self {
         Self {
             sample_type: attr.sample_type,

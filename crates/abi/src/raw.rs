@@ -17,6 +17,7 @@ use crate::sink::ByteSink;
 /// Bytes as one slice or two consecutive pieces.
 #[derive(Clone, Copy)]
 pub enum RawData<'a> {
+    /// Contiguous bytes.
     Single(&'a [u8]),
     /// The first piece ends at the ring's end, the second starts at its base.
     Split(&'a [u8], &'a [u8]),
@@ -42,6 +43,7 @@ impl<'a> RawData<'a> {
     }
 
     #[inline]
+    /// The total length of both pieces.
     pub fn len(&self) -> usize {
         match *self {
             RawData::Single(a) => a.len(),
@@ -50,6 +52,7 @@ impl<'a> RawData<'a> {
     }
 
     #[inline]
+    /// Whether there are no bytes.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -107,6 +110,7 @@ impl<'a> RawData<'a> {
         [a, b].into_iter().filter(|c| !c.is_empty())
     }
 
+    /// The bytes copied into one vector, pieces joined.
     pub fn to_vec(&self) -> Vec<u8> {
         let (a, b) = self.pieces();
         let mut v = Vec::with_capacity(a.len() + b.len());
@@ -243,6 +247,7 @@ pub struct RawReader<'a> {
 
 impl<'a> RawReader<'a> {
     #[inline]
+    /// A reader at the start of `data`, decoding numbers in `endian`.
     pub fn new(data: RawData<'a>, endian: Endianness) -> Self {
         let (cur, next) = data.pieces();
         Self {
@@ -254,6 +259,7 @@ impl<'a> RawReader<'a> {
     }
 
     #[inline]
+    /// The byte order numbers are decoded in.
     pub fn endian(&self) -> Endianness {
         self.endian
     }
@@ -305,22 +311,27 @@ impl<'a> RawReader<'a> {
     }
 
     #[inline]
+    /// Reads a `u8`; `what` names the field in an error.
     pub fn u8(&mut self, what: &'static str) -> Result<u8, ParseError> {
         Ok(self.array::<1>(what)?[0])
     }
     #[inline]
+    /// Reads a `u16`; `what` names the field in an error.
     pub fn u16(&mut self, what: &'static str) -> Result<u16, ParseError> {
         Ok(self.endian.u16(self.array(what)?))
     }
     #[inline]
+    /// Reads a `u32`; `what` names the field in an error.
     pub fn u32(&mut self, what: &'static str) -> Result<u32, ParseError> {
         Ok(self.endian.u32(self.array(what)?))
     }
     #[inline]
+    /// Reads an `i32`; `what` names the field in an error.
     pub fn i32(&mut self, what: &'static str) -> Result<i32, ParseError> {
         Ok(self.u32(what)? as i32)
     }
     #[inline]
+    /// Reads a `u64`; `what` names the field in an error.
     pub fn u64(&mut self, what: &'static str) -> Result<u64, ParseError> {
         Ok(self.endian.u64(self.array(what)?))
     }

@@ -16,8 +16,11 @@ use crate::sink::ByteSink;
 /// One counter: `{ value; [id]; [lost] }`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct ReadValue {
+    /// `value`: the counter's count.
     pub value: u64,
+    /// `id` (PERF_FORMAT_ID): the counter's event id.
     pub id: Option<u64>,
+    /// `lost` (PERF_FORMAT_LOST): samples the counter lost.
     pub lost: Option<u64>,
 }
 
@@ -64,7 +67,9 @@ impl ArrayItem for ReadValue {
 /// The counters: one, or a group's.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum ReadValues<'a> {
+    /// Without PERF_FORMAT_GROUP: this event's counter.
     Single(ReadValue),
+    /// With PERF_FORMAT_GROUP: `u64 nr` counters, the leader's first.
     Group(Array<'a, ReadValue>),
 }
 
@@ -77,8 +82,11 @@ impl Default for ReadValues<'_> {
 /// A decoded read_format block.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct ReadFormat<'a> {
+    /// `time_enabled` (PERF_FORMAT_TOTAL_TIME_ENABLED): ns the event was enabled.
     pub time_enabled: Option<u64>,
+    /// `time_running` (PERF_FORMAT_TOTAL_TIME_RUNNING): ns it was on the PMU.
     pub time_running: Option<u64>,
+    /// The counter values.
     pub values: ReadValues<'a>,
 }
 

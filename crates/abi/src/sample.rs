@@ -18,7 +18,9 @@ use crate::sink::ByteSink;
 /// `struct perf_branch_entry`: from, to, and the packed flags word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct BranchEntry {
+    /// `from`: the branch instruction's address.
     pub from: u64,
+    /// `to`: the branch target's address.
     pub to: u64,
     /// mispred:1 predicted:1 in_tx:1 abort:1 cycles:16 type:4 spec:2
     /// new_type:4 priv:3 reserved:31, as the kernel packs them.
@@ -52,6 +54,7 @@ impl ArrayItem for BranchEntry {
 pub struct BranchStack<'a> {
     /// Present iff branch_sample_type has PERF_SAMPLE_BRANCH_HW_INDEX.
     pub hw_idx: Option<u64>,
+    /// `lbr[bnr]`: the branches, newest first.
     pub entries: Array<'a, BranchEntry>,
     /// Present iff branch_sample_type has PERF_SAMPLE_BRANCH_COUNTERS; as
     /// many as entries when written.
@@ -63,6 +66,7 @@ pub struct BranchStack<'a> {
 pub struct Regs<'a> {
     /// PERF_SAMPLE_REGS_ABI_NONE (0), _32 (1) or _64 (2).
     pub abi: u64,
+    /// The registers selected by the mask, lowest bit first.
     pub regs: Array<'a, u64>,
 }
 
@@ -70,6 +74,7 @@ pub struct Regs<'a> {
 /// dyn_size when size is 0).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct StackUser<'a> {
+    /// `data[size]`: the stack copy from the user stack pointer up, padded.
     pub data: RawData<'a>,
     /// Bytes of `data` that hold stack (the rest is padding).
     pub dyn_size: u64,
@@ -85,30 +90,57 @@ pub struct StackUser<'a> {
 /// of 8, with zeros, the size fields counting the padding, as the kernel does.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct SampleRecord<'a> {
+    /// `header.misc`: the CPU mode (`PERF_RECORD_MISC_CPUMODE_MASK`) and
+    /// `PERF_RECORD_MISC_EXACT_IP`.
     pub misc: u16,
+    /// `PERF_SAMPLE_IDENTIFIER`: the event id, first in the sample.
     pub identifier: Option<u64>,
+    /// `PERF_SAMPLE_IP`: the instruction pointer.
     pub ip: Option<u64>,
+    /// `PERF_SAMPLE_TID`: pid and tid.
     pub tid: Option<PidTid>,
+    /// `PERF_SAMPLE_TIME`: the timestamp in ns.
     pub time: Option<u64>,
+    /// `PERF_SAMPLE_ADDR`: the data address.
     pub addr: Option<u64>,
+    /// `PERF_SAMPLE_ID`: the event's primary id.
     pub id: Option<u64>,
+    /// `PERF_SAMPLE_STREAM_ID`: the id of the event instance that wrote it.
     pub stream_id: Option<u64>,
+    /// `PERF_SAMPLE_CPU`: cpu and res.
     pub cpu: Option<CpuRes>,
+    /// `PERF_SAMPLE_PERIOD`: the events this sample stands for.
     pub period: Option<u64>,
+    /// `PERF_SAMPLE_READ`: counter values by `read_format`.
     pub read: Option<ReadFormat<'a>>,
+    /// `PERF_SAMPLE_CALLCHAIN`: `ips[nr]`, with `PERF_CONTEXT_*` markers.
     pub callchain: Option<Array<'a, u64>>,
+    /// `PERF_SAMPLE_RAW`: the raw data (its padding included).
     pub raw: Option<RawData<'a>>,
+    /// `PERF_SAMPLE_BRANCH_STACK`: the branch records.
     pub branch_stack: Option<BranchStack<'a>>,
+    /// `PERF_SAMPLE_REGS_USER`: the user registers.
     pub regs_user: Option<Regs<'a>>,
+    /// `PERF_SAMPLE_STACK_USER`: the user stack copy.
     pub stack_user: Option<StackUser<'a>>,
+    /// `PERF_SAMPLE_WEIGHT` (u64), or `PERF_SAMPLE_WEIGHT_STRUCT`'s
+    /// `union perf_sample_weight` as its u64.
     pub weight: Option<u64>,
+    /// `PERF_SAMPLE_DATA_SRC`: `union perf_mem_data_src`.
     pub data_src: Option<u64>,
+    /// `PERF_SAMPLE_TRANSACTION`: the transaction abort flags.
     pub transaction: Option<u64>,
+    /// `PERF_SAMPLE_REGS_INTR`: the interrupted registers.
     pub regs_intr: Option<Regs<'a>>,
+    /// `PERF_SAMPLE_PHYS_ADDR`: the physical data address.
     pub phys_addr: Option<u64>,
+    /// `PERF_SAMPLE_CGROUP`: the cgroup id.
     pub cgroup: Option<u64>,
+    /// `PERF_SAMPLE_DATA_PAGE_SIZE`: the page size at `addr`.
     pub data_page_size: Option<u64>,
+    /// `PERF_SAMPLE_CODE_PAGE_SIZE`: the page size at `ip`.
     pub code_page_size: Option<u64>,
+    /// `PERF_SAMPLE_AUX`: the AUX snapshot (its padding included).
     pub aux: Option<RawData<'a>>,
 }
 

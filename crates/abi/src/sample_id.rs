@@ -15,14 +15,18 @@ use crate::sink::ByteSink;
 /// `{ u32 pid, tid; }` (PERF_SAMPLE_TID).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct PidTid {
+    /// The process id (thread group id).
     pub pid: u32,
+    /// The thread id.
     pub tid: u32,
 }
 
 /// `{ u32 cpu, res; }` (PERF_SAMPLE_CPU).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct CpuRes {
+    /// The CPU number.
     pub cpu: u32,
+    /// `res`, reserved (zero).
     pub res: u32,
 }
 
@@ -59,11 +63,17 @@ impl CpuRes {
 /// The decoded trailer; a field is `Some` iff its sample_type bit is set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct SampleId {
+    /// PERF_SAMPLE_TID: pid and tid.
     pub tid: Option<PidTid>,
+    /// PERF_SAMPLE_TIME: the timestamp in ns.
     pub time: Option<u64>,
+    /// PERF_SAMPLE_ID: the event's primary id.
     pub id: Option<u64>,
+    /// PERF_SAMPLE_STREAM_ID: the id of the event instance that wrote the record.
     pub stream_id: Option<u64>,
+    /// PERF_SAMPLE_CPU: cpu and res.
     pub cpu: Option<CpuRes>,
+    /// PERF_SAMPLE_IDENTIFIER: the event id, last in the trailer.
     pub identifier: Option<u64>,
 }
 

@@ -330,7 +330,7 @@ impl PerfBuffer {
         let tail = self.mem.user_word(offsets::DATA_TAIL);
         let (state, data_size, check) = (&self.state, self.data_size, !self.overwrite);
         let reserved = if self.local {
-            protocol::reserve_with::<protocol::Local>(
+            protocol::reserve_with::<protocol::Local, _>(
                 state,
                 tail,
                 total,
@@ -339,7 +339,7 @@ impl PerfBuffer {
                 self.backward,
             )
         } else {
-            protocol::reserve_with::<protocol::Smp>(
+            protocol::reserve_with::<protocol::Smp, _>(
                 state,
                 tail,
                 total,
@@ -402,9 +402,9 @@ impl PerfBuffer {
     fn put_handle(&self, handle_wakeup: u64) {
         let data_head = self.mem.user_word(offsets::DATA_HEAD);
         let published = if self.local {
-            protocol::put_handle_with::<protocol::Local>(&self.state, data_head, self.backward)
+            protocol::put_handle_with::<protocol::Local, _>(&self.state, data_head, self.backward)
         } else {
-            protocol::put_handle_with::<protocol::Smp>(&self.state, data_head, self.backward)
+            protocol::put_handle_with::<protocol::Smp, _>(&self.state, data_head, self.backward)
         };
         if !published {
             return;

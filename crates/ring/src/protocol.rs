@@ -69,6 +69,17 @@
 //! reservation: nothing here blocks, allocates or depends on which writer
 //! finishes first.
 //!
+//! # Shared words
+//!
+//! The functions here reach the shared words (the state word, `data_head`,
+//! `data_tail`) only through [`AtomicWord`], whose one real implementation
+//! is [`AtomicU64`]'s own methods, inlined: the producer and consumer
+//! monomorphize to the same instructions as if they called `AtomicU64`
+//! directly. The other implementation is in `tests/model.rs`, which makes
+//! every atomic action of the real [`reserve_with`] and [`put_handle_with`]
+//! a step that its scheduler interleaves with the other writers' and the
+//! consumer's, and checks the happens-before edges the orderings make.
+//!
 //! Written by hand because no crate implements the perf ring's layout and
 //! protocol (the bytes are the kernel ABI's; generic SPSC/MPSC queues lay
 //! out their memory their own way).
@@ -88,6 +99,56 @@
 //! refused as if the ring were full.
 
 use crate::sync::{AtomicU64, Ordering};
+
+/// The atomic actions the protocol performs on a shared word: the subset of
+/// `AtomicU64`'s methods it uses, so that a model check can stand in for the
+/// word and see (and schedule) every action the real code takes.
+pub trait AtomicWord {
+    /// `AtomicU64::load`.
+    fn load(&self, order: Ordering) -> u64;
+    /// `AtomicU64::store`.
+    fn store(&self, v: u64, order: Ordering);
+    /// `AtomicU64::compare_exchange_weak`.
+    fn compare_exchange_weak(
+        &self,
+        current: u64,
+        new: u64,
+        success: Ordering,
+        failure: Ordering,
+    ) -> Result<u64, u64>;
+    /// `AtomicU64::fetch_sub`.
+    fn fetch_sub(&self, v: u64, order: Ordering) -> u64;
+}
+
+/// The real word: `AtomicU64`'s inherent methods (std's, or loom's under
+/// `--cfg loom`), inlined, so generic code costs nothing over calling them.
+impl AtomicWord for AtomicU64 {
+    #[inline(always)]
+    fn load(&self, order: Ordering) -> u64 {
+        AtomicU64::load(self, order)
+    }
+
+    #[inline(always)]
+    fn store(&self, v: u64, order: Ordering) {
+        AtomicU64::store(self, v, order)
+    }
+
+    #[inline(always)]
+    fn compare_exchange_weak(
+        &self,
+        current: u64,
+        new: u64,
+        success: Ordering,
+        failure: Ordering,
+    ) -> Result<u64, u64> {
+        AtomicU64::compare_exchange_weak(self, current, new, success, failure)
+    }
+
+    #[inline(always)]
+    fn fetch_sub(&self, v: u64, order: Ordering) -> u64 {
+        AtomicU64::fetch_sub(self, v, order)
+    }
+}
 
 /// Bits of the state word holding the position.
 pub const POS_BITS: u32 = 48;
@@ -153,14 +214,14 @@ pub fn reserve(
     check_space: bool,
     backward: bool,
 ) -> Option<Reserved> {
-    reserve_with::<Smp>(state, data_tail, size, data_size, check_space, backward)
+    reserve_with::<Smp, _>(state, data_tail, size, data_size, check_space, backward)
 }
 
-/// [`reserve`] with the read-modify-writes of `R`.
+/// [`reserve`] with the read-modify-writes of `R`, over any [`AtomicWord`].
 #[inline(always)]
-pub fn reserve_with<R: Rmw>(
-    state: &AtomicU64,
-    data_tail: &AtomicU64,
+pub fn reserve_with<R: Rmw<W>, W: AtomicWord + ?Sized>(
+    state: &W,
+    data_tail: &W,
     size: u64,
     data_size: u64,
     check_space: bool,
@@ -223,7 +284,7 @@ pub fn advance_head(data_head: u64, pos: u64, backward: bool) -> Option<u64> {
 /// thread.
 #[inline]
 pub fn put_handle(state: &AtomicU64, data_head: &AtomicU64, backward: bool) -> bool {
-    put_handle_with::<Smp>(state, data_head, backward)
+    put_handle_with::<Smp, _>(state, data_head, backward)
 }
 
 /// `perf_output_put_handle()`, in the kernel's order: a writer that finds
@@ -241,7 +302,11 @@ pub fn put_handle(state: &AtomicU64, data_head: &AtomicU64, backward: bool) -> b
 /// writer acquires (through the state word) the previous one's release, so
 /// the stores are ordered and `data_head` never goes back.
 #[inline(always)]
-pub fn put_handle_with<R: Rmw>(state: &AtomicU64, data_head: &AtomicU64, backward: bool) -> bool {
+pub fn put_handle_with<R: Rmw<W>, W: AtomicWord + ?Sized>(
+    state: &W,
+    data_head: &W,
+    backward: bool,
+) -> bool {
     let mut published = false;
     loop {
         // Acquire: every writer that left before (their data, and the
@@ -263,27 +328,28 @@ pub fn put_handle_with<R: Rmw>(state: &AtomicU64, data_head: &AtomicU64, backwar
     }
 }
 
-/// The read-modify-writes the protocol is built of: [`Smp`] for writers on
-/// any CPU, [`Local`] for the kernel's per-CPU case.
-pub trait Rmw {
+/// The read-modify-writes the protocol is built of, on words of type `W`:
+/// [`Smp`] for writers on any CPU (any word), [`Local`] for the kernel's
+/// per-CPU case (a real `AtomicU64` only).
+pub trait Rmw<W: AtomicWord + ?Sized = AtomicU64> {
     /// Compare-and-swap; `Err(actual)` on failure. `success` orders the
     /// store; a failed CAS is `Relaxed`.
-    fn cas(a: &AtomicU64, current: u64, new: u64, success: Ordering) -> Result<u64, u64>;
+    fn cas(a: &W, current: u64, new: u64, success: Ordering) -> Result<u64, u64>;
     /// Subtracts `v`, returning the previous value.
-    fn fetch_sub(a: &AtomicU64, v: u64, order: Ordering) -> u64;
+    fn fetch_sub(a: &W, v: u64, order: Ordering) -> u64;
 }
 
 /// Locked (SMP-atomic) read-modify-writes: writers on several threads.
 pub struct Smp;
 
-impl Rmw for Smp {
+impl<W: AtomicWord + ?Sized> Rmw<W> for Smp {
     #[inline(always)]
-    fn cas(a: &AtomicU64, current: u64, new: u64, success: Ordering) -> Result<u64, u64> {
+    fn cas(a: &W, current: u64, new: u64, success: Ordering) -> Result<u64, u64> {
         a.compare_exchange_weak(current, new, success, Ordering::Relaxed)
     }
 
     #[inline(always)]
-    fn fetch_sub(a: &AtomicU64, v: u64, order: Ordering) -> u64 {
+    fn fetch_sub(a: &W, v: u64, order: Ordering) -> u64 {
         a.fetch_sub(v, order)
     }
 }
@@ -343,25 +409,25 @@ impl Rmw for Local {
 impl Rmw for Local {
     #[inline(always)]
     fn cas(a: &AtomicU64, current: u64, new: u64, success: Ordering) -> Result<u64, u64> {
-        Smp::cas(a, current, new, success)
+        <Smp as Rmw>::cas(a, current, new, success)
     }
 
     #[inline(always)]
     fn fetch_sub(a: &AtomicU64, v: u64, order: Ordering) -> u64 {
-        Smp::fetch_sub(a, v, order)
+        <Smp as Rmw>::fetch_sub(a, v, order)
     }
 }
 
 /// The consumer's `LOAD ->data_head; smp_rmb()` (C).
 #[inline]
-pub fn load_head(data_head: &AtomicU64) -> u64 {
+pub fn load_head<W: AtomicWord + ?Sized>(data_head: &W) -> u64 {
     data_head.load(Ordering::Acquire)
 }
 
 /// The consumer's `smp_mb(); STORE ->data_tail` (D): every read of the
 /// released bytes happens before the producer may overwrite them.
 #[inline]
-pub fn store_tail(data_tail: &AtomicU64, tail: u64) {
+pub fn store_tail<W: AtomicWord + ?Sized>(data_tail: &W, tail: u64) {
     data_tail.store(tail, Ordering::Release);
 }
 
@@ -432,11 +498,11 @@ mod tests {
         let tail = AtomicU64::new(0);
         let head = AtomicU64::new(0);
         // A nested writer leaves, the outer one publishes everything.
-        reserve_with::<Local>(&state, &tail, 16, 64, true, false).unwrap();
-        reserve_with::<Local>(&state, &tail, 8, 64, true, false).unwrap();
-        assert!(!put_handle_with::<Local>(&state, &head, false));
+        reserve_with::<Local, _>(&state, &tail, 16, 64, true, false).unwrap();
+        reserve_with::<Local, _>(&state, &tail, 8, 64, true, false).unwrap();
+        assert!(!put_handle_with::<Local, _>(&state, &head, false));
         assert_eq!(head.load(Ordering::Relaxed), 0);
-        assert!(put_handle_with::<Local>(&state, &head, false));
+        assert!(put_handle_with::<Local, _>(&state, &head, false));
         assert_eq!(head.load(Ordering::Relaxed), 24);
         assert_eq!(state.load(Ordering::Relaxed), 24);
     }

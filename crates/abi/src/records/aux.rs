@@ -6,11 +6,18 @@ use crate::consts::PERF_RECORD_AUX;
 use crate::sample_id::SampleId;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// PERF_RECORD_AUX: `aux_size` new bytes at `aux_offset` in the AUX area.
 pub struct AuxRecord {
+    /// `header.misc`.
     pub misc: u16,
+    /// Where the new data starts, as an offset into the AUX stream (`aux_head`
+    /// before the write, not wrapped).
     pub aux_offset: u64,
+    /// Bytes of new data (0 with TRUNCATED when nothing fit).
     pub aux_size: u64,
+    /// `PERF_AUX_FLAG_*` bits.
     pub flags: u64,
+    /// The `sample_id` trailer (`attr.sample_id_all`).
     pub sample_id: SampleId,
 }
 

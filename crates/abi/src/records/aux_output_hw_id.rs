@@ -6,9 +6,13 @@ use crate::consts::PERF_RECORD_AUX_OUTPUT_HW_ID;
 use crate::sample_id::SampleId;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// PERF_RECORD_AUX_OUTPUT_HW_ID: the hardware id of this event's AUX output.
 pub struct AuxOutputHwIdRecord {
+    /// `header.misc`.
     pub misc: u16,
+    /// The PMU-specific hardware id the AUX data is tagged with.
     pub hw_id: u64,
+    /// The `sample_id` trailer (`attr.sample_id_all`).
     pub sample_id: SampleId,
 }
 

@@ -9,12 +9,19 @@ use crate::sample_id::SampleId;
 pub const BPF_TAG_SIZE: usize = 8;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// PERF_RECORD_BPF_EVENT: a BPF program was loaded or unloaded.
 pub struct BpfEventRecord {
+    /// `header.misc`.
     pub misc: u16,
+    /// `type`: `PERF_BPF_EVENT_PROG_LOAD` (1) or `PERF_BPF_EVENT_PROG_UNLOAD` (2).
     pub type_: u16,
+    /// `flags`, none defined (zero).
     pub flags: u16,
+    /// The BPF program id.
     pub id: u32,
+    /// The program's tag (a hash of its instructions).
     pub tag: [u8; BPF_TAG_SIZE],
+    /// The `sample_id` trailer (`attr.sample_id_all`).
     pub sample_id: SampleId,
 }
 

@@ -13,14 +13,22 @@ use crate::sample_id::SampleId;
 use crate::sink::ByteSink;
 
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
+/// PERF_RECORD_CALLCHAIN_DEFERRED: the user callchain of the samples that
+/// carry `cookie` after `PERF_CONTEXT_USER_DEFERRED`.
 pub struct CallchainDeferredRecord<'a> {
+    /// `header.misc`.
     pub misc: u16,
+    /// The cookie the deferred samples carry.
     pub cookie: u64,
+    /// `ips[nr]`: the user callchain, starting with `PERF_CONTEXT_USER`.
     pub ips: Array<'a, u64>,
+    /// The `sample_id` trailer (`attr.sample_id_all`).
     pub sample_id: SampleId,
 }
 
 impl<'a> CallchainDeferredRecord<'a> {
+    /// Decodes a PERF_RECORD_CALLCHAIN_DEFERRED body (the bytes after the header) in byte order
+    /// `e`; `misc` is the header's, and `info` lays out the `sample_id` trailer.
     pub fn parse(
         misc: u16,
         body: RawData<'a>,

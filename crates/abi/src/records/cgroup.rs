@@ -11,15 +11,21 @@ use crate::sample_id::SampleId;
 use crate::sink::ByteSink;
 
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
+/// PERF_RECORD_CGROUP: a cgroup was created.
 pub struct CgroupRecord<'a> {
+    /// `header.misc`.
     pub misc: u16,
+    /// The cgroup id (its kernfs node id, as PERF_SAMPLE_CGROUP gives it).
     pub id: u64,
     /// Without its NUL and padding.
     pub path: RawData<'a>,
+    /// The `sample_id` trailer (`attr.sample_id_all`).
     pub sample_id: SampleId,
 }
 
 impl<'a> CgroupRecord<'a> {
+    /// Decodes a PERF_RECORD_CGROUP body (the bytes after the header) in byte order
+    /// `e`; `misc` is the header's, and `info` lays out the `sample_id` trailer.
     pub fn parse(
         misc: u16,
         body: RawData<'a>,

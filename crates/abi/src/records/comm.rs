@@ -12,16 +12,23 @@ use crate::sample_id::SampleId;
 use crate::sink::ByteSink;
 
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
+/// PERF_RECORD_COMM: a task's name changed.
 pub struct CommRecord<'a> {
+    /// `header.misc`: `PERF_RECORD_MISC_COMM_EXEC` when exec changed the name.
     pub misc: u16,
+    /// The process id.
     pub pid: u32,
+    /// The thread id.
     pub tid: u32,
     /// Without its NUL and padding.
     pub comm: RawData<'a>,
+    /// The `sample_id` trailer (`attr.sample_id_all`).
     pub sample_id: SampleId,
 }
 
 impl<'a> CommRecord<'a> {
+    /// Decodes a PERF_RECORD_COMM body (the bytes after the header) in byte order
+    /// `e`; `misc` is the header's, and `info` lays out the `sample_id` trailer.
     pub fn parse(
         misc: u16,
         body: RawData<'a>,

@@ -90,6 +90,8 @@ impl<const N: usize> FixedField for [u8; N] {
 macro_rules! fixed_record {
     ($rec:ident, $ty_const:path { $($field:ident: $fty:ty $(as $what:literal)?),+ $(,)? }) => {
         impl $rec {
+            /// Decodes a record body (the bytes after the header) in byte order `e`;
+            /// `misc` is the header's, and `info` lays out the `sample_id` trailer.
             pub fn parse(
                 misc: u16,
                 body: $crate::raw::RawData<'_>,
@@ -110,6 +112,8 @@ macro_rules! fixed_record {
     // struct's `kind` field says which, and `parse` takes it first.
     ($rec:ident, kind: $kind:ty { $($field:ident: $fty:ty $(as $what:literal)?),+ $(,)? }) => {
         impl $rec {
+            /// Decodes a record body (the bytes after the header) in byte order `e`;
+            /// `misc` is the header's, and `info` lays out the `sample_id` trailer.
             pub fn parse(
                 kind: $kind,
                 misc: u16,

@@ -6,10 +6,15 @@ use crate::consts::PERF_RECORD_ITRACE_START;
 use crate::sample_id::SampleId;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// PERF_RECORD_ITRACE_START: instruction tracing started for a task.
 pub struct ItraceStartRecord {
+    /// `header.misc`.
     pub misc: u16,
+    /// The traced process id.
     pub pid: u32,
+    /// The traced thread id.
     pub tid: u32,
+    /// The `sample_id` trailer (`attr.sample_id_all`).
     pub sample_id: SampleId,
 }
 

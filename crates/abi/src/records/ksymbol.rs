@@ -12,18 +12,27 @@ use crate::sample_id::SampleId;
 use crate::sink::ByteSink;
 
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
+/// PERF_RECORD_KSYMBOL: a kernel symbol was registered or unregistered.
 pub struct KsymbolRecord<'a> {
+    /// `header.misc`.
     pub misc: u16,
+    /// The symbol's start address.
     pub addr: u64,
+    /// The symbol's length in bytes.
     pub len: u32,
+    /// `PERF_RECORD_KSYMBOL_TYPE_BPF` (1) or `_OOL` (2, out-of-line code).
     pub ksym_type: u16,
+    /// `PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER` (1) when the symbol goes away.
     pub flags: u16,
     /// Without its NUL and padding.
     pub name: RawData<'a>,
+    /// The `sample_id` trailer (`attr.sample_id_all`).
     pub sample_id: SampleId,
 }
 
 impl<'a> KsymbolRecord<'a> {
+    /// Decodes a PERF_RECORD_KSYMBOL body (the bytes after the header) in byte order
+    /// `e`; `misc` is the header's, and `info` lays out the `sample_id` trailer.
     pub fn parse(
         misc: u16,
         body: RawData<'a>,

@@ -6,10 +6,15 @@ use crate::consts::PERF_RECORD_LOST;
 use crate::sample_id::SampleId;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// PERF_RECORD_LOST: records dropped because the ring buffer was full.
 pub struct LostRecord {
+    /// `header.misc`.
     pub misc: u16,
+    /// The id of the event whose records were lost.
     pub id: u64,
+    /// How many records were lost.
     pub lost: u64,
+    /// The `sample_id` trailer (`attr.sample_id_all`).
     pub sample_id: SampleId,
 }
 

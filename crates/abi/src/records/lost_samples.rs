@@ -6,9 +6,13 @@ use crate::consts::PERF_RECORD_LOST_SAMPLES;
 use crate::sample_id::SampleId;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// PERF_RECORD_LOST_SAMPLES: samples dropped before they reached the ring.
 pub struct LostSamplesRecord {
+    /// `header.misc`.
     pub misc: u16,
+    /// How many samples were lost.
     pub lost: u64,
+    /// The `sample_id` trailer (`attr.sample_id_all`).
     pub sample_id: SampleId,
 }
 

@@ -12,19 +12,30 @@ use crate::sample_id::SampleId;
 use crate::sink::ByteSink;
 
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
+/// PERF_RECORD_MMAP: a mapping was created.
 pub struct MmapRecord<'a> {
+    /// `header.misc`: the CPU mode (user or kernel map) and
+    /// `PERF_RECORD_MISC_MMAP_DATA`.
     pub misc: u16,
+    /// The process id (-1 as u32 for kernel maps).
     pub pid: u32,
+    /// The thread id.
     pub tid: u32,
+    /// The mapping's start address.
     pub addr: u64,
+    /// The mapping's length in bytes.
     pub len: u64,
+    /// The file offset of the mapping's start, in bytes.
     pub pgoff: u64,
     /// Without its NUL and padding.
     pub filename: RawData<'a>,
+    /// The `sample_id` trailer (`attr.sample_id_all`).
     pub sample_id: SampleId,
 }
 
 impl<'a> MmapRecord<'a> {
+    /// Decodes a PERF_RECORD_MMAP body (the bytes after the header) in byte order
+    /// `e`; `misc` is the header's, and `info` lays out the `sample_id` trailer.
     pub fn parse(
         misc: u16,
         body: RawData<'a>,

@@ -16,15 +16,23 @@ use crate::sink::ByteSink;
 /// The 24-byte union: the file's identity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Mmap2FileId {
+    /// The file's device and inode (no `PERF_RECORD_MISC_MMAP_BUILD_ID`).
     Inode {
+        /// The device's major number.
         maj: u32,
+        /// The device's minor number.
         min: u32,
+        /// The inode number.
         ino: u64,
+        /// The inode's generation.
         ino_generation: u64,
     },
     /// `build_id[..build_id_size]` is the id; the reserved bytes are zero.
+    /// The file's build id (`attr.build_id`, `PERF_RECORD_MISC_MMAP_BUILD_ID`).
     BuildId {
+        /// Bytes of `build_id` in use (at most 20).
         build_id_size: u8,
+        /// The build id, zero-padded.
         build_id: [u8; 20],
     },
 }
@@ -41,23 +49,35 @@ impl Default for Mmap2FileId {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
+/// PERF_RECORD_MMAP2: a mapping was created, with the file's identity.
 pub struct Mmap2Record<'a> {
     /// The MMAP_BUILD_ID bit is written as `file_id` says, whatever it is here.
     pub misc: u16,
+    /// The process id (-1 as u32 for kernel maps).
     pub pid: u32,
+    /// The thread id.
     pub tid: u32,
+    /// The mapping's start address.
     pub addr: u64,
+    /// The mapping's length in bytes.
     pub len: u64,
+    /// The file offset of the mapping's start, in bytes.
     pub pgoff: u64,
+    /// The file's inode data or build id.
     pub file_id: Mmap2FileId,
+    /// The mapping's `PROT_*` bits.
     pub prot: u32,
+    /// The mapping's `MAP_*` flags.
     pub flags: u32,
     /// Without its NUL and padding.
     pub filename: RawData<'a>,
+    /// The `sample_id` trailer (`attr.sample_id_all`).
     pub sample_id: SampleId,
 }
 
 impl<'a> Mmap2Record<'a> {
+    /// Decodes a PERF_RECORD_MMAP2 body (the bytes after the header) in byte order
+    /// `e`; `misc` is the header's, and `info` lays out the `sample_id` trailer.
     pub fn parse(
         misc: u16,
         body: RawData<'a>,

@@ -173,34 +173,55 @@ pub(crate) fn write_cstr<S: ByteSink + ?Sized>(s: &RawData<'_>, sink: &mut S) {
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Record<'a> {
+    /// PERF_RECORD_MMAP.
     Mmap(MmapRecord<'a>),
+    /// PERF_RECORD_LOST.
     Lost(LostRecord),
+    /// PERF_RECORD_COMM.
     Comm(CommRecord<'a>),
     /// PERF_RECORD_EXIT or PERF_RECORD_FORK.
     Task(TaskRecord),
     /// PERF_RECORD_THROTTLE or PERF_RECORD_UNTHROTTLE.
     Throttle(ThrottleRecord),
+    /// PERF_RECORD_READ.
     Read(ReadRecord<'a>),
+    /// PERF_RECORD_SAMPLE.
     Sample(SampleRecord<'a>),
+    /// PERF_RECORD_MMAP2.
     Mmap2(Mmap2Record<'a>),
+    /// PERF_RECORD_AUX.
     Aux(AuxRecord),
+    /// PERF_RECORD_ITRACE_START.
     ItraceStart(ItraceStartRecord),
+    /// PERF_RECORD_LOST_SAMPLES.
     LostSamples(LostSamplesRecord),
+    /// PERF_RECORD_SWITCH.
     Switch(SwitchRecord),
+    /// PERF_RECORD_SWITCH_CPU_WIDE.
     SwitchCpuWide(SwitchCpuWideRecord),
+    /// PERF_RECORD_NAMESPACES.
     Namespaces(NamespacesRecord<'a>),
+    /// PERF_RECORD_KSYMBOL.
     Ksymbol(KsymbolRecord<'a>),
+    /// PERF_RECORD_BPF_EVENT.
     BpfEvent(BpfEventRecord),
+    /// PERF_RECORD_CGROUP.
     Cgroup(CgroupRecord<'a>),
+    /// PERF_RECORD_TEXT_POKE.
     TextPoke(TextPokeRecord<'a>),
+    /// PERF_RECORD_AUX_OUTPUT_HW_ID.
     AuxOutputHwId(AuxOutputHwIdRecord),
+    /// PERF_RECORD_CALLCHAIN_DEFERRED.
     CallchainDeferred(CallchainDeferredRecord<'a>),
     /// perfaux's extension (seed 002), `consts::ext::PERF_RECORD_UEVENT`.
     Uevent(UeventRecord<'a>),
     /// Any other type (perf tool types, future kernel types): the body as is.
     Unknown {
+        /// `header.type`.
         type_: u32,
+        /// `header.misc`.
         misc: u16,
+        /// The body, the bytes after the header.
         data: RawData<'a>,
     },
 }

@@ -15,7 +15,9 @@ use crate::sink::ByteSink;
 /// `struct perf_ns_link_info`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct NsLinkInfo {
+    /// The namespace file's device number.
     pub dev: u64,
+    /// The namespace's inode number.
     pub ino: u64,
 }
 
@@ -37,15 +39,23 @@ impl ArrayItem for NsLinkInfo {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
+/// PERF_RECORD_NAMESPACES: the namespaces of a task.
 pub struct NamespacesRecord<'a> {
+    /// `header.misc`.
     pub misc: u16,
+    /// The process id.
     pub pid: u32,
+    /// The thread id.
     pub tid: u32,
+    /// `link_info[nr_namespaces]`, indexed by `NET_NS_INDEX` .. `TIME_NS_INDEX`.
     pub link_info: Array<'a, NsLinkInfo>,
+    /// The `sample_id` trailer (`attr.sample_id_all`).
     pub sample_id: SampleId,
 }
 
 impl<'a> NamespacesRecord<'a> {
+    /// Decodes a PERF_RECORD_NAMESPACES body (the bytes after the header) in byte order
+    /// `e`; `misc` is the header's, and `info` lays out the `sample_id` trailer.
     pub fn parse(
         misc: u16,
         body: RawData<'a>,

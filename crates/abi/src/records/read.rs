@@ -12,15 +12,23 @@ use crate::sample_id::SampleId;
 use crate::sink::ByteSink;
 
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
+/// PERF_RECORD_READ: an inherited child's counter values at its exit.
 pub struct ReadRecord<'a> {
+    /// `header.misc`.
     pub misc: u16,
+    /// The exiting child's process id.
     pub pid: u32,
+    /// The exiting child's thread id.
     pub tid: u32,
+    /// The counter values, laid out by `attr.read_format`.
     pub values: ReadFormat<'a>,
+    /// The `sample_id` trailer (`attr.sample_id_all`).
     pub sample_id: SampleId,
 }
 
 impl<'a> ReadRecord<'a> {
+    /// Decodes a PERF_RECORD_READ body (the bytes after the header) in byte order
+    /// `e`; `misc` is the header's, and `info` lays out the `sample_id` trailer.
     pub fn parse(
         misc: u16,
         body: RawData<'a>,

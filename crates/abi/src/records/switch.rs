@@ -16,12 +16,18 @@ use crate::sample_id::SampleId;
 use crate::sink::ByteSink;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// PERF_RECORD_SWITCH: the event's task was switched in or out.
 pub struct SwitchRecord {
+    /// `header.misc`: `PERF_RECORD_MISC_SWITCH_OUT` (else in), and
+    /// `PERF_RECORD_MISC_SWITCH_OUT_PREEMPT` on a preemption.
     pub misc: u16,
+    /// The `sample_id` trailer (`attr.sample_id_all`).
     pub sample_id: SampleId,
 }
 
 impl SwitchRecord {
+    /// Decodes a PERF_RECORD_SWITCH body (the bytes after the header) in byte order
+    /// `e`; `misc` is the header's, and `info` lays out the `sample_id` trailer.
     pub fn parse(
         misc: u16,
         body: RawData<'_>,
@@ -54,11 +60,17 @@ impl EncodeRecord for SwitchRecord {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// PERF_RECORD_SWITCH_CPU_WIDE: a context switch on the CPU a CPU-wide event
+/// watches.
 pub struct SwitchCpuWideRecord {
+    /// `header.misc`: `PERF_RECORD_MISC_SWITCH_OUT` (else in), and
+    /// `PERF_RECORD_MISC_SWITCH_OUT_PREEMPT` on a preemption.
     pub misc: u16,
     /// The task switched to (on out) or from (on in).
     pub next_prev_pid: u32,
+    /// The thread id of the task switched to (on out) or from (on in).
     pub next_prev_tid: u32,
+    /// The `sample_id` trailer (`attr.sample_id_all`).
     pub sample_id: SampleId,
 }
 

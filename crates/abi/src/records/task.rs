@@ -9,11 +9,14 @@ use crate::sample_id::SampleId;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum TaskKind {
     #[default]
+    /// PERF_RECORD_EXIT.
     Exit,
+    /// PERF_RECORD_FORK.
     Fork,
 }
 
 impl TaskKind {
+    /// The `PERF_RECORD_*` number of this kind.
     pub fn record_type(self) -> u32 {
         match self {
             TaskKind::Exit => PERF_RECORD_EXIT,
@@ -23,14 +26,23 @@ impl TaskKind {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// PERF_RECORD_EXIT or PERF_RECORD_FORK (`attr.task`).
 pub struct TaskRecord {
+    /// Which of the two records this is.
     pub kind: TaskKind,
+    /// `header.misc`.
     pub misc: u16,
+    /// The process id of the task.
     pub pid: u32,
+    /// The parent's process id.
     pub ppid: u32,
+    /// The thread id of the task.
     pub tid: u32,
+    /// The parent's thread id.
     pub ptid: u32,
+    /// When it happened, in perf clock ns.
     pub time: u64,
+    /// The `sample_id` trailer (`attr.sample_id_all`).
     pub sample_id: SampleId,
 }
 

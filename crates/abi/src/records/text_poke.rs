@@ -13,16 +13,23 @@ use crate::sample_id::SampleId;
 use crate::sink::ByteSink;
 
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
+/// PERF_RECORD_TEXT_POKE: kernel text at `addr` was replaced.
 pub struct TextPokeRecord<'a> {
+    /// `header.misc`.
     pub misc: u16,
+    /// The address of the changed text.
     pub addr: u64,
     /// At most `u16::MAX` bytes each (the length fields are u16).
     pub old_bytes: RawData<'a>,
+    /// The bytes after the change (`new_len` of them).
     pub new_bytes: RawData<'a>,
+    /// The `sample_id` trailer (`attr.sample_id_all`).
     pub sample_id: SampleId,
 }
 
 impl<'a> TextPokeRecord<'a> {
+    /// Decodes a PERF_RECORD_TEXT_POKE body (the bytes after the header) in byte order
+    /// `e`; `misc` is the header's, and `info` lays out the `sample_id` trailer.
     pub fn parse(
         misc: u16,
         body: RawData<'a>,

@@ -9,11 +9,14 @@ use crate::sample_id::SampleId;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum ThrottleKind {
     #[default]
+    /// PERF_RECORD_THROTTLE.
     Throttle,
+    /// PERF_RECORD_UNTHROTTLE.
     Unthrottle,
 }
 
 impl ThrottleKind {
+    /// The `PERF_RECORD_*` number of this kind.
     pub fn record_type(self) -> u32 {
         match self {
             ThrottleKind::Throttle => PERF_RECORD_THROTTLE,
@@ -23,12 +26,19 @@ impl ThrottleKind {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// PERF_RECORD_THROTTLE or PERF_RECORD_UNTHROTTLE.
 pub struct ThrottleRecord {
+    /// Which of the two records this is.
     pub kind: ThrottleKind,
+    /// `header.misc`.
     pub misc: u16,
+    /// When sampling stopped or restarted, in perf clock ns.
     pub time: u64,
+    /// The event's primary id.
     pub id: u64,
+    /// The id of the event instance that was throttled.
     pub stream_id: u64,
+    /// The `sample_id` trailer (`attr.sample_id_all`).
     pub sample_id: SampleId,
 }
 

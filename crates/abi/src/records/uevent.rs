@@ -16,16 +16,21 @@ use crate::sample_id::SampleId;
 use crate::sink::ByteSink;
 
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
+/// perfaux's PERF_RECORD_UEVENT: an event user space injected (seed 002).
 pub struct UeventRecord<'a> {
+    /// `header.misc`.
     pub misc: u16,
     /// The injector's tag.
     pub type_: u32,
     /// `size` bytes; the writer pads them to 8 (`-size & 7` zeros).
     pub data: RawData<'a>,
+    /// The `sample_id` trailer (`attr.sample_id_all`).
     pub sample_id: SampleId,
 }
 
 impl<'a> UeventRecord<'a> {
+    /// Decodes a PERF_RECORD_UEVENT body (the bytes after the header) in byte order
+    /// `e`; `misc` is the header's, and `info` lays out the `sample_id` trailer.
     pub fn parse(
         misc: u16,
         body: RawData<'a>,

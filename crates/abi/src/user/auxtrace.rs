@@ -18,13 +18,19 @@ use crate::endian::Endianness;
 const NAME: &str = "PERF_RECORD_AUXTRACE";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// PERF_RECORD_AUXTRACE's fixed part (the payload follows it).
 pub struct AuxtraceRecord {
     /// Payload bytes that follow the record (a multiple of 8 as perf writes it).
     pub size: u64,
+    /// The payload's position in the AUX stream.
     pub offset: u64,
+    /// A tracer-chosen reference (perf: the TSC or a counter).
     pub reference: u64,
+    /// The index of the mmap the data came from.
     pub idx: u32,
+    /// The traced thread, or -1 (as u32) for a CPU-wide trace.
     pub tid: u32,
+    /// The traced CPU, or -1 (as u32) for a per-thread trace.
     pub cpu: u32,
     /// `reserved__`, kept for byte-exact round trips.
     pub reserved: u32,
@@ -70,6 +76,7 @@ impl AuxtraceRecord {
         })
     }
 
+    /// Writes the whole PERF_RECORD_AUXTRACE, header included, in byte order `endian`.
     pub fn write<S: ByteSink + ?Sized>(&self, sink: &mut S, endian: Endianness) {
         let mut p = Put::header(sink, endian, PERF_RECORD_AUXTRACE, Self::SIZE);
         p.u64(self.size);

@@ -24,19 +24,28 @@ pub const PERF_AUXTRACE_ERROR_ITRACE: u32 = 1;
 /// The guest fields perf 5.19 appended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct AuxtraceErrorGuest {
+    /// The guest machine's pid (0 for the host).
     pub machine_pid: u32,
+    /// The guest's virtual CPU.
     pub vcpu: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// PERF_RECORD_AUXTRACE_ERROR.
 pub struct AuxtraceErrorRecord {
+    /// `type`: `PERF_AUXTRACE_ERROR_ITRACE` (1).
     pub type_: u32,
+    /// The decoder's error code.
     pub code: u32,
+    /// The CPU of the trace the error is in.
     pub cpu: u32,
+    /// The process being traced.
     pub pid: u32,
+    /// The thread being traced.
     pub tid: u32,
     /// 0: no `time` field; 1: `time` present; 2: guest fields meaningful.
     pub fmt: u32,
+    /// The instruction address where decoding failed.
     pub ip: u64,
     /// `None` exactly when `fmt` is 0.
     pub time: Option<u64>,
@@ -51,6 +60,7 @@ impl AuxtraceErrorRecord {
     const TIME_SIZE: usize = 112;
     const GUEST_SIZE: usize = 120;
 
+    /// Parses a whole PERF_RECORD_AUXTRACE_ERROR, header included, in byte order `endian`.
     pub fn parse(record: &[u8], endian: Endianness) -> Result<Self, UserRecordError> {
         let (mut w, _) = Wire::open(record, endian, NAME, PERF_RECORD_AUXTRACE_ERROR, 40)?;
         let type_ = w.u32()?;
@@ -98,6 +108,7 @@ impl AuxtraceErrorRecord {
         })
     }
 
+    /// The record's size in bytes, header included (its `header.size`).
     pub fn size(&self) -> usize {
         match (self.guest, self.time) {
             (Some(_), _) => Self::GUEST_SIZE,

@@ -12,10 +12,13 @@ use crate::endian::Endianness;
 const NAME: &str = "PERF_RECORD_AUXTRACE_INFO";
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// PERF_RECORD_AUXTRACE_INFO.
 pub struct AuxtraceInfoRecord {
+    /// `type`: a `PERF_AUXTRACE_*` number.
     pub type_: u32,
     /// `reserved__`: zero as perf writes it, kept for byte-exact round trips.
     pub reserved: u32,
+    /// `priv[]`: the tracer's configuration words.
     pub priv_: Vec<u64>,
 }
 
@@ -23,6 +26,7 @@ impl AuxtraceInfoRecord {
     /// Header plus `type` and `reserved`.
     pub const MIN_SIZE: usize = 16;
 
+    /// Parses a whole PERF_RECORD_AUXTRACE_INFO, header included, in byte order `endian`.
     pub fn parse(record: &[u8], endian: Endianness) -> Result<Self, UserRecordError> {
         let (mut w, _) = Wire::open(
             record,
@@ -46,10 +50,12 @@ impl AuxtraceInfoRecord {
         })
     }
 
+    /// The record's size in bytes, header included (its `header.size`).
     pub fn size(&self) -> usize {
         Self::MIN_SIZE + 8 * self.priv_.len()
     }
 
+    /// Writes the whole PERF_RECORD_AUXTRACE_INFO, header included, in byte order `endian`.
     pub fn write<S: ByteSink + ?Sized>(
         &self,
         sink: &mut S,

@@ -16,20 +16,25 @@ const NAME: &str = "PERF_RECORD_COMPRESSED";
 const NAME2: &str = "PERF_RECORD_COMPRESSED2";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// PERF_RECORD_COMPRESSED: `{hdr; char data[]}`.
 pub struct CompressedRecord<'a> {
+    /// The zstd frame(s); decompressed they are a sequence of records.
     pub data: &'a [u8],
 }
 
 impl<'a> CompressedRecord<'a> {
+    /// Parses a whole PERF_RECORD_COMPRESSED, header included, in byte order `endian`.
     pub fn parse(record: &'a [u8], endian: Endianness) -> Result<Self, UserRecordError> {
         let (mut w, _) = Wire::open(record, endian, NAME, PERF_RECORD_COMPRESSED, 8)?;
         Ok(Self { data: w.rest() })
     }
 
+    /// The record's size in bytes, header included (its `header.size`).
     pub fn size(&self) -> usize {
         8 + self.data.len()
     }
 
+    /// Writes the whole PERF_RECORD_COMPRESSED, header included, in byte order `endian`.
     pub fn write<S: ByteSink + ?Sized>(
         &self,
         sink: &mut S,
@@ -42,13 +47,17 @@ impl<'a> CompressedRecord<'a> {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// PERF_RECORD_COMPRESSED2: `{hdr; u64 data_size; char data[]}`, padded to 8.
 pub struct Compressed2Record<'a> {
+    /// The `data_size` bytes of zstd frame(s), without the padding.
     pub data: &'a [u8],
 }
 
 impl<'a> Compressed2Record<'a> {
+    /// The header and `data_size`.
     pub const MIN_SIZE: usize = 16;
 
+    /// Parses a whole PERF_RECORD_COMPRESSED2, header included, in byte order `endian`.
     pub fn parse(record: &'a [u8], endian: Endianness) -> Result<Self, UserRecordError> {
         let (mut w, _) = Wire::open(
             record,
@@ -68,6 +77,7 @@ impl<'a> Compressed2Record<'a> {
         align8(Self::MIN_SIZE + self.data.len())
     }
 
+    /// Writes the whole PERF_RECORD_COMPRESSED2, header included, in byte order `endian`.
     pub fn write<S: ByteSink + ?Sized>(
         &self,
         sink: &mut S,

@@ -20,8 +20,11 @@ use crate::consts::PERF_RECORD_CPU_MAP;
 use crate::endian::Endianness;
 
 const NAME: &str = "PERF_RECORD_CPU_MAP";
+/// `PERF_CPU_MAP__CPUS`: an explicit list of CPU numbers.
 pub const PERF_CPU_MAP__CPUS: u16 = 0;
+/// `PERF_CPU_MAP__MASK`: a bitmap of CPUs.
 pub const PERF_CPU_MAP__MASK: u16 = 1;
+/// `PERF_CPU_MAP__RANGE_CPUS`: a contiguous range of CPUs.
 pub const PERF_CPU_MAP__RANGE_CPUS: u16 = 2;
 
 /// One encoding of a CPU list.
@@ -30,11 +33,19 @@ pub enum CpuMapData {
     /// An explicit list; 65535 means "any CPU" (-1).
     Cpus(Vec<u16>),
     /// A bitmap in `long_size`-byte words (4 or 8); each word is held in a u64.
-    Mask { long_size: u16, mask: Vec<u64> },
+    Mask {
+        /// Bytes per mask word as written: 4 or 8 (the writer's `long`).
+        long_size: u16,
+        /// The words, CPU 0 in bit 0 of the first.
+        mask: Vec<u64>,
+    },
     /// `start_cpu..=end_cpu`, plus -1 first if `any_cpu`.
     Range {
+        /// Whether the map starts with the "any CPU" (-1) entry.
         any_cpu: bool,
+        /// The first CPU of the range.
         start_cpu: u16,
+        /// The last CPU of the range (inclusive).
         end_cpu: u16,
     },
 }
@@ -195,11 +206,14 @@ impl CpuMapData {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
+/// PERF_RECORD_CPU_MAP.
 pub struct CpuMapRecord {
+    /// The CPUs, in the encoding the record uses.
     pub data: CpuMapData,
 }
 
 impl CpuMapRecord {
+    /// Parses a whole PERF_RECORD_CPU_MAP, header included, in byte order `endian`.
     pub fn parse(record: &[u8], endian: Endianness) -> Result<Self, UserRecordError> {
         let (mut w, _) = Wire::open(record, endian, NAME, PERF_RECORD_CPU_MAP, 10)?;
         Ok(Self {
@@ -207,10 +221,12 @@ impl CpuMapRecord {
         })
     }
 
+    /// The record's size in bytes, header included (its `header.size`).
     pub fn size(&self) -> usize {
         align8(8 + self.data.encoded_len())
     }
 
+    /// Writes the whole PERF_RECORD_CPU_MAP, header included, in byte order `endian`.
     pub fn write<S: ByteSink + ?Sized>(
         &self,
         sink: &mut S,

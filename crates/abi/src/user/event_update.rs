@@ -11,22 +11,34 @@ use crate::consts::PERF_RECORD_EVENT_UPDATE;
 use crate::endian::Endianness;
 
 const NAME: &str = "PERF_RECORD_EVENT_UPDATE";
+/// `PERF_EVENT_UPDATE__UNIT`: the event's unit (e.g. "MiB").
 pub const PERF_EVENT_UPDATE__UNIT: u64 = 0;
+/// `PERF_EVENT_UPDATE__SCALE`: the factor counts are multiplied by.
 pub const PERF_EVENT_UPDATE__SCALE: u64 = 1;
+/// `PERF_EVENT_UPDATE__NAME`: the event's name.
 pub const PERF_EVENT_UPDATE__NAME: u64 = 2;
+/// `PERF_EVENT_UPDATE__CPUS`: the CPUs the event is opened on.
 pub const PERF_EVENT_UPDATE__CPUS: u64 = 3;
 
 #[derive(Debug, Clone, PartialEq)]
+/// What an EVENT_UPDATE says, by its `type`.
 pub enum EventUpdate {
+    /// UNIT: the unit string, without its NUL.
     Unit(Vec<u8>),
+    /// SCALE: the scale factor.
     Scale(f64),
+    /// NAME: the name string, without its NUL.
     Name(Vec<u8>),
+    /// CPUS: the event's CPU map.
     Cpus(CpuMapData),
 }
 
 #[derive(Debug, Clone, PartialEq)]
+/// PERF_RECORD_EVENT_UPDATE.
 pub struct EventUpdateRecord {
+    /// A sample id of the event the update is about.
     pub id: u64,
+    /// The update.
     pub update: EventUpdate,
 }
 
@@ -36,6 +48,7 @@ fn c_string(b: &[u8]) -> Vec<u8> {
 }
 
 impl EventUpdateRecord {
+    /// Parses a whole PERF_RECORD_EVENT_UPDATE, header included, in byte order `endian`.
     pub fn parse(record: &[u8], endian: Endianness) -> Result<Self, UserRecordError> {
         let (mut w, _) = Wire::open(record, endian, NAME, PERF_RECORD_EVENT_UPDATE, 24)?;
         let type_at = w.pos();
@@ -59,10 +72,12 @@ impl EventUpdateRecord {
         }
     }
 
+    /// The record's size in bytes, header included (its `header.size`).
     pub fn size(&self) -> usize {
         24 + self.body_len()
     }
 
+    /// Writes the whole PERF_RECORD_EVENT_UPDATE, header included, in byte order `endian`.
     pub fn write<S: ByteSink + ?Sized>(
         &self,
         sink: &mut S,

@@ -16,6 +16,7 @@ macro_rules! bare_record {
         pub struct $name;
 
         impl $name {
+            /// The header alone: the record has no body.
             pub const SIZE: usize = 8;
 
             /// Parses the record; perf never puts a body in it, but a longer
@@ -25,10 +26,12 @@ macro_rules! bare_record {
                 Ok(Self)
             }
 
+            /// The record's size: the bare 8-byte header.
             pub fn size(&self) -> usize {
                 Self::SIZE
             }
 
+            /// Writes the bare header in byte order `endian`.
             pub fn write<S: ByteSink + ?Sized>(&self, sink: &mut S, endian: Endianness) {
                 Put::header(sink, endian, $type_, Self::SIZE);
             }

@@ -12,13 +12,16 @@ use crate::endian::Endianness;
 const NAME: &str = "PERF_RECORD_HEADER_ATTR";
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// PERF_RECORD_HEADER_ATTR.
 pub struct HeaderAttrRecord {
     /// `attr.size` is the size written (and the size read).
     pub attr: PerfEventAttr,
+    /// The sample ids of the event's instances.
     pub ids: Vec<u64>,
 }
 
 impl HeaderAttrRecord {
+    /// Parses a whole PERF_RECORD_HEADER_ATTR, header included, in byte order `endian`.
     pub fn parse(record: &[u8], endian: Endianness) -> Result<Self, UserRecordError> {
         let min = 8 + PERF_ATTR_SIZE_VER0 as usize;
         let (mut w, _) = Wire::open(record, endian, NAME, PERF_RECORD_HEADER_ATTR, min)?;
@@ -43,6 +46,7 @@ impl HeaderAttrRecord {
         }
     }
 
+    /// The record's size in bytes, header included (its `header.size`).
     pub fn size(&self) -> usize {
         8 + self.attr_size() as usize + 8 * self.ids.len()
     }

@@ -12,15 +12,19 @@ use crate::endian::Endianness;
 const NAME: &str = "PERF_RECORD_HEADER_FEATURE";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// PERF_RECORD_HEADER_FEATURE.
 pub struct HeaderFeatureRecord<'a> {
     /// A `HEADER_*` feature number (perf.data's feature bit).
     pub feat_id: u64,
+    /// The feature section's bytes.
     pub data: &'a [u8],
 }
 
 impl<'a> HeaderFeatureRecord<'a> {
+    /// The header and `feat_id`.
     pub const MIN_SIZE: usize = 16;
 
+    /// Parses a whole PERF_RECORD_HEADER_FEATURE, header included, in byte order `endian`.
     pub fn parse(record: &'a [u8], endian: Endianness) -> Result<Self, UserRecordError> {
         let (mut w, _) = Wire::open(
             record,
@@ -36,6 +40,7 @@ impl<'a> HeaderFeatureRecord<'a> {
         })
     }
 
+    /// The record's size in bytes, header included (its `header.size`).
     pub fn size(&self) -> usize {
         Self::MIN_SIZE + self.data.len()
     }

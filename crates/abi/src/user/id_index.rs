@@ -14,21 +14,29 @@ const NAME: &str = "PERF_RECORD_ID_INDEX";
 /// `struct id_index_entry_2`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct IdIndexGuest {
+    /// The guest machine's pid (0 for the host).
     pub machine_pid: u64,
+    /// The guest's virtual CPU.
     pub vcpu: u64,
 }
 
 /// `struct id_index_entry`, with its `id_index_entry_2` if the record has one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct IdIndexEntry {
+    /// The sample id.
     pub id: u64,
+    /// The index of the mmap the id's records are read from.
     pub idx: u64,
+    /// The CPU the event instance is opened on (-1 as u64 for any).
     pub cpu: u64,
+    /// The thread the event instance is opened on (-1 as u64 for any).
     pub tid: u64,
+    /// The `id_index_entry_2` part (perf 5.19+).
     pub guest: Option<IdIndexGuest>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// PERF_RECORD_ID_INDEX.
 pub struct IdIndexRecord {
     /// Either every entry has `guest` or none does.
     pub entries: Vec<IdIndexEntry>,
@@ -38,6 +46,7 @@ impl IdIndexRecord {
     const E1: usize = 32;
     const E2: usize = 16;
 
+    /// Parses a whole PERF_RECORD_ID_INDEX, header included, in byte order `endian`.
     pub fn parse(record: &[u8], endian: Endianness) -> Result<Self, UserRecordError> {
         let (mut w, _) = Wire::open(record, endian, NAME, PERF_RECORD_ID_INDEX, 16)?;
         let at = w.pos();
@@ -69,6 +78,7 @@ impl IdIndexRecord {
         self.entries.first().is_some_and(|e| e.guest.is_some())
     }
 
+    /// The record's size in bytes, header included (its `header.size`).
     pub fn size(&self) -> usize {
         let per = if self.has_guest() {
             Self::E1 + Self::E2
@@ -78,6 +88,7 @@ impl IdIndexRecord {
         16 + per * self.entries.len()
     }
 
+    /// Writes the whole PERF_RECORD_ID_INDEX, header included, in byte order `endian`.
     pub fn write<S: ByteSink + ?Sized>(
         &self,
         sink: &mut S,

@@ -46,29 +46,51 @@ pub use time_conv::{TimeConvExt, TimeConvRecord};
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum UserRecordError {
     #[error("{record}: {size} bytes, needs at least {need}")]
+    /// The record is shorter than its fixed part.
     TooShort {
+        /// The record type's name.
         record: &'static str,
+        /// The record's bytes.
         size: usize,
+        /// The bytes its fixed part needs.
         need: usize,
     },
     #[error("{record}: header.type is {found}, expected {expected}")]
+    /// `header.type` is not the parser's type.
     WrongType {
+        /// The record type's name.
         record: &'static str,
+        /// The parser's `PERF_RECORD_*` number.
         expected: u32,
+        /// The header's.
         found: u32,
     },
     #[error("{record}: header.size is {header_size} but {len} bytes were given")]
+    /// `header.size` disagrees with the bytes given.
     SizeMismatch {
+        /// The record type's name.
         record: &'static str,
+        /// `header.size`.
         header_size: u16,
+        /// The bytes given.
         len: usize,
     },
     #[error("{record}: at byte {offset}: {what}")]
+    /// A field holds a value the layout cannot have.
     Invalid {
+        /// The record type's name.
         record: &'static str,
+        /// Byte offset of the field, header included.
         offset: usize,
+        /// What is wrong.
         what: String,
     },
     #[error("{record}: {size} bytes do not fit the 16-bit header.size")]
-    TooLarge { record: &'static str, size: usize },
+    /// The record would not fit the 16-bit `header.size`.
+    TooLarge {
+        /// The record type's name.
+        record: &'static str,
+        /// The bytes it would take.
+        size: usize,
+    },
 }

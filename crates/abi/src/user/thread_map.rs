@@ -10,7 +10,9 @@ use crate::endian::Endianness;
 const NAME: &str = "PERF_RECORD_THREAD_MAP";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// One thread of a THREAD_MAP.
 pub struct ThreadMapEntry {
+    /// The thread id.
     pub pid: u64,
     /// NUL-padded, as the kernel's `TASK_COMM_LEN` buffer.
     pub comm: [u8; 16],
@@ -25,13 +27,16 @@ impl ThreadMapEntry {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// PERF_RECORD_THREAD_MAP.
 pub struct ThreadMapRecord {
+    /// The threads.
     pub entries: Vec<ThreadMapEntry>,
 }
 
 impl ThreadMapRecord {
     const ENTRY: usize = 24;
 
+    /// Parses a whole PERF_RECORD_THREAD_MAP, header included, in byte order `endian`.
     pub fn parse(record: &[u8], endian: Endianness) -> Result<Self, UserRecordError> {
         let (mut w, _) = Wire::open(record, endian, NAME, PERF_RECORD_THREAD_MAP, 16)?;
         let at = w.pos();
@@ -46,10 +51,12 @@ impl ThreadMapRecord {
         Ok(Self { entries })
     }
 
+    /// The record's size in bytes, header included (its `header.size`).
     pub fn size(&self) -> usize {
         16 + Self::ENTRY * self.entries.len()
     }
 
+    /// Writes the whole PERF_RECORD_THREAD_MAP, header included, in byte order `endian`.
     pub fn write<S: ByteSink + ?Sized>(
         &self,
         sink: &mut S,

@@ -16,25 +16,35 @@ const NAME: &str = "PERF_RECORD_TIME_CONV";
 /// The fields of the 56-byte version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TimeConvExt {
+    /// `perf_event_mmap_page.time_cycles` (for `cap_user_time_short`).
     pub time_cycles: u64,
+    /// `perf_event_mmap_page.time_mask` (for `cap_user_time_short`).
     pub time_mask: u64,
+    /// Whether `time_zero` is valid (`cap_user_time_zero`).
     pub cap_user_time_zero: u8,
+    /// Whether `time_cycles`/`time_mask` are valid (`cap_user_time_short`).
     pub cap_user_time_short: u8,
     /// `reserved[6]`, kept for byte-exact round trips.
     pub reserved: [u8; 6],
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// PERF_RECORD_TIME_CONV.
 pub struct TimeConvRecord {
+    /// `perf_event_mmap_page.time_shift`.
     pub time_shift: u64,
+    /// `perf_event_mmap_page.time_mult`.
     pub time_mult: u64,
+    /// `perf_event_mmap_page.time_zero`.
     pub time_zero: u64,
     /// `None` for the 32-byte version.
     pub ext: Option<TimeConvExt>,
 }
 
 impl TimeConvRecord {
+    /// The size of the first version (perf < 5.12).
     pub const SIZE_V1: usize = 32;
+    /// The size with [`TimeConvExt`] (perf 5.12+).
     pub const SIZE_V2: usize = 56;
 
     /// Parses either size; fields past 56 bytes (a newer perf) are ignored,
@@ -63,6 +73,7 @@ impl TimeConvRecord {
         })
     }
 
+    /// The record's size in bytes, header included (its `header.size`).
     pub fn size(&self) -> usize {
         if self.ext.is_some() {
             Self::SIZE_V2
@@ -71,6 +82,7 @@ impl TimeConvRecord {
         }
     }
 
+    /// Writes the whole PERF_RECORD_TIME_CONV, header included, in byte order `endian`.
     pub fn write<S: ByteSink + ?Sized>(&self, sink: &mut S, endian: Endianness) {
         let mut p = Put::header(sink, endian, PERF_RECORD_TIME_CONV, self.size());
         p.u64(self.time_shift);
