@@ -59,6 +59,27 @@ fn perf_present() -> bool {
 
 /// Starts `perfaux -v record ARGS` and waits for "recording started".
 fn start(args: &[&str], block_signals: bool) -> (Child, String, std::thread::JoinHandle<String>) {
+    start_until(args, block_signals, |l| l.contains("recording started"))
+}
+
+/// Whether a `-v` progress line says the recording holds trace bytes ("..., N bytes of AUX").
+fn has_trace_bytes(line: &str) -> bool {
+    line.split(" bytes of AUX").next().is_some_and(|head| {
+        line.contains(" bytes of AUX")
+            && head
+                .rsplit(' ')
+                .next()
+                .and_then(|n| n.parse::<u64>().ok())
+                .is_some_and(|n| n > 0)
+    })
+}
+
+/// Starts `perfaux -v record ARGS` and reads its stderr until a line satisfies `until`.
+fn start_until(
+    args: &[&str],
+    block_signals: bool,
+    until: impl Fn(&str) -> bool,
+) -> (Child, String, std::thread::JoinHandle<String>) {
     let mut c = Command::new(PERFAUX);
     c.arg("-v").arg("record").args(args).stderr(Stdio::piped());
     if block_signals {
@@ -90,7 +111,7 @@ fn start(args: &[&str], block_signals: bool) -> (Child, String, std::thread::Joi
             "record ended before it started: {all}"
         );
         all += &line;
-        if line.contains("recording started") {
+        if until(&line) {
             break;
         }
     }
@@ -115,7 +136,14 @@ fn signal_ends_the_recording_with_a_complete_file(sig: i32) {
     let _one = serial();
     let dir = tempdir();
     let out = dir.path().join("int.data");
-    let (mut child, _, _rest) = start(&["--requests", "1000000", "-o", path_str(&out)], false);
+    // The signal comes once the recording holds trace (a progress line with AUX bytes): sent
+    // at "recording started", it could land before a loaded machine ran the first request,
+    // and an empty trace would be what was recorded up to the signal.
+    let (mut child, _, _rest) = start_until(
+        &["--requests", "1000000", "-o", path_str(&out)],
+        false,
+        has_trace_bytes,
+    );
     // SAFETY: kill() has no memory effects; the child is alive.
     unsafe { libc::kill(child.id() as i32, sig) };
     let st = child.wait().unwrap();
