@@ -11,10 +11,13 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use memmap2::MmapRaw;
+use perfaux_abi::Endianness;
+use perfaux_abi::attr::PerfEventAttr;
 use perfaux_ring::{AuxMmap, PerfMmap, RingLayout, RingMemory};
 
 use crate::shared::{
-    self, Control, HEADER_FDS, MAX_OBJECTS, MAX_PROBES, MAX_SLOTS, header, object, slot,
+    self, ATTR_MAX, Control, FUNC_MAX, HEADER_FDS, MAX_EVENTS, MAX_OBJECTS, MAX_PROBES, MAX_SLOTS,
+    event, header, object, slot,
 };
 
 /// How to trace the program.
@@ -31,10 +34,24 @@ pub struct Options {
     /// Overwrite mode (`-S`): the AUX areas keep the newest trace; see
     /// [`ProgramSession::snapshot`].
     pub overwrite: bool,
+    /// The events every traced thread opens, in order (at most [`shared::MAX_EVENTS`]); the
+    /// one of the trace PMU owns the thread's buffer.
+    pub events: Vec<ProgramEvent>,
+}
+
+/// An event the program's threads open, as the recorder asks for it.
+#[derive(Debug, Clone)]
+pub struct ProgramEvent {
+    /// Its attr (a `probe:FUNC` event's `config` is the runtime's to fill in).
+    pub attr: PerfEventAttr,
+    /// Index of its group leader (its own index for a leader).
+    pub leader: usize,
+    /// `probe:FUNC`: the ELF symbol name of the function the probe stands at.
+    pub func: Option<String>,
 }
 
 /// A thread the runtime reported, as read back (checked) from its slot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TracedThread {
     /// Slot index.
     pub slot: usize,
@@ -42,10 +59,10 @@ pub struct TracedThread {
     pub pid: u32,
     /// Thread id.
     pub tid: u32,
-    /// Its trace event's id.
+    /// Its trace event's id (the owner of its buffer).
     pub event_id: u64,
-    /// Its uevent stream event's id (0: none).
-    pub uevent_id: u64,
+    /// The ids of its events, one per [`Options::events`] entry, in order.
+    pub ids: Vec<u64>,
     /// Whether the thread ended cleanly (its thread exit ran).
     pub ended: bool,
 }
@@ -61,6 +78,8 @@ pub struct LoadedObject {
     pub len: u64,
     /// Its file offset.
     pub pgoff: u64,
+    /// When the runtime found it (CLOCK_MONOTONIC ns; 0: not said).
+    pub time: u64,
     /// The file.
     pub path: PathBuf,
 }
@@ -110,6 +129,7 @@ pub struct ProgramSession {
     slots: Vec<SlotRings>,
     child: Option<Child>,
     overwrite: bool,
+    events: usize,
 }
 
 fn os_err(what: &str, e: impl std::fmt::Display) -> std::io::Error {
@@ -162,7 +182,9 @@ impl ProgramSession {
             slots,
             child: None,
             overwrite: opts.overwrite,
+            events: opts.events.len(),
         };
+        s.write_events(&opts.events)?;
         let ctl = s.control();
         let w = |o: usize, v: u64| ctl.word(o).store(v, Ordering::Relaxed);
         w(header::VERSION, shared::VERSION);
@@ -175,6 +197,67 @@ impl ProgramSession {
             w(HEADER_FDS + i * 16 + 8, s.fd_of(&r._fds.1) as u64);
         }
         Ok(s)
+    }
+
+    /// Writes the event table the runtime opens each thread's events from.
+    fn write_events(&self, events: &[ProgramEvent]) -> std::io::Result<()> {
+        if events.len() > MAX_EVENTS {
+            return Err(std::io::Error::other(format!(
+                "{} events: a program's threads open at most {MAX_EVENTS}",
+                events.len()
+            )));
+        }
+        let ctl = self.control();
+        for (k, ev) in events.iter().enumerate() {
+            let off = Control::event_offset(k);
+            let attr = ev.attr.to_bytes(ev.attr.size, Endianness::NATIVE);
+            let func = ev.func.as_deref().unwrap_or("").as_bytes();
+            if attr.len() > ATTR_MAX || func.len() > FUNC_MAX || ev.leader >= events.len() {
+                return Err(std::io::Error::other(format!(
+                    "event {k}: an attr of {} bytes (at most {ATTR_MAX}), a function name of {} \
+                     (at most {FUNC_MAX}) or leader {} out of range",
+                    attr.len(),
+                    func.len(),
+                    ev.leader
+                )));
+            }
+            let w = |o: usize, v: u64| ctl.word(off + o).store(v, Ordering::Relaxed);
+            w(event::LEADER, ev.leader as u64);
+            w(event::ATTR_LEN, attr.len() as u64);
+            w(event::FUNC_LEN, func.len() as u64);
+            ctl.write_bytes(off + event::ATTR, &attr);
+            ctl.write_bytes(off + event::FUNC, func);
+        }
+        ctl.event_count()
+            .store(events.len() as u64, Ordering::Release);
+        Ok(())
+    }
+
+    /// The `probe:FUNC` events (by index) whose function the runtime found in no object the
+    /// program loaded so far.
+    pub fn unfound_functions(&self) -> Vec<usize> {
+        let ctl = self.control();
+        (0..self.events)
+            .filter(|&k| {
+                let off = Control::event_offset(k);
+                let w = |o| ctl.word(off + o).load(Ordering::Acquire);
+                w(event::FUNC_LEN) != 0 && w(event::FOUND) == 0
+            })
+            .collect()
+    }
+
+    /// Threads whose events could not be opened: (tid, index of the event that failed,
+    /// errno).
+    pub fn open_errors(&self) -> Vec<(u32, usize, i32)> {
+        let ctl = self.control();
+        (0..self.slots.len())
+            .filter_map(|i| {
+                let e = ctl.slot_word(i, slot::OPEN_ERROR).load(Ordering::Acquire);
+                let k = (e >> 32).checked_sub(1)? as usize;
+                let tid = ctl.slot_word(i, slot::TID).load(Ordering::Acquire);
+                Some((tid as u32, k, e as u32 as i32))
+            })
+            .collect()
     }
 
     fn fd_of(&self, m: &RingMemory) -> i32 {
@@ -458,7 +541,8 @@ impl ProgramSession {
                     u32::try_from(w(slot::TID)).ok()?,
                     u32::try_from(w(slot::PID)).ok()?,
                 );
-                if tid == 0 {
+                // A thread whose events failed to open wrote its tid but no event id.
+                if tid == 0 || w(slot::EVENT_ID) == 0 {
                     return None;
                 }
                 Some(TracedThread {
@@ -466,7 +550,9 @@ impl ProgramSession {
                     pid,
                     tid,
                     event_id: w(slot::EVENT_ID),
-                    uevent_id: w(slot::UEVENT_ID),
+                    ids: (0..self.events)
+                        .map(|k| ctl.slot_event_id(i, k).load(Ordering::Acquire))
+                        .collect(),
                     ended: state == slot::ENDED,
                 })
             })
@@ -503,6 +589,7 @@ impl ProgramSession {
                     start: w(object::START),
                     len: w(object::LEN),
                     pgoff: w(object::PGOFF),
+                    time: w(object::TIME),
                     path: PathBuf::from(std::ffi::OsStr::from_bytes(&path)),
                 })
             })

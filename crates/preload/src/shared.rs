@@ -15,14 +15,20 @@
 //! - probes from `probes_offset()`: `MAX_PROBES` words, word `id - 1` holds the function
 //!   address of swtrace probe `id` (0: not written);
 //! - objects from `objects_offset()`: the count word, then `MAX_OBJECTS` entries of
-//!   `OBJECT_SIZE` bytes: `done`, `base`, `start`, `len`, `pgoff`, `path_len`, path bytes.
+//!   `OBJECT_SIZE` bytes: `done`, `base`, `start`, `len`, `pgoff`, `path_len`, `time`, path
+//!   bytes;
+//! - events from `events_offset()`: the count word, then `MAX_EVENTS` entries of
+//!   `EVENT_SIZE` bytes (the recorder's `-e` events, see [`event`]), written by the recorder
+//!   before the program starts;
+//! - per-slot event ids from `slot_ids_offset()`: `MAX_EVENTS` words per slot, the sample id
+//!   of each event the slot's thread opened, in event order.
 
 use std::sync::atomic::AtomicU64;
 
 /// "PFXPRELD".
 pub const MAGIC: u64 = u64::from_le_bytes(*b"PFXPRELD");
 /// Bumped on any layout change.
-pub const VERSION: u64 = 3;
+pub const VERSION: u64 = 4;
 /// The environment variable naming the control memfd's descriptor in the program.
 pub const ENV_CTL_FD: &str = "PERFAUX_PRELOAD_FD";
 
@@ -76,9 +82,9 @@ pub mod slot {
     /// transaction ends, so this is how far a thread killed mid-transaction (SIGKILL, `_exit`
     /// from a signal handler, a thread still running at exit) wrote.
     pub const WRITER_HEAD: usize = 32;
-    /// The id of the thread's uevent stream event (0: none), whose records go into the same
-    /// buffer (`PERF_EVENT_IOC_SET_OUTPUT`).
-    pub const UEVENT_ID: usize = 40;
+    /// Why the thread's events could not be opened (0: they were): `(index + 1) << 32 |
+    /// errno` of the first event that failed.
+    pub const OPEN_ERROR: usize = 40;
     /// Bytes per slot.
     pub const SIZE: usize = 64;
 }
@@ -89,7 +95,7 @@ pub const MAX_PROBES: usize = 1 << 16;
 /// Loaded objects kept.
 pub const MAX_OBJECTS: usize = 512;
 /// Longest object path kept.
-pub const PATH_MAX: usize = 4096 - 48;
+pub const PATH_MAX: usize = 4096 - 56;
 /// Bytes per object entry.
 pub const OBJECT_SIZE: usize = 4096;
 
@@ -107,8 +113,38 @@ pub mod object {
     pub const PGOFF: usize = 32;
     /// Bytes of path.
     pub const PATH_LEN: usize = 40;
+    /// When the runtime found the object (CLOCK_MONOTONIC ns, the clock of the program's
+    /// events): the time of its MMAP2 record, before any sample in it.
+    pub const TIME: usize = 48;
     /// The path bytes.
-    pub const PATH: usize = 48;
+    pub const PATH: usize = 56;
+}
+
+/// Events per recording (the `-e` events and the uevent stream).
+pub const MAX_EVENTS: usize = 16;
+/// Bytes per event entry.
+pub const EVENT_SIZE: usize = 1024;
+/// Longest attr an event entry holds.
+pub const ATTR_MAX: usize = 256;
+/// Longest function name an event entry holds.
+pub const FUNC_MAX: usize = EVENT_SIZE - event::FUNC;
+
+/// Offsets within an event entry. The recorder writes them before the program runs; the
+/// runtime writes only `FOUND`.
+pub mod event {
+    /// Index of the event's group leader (its own index for a leader).
+    pub const LEADER: usize = 0;
+    /// Bytes of attr.
+    pub const ATTR_LEN: usize = 8;
+    /// Bytes of function name: non-zero for `probe:FUNC`, whose `config` the runtime fills
+    /// in (the probe PMU's value for the probes named FUNC).
+    pub const FUNC_LEN: usize = 16;
+    /// Set by the runtime once FUNC named a function in a loaded object.
+    pub const FOUND: usize = 24;
+    /// The attr (`perf_event_attr`, native endian, its own `size` long).
+    pub const ATTR: usize = 32;
+    /// The function name bytes.
+    pub const FUNC: usize = ATTR + super::ATTR_MAX;
 }
 
 /// Where the slots start.
@@ -126,9 +162,19 @@ pub const fn objects_offset() -> usize {
     probes_offset() + MAX_PROBES * 8
 }
 
+/// Where the event table starts (its count word).
+pub const fn events_offset() -> usize {
+    objects_offset() + 4096 + MAX_OBJECTS * OBJECT_SIZE
+}
+
+/// Where the per-slot event ids start.
+pub const fn slot_ids_offset() -> usize {
+    events_offset() + 4096 + MAX_EVENTS * EVENT_SIZE
+}
+
 /// The control memfd's size.
 pub const fn total_len() -> usize {
-    objects_offset() + 4096 + MAX_OBJECTS * OBJECT_SIZE
+    slot_ids_offset() + MAX_SLOTS * MAX_EVENTS * 8
 }
 
 /// A view of a mapped control area. Every access is atomic or a bounded byte copy: the other
@@ -180,6 +226,23 @@ impl Control {
     pub fn probe_word(&self, id: u32) -> Option<&AtomicU64> {
         let i = (id as usize).checked_sub(1)?;
         (i < MAX_PROBES).then(|| self.word(probes_offset() + i * 8))
+    }
+
+    /// The id word of event `k` in slot `i`.
+    pub fn slot_event_id(&self, i: usize, k: usize) -> &AtomicU64 {
+        assert!(i < MAX_SLOTS && k < MAX_EVENTS);
+        self.word(slot_ids_offset() + (i * MAX_EVENTS + k) * 8)
+    }
+
+    /// The event count word.
+    pub fn event_count(&self) -> &AtomicU64 {
+        self.word(events_offset())
+    }
+
+    /// The byte offset of event entry `k`.
+    pub fn event_offset(k: usize) -> usize {
+        assert!(k < MAX_EVENTS);
+        events_offset() + 4096 + k * EVENT_SIZE
     }
 
     /// The object count word.

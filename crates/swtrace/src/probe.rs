@@ -108,6 +108,13 @@ impl Probe {
         self.addr.load(Relaxed)
     }
 
+    /// Sets the probe's address before its first entry, for a probe made at run time by code
+    /// that enters it on the function's behalf (perfaux-preload's hooks): the entering code's
+    /// address, captured otherwise, would be the hook's. Kept by the first entry.
+    pub fn set_addr(&self, addr: usize) {
+        self.addr.store(addr, Relaxed);
+    }
+
     #[inline(always)]
     pub(crate) fn current_id(&self) -> u32 {
         self.id.load(Relaxed)

@@ -48,8 +48,25 @@ pub fn uevent_type(s: &str) -> Result<u32, String> {
         })
 }
 
-/// The attrs for `ev`.
+/// The attrs for `ev` on the built-in workload (its probes named by [`PROBES`]).
 pub fn attrs_for(ev: &Event) -> Result<EventAttrs, String> {
+    attrs_with(ev, &|func| {
+        if !PROBES.contains(&func) {
+            return Err(format!(
+                "event '{}': no instrumented function '{func}' in the workload (probes: {})",
+                ev.text,
+                PROBES.join(", ")
+            ));
+        }
+        Ok(perfaux_pmus::probe::resolve_probe(func))
+    })
+}
+
+/// The attrs for `ev`, a `probe:FUNC` event's `config` from `probe_config(FUNC)`.
+pub fn attrs_with(
+    ev: &Event,
+    probe_config: &dyn Fn(&str) -> Result<u64, String>,
+) -> Result<EventAttrs, String> {
     let mut uevent_stream = false;
     let mut name = ev.name.clone();
     let mut open = match &ev.kind {
@@ -68,14 +85,7 @@ pub fn attrs_for(ev: &Event) -> Result<EventAttrs, String> {
             a
         }
         EventKind::Probe { func } => {
-            if !PROBES.contains(&func.as_str()) {
-                return Err(format!(
-                    "event '{}': no instrumented function '{func}' in the workload (probes: {})",
-                    ev.text,
-                    PROBES.join(", ")
-                ));
-            }
-            let mut a = base_attr(PROBE_TYPE, perfaux_pmus::probe::resolve_probe(func));
+            let mut a = base_attr(PROBE_TYPE, probe_config(func)?);
             a.sample_type |= PERF_SAMPLE_PERIOD;
             a.sample_period = 1;
             a

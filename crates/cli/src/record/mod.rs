@@ -11,6 +11,7 @@
 
 pub mod attrs;
 pub mod program;
+mod program_events;
 mod program_ring;
 mod session;
 pub mod signals;
@@ -60,6 +61,21 @@ pub fn default_events(aux_sample: bool) -> Vec<String> {
     }
 }
 
+/// `--aux-sample`'s size, if given.
+pub fn aux_sample_size(a: &RecordArgs) -> Result<Option<u32>, CliError> {
+    let Some(s) = &a.aux_sample else {
+        return Ok(None);
+    };
+    let n = parse_size(s).map_err(|e| CliError::msg(format!("--aux-sample: {e}")))?;
+    // The sample is a u16-sized record (UPSTREAM.md s.3); perf caps it at 60 KiB.
+    if n == 0 || n > 60 << 10 {
+        return Err(CliError::msg(format!(
+            "--aux-sample: size {n} is outside 1..=61440 bytes"
+        )));
+    }
+    Ok(Some(n as u32))
+}
+
 impl RecordConfig {
     pub fn from_args(a: &RecordArgs, verbose: bool) -> Result<Self, CliError> {
         if !a.command.is_empty() {
@@ -79,19 +95,7 @@ impl RecordConfig {
                 )));
             }
         };
-        let aux_sample = match &a.aux_sample {
-            None => None,
-            Some(s) => {
-                let n = parse_size(s).map_err(|e| CliError::msg(format!("--aux-sample: {e}")))?;
-                // The sample is a u16-sized record (UPSTREAM.md s.3); perf caps it at 60 KiB.
-                if n == 0 || n > 60 << 10 {
-                    return Err(CliError::msg(format!(
-                        "--aux-sample: size {n} is outside 1..=61440 bytes"
-                    )));
-                }
-                Some(n as u32)
-            }
-        };
+        let aux_sample = aux_sample_size(a)?;
         let texts = if a.events.is_empty() {
             default_events(aux_sample.is_some())
         } else {

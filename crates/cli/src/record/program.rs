@@ -6,6 +6,13 @@
 //! wrapped flag). COMM and MMAP2 records for the program's threads and objects come from what
 //! the runtime reported (since /proc/PID/maps is gone once a crashed program is reaped), and a
 //! probe table names every function from the ELF symbol tables.
+//!
+//! `-e` takes what the built-in workload's record takes, around one `swtrace//` event
+//! ([`super::program_events`]): the recorder writes the events into the control area's event
+//! table, every traced thread opens them in its group and buffer as `perf record` would and
+//! reports their ids, and `probe:FUNC` is resolved by the runtime in each object the program
+//! loads (its load addresses are known only there); a FUNC found nowhere is an error naming
+//! it, and the file is not written.
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -22,15 +29,15 @@ use perfaux_abi::parse_info::RecordParseInfo;
 use perfaux_abi::raw::RawData;
 use perfaux_abi::records::{CommRecord, EncodeRecord, Mmap2FileId, Mmap2Record};
 use perfaux_abi::sample_id::{CpuRes, PidTid, SampleId};
-use perfaux_perfdata::uevent_sample::UEVENT_EVENT_NAME;
 use perfaux_preload::host::{LoadedObject, Options, ProgramSession};
 use perfaux_preload::symbols::Symbolizer;
-use perfaux_recorder::{EventSpec, Output, Recorder, RecorderOptions};
+use perfaux_recorder::{Output, Recorder, RecorderOptions};
 use perfaux_swtrace::{ProbeInfo, ProbeTable};
 
+use super::program_events::{open_error, program_events, unfound, unfound_line};
 use super::program_ring::SlotRing;
 use super::session::{is_stdout, rec_err};
-use super::{DEFAULT_AUX_SIZE, RecordSummary, signals};
+use super::{DEFAULT_AUX_SIZE, RecordSummary, aux_sample_size, signals};
 use crate::cli::{RecordArgs, parse_mmap_pages};
 use crate::error::CliError;
 use crate::events::resolve_events;
@@ -163,11 +170,6 @@ pub fn record_program(
     a: &RecordArgs,
     verbose: bool,
 ) -> Result<(RecordSummary, ProgramEnd), CliError> {
-    if a.aux_sample.is_some() {
-        return Err(CliError::msg(
-            "record: --aux-sample is not available yet for a program (the full trace and -S are)",
-        ));
-    }
     if is_stdout(&a.output) {
         return Err(CliError::msg(
             "record: -o - cannot carry a program's trace (perf 6.1 reads no trace in a pipe-mode \
@@ -188,23 +190,8 @@ pub fn record_program(
     } else {
         a.events.clone()
     };
-    let events = resolve_events(&texts, None).map_err(CliError::msg)?;
-    if events.len() != 1
-        || !matches!(events[0].kind, crate::events::EventKind::SwTrace)
-        || events[0].aux_action != Default::default()
-    {
-        return Err(CliError::msg(
-            "record: a program is traced with swtrace// alone for now (other events and aux-action come later)",
-        ));
-    }
-    // The attrs the runtime opens in the program: the recorder parses the records the program
-    // writes with them.
-    let mut uevents = EventSpec::new(UEVENT_EVENT_NAME, perfaux_preload::uevent_attr(), 1);
-    uevents.uevent_stream = true;
-    let specs = vec![
-        EventSpec::new(events[0].name.clone(), perfaux_preload::trace_attr(), 0),
-        uevents,
-    ];
+    let events = resolve_events(&texts, aux_sample_size(a)?).map_err(CliError::msg)?;
+    let (specs, table) = program_events(&events)?;
     let page = perfaux_core::page_size() as u64;
     let aux_size = match &a.mmap_pages {
         Some(m) => parse_mmap_pages(m, page)?.1,
@@ -218,6 +205,7 @@ pub fn record_program(
         data_pages: DATA_PAGES,
         aux_pages: (aux_size / page) as usize,
         overwrite,
+        events: table.clone(),
     };
     let session = ProgramSession::new(&opts).map_err(|e| CliError::msg(format!("record: {e}")))?;
     let session = Arc::new(Mutex::new(session));
@@ -235,6 +223,7 @@ pub fn record_program(
     .map_err(rec_err)?;
     let argv: Vec<OsString> = a.command.iter().map(OsString::from).collect();
     let prog = a.command[0].clone();
+    let start_ns = now_ns();
     let pid = lock(&session)
         .spawn(&argv, &runtime)
         .map_err(|e| CliError::msg(format!("record: cannot run '{prog}': {e}")))?;
@@ -245,8 +234,13 @@ pub fn record_program(
         .file_name()
         .map_or(prog.clone(), |n| n.to_string_lossy().into_owned());
     let ended = Arc::new(AtomicBool::new(false));
-    let mut seen = Sideband::default();
+    let mut seen = Sideband {
+        start_ns,
+        slots: Vec::new(),
+        objects: 0,
+    };
     let mut stop_sent = false;
+    let mut functions_checked = false;
     let status = loop {
         let st = lock(&session)
             .try_wait()
@@ -256,6 +250,19 @@ pub fn record_program(
             ended.store(true, Ordering::Release);
         }
         seen.add_new(&mut rec, &session, &ended, pid, &comm)?;
+        if !functions_checked && seen.slots.iter().any(|&s| s) {
+            // A traced thread means the runtime's init resolved the probe functions in the
+            // objects loaded at start: say at once if one is missing (a dlopen may still
+            // bring it; the recording fails at the end if none does).
+            functions_checked = true;
+            let missing = unfound(&lock(&session), &table);
+            if !missing.is_empty() {
+                let l = unfound_line(&missing, &prog, " at its start");
+                eprintln!(
+                    "perfaux record: warning: {l}; the recording fails unless a dlopen brings it"
+                );
+            }
+        }
         rec.drain().map_err(rec_err)?;
         if overwrite && (st.is_some() || signals::take_snapshot_request()) {
             // -S: on SIGUSR2, and once the program ended (exit, crash or kill), the newest
@@ -275,6 +282,15 @@ pub fn record_program(
     };
     let end = ProgramEnd(status);
     let session = lock(&session);
+    let missing = unfound(&session, &table);
+    let failed = (!missing.is_empty())
+        .then(|| unfound_line(&missing, &prog, ""))
+        .or_else(|| open_error(&session, rec.events()));
+    if let Some(l) = failed {
+        // No file: the recording lacks what was asked for; the previous file stays.
+        drop(rec);
+        return Err(CliError::msg(format!("record: {l}")));
+    }
     if session.threads().is_empty() {
         // Dropping the recorder unmade leaves no file and the previous one in place.
         drop(rec);
@@ -311,8 +327,9 @@ fn lock(s: &Mutex<ProgramSession>) -> std::sync::MutexGuard<'_, ProgramSession> 
 }
 
 /// The threads and objects already in the recording.
-#[derive(Default)]
 struct Sideband {
+    /// When the program was started (the time of its threads' COMM records).
+    start_ns: u64,
     slots: Vec<bool>,
     objects: usize,
 }
@@ -345,7 +362,7 @@ impl Sideband {
                 continue;
             }
             self.slots[t.slot] = true;
-            let r = comm_record(t.pid, t.tid, comm, &info, endian)?;
+            let r = comm_record(t.pid, t.tid, self.start_ns, comm, &info, endian)?;
             rec.write_record(&r).map_err(rec_err)?;
             let ring = SlotRing::new(
                 session.clone(),
@@ -354,8 +371,7 @@ impl Sideband {
                 t.event_id,
                 ended.clone(),
             );
-            rec.add_ring(Box::new(ring), &[t.event_id, t.uevent_id])
-                .map_err(rec_err)?;
+            rec.add_ring(Box::new(ring), &t.ids).map_err(rec_err)?;
         }
         Ok(())
     }
@@ -373,19 +389,23 @@ fn now_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-fn sid(pid: u32, tid: u32) -> SampleId {
+fn sid(pid: u32, tid: u32, time: u64) -> SampleId {
     SampleId {
         tid: Some(PidTid { pid, tid }),
-        time: Some(now_ns()),
+        time: Some(time),
         cpu: Some(CpuRes { cpu: 0, res: 0 }),
         identifier: Some(0),
         ..Default::default()
     }
 }
 
+/// A thread's COMM, timed at the program's start (`start_ns`): the runtime reports the
+/// thread only after its first events, and perf names a sample's thread from the COMM that
+/// comes before it in time.
 fn comm_record(
     pid: u32,
     tid: u32,
+    start_ns: u64,
     comm: &str,
     info: &RecordParseInfo,
     endian: Endianness,
@@ -395,7 +415,7 @@ fn comm_record(
         pid,
         tid,
         comm: RawData::new(comm.as_bytes(), &[]),
-        sample_id: sid(pid, tid),
+        sample_id: sid(pid, tid, start_ns),
     }
     .to_vec(info, endian)
     .map_err(|e| CliError::msg(format!("synthesizing COMM: {e}")))
@@ -428,7 +448,8 @@ fn mmap2_record(
         prot: 5,
         flags: 2,
         filename: RawData::new(o.path.as_os_str().as_bytes(), &[]),
-        sample_id: sid(pid, pid),
+        // When the runtime found the object: before the samples in it.
+        sample_id: sid(pid, pid, if o.time != 0 { o.time } else { now_ns() }),
     }
     .to_vec(info, endian)
     .map_err(|e| CliError::msg(format!("synthesizing MMAP2: {e}")))

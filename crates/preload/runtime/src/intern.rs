@@ -79,10 +79,20 @@ pub(crate) fn skip_used_ids(ctl: &perfaux_preload::shared::Control) {
 /// Makes and publishes the probe of slot `i`, and writes its address into the recorder's probe
 /// table under its id (the recorder names the id from that address).
 fn make(i: usize, addr: usize) -> &'static Probe {
-    let name: &'static str = Box::leak(format!("{addr:#x}").into_boxed_str());
+    let ctl = crate::control();
+    if let Some(ctl) = &ctl {
+        // First: an object seen for the first time is searched for the probe events'
+        // functions, whose probes are named FUNC so that those events match them.
+        crate::objects::cover(ctl, addr);
+    }
+    // The probe is entered from the runtime's hooks: its address (a probe sample's IP) is
+    // the function's, not the entering code's: its start for a probe event's function (-pg
+    // hooks see an address inside it), as an uprobe at FUNC stands at its entry.
+    let (ip, name) = crate::events::function_at(addr)
+        .unwrap_or_else(|| (addr, Box::leak(format!("{addr:#x}").into_boxed_str())));
     let probe: &'static Probe = Box::leak(Box::new(Probe::new(name)));
-    if let (Some(id), Some(ctl)) = (probe.id(), crate::control()) {
-        crate::objects::cover(&ctl, addr);
+    probe.set_addr(ip);
+    if let (Some(id), Some(ctl)) = (probe.id(), ctl) {
         if let Some(w) = ctl.probe_word(id.0) {
             w.store(addr as u64, Ordering::Release);
         }

@@ -6,10 +6,13 @@
 //! - [`hooks`]: the compilers' entry/exit hooks. A function address becomes a swtrace probe the
 //!   first time it is seen ([`intern`]); the probe's guard waits on the thread's return stack
 //!   until the matching exit.
-//! - [`thread`]: each thread, on its first hook, claims a slot and opens perfaux-core's trace
-//!   PMU for itself over the slot's memory; its thread-local destructor ends it cleanly.
+//! - [`thread`]: each thread, on its first hook, claims a slot and opens the recorder's events
+//!   ([`events`]: the trace PMU's event over the slot's memory, the others in its group or
+//!   redirected into its buffer, as `perf record` opens them); its thread-local destructor
+//!   ends them cleanly.
 
 mod crash;
+mod events;
 mod hooks;
 mod intern;
 mod objects;
@@ -85,6 +88,9 @@ extern "C" fn init() {
     // SAFETY: registers a plain function for the child side of fork.
     unsafe { libc::pthread_atfork(None, None, Some(in_forked_child)) };
     intern::skip_used_ids(&ctl);
+    // Before any object is reported (which resolves the probe events' functions) and any
+    // probe is made.
+    events::load(&ctl);
     objects::report_all(&ctl);
     crash::install();
     ACTIVE.store(true, Ordering::Release);

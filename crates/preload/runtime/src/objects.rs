@@ -1,7 +1,8 @@
 //! The loaded objects, written into the control area for the recorder (its MMAP2 records and
 //! symbols), because /proc/PID/maps is gone once a crashed program is reaped. Written at init
 //! and again whenever a hook sees a function outside every object written so far (code a
-//! `dlopen` brought in).
+//! `dlopen` brought in). A new object's symbols are searched for the functions of the
+//! `probe:FUNC` events ([`crate::events::resolve_object`]).
 
 use std::sync::atomic::Ordering;
 
@@ -80,6 +81,7 @@ unsafe extern "C" fn one(
     if path.first() != Some(&b'/') {
         return 0; // the vDSO
     }
+    let mut new = false;
     for k in 0..info.dlpi_phnum as usize {
         // SAFETY: dlpi_phdr has dlpi_phnum entries.
         let ph = unsafe { &*info.dlpi_phdr.wrapping_add(k) };
@@ -102,8 +104,25 @@ unsafe extern "C" fn one(
         w(object::LEN, (vaddr - start) + ph.p_memsz);
         w(object::PGOFF, ph.p_offset & !(page - 1));
         w(object::PATH_LEN, path.len() as u64);
+        w(object::TIME, now_ns());
         ctl.write_bytes(off + object::PATH, path);
         ctl.word(off + object::DONE).store(1, Ordering::Release);
+        new = true;
+    }
+    if new {
+        // A new object: the probe events' functions may be in it.
+        crate::events::resolve_object(ctl, path, info.dlpi_addr);
     }
     0
+}
+
+/// CLOCK_MONOTONIC in ns, the clock of the program's events.
+fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid clock id and out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }

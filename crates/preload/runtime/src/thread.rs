@@ -5,6 +5,7 @@ use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use perfaux_abi::attr::AttrFlags;
 use perfaux_core::{EventFd, Mmap, Prot, Target, page_size, perf_event_open_attr};
 use perfaux_preload::shared::{Control, HEADER_FDS, MAX_SLOTS, header, slot};
 use perfaux_ring::RingMemory;
@@ -17,16 +18,16 @@ const STACK_DEPTH: usize = 8192;
 struct Traced {
     aux: Mmap,
     data: Mmap,
-    /// The uevent stream, redirected into this buffer (None if it could not be opened).
-    uevents: Option<EventFd>,
+    /// The other events (probes, samplers, the uevent stream), redirected into this buffer.
+    members: Vec<EventFd>,
     fd: EventFd,
     slot: usize,
 }
 
 impl Drop for Traced {
     fn drop(&mut self) {
-        if let Some(u) = &self.uevents {
-            let _ = u.disable(0);
+        for m in &self.members {
+            let _ = m.disable(0);
         }
         let _ = self.fd.disable(0);
         if let Some(ctl) = crate::control() {
@@ -307,7 +308,7 @@ fn push_frame(
     }
 }
 
-/// Claims a slot and opens this thread's trace event over its memory.
+/// Claims a slot and opens this thread's events, the trace event over the slot's memory.
 fn open(ctl: &Control) -> Option<Traced> {
     let nslots = (ctl.word(header::NSLOTS).load(Ordering::Acquire) as usize).min(MAX_SLOTS);
     let i = (0..nslots).find(|&i| {
@@ -342,14 +343,35 @@ fn open_slot(ctl: &Control, i: usize) -> Option<Traced> {
     let data_pages = data_mem.layout().data_size / page_size();
     let aux_pages = aux_mem.layout().aux_size / page_size();
     let tid = perfaux_core::thread::gettid();
-    let fd = perf_event_open_attr(
-        &perfaux_preload::trace_attr(),
-        Target::Thread(tid),
-        -1,
-        -1,
-        0,
-    )
-    .ok()?;
+    ctl.slot_word(i, slot::TID)
+        .store(tid as u64, Ordering::Relaxed);
+    // As perf record opens them (ThreadRing::open): each event in order, a member with its
+    // leader's fd as group_fd; the trace event owns the buffer, the others write into it.
+    let events = crate::events::all();
+    let owner = events
+        .iter()
+        .position(|e| e.attr.type_ == perfaux_pmus::SWTRACE_TYPE)?;
+    let mut fds: Vec<EventFd> = Vec::with_capacity(events.len());
+    for (k, e) in events.iter().enumerate() {
+        let group_fd = if e.leader == k {
+            -1
+        } else {
+            fds.get(e.leader)?.as_raw()
+        };
+        let mut attr = e.attr;
+        // Enabled once the buffer is mapped.
+        attr.flags |= AttrFlags::DISABLED;
+        match perf_event_open_attr(&attr, Target::Thread(tid), -1, group_fd, 0) {
+            Ok(fd) => fds.push(fd),
+            Err(err) => {
+                let word = ((k as u64 + 1) << 32) | u64::from(err.errno as u32);
+                ctl.slot_word(i, slot::OPEN_ERROR)
+                    .store(word, Ordering::Release);
+                return None;
+            }
+        }
+    }
+    let fd = fds.remove(owner);
     let data = fd
         .mmap_over(0, 1 + data_pages, Prot::READ_WRITE, data_mem)
         .ok()?;
@@ -364,34 +386,33 @@ fn open_slot(ctl: &Control, i: usize) -> Option<Traced> {
     let aux = fd
         .mmap_over(aux_off / page, aux_pages, prot, aux_mem)
         .ok()?;
+    for m in &fds {
+        m.set_output(fd.as_raw()).ok()?;
+    }
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() };
-    ctl.slot_word(i, slot::TID)
-        .store(tid as u64, Ordering::Relaxed);
     ctl.slot_word(i, slot::PID)
         .store(pid as u64, Ordering::Relaxed);
     ctl.slot_word(i, slot::EVENT_ID)
         .store(fd.id(), Ordering::Relaxed);
-    let uevents = perf_event_open_attr(
-        &perfaux_preload::uevent_attr(),
-        Target::Thread(tid),
-        -1,
-        -1,
-        0,
-    )
-    .ok()
-    .filter(|u| u.set_output(fd.as_raw()).is_ok() && u.enable(0).is_ok());
-    if let Some(u) = &uevents {
-        ctl.slot_word(i, slot::UEVENT_ID)
-            .store(u.id(), Ordering::Relaxed);
+    for k in 0..events.len() {
+        let id = match k.cmp(&owner) {
+            std::cmp::Ordering::Less => fds[k].id(),
+            std::cmp::Ordering::Equal => fd.id(),
+            std::cmp::Ordering::Greater => fds[k - 1].id(),
+        };
+        ctl.slot_event_id(i, k).store(id, Ordering::Relaxed);
     }
     ctl.slot_word(i, slot::STATE)
         .store(slot::TRACING, Ordering::Release);
+    for m in &fds {
+        m.enable(0).ok()?;
+    }
     fd.enable(0).ok()?;
     Some(Traced {
         aux,
         data,
-        uevents,
+        members: fds,
         fd,
         slot: i,
     })

@@ -17,8 +17,8 @@ use std::sync::atomic::Ordering;
 
 use crate::thread::THREAD;
 
-/// Saves the argument registers. With rsp = 16k + 8 before it, 7 pushes (56) and 128 bytes keep the
-/// call that follows 16-aligned; the hook's return address is then at rsp + 184.
+/// Saves the argument registers: 7 pushes (56 bytes) and 128 bytes, 184 in all (the callers
+/// keep the call that follows 16-aligned).
 macro_rules! save_args {
     () => {
         concat!(
@@ -48,16 +48,30 @@ macro_rules! restore_args {
 
 /// -pg: called after the prologue (push rbp; mov rbp, rsp): the function's return address is
 /// at rbp + 8, mcount's own return address (inside the function) on top of the stack.
+///
+/// Neither hook nor the trampoline may assume an aligned stack: gcc pushes callee-saved
+/// registers before the mcount call (`push rbx; call mcount`), and calls functions of the same
+/// unit that need no alignment with the stack as it is (`-fipa-stack-alignment`). So each
+/// aligns it (as uftrace's hooks do), the entry's stack pointer kept in rbx (callee-saved:
+/// the Rust code keeps it): after `and rsp, -16`, the 184 bytes of saved registers and 8 more
+/// keep the inner call aligned.
 #[cfg(target_arch = "x86_64")]
 #[unsafe(naked)]
 #[unsafe(no_mangle)]
 pub extern "C" fn mcount() {
     std::arch::naked_asm!(
+        "push rbx",
+        "mov rbx, rsp",
+        "and rsp, -16",
         save_args!(),
+        "sub rsp, 8",
         "lea rdi, [rbp + 8]",
-        "mov rsi, [rsp + 184]",
+        "mov rsi, [rbx + 8]",
         "call {entry}",
+        "add rsp, 8",
         restore_args!(),
+        "mov rsp, rbx",
+        "pop rbx",
         "ret",
         entry = sym hook_entry,
     )
@@ -65,46 +79,57 @@ pub extern "C" fn mcount() {
 
 /// -pg -mfentry: called first thing in the function: the top of the stack is the return into
 /// the function (5 or 6 bytes past its start: `call rel32` or `call [rip + GOT]`; 5 back is
-/// inside the function either way), above it the function's own return address. No `push rbp`
-/// came first, so on entry rsp = 16k: 8 more bytes keep the inner call aligned.
+/// inside the function either way), above it the function's own return address. The stack is
+/// aligned as in [`mcount`]: after `push rbx`, the return into the function is at rbx + 8 and
+/// the function's return address at rbx + 16.
 #[cfg(target_arch = "x86_64")]
 #[unsafe(naked)]
 #[unsafe(no_mangle)]
 pub extern "C" fn __fentry__() {
     std::arch::naked_asm!(
-        "sub rsp, 8",
+        "push rbx",
+        "mov rbx, rsp",
+        "and rsp, -16",
         save_args!(),
-        "lea rdi, [rsp + 200]",
-        "mov rsi, [rsp + 192]",
+        "sub rsp, 8",
+        "lea rdi, [rbx + 16]",
+        "mov rsi, [rbx + 8]",
         "sub rsi, 5",
         "call {entry}",
-        restore_args!(),
         "add rsp, 8",
+        restore_args!(),
+        "mov rsp, rbx",
+        "pop rbx",
         "ret",
         entry = sym hook_entry,
     )
 }
 
-/// The return trampoline: entered by the hijacked `ret`, so rsp = the slot + 8, 16-aligned (the
-/// caller's call site was). Saves the return registers, gets the original address back, and
+/// The return trampoline: entered by the hijacked `ret`, so rsp = the slot + 8 (aligned or
+/// not, see [`mcount`]). Saves rbx below it (the slot is free: its return address was taken)
+/// and aligns the stack, saves the return registers, gets the original address back, and
 /// jumps there.
 #[cfg(target_arch = "x86_64")]
 #[unsafe(naked)]
 extern "C" fn perfaux_return_trampoline() {
     std::arch::naked_asm!(
+        "push rbx",
+        "mov rbx, rsp",
+        "and rsp, -16",
         "sub rsp, 48",
         "mov [rsp + 32], rax",
         "mov [rsp + 40], rdx",
         "movdqu [rsp + 0], xmm0",
         "movdqu [rsp + 16], xmm1",
-        "lea rdi, [rsp + 48]",
+        "lea rdi, [rbx + 8]",
         "call {exit}",
         "mov r11, rax",
         "movdqu xmm0, [rsp + 0]",
         "movdqu xmm1, [rsp + 16]",
         "mov rax, [rsp + 32]",
         "mov rdx, [rsp + 40]",
-        "add rsp, 48",
+        "mov rsp, rbx",
+        "pop rbx",
         "jmp r11",
         exit = sym hook_exit,
     )
