@@ -139,10 +139,12 @@ impl Thread {
         if !src.is_null() {
             // SAFETY: set together in `start_mirror` while the thread traces: `src` is this
             // thread's writer head, which lives until the thread's exit (swtrace's
-            // aux_head_word contract) and is cleared with `traced` before that; `dst` is a word
-            // of the control mapping, which is never unmapped. Both are only read or stored
+            // aux_head_word contract) and is cleared with `traced` before that. Only read
             // atomically.
-            unsafe { (*dst).store((*src).load(Ordering::Relaxed), Ordering::Release) };
+            let head = unsafe { (*src).load(Ordering::Relaxed) };
+            // SAFETY: `dst` is a word of the control mapping, which is never unmapped; both
+            // processes only access it atomically.
+            unsafe { (*dst).store(head, Ordering::Release) };
         }
     }
 
@@ -270,10 +272,11 @@ impl Thread {
     }
 }
 
-/// Pushes a frame, one store per field straight into the stack's memory. `Vec::push` built
-/// the frame on the machine stack and copied it with 16-byte loads over 8-byte stores that had
-/// not retired: two store-forwarding stalls a call, a quarter of the entry hook's time. The
-/// stack has room (its capacity is reserved when the thread starts tracing, and callers keep
+/// Pushes a frame straight into the stack's spare memory, with no capacity check that could
+/// call the allocator: `Vec::push` built the frame on the machine stack and copied it with
+/// 16-byte loads over 8-byte stores that had not retired (store-forwarding stalls, a quarter
+/// of the entry hook's time, with the guard that swtrace returned through memory). The stack
+/// has room (its capacity is reserved when the thread starts tracing, and callers keep
 /// it below STACK_DEPTH); if it had none the frame would be pushed the ordinary way.
 #[inline(always)]
 fn push_frame(
@@ -294,18 +297,16 @@ fn push_frame(
         });
         return;
     };
-    let f = dst.as_mut_ptr();
-    // SAFETY: `f` is the first spare element of the vector's allocation, valid for writes of
-    // a Frame; each field is written once, so the element is whole before set_len counts it.
-    unsafe {
-        (&raw mut (*f).addr).write(addr);
-        (&raw mut (*f).guard).write(guard);
-        (&raw mut (*f).slot).write(slot);
-        (&raw mut (*f).parent_loc).write(parent_loc);
-        (&raw mut (*f).ret).write(ret);
-        let len = st.len();
-        st.set_len(len + 1);
-    }
+    dst.write(Frame {
+        addr,
+        guard,
+        slot,
+        parent_loc,
+        ret,
+    });
+    let len = st.len();
+    // SAFETY: the element at `len` (the first spare one) was just written whole.
+    unsafe { st.set_len(len + 1) };
 }
 
 /// Claims a slot and opens this thread's events, the trace event over the slot's memory.
