@@ -22,32 +22,30 @@ impl Probe {
         #[cfg(test)]
         writer::at_point(writer::Point::ProbeSlotRead);
         let hook = self.hook.load(Relaxed);
-        if hook != 0 {
-            return self.enter_cold(hook, current_ip());
-        }
-        if tt.is_null() {
-            return ProbeGuard::idle(self);
-        }
-        self.enter_observed(tt)
-    }
-
-    /// The paused/shadow-only path inline; the packet writing is out of line
-    /// (`ThreadTrace::trace_enter`), so the unobserved path stays small.
-    #[inline(always)]
-    fn enter_observed(&'static self, tt: *const ThreadTrace) -> ProbeGuard {
-        // SAFETY: a non-null slot points to this thread's live ThreadTrace (writer::slot's
-        // contract: the slot is cleared before the ThreadTrace is freed).
-        ProbeGuard::new(self, unsafe { &*tt }.enter(self, 0))
+        // Every path yields the open call's scalars and the guard is built once from them: a
+        // cold path that returned a whole guard did so through memory, so the guard of every
+        // entry went through the stack, and a caller that moved it on (the preload runtime's
+        // return stack) paid a store-forwarding stall reading it back.
+        let call = if hook != 0 {
+            self.enter_cold(hook, current_ip())
+        } else if tt.is_null() {
+            OpenCall::default()
+        } else {
+            // SAFETY: a non-null slot points to this thread's live ThreadTrace (writer::slot's
+            // contract: the slot is cleared before the ThreadTrace is freed).
+            unsafe { &*tt }.enter(self, 0)
+        };
+        ProbeGuard::new(self, call)
     }
 
     #[cold]
     #[inline(never)]
-    fn enter_cold(&'static self, hook: u32, ip: usize) -> ProbeGuard {
+    fn enter_cold(&'static self, hook: u32, ip: usize) -> OpenCall {
         let mut hook = hook;
         if hook & HOOK_UNREGISTERED != 0 {
             if registry::register(self, Some(ip)).is_none() {
                 // Without an id there is nothing to write: this one entry goes unobserved.
-                return ProbeGuard::idle(self);
+                return OpenCall::default();
             }
             hook = self.hook.load(Relaxed);
         }
@@ -58,14 +56,13 @@ impl Probe {
         // The hook may have installed, paused or removed this thread's writer: reload.
         let tt = writer::slot();
         if tt.is_null() {
-            let call = OpenCall {
+            return OpenCall {
                 flags,
                 ..OpenCall::default()
             };
-            return ProbeGuard::new(self, call);
         }
         // SAFETY: as in `enter`.
-        ProbeGuard::new(self, unsafe { &*tt }.enter(self, flags))
+        unsafe { &*tt }.enter(self, flags)
     }
 }
 
@@ -81,11 +78,6 @@ pub struct ProbeGuard {
 }
 
 impl ProbeGuard {
-    #[inline(always)]
-    fn idle(probe: &'static Probe) -> ProbeGuard {
-        ProbeGuard::new(probe, OpenCall::default())
-    }
-
     #[inline(always)]
     fn new(probe: &'static Probe, call: OpenCall) -> ProbeGuard {
         // Flat fields, not an OpenCall inside: the guard is built from registers, as when the

@@ -3,7 +3,7 @@
 use std::cell::{Cell, RefCell};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use perfaux_abi::attr::AttrFlags;
 use perfaux_core::{EventFd, Mmap, Prot, Target, page_size, perf_event_open_attr};
@@ -65,6 +65,12 @@ pub(crate) struct Thread {
     overflow: Cell<usize>,
     stack: RefCell<Vec<Frame>>,
     traced: RefCell<Option<Traced>>,
+    /// The writer's head word (swtrace's `aux_head_word`) and the slot's WRITER_HEAD word,
+    /// both null until the thread traces: the mirror after every hook is these two pointers,
+    /// not a thread-local lookup, a RefCell and a control-area index (a third of the hook
+    /// path's cost when they were).
+    head_src: Cell<*const AtomicU64>,
+    head_dst: Cell<*const AtomicU64>,
 }
 
 impl Drop for Thread {
@@ -75,6 +81,7 @@ impl Drop for Thread {
             // A forked child: these guards belong to the parent's trace.
             std::mem::forget(std::mem::take(stack));
             std::mem::forget(self.traced.get_mut().take());
+            self.head_src.set(std::ptr::null());
             return;
         }
         // Frames still hijacked keep their return addresses here: a thread that exits with
@@ -82,6 +89,8 @@ impl Drop for Thread {
         while let Some(f) = stack.pop() {
             drop(f.guard);
         }
+        self.mirror_head();
+        self.head_src.set(std::ptr::null());
         drop(self.traced.get_mut().take());
     }
 }
@@ -94,6 +103,8 @@ thread_local! {
             overflow: Cell::new(0),
             stack: RefCell::new(Vec::new()),
             traced: RefCell::new(None),
+            head_src: Cell::new(std::ptr::null()),
+            head_dst: Cell::new(std::ptr::null()),
         }
     };
 }
@@ -112,6 +123,7 @@ impl Thread {
                 self.stack.borrow_mut().reserve_exact(STACK_DEPTH);
             }
             *self.traced.borrow_mut() = t;
+            self.start_mirror();
         }
         if self.state.get() == TRACING {
             f(self);
@@ -121,15 +133,30 @@ impl Thread {
     }
 
     /// Mirrors the writer's head into the slot (after the packets it covers: Release).
+    #[inline(always)]
     fn mirror_head(&self) {
-        if let (Ok(tr), Some(ctl), Some(head)) = (
-            self.traced.try_borrow(),
-            crate::control(),
-            perfaux_swtrace::writer::aux_head(),
-        ) && let Some(tr) = &*tr
-        {
-            ctl.slot_word(tr.slot, slot::WRITER_HEAD)
-                .store(head, Ordering::Release);
+        let (src, dst) = (self.head_src.get(), self.head_dst.get());
+        if !src.is_null() {
+            // SAFETY: set together in `start_mirror` while the thread traces: `src` is this
+            // thread's writer head, which lives until the thread's exit (swtrace's
+            // aux_head_word contract) and is cleared with `traced` before that. Only read
+            // atomically.
+            let head = unsafe { (*src).load(Ordering::Relaxed) };
+            // SAFETY: `dst` is a word of the control mapping, which is never unmapped; both
+            // processes only access it atomically.
+            unsafe { (*dst).store(head, Ordering::Release) };
+        }
+    }
+
+    /// Points the mirror at the writer's head and the slot's word (once the event is enabled
+    /// and the writer's state exists).
+    fn start_mirror(&self) {
+        let src = perfaux_swtrace::writer::aux_head_word();
+        let slot = self.traced.borrow().as_ref().map(|t| t.slot);
+        if let (false, Some(ctl), Some(i)) = (src.is_null(), crate::control(), slot) {
+            self.head_dst
+                .set(ctl.slot_word(i, slot::WRITER_HEAD) as *const AtomicU64);
+            self.head_src.set(src);
         }
     }
 
@@ -151,13 +178,7 @@ impl Thread {
                 t.overflow.set(t.overflow.get() + 1);
                 return;
             }
-            st.push(Frame {
-                addr,
-                guard: p.enter(),
-                slot,
-                parent_loc: 0,
-                ret: 0,
-            });
+            push_frame(&mut st, addr, p.enter(), slot, 0, 0);
         });
     }
 
@@ -194,13 +215,7 @@ impl Thread {
                 unsafe { parent_loc.write(ret) };
                 return;
             };
-            st.push(Frame {
-                addr,
-                guard: p.enter(),
-                slot: loc,
-                parent_loc: loc,
-                ret,
-            });
+            push_frame(&mut st, addr, p.enter(), loc, loc, ret);
             // SAFETY: as above.
             unsafe { parent_loc.write(crate::trampoline::return_trampoline_addr()) };
         });
@@ -228,7 +243,7 @@ impl Thread {
         } else {
             std::mem::forget(f)
         }
-        if !busy {
+        if !busy && keep {
             drop(st);
             self.mirror_head();
         }
@@ -246,12 +261,52 @@ impl Thread {
             }
             let mut st = t.stack.borrow_mut();
             if let Some(pos) = st.iter().rposition(|f| f.addr == addr && f.parent_loc == 0) {
-                while st.len() > pos {
+                // Innermost first; the call itself ends in place (`truncate` drops it where it
+                // lies: popping it copied the frame out first).
+                while st.len() > pos + 1 {
                     drop(st.pop());
                 }
+                st.truncate(pos);
             }
         });
     }
+}
+
+/// Pushes a frame straight into the stack's spare memory, with no capacity check that could
+/// call the allocator: `Vec::push` built the frame on the machine stack and copied it with
+/// 16-byte loads over 8-byte stores that had not retired (store-forwarding stalls, a quarter
+/// of the entry hook's time, with the guard that swtrace returned through memory). The stack
+/// has room (its capacity is reserved when the thread starts tracing, and callers keep
+/// it below STACK_DEPTH); if it had none the frame would be pushed the ordinary way.
+#[inline(always)]
+fn push_frame(
+    st: &mut Vec<Frame>,
+    addr: usize,
+    guard: ProbeGuard,
+    slot: usize,
+    parent_loc: usize,
+    ret: usize,
+) {
+    let Some(dst) = st.spare_capacity_mut().first_mut() else {
+        st.push(Frame {
+            addr,
+            guard,
+            slot,
+            parent_loc,
+            ret,
+        });
+        return;
+    };
+    dst.write(Frame {
+        addr,
+        guard,
+        slot,
+        parent_loc,
+        ret,
+    });
+    let len = st.len();
+    // SAFETY: the element at `len` (the first spare one) was just written whole.
+    unsafe { st.set_len(len + 1) };
 }
 
 /// Claims a slot and opens this thread's events, the trace event over the slot's memory.

@@ -116,8 +116,8 @@ pub use config::{
     WriterStatus,
 };
 pub use control::{
-    SHADOW_DEPTH, aux_head, callchain, disable_shadow_stack, enable_shadow_stack, install, pause,
-    resume, set_limit, status, uninstall,
+    SHADOW_DEPTH, aux_head, aux_head_word, callchain, disable_shadow_stack, enable_shadow_stack,
+    install, pause, resume, set_limit, status, uninstall,
 };
 pub use lifetime::prepare;
 pub(crate) use lifetime::{slot, thread_trace_ptr};

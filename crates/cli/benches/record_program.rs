@@ -1,0 +1,150 @@
+//! `perfaux record -- ./prog` against `uftrace record` of the same program, whole processes,
+//! in the same run (issue 9's overhead figure): crates/preload/tests/c/calls.c built with
+//! -finstrument-functions and with -pg, run as `calls 0 30 nojmp` (fib(30) and its leaf
+//! calls on one thread, about four million traced calls), plainly, under perfaux and under
+//! uftrace. The overhead per call is (recorded - plain) / calls; the calls in the trace are
+//! counted once per build (`perfaux script --call-trace`) and printed to stderr. Without gcc
+//! nothing is measured; without uftrace its peer is left out (both said on stderr).
+//!
+//! `record_program_snapshots`: the flight recorder (`-S`, 4 MiB areas) on the
+//! -finstrument-functions build, alone and with a SIGUSR2 to perfaux every millisecond (a
+//! snapshot each, taken while the program runs): if a snapshot stopped the traced thread,
+//! the second would take longer by the snapshots' time.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+
+const ARGS: [&str; 3] = ["0", "30", "nojmp"];
+
+fn run(c: &mut Command) {
+    let st = c
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("spawn");
+    assert!(st.success(), "{c:?}: {st}");
+}
+
+fn build(dir: &Path, flag: &str) -> Option<PathBuf> {
+    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/../preload/tests/c/calls.c");
+    let prog = dir.join(format!("calls{}", flag.replace(' ', "")));
+    let ok = Command::new("gcc")
+        .args(["-O2", "-g", "-pthread"])
+        .args(flag.split(' '))
+        .arg("-o")
+        .arg(&prog)
+        .arg(src)
+        .status()
+        .is_ok_and(|s| s.success());
+    ok.then_some(prog)
+}
+
+fn perfaux() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_perfaux"))
+}
+
+/// The calls in a perfaux recording of `prog`.
+fn traced_calls(dir: &Path, prog: &Path) -> usize {
+    let data = dir.join("count.data");
+    run(perfaux()
+        .args(["record", "-m", ",64M", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(prog)
+        .args(ARGS));
+    let out = perfaux()
+        .args(["script", "--call-trace", "-i"])
+        .arg(&data)
+        .output()
+        .expect("perfaux script");
+    out.stdout
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .count()
+}
+
+fn bench(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let have_uftrace = Command::new("uftrace")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !have_uftrace {
+        eprintln!("skipped: the uftrace peer (uftrace not found)");
+    }
+    for flag in ["-finstrument-functions", "-pg"] {
+        let Some(prog) = build(dir.path(), flag) else {
+            eprintln!("skipped: record_program{flag} (gcc not found)");
+            return;
+        };
+        eprintln!(
+            "record_program{flag}: {} calls in the trace",
+            traced_calls(dir.path(), &prog)
+        );
+        let data = dir.path().join("b.data");
+        let udir = dir.path().join("u.data");
+        let mut g = c.benchmark_group(format!("record_program{flag}"));
+        g.sample_size(10);
+        g.bench_function("plain", |b| b.iter(|| run(Command::new(&prog).args(ARGS))));
+        g.bench_function("perfaux_record", |b| {
+            b.iter(|| {
+                run(perfaux()
+                    .args(["record", "-m", ",64M", "-o"])
+                    .arg(&data)
+                    .arg("--")
+                    .arg(&prog)
+                    .args(ARGS))
+            })
+        });
+        if have_uftrace {
+            g.bench_function("uftrace_record", |b| {
+                b.iter(|| {
+                    run(Command::new("uftrace")
+                        .arg("record")
+                        .arg("-d")
+                        .arg(&udir)
+                        .arg(&prog)
+                        .args(ARGS))
+                })
+            });
+        }
+        g.finish();
+    }
+    if let Some(prog) = build(dir.path(), "-finstrument-functions") {
+        let data = dir.path().join("s.data");
+        let mut g = c.benchmark_group("record_program_snapshots");
+        g.sample_size(10);
+        let flight = |signals: bool| {
+            let mut child = perfaux()
+                .args(["record", "-S", "-m", ",4M", "-o"])
+                .arg(&data)
+                .arg("--")
+                .arg(&prog)
+                .args(ARGS)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn perfaux");
+            let st = loop {
+                if let Some(st) = child.try_wait().expect("wait") {
+                    break st;
+                }
+                if signals {
+                    // SAFETY: kill has no memory preconditions; the pid is this bench's child.
+                    unsafe { libc::kill(child.id() as i32, libc::SIGUSR2) };
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            };
+            assert!(st.success(), "perfaux record -S: {st}");
+        };
+        g.bench_function("S_no_snapshots", |b| b.iter(|| flight(false)));
+        g.bench_function("S_snapshot_every_ms", |b| b.iter(|| flight(true)));
+        g.finish();
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
