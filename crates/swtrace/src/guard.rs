@@ -5,9 +5,10 @@
 use std::marker::PhantomData;
 use std::sync::atomic::Ordering::Relaxed;
 
+use crate::forward::{self, HOOK_FORWARD};
 use crate::probe::{
-    GUARD_HOOKED, GUARD_LOST, GUARD_OBSERVED, HOOK_ON, HOOK_UNREGISTERED, OpenCall, Probe,
-    ProbeEvent,
+    GUARD_FORWARDED, GUARD_HOOKED, GUARD_LOST, GUARD_OBSERVED, HOOK_ON, HOOK_UNREGISTERED,
+    OpenCall, Probe, ProbeEvent,
 };
 use crate::registry;
 use crate::writer::{self, ThreadTrace};
@@ -48,6 +49,13 @@ impl Probe {
                 return OpenCall::default();
             }
             hook = self.hook.load(Relaxed);
+        }
+        // Under `perfaux record -- ./prog`: the runtime traces the call (crate::forward).
+        if hook & HOOK_FORWARD != 0 && forward::enter(self as *const Probe as usize, ip) {
+            return OpenCall {
+                flags: GUARD_FORWARDED,
+                ..OpenCall::default()
+            };
         }
         let mut flags = 0;
         if hook & HOOK_ON != 0 && registry::call_hook(self, ProbeEvent::Enter) {
@@ -121,6 +129,9 @@ impl ProbeGuard {
         }
         if self.flags & GUARD_HOOKED != 0 {
             registry::call_hook(self.probe, ProbeEvent::Exit);
+        }
+        if self.flags & GUARD_FORWARDED != 0 {
+            forward::exit(self.probe as *const Probe as usize);
         }
     }
 }

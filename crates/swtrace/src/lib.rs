@@ -58,6 +58,7 @@ pub mod calltrace;
 pub mod clock;
 pub mod decode;
 pub mod format;
+pub mod forward;
 pub mod guard;
 pub mod probe;
 pub mod registry;

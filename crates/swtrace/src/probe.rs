@@ -128,6 +128,8 @@ pub(crate) const GUARD_HOOKED: u8 = 2;
 /// Guard flag: the entry hit a busy writer (a signal handler) and was counted lost; so is the
 /// exit.
 pub(crate) const GUARD_LOST: u8 = 4;
+/// Guard flag: the entry went to the preload runtime ([`crate::forward`]); so does the exit.
+pub(crate) const GUARD_FORWARDED: u8 = 8;
 
 /// What an open call's guard keeps: its place on the thread's shadow stack, the stream
 /// (epoch) it belongs to, and the `GUARD_*` flags. The writer fills it on entry and reads it

@@ -111,6 +111,9 @@ impl Registry {
         let p = self.probes[idx];
         let subs = self.id_subs[idx] + self.name_subs.get(p.name()).copied().unwrap_or(0);
         let mut word = if subs > 0 { HOOK_ON } else { 0 };
+        if crate::forward::resolve() {
+            word |= crate::forward::HOOK_FORWARD;
+        }
         if !p.entered.load(Relaxed) {
             word |= HOOK_UNREGISTERED;
         }

@@ -44,6 +44,31 @@ pub extern "C" fn __cyg_profile_func_exit(func: *mut c_void, _site: *mut c_void)
     }
 }
 
+/// A Rust probe's entry, from the program's own copy of perfaux-swtrace (its `forward`
+/// module finds this by name): the call of the function containing `ip`, whose return passes
+/// `key`. Whether the entry was taken (this thread traces); if not, the program's copy treats
+/// the probe as it would without perfaux.
+#[unsafe(no_mangle)]
+pub extern "C" fn perfaux_preload_probe_enter(key: usize, ip: usize) -> bool {
+    if !crate::ACTIVE.load(Ordering::Relaxed) {
+        return false;
+    }
+    THREAD
+        .try_with(|t| {
+            t.enter_forwarded(ip, key);
+            t.is_tracing()
+        })
+        .unwrap_or(false)
+}
+
+/// A Rust probe's return (for an entry [`perfaux_preload_probe_enter`] took).
+#[unsafe(no_mangle)]
+pub extern "C" fn perfaux_preload_probe_exit(key: usize) {
+    if crate::ACTIVE.load(Ordering::Relaxed) {
+        let _ = THREAD.try_with(|t| t.exit(key));
+    }
+}
+
 /// perfaux.h's `perfaux_uevent(type, buf, len)` when the program runs under perfaux: a uevent
 /// of `type_` with `len` bytes at `buf` into the calling thread's recording (its events opened
 /// first if no traced call did yet). 0, or -1 with errno as the seed's uevent call sets it

@@ -41,6 +41,10 @@ extern "C" fn in_forked_child() {
 
 /// The constructor: maps the control area and reports the loaded objects.
 extern "C" fn init() {
+    // This copy of swtrace serves the runtime: its probes are the traced program's calls and
+    // must not be handed back to the runtime (crate perfaux_swtrace::forward), as a Rust
+    // program's own copy does.
+    perfaux_swtrace::forward::disable();
     // SAFETY: getenv with a NUL-terminated name; the result is read before any setenv can run
     // (constructors run before main, on the only thread).
     let v = unsafe { libc::getenv(c"PERFAUX_PRELOAD_FD".as_ptr()) };

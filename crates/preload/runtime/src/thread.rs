@@ -132,6 +132,11 @@ impl Thread {
         self.busy.set(false);
     }
 
+    /// Whether the thread's events are open (after its first hook).
+    pub(crate) fn is_tracing(&self) -> bool {
+        self.state.get() == TRACING
+    }
+
     /// Mirrors the writer's head into the slot (after the packets it covers: Release).
     #[inline(always)]
     fn mirror_head(&self) {
@@ -163,7 +168,21 @@ impl Thread {
     /// -finstrument-functions entry into the function at `addr` whose return address is at
     /// `slot` (0: not found). Frames whose slot is at or below it are gone (a longjmp left
     /// them) and end first.
+    #[inline(always)]
     pub(crate) fn enter(&self, addr: usize, slot: usize) {
+        self.enter_as(addr, addr, slot);
+    }
+
+    /// A Rust probe's entry (swtrace's `forward`): the call of the function containing `ip`,
+    /// ended by [`Thread::exit`] of `key` (the probe's address: a Rust probe's return knows
+    /// its probe, not the function).
+    pub(crate) fn enter_forwarded(&self, ip: usize, key: usize) {
+        self.enter_as(ip, key, 0);
+    }
+
+    /// Entry into the function at `addr`, ended by the exit of `key`.
+    #[inline(always)]
+    fn enter_as(&self, addr: usize, key: usize, slot: usize) {
         self.guarded(|t| {
             let mut st = t.stack.borrow_mut();
             if slot != 0 && t.overflow.get() == 0 {
@@ -178,7 +197,7 @@ impl Thread {
                 t.overflow.set(t.overflow.get() + 1);
                 return;
             }
-            push_frame(&mut st, addr, p.enter(), slot, 0, 0);
+            push_frame(&mut st, key, p.enter(), slot, 0, 0);
         });
     }
 

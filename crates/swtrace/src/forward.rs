@@ -1,0 +1,94 @@
+//! Probes handed to a tracer outside this copy of swtrace: `perfaux record -- ./rustprog`.
+//!
+//! A Rust program that uses the probe macros links its own copy of this crate, with no writer
+//! on any thread. When `perfaux record` starts it, the recorder's preload runtime (which
+//! carries another copy, and the core) is loaded first and exports
+//! [`ENTER_SYMBOL`] and [`EXIT_SYMBOL`]: the program's probes then go to the runtime, as the
+//! compilers' `__cyg_profile_func_enter/exit` hooks of a C program do, and the runtime traces
+//! them into the recorder's rings under the name of the function they sit in.
+//!
+//! The lookup is made once per process, at the first registration of a probe (a cold path that
+//! already takes a lock and allocates), with `dlsym(RTLD_DEFAULT, ...)`. Found, every probe's
+//! hook word keeps [`HOOK_FORWARD`]: its entries take the cold path, which calls the runtime,
+//! and the guard's drop calls the runtime's exit. Not found (no runtime: the common case),
+//! nothing changes and the hot path stays as it is. The runtime turns forwarding off in its own
+//! copy ([`disable`]) before any of its probes runs, or its probes would call themselves.
+
+use std::sync::atomic::AtomicU8;
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+
+/// Hook word bit: entries and returns go to the preload runtime.
+pub const HOOK_FORWARD: u32 = 4;
+
+/// The runtime's entry function: `(key, ip) -> taken`. `key` names the open call (the probe's
+/// address: its return passes the same key), `ip` an address inside the instrumented function.
+/// Returns whether the runtime took the entry (then it takes the return too).
+pub const ENTER_SYMBOL: &std::ffi::CStr = c"perfaux_preload_probe_enter";
+/// The runtime's return function: `(key)`.
+pub const EXIT_SYMBOL: &std::ffi::CStr = c"perfaux_preload_probe_exit";
+
+type EnterFn = unsafe extern "C" fn(usize, usize) -> bool;
+type ExitFn = unsafe extern "C" fn(usize);
+
+const UNKNOWN: u8 = 0;
+const NONE: u8 = 1;
+const FOUND: u8 = 2;
+
+static STATE: AtomicU8 = AtomicU8::new(UNKNOWN);
+static ENTER: AtomicUsize = AtomicUsize::new(0);
+static EXIT: AtomicUsize = AtomicUsize::new(0);
+
+/// Turns forwarding off in this copy of the crate (the preload runtime's own).
+pub fn disable() {
+    STATE.store(NONE, Release);
+}
+
+/// Whether probes go to a preload runtime; looks it up on the first call (with the registry's
+/// lock held, so once).
+pub(crate) fn resolve() -> bool {
+    match STATE.load(Acquire) {
+        FOUND => return true,
+        NONE => return false,
+        _ => {}
+    }
+    let lookup = |name: &std::ffi::CStr| {
+        // SAFETY: dlsym with the default handle and a NUL-terminated name; a symbol that is
+        // found is the runtime's export of the signature this module names.
+        unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) }
+    };
+    let (enter, exit) = (lookup(ENTER_SYMBOL), lookup(EXIT_SYMBOL));
+    if enter.is_null() || exit.is_null() {
+        STATE.store(NONE, Release);
+        return false;
+    }
+    ENTER.store(enter as usize, Relaxed);
+    EXIT.store(exit as usize, Relaxed);
+    STATE.store(FOUND, Release);
+    true
+}
+
+/// Hands an entry to the runtime; whether it took it.
+pub(crate) fn enter(key: usize, ip: usize) -> bool {
+    if STATE.load(Acquire) != FOUND {
+        return false;
+    }
+    let f = ENTER.load(Relaxed);
+    // SAFETY: FOUND is stored after ENTER (Release/Acquire) and ENTER then holds the address of
+    // the runtime's exported function of type EnterFn, which stays loaded (it is preloaded).
+    let f: EnterFn = unsafe { std::mem::transmute::<usize, EnterFn>(f) };
+    // SAFETY: the runtime's function takes any key and ip.
+    unsafe { f(key, ip) }
+}
+
+/// Hands a return to the runtime (for an entry it took).
+pub(crate) fn exit(key: usize) {
+    let f = EXIT.load(Relaxed);
+    if f == 0 {
+        return;
+    }
+    // SAFETY: as in `enter`: a taken entry means FOUND, and EXIT was stored before it.
+    let f: ExitFn = unsafe { std::mem::transmute::<usize, ExitFn>(f) };
+    // SAFETY: the runtime's function takes any key.
+    unsafe { f(key) }
+}
