@@ -11,7 +11,6 @@
 //! snapshot each, taken while the program runs): if a snapshot stopped the traced thread,
 //! the second would take longer by the snapshots' time.
 
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -122,18 +121,7 @@ fn bench(c: &mut Criterion) {
             let mut cmd = perfaux();
             // SIGUSR2 blocked from exec until perfaux's handlers are in (perfaux unblocks it
             // then): a signal in that window would otherwise end it (SIGUSR2's default).
-            let block = || {
-                // SAFETY: an all-zero sigset_t is a valid value of the C type.
-                let mut s: libc::sigset_t = unsafe { std::mem::zeroed() };
-                // SAFETY: `s` is a valid sigset_t on this stack.
-                unsafe { libc::sigaddset(&mut s, libc::SIGUSR2) };
-                // SAFETY: `s` is initialized; the old mask is not asked for.
-                unsafe { libc::sigprocmask(libc::SIG_BLOCK, &s, std::ptr::null_mut()) };
-                Ok(())
-            };
-            // SAFETY: the closure runs in the forked child before exec and calls only
-            // async-signal-safe functions on its own stack.
-            unsafe { cmd.pre_exec(block) };
+            perfaux_testutil::block_sigusr2_until_handled(&mut cmd);
             let mut child = cmd
                 .args(["record", "-S", "-m", ",4M", "-o"])
                 .arg(&data)

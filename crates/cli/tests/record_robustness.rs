@@ -83,18 +83,7 @@ fn start_until(
     let mut c = Command::new(PERFAUX);
     c.arg("-v").arg("record").args(args).stderr(Stdio::piped());
     if block_signals {
-        let block = || {
-            // SAFETY: an all-zero sigset_t is a valid value of the C type.
-            let mut s: libc::sigset_t = unsafe { std::mem::zeroed() };
-            // SAFETY: `s` is a valid sigset_t on this stack.
-            unsafe { libc::sigaddset(&mut s, libc::SIGUSR2) };
-            // SAFETY: `s` is initialized; the old mask is not asked for.
-            unsafe { libc::sigprocmask(libc::SIG_BLOCK, &s, std::ptr::null_mut()) };
-            Ok(())
-        };
-        // SAFETY: the closure runs in the forked child before exec and
-        // calls only async-signal-safe functions on its own stack.
-        unsafe { c.pre_exec(block) };
+        perfaux_testutil::block_sigusr2_until_handled(&mut c);
     }
     let mut child = c.spawn().unwrap();
     if block_signals {

@@ -242,3 +242,22 @@ unsafe impl std::alloc::GlobalAlloc for CountingAlloc {
         unsafe { std::alloc::System.realloc(ptr, layout, new) }
     }
 }
+
+/// Blocks SIGUSR2 in `cmd`'s process from before its exec: perfaux unblocks it once its
+/// handlers are in, so a SIGUSR2 sent at once stays pending instead of ending the process
+/// (SIGUSR2's default action) in the window before them.
+pub fn block_sigusr2_until_handled(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    let block = || {
+        // SAFETY: an all-zero sigset_t is a valid value of the C type.
+        let mut s: libc::sigset_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `s` is a valid sigset_t on this stack.
+        unsafe { libc::sigaddset(&mut s, libc::SIGUSR2) };
+        // SAFETY: `s` is initialized; the old mask is not asked for.
+        unsafe { libc::sigprocmask(libc::SIG_BLOCK, &s, std::ptr::null_mut()) };
+        Ok(())
+    };
+    // SAFETY: the closure runs in the forked child before exec and calls only async-signal-safe
+    // functions on its own stack.
+    unsafe { cmd.pre_exec(block) };
+}
