@@ -63,6 +63,7 @@ pub mod probe;
 pub mod registry;
 pub mod shadow;
 pub mod table;
+pub mod window;
 pub mod writer;
 
 pub use calltrace::{CallTrace, CallTraceOptions};
@@ -74,6 +75,7 @@ pub use registry::{
     HookError, HookFn, HookTarget, lookup, probe_by_id, probe_table, set_hook, set_hook_handler,
 };
 pub use table::{ProbeInfo, ProbeTable, TableError};
+pub use window::{Window, WindowChunk, Windows};
 pub use writer::{AuxMode, AuxRegion, OnFull, Timing, WriterConfig, WriterError, WriterStatus};
 
 /// The unit tests' allocator: the system's, counting each thread's allocations, so that a
