@@ -52,6 +52,7 @@ pub mod host;
 pub mod reader;
 pub mod record;
 pub mod record_attrs;
+pub mod trace_reader;
 pub mod trace_section;
 pub mod uevent_sample;
 pub mod writer;

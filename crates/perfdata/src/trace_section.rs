@@ -52,7 +52,7 @@ use std::io::{self, Write};
 /// 6.1, PMU_CAPS) and simpleperf's (128 up), below the 256-bit table's end.
 pub const PERFAUX_FEATURE_BIT: u32 = 250;
 
-const MAGIC: &[u8; 8] = b"PFXAUX01";
+pub(crate) const MAGIC: &[u8; 8] = b"PFXAUX01";
 
 /// What a chunk of trace bytes is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,7 +75,7 @@ impl ChunkKind {
         }
     }
 
-    fn from_code(c: u32) -> Option<Self> {
+    pub(crate) fn from_code(c: u32) -> Option<Self> {
         match c {
             0 => Some(ChunkKind::Trace),
             1 => Some(ChunkKind::Snapshot),
@@ -219,7 +219,7 @@ fn section_prefix(probe_table: &[u8], chunks: u64) -> Vec<u8> {
 }
 
 /// The chunk header fields, then the bytes; `CHUNK_HEADER` bytes before them.
-const CHUNK_HEADER: usize = 8 + 4 + 4 + 8 + 8 + 4 + 4;
+pub(crate) const CHUNK_HEADER: usize = 8 + 4 + 4 + 8 + 8 + 4 + 4;
 
 /// The whole section, decoded.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
