@@ -19,7 +19,7 @@ use super::Script;
 use crate::error::CliError;
 
 /// Bytes of trace the merge holds, shared by its windows.
-pub(crate) const MERGE_BUDGET: usize = 16 << 20;
+pub(crate) const MERGE_BUDGET: usize = 8 << 20;
 /// The most bytes of one window held at a time.
 pub(crate) const MAX_PIECE: usize = 1 << 20;
 /// The most windows merged: each holds its decoder and a pending line.
