@@ -40,6 +40,11 @@
 //! Every length is checked against the section before it is used; a bad one
 //! is an error naming the byte offset in the file.
 //!
+//! A reader does not hold it either: [`crate::trace_reader`] walks the
+//! chunk headers one at a time and reads their bytes in pieces from the
+//! file ([`crate::PerfDataReader::trace_section`]); [`AuxData`] is the
+//! whole section in memory, for writers and small sections.
+//!
 //! A recorder writes the section without holding the trace in memory:
 //! [`ChunkStream`] appends each chunk (header, bytes, padding) to any
 //! `Write` as it is drained, and [`ChunkStream::section_prefix`] gives the

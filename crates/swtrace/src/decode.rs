@@ -166,7 +166,10 @@ enum Buf<'a> {
 
 struct Stream<'a> {
     src: Box<dyn Read + 'a>,
+    /// `cap` bytes once the first read allocates them (zeroed once, then
+    /// reused); the first `filled` hold the stream's bytes.
     data: Vec<u8>,
+    filled: usize,
     cap: usize,
     eof: bool,
     error: Option<io::Error>,
@@ -176,7 +179,7 @@ impl std::fmt::Debug for Buf<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Buf::Slice(b) => write!(f, "Slice({} bytes)", b.len()),
-            Buf::Stream(s) => write!(f, "Stream({} bytes held, eof {})", s.data.len(), s.eof),
+            Buf::Stream(s) => write!(f, "Stream({} bytes held, eof {})", s.filled, s.eof),
         }
     }
 }
@@ -185,7 +188,7 @@ impl Buf<'_> {
     fn bytes(&self) -> &[u8] {
         match self {
             Buf::Slice(b) => b,
-            Buf::Stream(s) => &s.data,
+            Buf::Stream(s) => &s.data[..s.filled],
         }
     }
 
@@ -235,7 +238,8 @@ pub fn decode_chunks<'a>(chunks: impl IntoIterator<Item = (u64, &'a [u8])>) -> V
             out.extend(Decoder::with_offset(bytes, *at));
         } else {
             let src = Parts { parts, at: 0 };
-            out.extend(Decoder::from_reader(src, w.start(), CHAINED_PIECE));
+            let piece = CHAINED_PIECE.min(usize::try_from(w.len).unwrap_or(usize::MAX));
+            out.extend(Decoder::from_reader(src, w.start(), piece));
         }
         end = Some(w.end());
     }
@@ -288,6 +292,7 @@ impl<'a> Decoder<'a> {
         let s = Stream {
             src: Box::new(src),
             data: Vec::new(),
+            filled: 0,
             cap: piece.max(MIN_PIECE),
             eof: false,
             error: None,
@@ -335,31 +340,31 @@ impl<'a> Decoder<'a> {
             return false;
         }
         if self.pos > 0 {
-            s.data.drain(..self.pos);
+            s.data.copy_within(self.pos..s.filled, 0);
+            s.filled -= self.pos;
             self.start_offset = self.start_offset.wrapping_add(self.pos as u64);
             self.pos = 0;
         }
-        let before = s.data.len();
-        while s.data.len() < s.cap {
-            let at = s.data.len();
-            s.data.resize(s.cap, 0);
-            match s.src.read(&mut s.data[at..]) {
+        if s.data.is_empty() {
+            s.data = vec![0; s.cap];
+        }
+        let before = s.filled;
+        while s.filled < s.cap {
+            match s.src.read(&mut s.data[s.filled..]) {
                 Ok(0) => {
-                    s.data.truncate(at);
                     s.eof = true;
                     break;
                 }
-                Ok(n) => s.data.truncate(at + n),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => s.data.truncate(at),
+                Ok(n) => s.filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    s.data.truncate(at);
                     s.error = Some(e);
                     s.eof = true;
                     break;
                 }
             }
         }
-        s.data.len() > before
+        s.filled > before
     }
 
     /// Makes sure a packet starting at `pos` is held whole when the stream has it.

@@ -163,13 +163,14 @@ proptest! {
     /// window, damaged or not, whatever the source's read sizes.
     #[test]
     fn a_window_read_in_pieces_decodes_as_the_whole(
-        bytes in streamish(),
+        // Several streams back to back: windows of a few pieces (the smallest is MIN_PIECE).
+        parts in prop::collection::vec(streamish(), 1..8),
         flips in prop::collection::vec((any::<usize>(), any::<u8>()), 0..4),
         piece in 0usize..2000,
         dribble in 1usize..64,
         start in any::<u32>(),
     ) {
-        let mut bytes = bytes;
+        let mut bytes = parts.concat();
         for (at, x) in flips {
             if !bytes.is_empty() {
                 let i = at % bytes.len();

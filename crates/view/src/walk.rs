@@ -313,7 +313,8 @@ fn trace_windows(
             first: None,
             paused: false,
         };
-        let mut dec = Decoder::from_reader(section.window_bytes(&w), w.start(), WINDOW_PIECE);
+        let piece = WINDOW_PIECE.min(usize::try_from(w.len).unwrap_or(usize::MAX));
+        let mut dec = Decoder::from_reader(section.window_bytes(&w), w.start(), piece);
         for ev in dec.by_ref() {
             win.event(&ev, &funcs, names, sink).map_err(io)?;
         }

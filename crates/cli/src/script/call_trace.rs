@@ -161,6 +161,8 @@ pub(super) fn call_trace_lines(
             } else {
                 None
             };
+            // A window smaller than its share holds no more than itself.
+            let piece = piece.min(usize::try_from(w.len).unwrap_or(usize::MAX));
             let dec = Decoder::from_reader(trace.window_bytes(w), w.start(), piece);
             WindowLines::new(dec, CallTrace::new(&s.probes, opts), end_label)
         })

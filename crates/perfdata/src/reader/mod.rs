@@ -4,7 +4,10 @@
 //! Memory is bounded by the largest record (with its AUXTRACE payload) and
 //! the metadata, never by the file: records are slices of a window over the
 //! input that is reused from record to record. Every size field is checked
-//! against the bytes the file can still hold before it is trusted.
+//! against the bytes the file can still hold before it is trusted. The
+//! metadata ([`metadata`]: header, attrs, features) holds every feature
+//! section but perfaux's trace section, which can be most of the file: it
+//! is located, and read in place ([`PerfDataReader::trace_section`]).
 //!
 //! After an error the reader is finished: the records before the damage have
 //! been handed out, then the error (naming the file offset) is returned, then
