@@ -138,6 +138,10 @@ impl Event {
 #[derive(Debug)]
 pub struct Decoder<'a> {
     buf: Buf<'a>,
+    /// Bytes held (`buf`'s length) and whether more may come, kept beside it so that the
+    /// per-packet checks do not look into `buf`.
+    end: usize,
+    more: bool,
     pos: usize,
     start_offset: u64,
     synced: bool,
@@ -190,11 +194,6 @@ impl Buf<'_> {
             Buf::Slice(b) => b,
             Buf::Stream(s) => &s.data[..s.filled],
         }
-    }
-
-    /// Whether bytes past the held ones may still come.
-    fn more(&self) -> bool {
-        matches!(self, Buf::Stream(s) if !s.eof)
     }
 }
 
@@ -301,8 +300,14 @@ impl<'a> Decoder<'a> {
     }
 
     fn over(buf: Buf<'a>, offset: u64) -> Decoder<'a> {
+        let (end, more) = match &buf {
+            Buf::Slice(b) => (b.len(), false),
+            Buf::Stream(_) => (0, true),
+        };
         Decoder {
             buf,
+            end,
+            more,
             pos: 0,
             start_offset: offset,
             synced: false,
@@ -328,7 +333,7 @@ impl<'a> Decoder<'a> {
     }
 
     fn len(&self) -> usize {
-        self.buf.bytes().len()
+        self.end
     }
 
     /// Drops the decoded bytes (before `pos`) and reads more; whether new bytes came.
@@ -364,12 +369,14 @@ impl<'a> Decoder<'a> {
                 }
             }
         }
+        self.end = s.filled;
+        self.more = !s.eof;
         s.filled > before
     }
 
     /// Makes sure a packet starting at `pos` is held whole when the stream has it.
     fn look_ahead(&mut self, pos: usize) {
-        if self.len() - pos < LOOKAHEAD && self.buf.more() {
+        if self.more && self.end - pos < LOOKAHEAD {
             self.refill();
         }
     }
@@ -434,7 +441,7 @@ impl<'a> Decoder<'a> {
                 .position(|&b| b == SYNC_MAGIC[0])
             {
                 let cand = at + i;
-                if self.len() - cand < LOOKAHEAD && self.buf.more() {
+                if self.more && self.end - cand < LOOKAHEAD {
                     // The candidate may be cut by the piece's end: read on from it.
                     self.pos = cand;
                     self.refill();
