@@ -7,13 +7,11 @@ use std::fs::File;
 use std::io::BufReader;
 use std::path::Path;
 
-use perfaux_perfdata::Feature;
 use perfaux_swtrace::ProbeTable;
-use perfaux_view::{ChunkKind, Filter, Recording, TraceChunk, UeventFormat};
+use perfaux_view::{Filter, Recording, UeventFormat};
 
 use crate::error::CliError;
 use crate::workload::UEVENT_TYPES;
-use perfaux_perfdata::trace_section::{self as auxdata, AuxData, PERFAUX_FEATURE_BIT};
 use perfaux_perfdata::uevent_sample::{UEVENT_EVENT_NAME, uevent_from_raw};
 
 /// Opens `path` and hands `f` the recording, ready for [`perfaux_view::walk`].
@@ -23,41 +21,24 @@ pub fn with_recording<T>(
     f: impl FnOnce(Recording<'_, BufReader<File>>) -> Result<T, CliError>,
 ) -> Result<T, CliError> {
     let (reader, _) = crate::input::open_input(path)?;
-    // The metadata is borrowed, not cloned: the trace section is the
-    // largest thing in it.
-    let meta = reader.metadata();
-    if let Some(e) = &meta.feature_error {
+    if let Some(e) = &reader.metadata().feature_error {
         return Err(CliError::file(path, e));
     }
-    let aux = match meta.features.raw(Feature(PERFAUX_FEATURE_BIT)) {
-        Some(sec) => AuxData::parse(&sec.data, sec.offset).map_err(|e| CliError::file(path, e))?,
-        None => AuxData::default(),
+    // The trace section is located, not read: the walk reads it window by
+    // window from the file.
+    let trace = reader
+        .trace_section()
+        .transpose()
+        .map_err(|e| CliError::file(path, e))?;
+    let probes = match &trace {
+        Some(t) if !t.probe_table().is_empty() => ProbeTable::from_bytes(t.probe_table())
+            .map_err(|e| CliError::file(path, format!("perfaux trace section: {e}")))?,
+        _ => ProbeTable::default(),
     };
-    let probes = if aux.probe_table.is_empty() {
-        ProbeTable::default()
-    } else {
-        ProbeTable::from_bytes(&aux.probe_table)
-            .map_err(|e| CliError::file(path, format!("perfaux trace section: {e}")))?
-    };
-    let chunks = aux
-        .chunks
-        .iter()
-        .map(|c| TraceChunk {
-            event_id: c.event_id,
-            tid: c.tid,
-            aux_offset: c.aux_offset,
-            kind: match c.kind {
-                auxdata::ChunkKind::Trace => ChunkKind::Trace,
-                auxdata::ChunkKind::Snapshot => ChunkKind::Snapshot,
-                auxdata::ChunkKind::UeventLog => ChunkKind::UeventLog,
-            },
-            bytes: &c.bytes,
-        })
-        .collect();
     f(Recording {
         reader,
         probes: &probes,
-        chunks,
+        trace: trace.as_ref(),
         uevents: UeventFormat {
             event_name: UEVENT_EVENT_NAME,
             decode: uevent_from_raw,

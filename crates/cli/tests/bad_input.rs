@@ -315,3 +315,55 @@ fn script_prints_every_line_before_the_damage() {
         assert!(all.contains(line), "{line}");
     }
 }
+
+/// A chunk header of perfaux's trace section claiming more bytes than the
+/// section holds: `script --call-trace` prints the calls of the windows
+/// before it, `report -D` dumps the chunks before it, and each then says
+/// which chunk is bad and at which file offset, and exits non-zero.
+#[test]
+fn a_bad_trace_chunk_is_named_after_the_chunks_before_it() {
+    let dir = tempdir();
+    let (f, _) = record(dir.path(), "c.data", &["--requests", "300", "-m", ",64K"]);
+    let reader = perfaux_perfdata::PerfDataReader::open(&f).unwrap();
+    let section = reader.trace_section().expect("trace section").unwrap();
+    let chunks: Vec<_> = section.chunks().map(Result::unwrap).collect();
+    let n = chunks.len();
+    assert!(n >= 2, "{n} chunks");
+    let last = chunks[n - 1];
+    // Every call of the intact file, and the ones of the windows before the
+    // last chunk (the last chunk's window starts with it or holds it).
+    let intact = perfaux(&["script", "--call-trace", "-i", path_str(&f)]);
+    assert_eq!(intact.code, 0, "{}", intact.stderr);
+    drop(section);
+    drop(reader);
+
+    let mut bytes = std::fs::read(&f).unwrap();
+    let size_at = last.header_offset as usize + 24;
+    bytes[size_at..size_at + 8].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    let bad = dir.path().join("bad-chunk.data");
+    std::fs::write(&bad, &bytes).unwrap();
+    let what = format!("chunk {} of {n}: size 1099511627776 exceeds", n - 1);
+    let at = format!("offset {size_at:#x}");
+
+    let r = perfaux(&["script", "--call-trace", "-i", path_str(&bad)]);
+    let l = one_error_line(&r);
+    assert!(l.contains(&what) && l.contains(&at), "{l}");
+    let got: Vec<&str> = r.stdout.lines().collect();
+    assert!(
+        !got.is_empty(),
+        "the windows before the bad chunk are shown"
+    );
+    let all: std::collections::HashSet<&str> = intact.stdout.lines().collect();
+    for line in &got {
+        assert!(all.contains(line), "{line}");
+    }
+
+    let r = perfaux(&["report", "-D", "-i", path_str(&bad)]);
+    let l = one_error_line(&r);
+    assert!(l.contains(&what) && l.contains(&at), "{l}");
+    assert_eq!(
+        r.stdout.matches(" event id: ").count(),
+        n - 1,
+        "the chunks before the bad one are dumped"
+    );
+}

@@ -8,6 +8,7 @@ use crate::feature_data::{
     parse_auxtrace_index, parse_clock_data, parse_cmdline, parse_compressed, parse_event_desc,
     parse_group_desc, parse_nrcpus, parse_pmu_mappings, parse_string,
 };
+use crate::header::FileSection;
 use perfaux_abi::Endianness;
 use std::collections::BTreeMap;
 
@@ -25,6 +26,9 @@ pub struct FeatureSection {
 pub struct FeatureSections {
     endian: Endianness,
     sections: BTreeMap<Feature, FeatureSection>,
+    /// Sections the reader located but did not read (perfaux's trace
+    /// section, which can be most of the file): their place in the file.
+    located: BTreeMap<Feature, FileSection>,
 }
 
 impl FeatureSections {
@@ -32,21 +36,42 @@ impl FeatureSections {
         Self {
             endian,
             sections: BTreeMap::new(),
+            located: BTreeMap::new(),
         }
+    }
+
+    pub(crate) fn locate(&mut self, f: Feature, at: FileSection) {
+        self.located.insert(f, at);
     }
 
     pub(crate) fn insert(&mut self, f: Feature, offset: u64, data: Vec<u8>) {
         self.sections.insert(f, FeatureSection { offset, data });
     }
 
-    /// The features present, in bit order.
+    /// The features present (read or located), in bit order.
     pub fn features(&self) -> impl Iterator<Item = Feature> + '_ {
-        self.sections.keys().copied()
+        let mut all: Vec<Feature> = self
+            .sections
+            .keys()
+            .chain(self.located.keys())
+            .copied()
+            .collect();
+        all.sort();
+        all.into_iter()
     }
 
-    /// Whether the file has feature `f`.
+    /// Whether the file has feature `f` (read or located).
     pub fn contains(&self, f: Feature) -> bool {
-        self.sections.contains_key(&f)
+        self.sections.contains_key(&f) || self.located.contains_key(&f)
+    }
+
+    /// Where a section the reader located without reading it lies in the
+    /// file (file mode: perfaux's trace section, feature
+    /// [`crate::trace_section::PERFAUX_FEATURE_BIT`]); its bytes are read on
+    /// demand ([`crate::trace_section::TraceSection`]). `None` for a
+    /// section that was read ([`Self::raw`]) or is absent.
+    pub fn location(&self, f: Feature) -> Option<FileSection> {
+        self.located.get(&f).copied()
     }
 
     /// A feature's raw bytes, in the file's byte order.

@@ -37,6 +37,11 @@ impl<R: Read> Input<R> {
         }
     }
 
+    /// The input.
+    pub(crate) fn get_ref(&self) -> &R {
+        &self.inner
+    }
+
     /// File offset of the first unconsumed byte.
     pub(crate) fn offset(&self) -> u64 {
         self.offset

@@ -11,7 +11,8 @@
 //!   records), with feature values taken from the machine or given.
 //!
 //! - perfaux's recording format: [`trace_section`] (the software trace
-//!   bytes in a private feature section), [`uevent_sample`] (uevents as
+//!   bytes in a private feature section, which the reader locates but does
+//!   not read; [`trace_reader`] reads it in place), [`uevent_sample`] (uevents as
 //!   BPF-output samples) and [`record_attrs`] (the attrs perf 6.1 accepts,
 //!   FINISHED_ROUND).
 //!
@@ -52,6 +53,7 @@ pub mod host;
 pub mod reader;
 pub mod record;
 pub mod record_attrs;
+pub mod trace_reader;
 pub mod trace_section;
 pub mod uevent_sample;
 pub mod writer;

@@ -40,6 +40,11 @@
 //! Every length is checked against the section before it is used; a bad one
 //! is an error naming the byte offset in the file.
 //!
+//! A reader does not hold it either: [`crate::trace_reader`] walks the
+//! chunk headers one at a time and reads their bytes in pieces from the
+//! file ([`crate::PerfDataReader::trace_section`]); [`AuxData`] is the
+//! whole section in memory, for writers and small sections.
+//!
 //! A recorder writes the section without holding the trace in memory:
 //! [`ChunkStream`] appends each chunk (header, bytes, padding) to any
 //! `Write` as it is drained, and [`ChunkStream::section_prefix`] gives the
@@ -52,7 +57,7 @@ use std::io::{self, Write};
 /// 6.1, PMU_CAPS) and simpleperf's (128 up), below the 256-bit table's end.
 pub const PERFAUX_FEATURE_BIT: u32 = 250;
 
-const MAGIC: &[u8; 8] = b"PFXAUX01";
+pub(crate) const MAGIC: &[u8; 8] = b"PFXAUX01";
 
 /// What a chunk of trace bytes is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,7 +80,7 @@ impl ChunkKind {
         }
     }
 
-    fn from_code(c: u32) -> Option<Self> {
+    pub(crate) fn from_code(c: u32) -> Option<Self> {
         match c {
             0 => Some(ChunkKind::Trace),
             1 => Some(ChunkKind::Snapshot),
@@ -219,7 +224,7 @@ fn section_prefix(probe_table: &[u8], chunks: u64) -> Vec<u8> {
 }
 
 /// The chunk header fields, then the bytes; `CHUNK_HEADER` bytes before them.
-const CHUNK_HEADER: usize = 8 + 4 + 4 + 8 + 8 + 4 + 4;
+pub(crate) const CHUNK_HEADER: usize = 8 + 4 + 4 + 8 + 8 + 4 + 4;
 
 /// The whole section, decoded.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

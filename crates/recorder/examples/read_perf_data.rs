@@ -5,8 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use perfaux_perfdata::trace_section::{AuxData, PERFAUX_FEATURE_BIT};
-use perfaux_perfdata::{Feature, PerfDataReader};
+use perfaux_perfdata::PerfDataReader;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args()
@@ -28,13 +27,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for (t, n) in &by_type {
         println!("record type {t}: {n}");
     }
-    if let Some(sec) = reader.metadata().features.raw(Feature(PERFAUX_FEATURE_BIT)) {
-        let section = AuxData::parse(&sec.data, sec.offset)?;
-        for c in &section.chunks {
-            let (kind, n) = (c.kind.name(), c.bytes.len());
+    // The trace section is read in place, a chunk header at a time.
+    if let Some(section) = reader.trace_section() {
+        for c in section?.chunks() {
+            let c = c?;
             println!(
-                "{kind} chunk: thread {}, {n} bytes, flags {:#x}",
-                c.tid, c.flags
+                "{} chunk: thread {}, {} bytes, flags {:#x}",
+                c.header.kind.name(),
+                c.header.tid,
+                c.size,
+                c.header.flags
             );
         }
     }

@@ -6,7 +6,7 @@
 use std::sync::mpsc;
 
 use perfaux_perfdata::record_attrs::base_attr;
-use perfaux_perfdata::trace_section::{AuxData, PERFAUX_FEATURE_BIT};
+use perfaux_perfdata::trace_section::PERFAUX_FEATURE_BIT;
 use perfaux_perfdata::{Feature, PerfDataReader};
 use perfaux_recorder::{EventSpec, Output, Recorder, RecorderOptions, pmus};
 
@@ -61,25 +61,28 @@ fn a_thread_added_while_recording_is_traced_and_its_ids_are_in_the_file() {
         2,
         "the late thread's event id joined the attr"
     );
-    let sec = reader
-        .metadata()
-        .features
-        .raw(Feature(PERFAUX_FEATURE_BIT))
-        .expect("trace section");
-    let data = AuxData::parse(&sec.data, sec.offset).unwrap();
-    let late_bytes: usize = data
-        .chunks
+    // The trace section is located, not read: its chunks are read in place.
+    assert!(
+        reader
+            .metadata()
+            .features
+            .location(Feature(PERFAUX_FEATURE_BIT))
+            .is_some()
+    );
+    let section = reader.trace_section().expect("trace section").unwrap();
+    let chunks: Vec<_> = section.chunks().map(Result::unwrap).collect();
+    let late_bytes: u64 = chunks
         .iter()
-        .filter(|c| c.tid == late as u32)
-        .map(|c| c.bytes.len())
+        .filter(|c| c.header.tid == late as u32)
+        .map(|c| c.size)
         .sum();
     // 100 * 21 calls of late_work, each an ENTER and an EXIT.
     assert!(
         late_bytes > 100 * 21 * 2,
         "the late thread's trace: {late_bytes} bytes"
     );
-    for c in data.chunks.iter().filter(|c| c.tid == late as u32) {
-        assert!(attrs[0].ids.contains(&c.event_id));
+    for c in chunks.iter().filter(|c| c.header.tid == late as u32) {
+        assert!(attrs[0].ids.contains(&c.header.event_id));
     }
     perfaux_testutil::require_oracle!("perf");
     let o = std::process::Command::new("perf")

@@ -12,8 +12,10 @@
 //! ids it does not know (the SYNC lists at most 16) exit with `id: None`.
 
 use std::collections::VecDeque;
+use std::io::{self, Read};
 
 use crate::format::{self, LostKind, Packet, PacketError, SYNC_MAGIC, TimeConv};
+use crate::window::Windows;
 
 /// Why bytes were skipped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,10 +133,15 @@ impl Event {
     }
 }
 
-/// Iterator of [`Event`]s over a window.
-#[derive(Clone, Debug)]
+/// Iterator of [`Event`]s over a window: bytes in memory ([`Decoder::with_offset`]) or read
+/// from a `Read` in pieces of bounded size ([`Decoder::from_reader`]).
+#[derive(Debug)]
 pub struct Decoder<'a> {
-    bytes: &'a [u8],
+    buf: Buf<'a>,
+    /// Bytes held (`buf`'s length) and whether more may come, kept beside it so that the
+    /// per-packet checks do not look into `buf`.
+    end: usize,
+    more: bool,
     pos: usize,
     start_offset: u64,
     synced: bool,
@@ -154,6 +161,49 @@ pub struct Decoder<'a> {
     tid: u32,
 }
 
+/// The window's bytes: all of them, or the part of a stream read so far that is not decoded
+/// yet (`start_offset` is the stream position of its first byte).
+enum Buf<'a> {
+    Slice(&'a [u8]),
+    Stream(Box<Stream<'a>>),
+}
+
+struct Stream<'a> {
+    src: Box<dyn Read + 'a>,
+    /// `cap` bytes once the first read allocates them (zeroed once, then
+    /// reused); the first `filled` hold the stream's bytes.
+    data: Vec<u8>,
+    filled: usize,
+    cap: usize,
+    eof: bool,
+    error: Option<io::Error>,
+}
+
+impl std::fmt::Debug for Buf<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Buf::Slice(b) => write!(f, "Slice({} bytes)", b.len()),
+            Buf::Stream(s) => write!(f, "Stream({} bytes held, eof {})", s.filled, s.eof),
+        }
+    }
+}
+
+impl Buf<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Buf::Slice(b) => b,
+            Buf::Stream(s) => &s.data[..s.filled],
+        }
+    }
+}
+
+/// Bytes the decoder wants held past a packet's first byte before it parses it: the largest
+/// packet, so that a stream read in pieces decodes exactly as the whole window would.
+const LOOKAHEAD: usize = format::MAX_SYNC;
+
+/// The smallest piece [`Decoder::from_reader`] reads at a time.
+pub const MIN_PIECE: usize = 4 * LOOKAHEAD;
+
 /// Decodes a whole window that starts at stream position 0.
 pub fn decode(bytes: &[u8]) -> Vec<Event> {
     Decoder::new(bytes).collect()
@@ -161,36 +211,63 @@ pub fn decode(bytes: &[u8]) -> Vec<Event> {
 
 /// Decodes the chunks of one thread's stream, in stream order, as `(stream position, bytes)`
 /// (e.g. the AUXTRACE payloads of one thread with their offsets). Chunks that continue each
-/// other decode as one window, so a packet or a SYNC split across two chunks is not lost; a
-/// missing stretch is reported as [`SkipReason::Gap`] and decoding resyncs after it; a chunk that
-/// starts before the previous one ended (a new recording, an overwrite snapshot) starts a new
-/// window.
+/// other decode as one window ([`crate::window::Windows`]), so a packet or a SYNC split across
+/// two chunks is not lost; a missing stretch is reported as [`SkipReason::Gap`] and decoding
+/// resyncs after it; a chunk that starts before the previous one ended (a new recording, an
+/// overwrite snapshot) starts a new window. The chunks are read in place, not joined.
 pub fn decode_chunks<'a>(chunks: impl IntoIterator<Item = (u64, &'a [u8])>) -> Vec<Event> {
+    // An empty chunk says nothing about the stream: a gap after it is still a gap.
+    let chunks: Vec<(u64, &[u8])> = chunks.into_iter().filter(|c| !c.1.is_empty()).collect();
     let mut out = Vec::new();
-    let mut window: Vec<u8> = Vec::new();
-    let mut start = 0u64;
-    for (offset, bytes) in chunks {
-        let end = start.wrapping_add(window.len() as u64);
-        if window.is_empty() {
-            start = offset;
-        } else if offset != end {
-            out.extend(Decoder::with_offset(&window, start));
-            window.clear();
-            if offset > end {
-                out.push(Event::Skipped {
-                    offset: end,
-                    bytes: offset - end,
-                    reason: SkipReason::Gap,
-                });
-            }
-            start = offset;
+    let mut next = 0;
+    let mut end: Option<u64> = None;
+    for w in Windows::new(chunks.iter().map(|&c| Ok::<_, ()>(c))).flatten() {
+        if let Some(end) = end
+            && w.start() > end
+        {
+            out.push(Event::Skipped {
+                offset: end,
+                bytes: w.start() - end,
+                reason: SkipReason::Gap,
+            });
         }
-        window.extend_from_slice(bytes);
-    }
-    if !window.is_empty() {
-        out.extend(Decoder::with_offset(&window, start));
+        let parts = &chunks[next..next + w.chunks as usize];
+        next += w.chunks as usize;
+        if let [(at, bytes)] = parts {
+            out.extend(Decoder::with_offset(bytes, *at));
+        } else {
+            let src = Parts { parts, at: 0 };
+            let piece = CHAINED_PIECE.min(usize::try_from(w.len).unwrap_or(usize::MAX));
+            out.extend(Decoder::from_reader(src, w.start(), piece));
+        }
+        end = Some(w.end());
     }
     out
+}
+
+/// What [`decode_chunks`] holds of a window of several chunks at a time.
+const CHAINED_PIECE: usize = 64 * 1024;
+
+/// The bytes of a window's chunks one after another, read in place.
+struct Parts<'p, 'a> {
+    parts: &'p [(u64, &'a [u8])],
+    at: usize,
+}
+
+impl Read for Parts<'_, '_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while let Some(((_, b), rest)) = self.parts.split_first() {
+            if self.at < b.len() {
+                let n = buf.len().min(b.len() - self.at);
+                buf[..n].copy_from_slice(&b[self.at..self.at + n]);
+                self.at += n;
+                return Ok(n);
+            }
+            self.parts = rest;
+            self.at = 0;
+        }
+        Ok(0)
+    }
 }
 
 impl<'a> Decoder<'a> {
@@ -202,8 +279,35 @@ impl<'a> Decoder<'a> {
     /// A decoder over `bytes`, whose first byte is stream position `offset` (e.g. the AUX
     /// record's offset), so that event offsets are stream positions.
     pub fn with_offset(bytes: &'a [u8], offset: u64) -> Decoder<'a> {
+        Decoder::over(Buf::Slice(bytes), offset)
+    }
+
+    /// A decoder over the bytes `src` gives, whose first byte is stream position `offset`,
+    /// holding at most `piece` bytes of them at a time (at least [`MIN_PIECE`]): a window of
+    /// any size decodes in bounded memory, with the same events as [`Decoder::with_offset`]
+    /// over the whole window. The buffer is allocated at the first read. A read error ends
+    /// the window as its end would; [`Decoder::take_error`] tells.
+    pub fn from_reader(src: impl Read + 'a, offset: u64, piece: usize) -> Decoder<'a> {
+        let s = Stream {
+            src: Box::new(src),
+            data: Vec::new(),
+            filled: 0,
+            cap: piece.max(MIN_PIECE),
+            eof: false,
+            error: None,
+        };
+        Decoder::over(Buf::Stream(Box::new(s)), offset)
+    }
+
+    fn over(buf: Buf<'a>, offset: u64) -> Decoder<'a> {
+        let (end, more) = match &buf {
+            Buf::Slice(b) => (b.len(), false),
+            Buf::Stream(_) => (0, true),
+        };
         Decoder {
-            bytes,
+            buf,
+            end,
+            more,
             pos: 0,
             start_offset: offset,
             synced: false,
@@ -217,6 +321,63 @@ impl<'a> Decoder<'a> {
             ticks: 0,
             conv: TimeConv::IDENTITY,
             tid: 0,
+        }
+    }
+
+    /// The error that ended a [`Decoder::from_reader`] window early, once.
+    pub fn take_error(&mut self) -> Option<io::Error> {
+        match &mut self.buf {
+            Buf::Slice(_) => None,
+            Buf::Stream(s) => s.error.take(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.end
+    }
+
+    /// Drops the decoded bytes (before `pos`) and reads more; whether new bytes came.
+    fn refill(&mut self) -> bool {
+        let Buf::Stream(s) = &mut self.buf else {
+            return false;
+        };
+        if s.eof {
+            return false;
+        }
+        if self.pos > 0 {
+            s.data.copy_within(self.pos..s.filled, 0);
+            s.filled -= self.pos;
+            self.start_offset = self.start_offset.wrapping_add(self.pos as u64);
+            self.pos = 0;
+        }
+        if s.data.is_empty() {
+            s.data = vec![0; s.cap];
+        }
+        let before = s.filled;
+        while s.filled < s.cap {
+            match s.src.read(&mut s.data[s.filled..]) {
+                Ok(0) => {
+                    s.eof = true;
+                    break;
+                }
+                Ok(n) => s.filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    s.error = Some(e);
+                    s.eof = true;
+                    break;
+                }
+            }
+        }
+        self.end = s.filled;
+        self.more = !s.eof;
+        s.filled > before
+    }
+
+    /// Makes sure a packet starting at `pos` is held whole when the stream has it.
+    fn look_ahead(&mut self, pos: usize) {
+        if self.more && self.end - pos < LOOKAHEAD {
+            self.refill();
         }
     }
 
@@ -272,40 +433,55 @@ impl<'a> Decoder<'a> {
 
     /// Scans for the next valid SYNC at or after `self.pos`.
     fn resync(&mut self) -> Event {
-        let from = self.pos;
-        let mut at = from;
-        while let Some(i) = self.bytes[at..].iter().position(|&b| b == SYNC_MAGIC[0]) {
-            let cand = at + i;
-            match format::parse_sync(&self.bytes[cand..]) {
-                Ok((sync, len)) => {
-                    self.apply_sync(&sync);
-                    self.synced = true;
-                    let sync_event = Event::Sync {
-                        offset: self.offset(cand),
-                        tid: sync.tid,
-                        depth: sync.depth,
-                        time: self.conv.to_ns(self.ticks),
-                    };
-                    self.pos = cand + len;
-                    if cand == from {
-                        return sync_event;
-                    }
-                    self.queued = Some(sync_event);
-                    return Event::Skipped {
-                        offset: self.offset(from),
-                        bytes: (cand - from) as u64,
-                        reason: self.skip_reason,
-                    };
+        let from = self.offset(self.pos);
+        'scan: loop {
+            let mut at = self.pos;
+            while let Some(i) = self.buf.bytes()[at..]
+                .iter()
+                .position(|&b| b == SYNC_MAGIC[0])
+            {
+                let cand = at + i;
+                if self.more && self.end - cand < LOOKAHEAD {
+                    // The candidate may be cut by the piece's end: read on from it.
+                    self.pos = cand;
+                    self.refill();
+                    continue 'scan;
                 }
-                // A candidate cut by the window's end may be a false match claiming more
-                // frames than a real SYNC after it: keep scanning either way.
-                Err(_) => at = cand + 1,
+                match format::parse_sync(&self.buf.bytes()[cand..]) {
+                    Ok((sync, len)) => {
+                        self.apply_sync(&sync);
+                        self.synced = true;
+                        let sync_event = Event::Sync {
+                            offset: self.offset(cand),
+                            tid: sync.tid,
+                            depth: sync.depth,
+                            time: self.conv.to_ns(self.ticks),
+                        };
+                        self.pos = cand + len;
+                        let skipped = self.offset(cand).wrapping_sub(from);
+                        if skipped == 0 {
+                            return sync_event;
+                        }
+                        self.queued = Some(sync_event);
+                        return Event::Skipped {
+                            offset: from,
+                            bytes: skipped,
+                            reason: self.skip_reason,
+                        };
+                    }
+                    // A candidate cut by the window's end may be a false match claiming more
+                    // frames than a real SYNC after it: keep scanning either way.
+                    Err(_) => at = cand + 1,
+                }
+            }
+            self.pos = self.len();
+            if !self.refill() {
+                break;
             }
         }
-        self.pos = self.bytes.len();
         Event::Skipped {
-            offset: self.offset(from),
-            bytes: (self.bytes.len() - from) as u64,
+            offset: from,
+            bytes: self.offset(self.pos).wrapping_sub(from),
             reason: self.skip_reason,
         }
     }
@@ -327,22 +503,23 @@ impl Decoder<'_> {
             return Some((e, false));
         }
         loop {
-            if self.pos >= self.bytes.len() {
+            if self.pos >= self.len() && !self.refill() {
                 return None;
             }
             if !self.synced {
                 return Some((self.resync(), false));
             }
+            self.look_ahead(self.pos);
             let at = self.pos;
             let offset = self.offset(at);
-            let (packet, len) = match format::parse_packet(&self.bytes[at..]) {
+            let (packet, len) = match format::parse_packet(&self.buf.bytes()[at..]) {
                 Ok(p) => p,
                 Err(PacketError::Truncated { .. }) => {
-                    self.pos = self.bytes.len();
+                    self.pos = self.len();
                     return Some((
                         Event::Skipped {
                             offset,
-                            bytes: (self.bytes.len() - at) as u64,
+                            bytes: (self.len() - at) as u64,
                             reason: SkipReason::Truncated,
                         },
                         false,

@@ -14,8 +14,10 @@
 //!   per-thread writer the core installs over an AUX region, with its contract); on top
 //!   [`guard`] ([`Probe::enter`] and the [`ProbeGuard`] whose drop marks the return), which
 //!   ties a probe to its thread's writer and to the registry;
-//! - the reader: [`decode`](mod@decode) (any window to events, resyncing at SYNC packets), [`table`] (the
-//!   probe table stored beside the trace) and [`calltrace`] (`perf script --call-trace` lines).
+//! - the reader: [`decode`](mod@decode) (any window to events, resyncing at SYNC packets; in
+//!   memory or read in bounded pieces), [`window`] (chunks that continue each other grouped into
+//!   decode windows, in one pass), [`table`] (the probe table stored beside the trace) and
+//!   [`calltrace`] (`perf script --call-trace` lines).
 //!
 //! # Who calls what
 //!
@@ -64,6 +66,7 @@ pub mod probe;
 pub mod registry;
 pub mod shadow;
 pub mod table;
+pub mod window;
 pub mod writer;
 
 pub use calltrace::{CallTrace, CallTraceOptions};
@@ -75,6 +78,7 @@ pub use registry::{
     HookError, HookFn, HookTarget, lookup, probe_by_id, probe_table, set_hook, set_hook_handler,
 };
 pub use table::{ProbeInfo, ProbeTable, TableError};
+pub use window::{Window, WindowChunk, Windows};
 pub use writer::{AuxMode, AuxRegion, OnFull, Timing, WriterConfig, WriterError, WriterStatus};
 
 /// The unit tests' allocator: the system's, counting each thread's allocations, so that a

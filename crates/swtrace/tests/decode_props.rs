@@ -158,6 +158,63 @@ proptest! {
     }
 }
 
+proptest! {
+    /// A window read in pieces of any size decodes to exactly the events of the whole
+    /// window, damaged or not, whatever the source's read sizes.
+    #[test]
+    fn a_window_read_in_pieces_decodes_as_the_whole(
+        // Several streams back to back: windows of a few pieces (the smallest is MIN_PIECE).
+        parts in prop::collection::vec(streamish(), 1..8),
+        flips in prop::collection::vec((any::<usize>(), any::<u8>()), 0..4),
+        piece in 0usize..2000,
+        dribble in 1usize..64,
+        start in any::<u32>(),
+    ) {
+        let mut bytes = parts.concat();
+        for (at, x) in flips {
+            if !bytes.is_empty() {
+                let i = at % bytes.len();
+                bytes[i] ^= x;
+            }
+        }
+        let whole: Vec<Event> = Decoder::with_offset(&bytes, u64::from(start)).collect();
+        let src = Dribble { bytes: &bytes, at: 0, most: dribble };
+        let mut dec = Decoder::from_reader(src, u64::from(start), piece);
+        let pieces: Vec<Event> = dec.by_ref().collect();
+        prop_assert!(dec.take_error().is_none());
+        prop_assert_eq!(pieces, whole);
+    }
+}
+
+/// A `Read` that hands out at most `most` bytes per call.
+struct Dribble<'a> {
+    bytes: &'a [u8],
+    at: usize,
+    most: usize,
+}
+
+impl std::io::Read for Dribble<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = buf.len().min(self.most).min(self.bytes.len() - self.at);
+        buf[..n].copy_from_slice(&self.bytes[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+#[test]
+fn a_read_error_ends_the_window_and_is_told() {
+    struct Failing;
+    impl std::io::Read for Failing {
+        fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::other("disk on fire"))
+        }
+    }
+    let mut dec = Decoder::from_reader(Failing, 0, 0);
+    assert_eq!(dec.next(), None);
+    assert_eq!(dec.take_error().unwrap().to_string(), "disk on fire");
+}
+
 #[test]
 fn corruption_mid_stream_is_skipped_up_to_the_next_sync() {
     let sync = Sync {

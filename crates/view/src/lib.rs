@@ -21,9 +21,9 @@
 //! The pass keeps the open calls of the window it decodes (the deepest
 //! stack), thread names, mappings and interned function names; consumers
 //! keep aggregates keyed by function or call path. Nothing keeps events.
-//! The trace bytes are the caller's (perfaux's trace section), and a window
-//! of chunks that continue each other is joined into one buffer for the
-//! decoder, which needs the whole window.
+//! The trace bytes are read in place from perfaux's trace section, a
+//! bounded piece of one window at a time: memory does not grow with the
+//! trace.
 //!
 //! # Order
 //!
@@ -45,7 +45,7 @@ pub mod symbols;
 pub mod walk;
 
 pub use event::{FuncId, LostKind, Names, Sink, Tee, ViewEvent};
-pub use walk::{ChunkKind, Filter, Recording, Summary, TraceChunk, UeventFormat, walk};
+pub use walk::{Filter, Recording, Summary, UeventFormat, walk};
 
 /// A view that could not be made: what and where.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,9 +6,9 @@
 //! one stream (as `perfaux script --call-trace` decodes them), so calls that
 //! span a chunk boundary keep their depth. Per window the pass keeps the
 //! open calls (bounded by the deepest stack); the only other state is the
-//! thread names, the maps and the interned names. The trace bytes
-//! themselves are the caller's ([`Recording::chunks`] borrows them); a
-//! window of continuing chunks is joined into one buffer for the decoder.
+//! thread names, the maps and the interned names. The trace bytes are
+//! read from the section as the decoder asks for them, [`WINDOW_PIECE`]
+//! bytes at a time, whatever the window's size.
 
 use std::collections::HashMap;
 use std::io::BufRead;
@@ -16,6 +16,8 @@ use std::io::BufRead;
 use perfaux_abi::consts::*;
 use perfaux_abi::raw::RawData;
 use perfaux_abi::records::Record;
+use perfaux_perfdata::trace_reader::{SectionSource, TraceSection};
+use perfaux_perfdata::trace_section::ChunkKind;
 use perfaux_perfdata::{PerfDataReader, UserRecord};
 use perfaux_swtrace::ProbeTable;
 use perfaux_swtrace::decode::{Decoder, Event as TraceEvent};
@@ -24,32 +26,6 @@ use perfaux_swtrace::format::LostKind as TraceLost;
 use crate::ViewError;
 use crate::event::{FuncId, LostKind, Names, Sink, ViewEvent};
 use crate::symbols::Symbolizer;
-
-/// What a chunk of the trace section holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ChunkKind {
-    /// Full-trace bytes between two PERF_RECORD_AUX records.
-    Trace,
-    /// An overwrite (`-S`) snapshot.
-    Snapshot,
-    /// A `uevent_aux` PMU's log (not trace packets; not decoded here).
-    UeventLog,
-}
-
-/// One run of trace bytes of one AUX event, borrowed from the recording.
-#[derive(Clone, Copy, Debug)]
-pub struct TraceChunk<'a> {
-    /// Sample id of the AUX event.
-    pub event_id: u64,
-    /// The thread the event observed.
-    pub tid: u32,
-    /// Position of the first byte in the event's AUX stream.
-    pub aux_offset: u64,
-    /// What it holds.
-    pub kind: ChunkKind,
-    /// The bytes.
-    pub bytes: &'a [u8],
-}
 
 /// Decodes a uevent sample's RAW data to (type, payload).
 pub type UeventDecode = fn(&RawData<'_>) -> Option<(u32, Vec<u8>)>;
@@ -81,8 +57,8 @@ pub struct Recording<'a, R> {
     pub reader: PerfDataReader<R>,
     /// Names of the trace's probe ids.
     pub probes: &'a ProbeTable,
-    /// The trace section's chunks, in file order.
-    pub chunks: Vec<TraceChunk<'a>>,
+    /// perfaux's trace section, read in place window by window.
+    pub trace: Option<&'a TraceSection<SectionSource>>,
     /// How uevents travel.
     pub uevents: UeventFormat<'a>,
     /// Threads to keep.
@@ -319,71 +295,58 @@ fn trace_windows(
         .iter()
         .map(|p| (p.id, names.intern(&p.name, "[swtrace]")))
         .collect();
-    let chunks: Vec<&TraceChunk<'_>> = rec
-        .chunks
-        .iter()
-        .filter(|c| c.kind != ChunkKind::UeventLog)
-        .collect();
-    let mut i = 0;
-    let mut buf: Vec<u8> = Vec::new();
-    while i < chunks.len() {
-        let first = chunks[i];
-        let mut end = first.aux_offset + first.bytes.len() as u64;
-        let mut j = i + 1;
-        while j < chunks.len()
-            && first.kind == ChunkKind::Trace
-            && chunks[j].kind == ChunkKind::Trace
-            && chunks[j].event_id == first.event_id
-            && chunks[j].tid == first.tid
-            && chunks[j].aux_offset == end
-        {
-            end += chunks[j].bytes.len() as u64;
-            j += 1;
-        }
-        let bytes: &[u8] = if j == i + 1 {
-            first.bytes
-        } else {
-            buf.clear();
-            for c in &chunks[i..j] {
-                buf.extend_from_slice(c.bytes);
-            }
-            &buf
-        };
+    let Some(section) = rec.trace else {
+        return Ok(());
+    };
+    for w in section.windows() {
+        let w = w.map_err(|e| ViewError(e.to_string()))?;
+        let first = &w.first.header;
         let tid = owner.get(&first.event_id).copied().unwrap_or(first.tid);
-        if threads.keep(tid) {
-            let mut w = Window {
-                tid,
-                pid: threads.pid(tid),
-                stack: Vec::new(),
-                last: 0,
-                first: None,
-                paused: false,
-            };
-            for ev in Decoder::with_offset(bytes, first.aux_offset) {
-                w.event(&ev, &funcs, names, sink).map_err(io)?;
-            }
-            w.close(names, sink).map_err(io)?;
-            if let Some(f) = w.first {
-                sum.saw(f);
-                sum.saw(w.last);
-                if first.kind == ChunkKind::Snapshot {
-                    sink.event(
-                        names,
-                        &ViewEvent::Snapshot {
-                            tid,
-                            begin: f,
-                            end: w.last,
-                            bytes: bytes.len() as u64,
-                        },
-                    )
-                    .map_err(io)?;
-                }
+        if !threads.keep(tid) {
+            continue;
+        }
+        let mut win = Window {
+            tid,
+            pid: threads.pid(tid),
+            stack: Vec::new(),
+            last: 0,
+            first: None,
+            paused: false,
+        };
+        let piece = WINDOW_PIECE.min(usize::try_from(w.len).unwrap_or(usize::MAX));
+        let mut dec = Decoder::from_reader(section.window_bytes(&w), w.start(), piece);
+        for ev in dec.by_ref() {
+            win.event(&ev, &funcs, names, sink).map_err(io)?;
+        }
+        if let Some(e) = dec.take_error() {
+            return Err(ViewError(format!(
+                "reading the trace window at file offset {:#x}: {e}",
+                w.first.data_offset
+            )));
+        }
+        win.close(names, sink).map_err(io)?;
+        if let Some(f) = win.first {
+            sum.saw(f);
+            sum.saw(win.last);
+            if first.kind == ChunkKind::Snapshot {
+                sink.event(
+                    names,
+                    &ViewEvent::Snapshot {
+                        tid,
+                        begin: f,
+                        end: win.last,
+                        bytes: w.len,
+                    },
+                )
+                .map_err(io)?;
             }
         }
-        i = j;
     }
     Ok(())
 }
+
+/// What the pass holds of a window's bytes at a time.
+const WINDOW_PIECE: usize = 1 << 20;
 
 /// The open calls of one decoded window.
 struct Window {

@@ -86,10 +86,16 @@ fn printable(c: u8) -> u8 {
 /// A short last line pads the missing bytes with three spaces each and the
 /// missing characters with one.
 pub fn hex_lines(out: &mut Vec<u8>, data: &[u8]) {
+    hex_lines_at(out, data, 0);
+}
+
+/// [`hex_lines`] for the part of a longer run of bytes that starts `at`
+/// bytes into it (a multiple of 16): the lines are numbered from there.
+pub fn hex_lines_at(out: &mut Vec<u8>, data: &[u8], at: usize) {
     // 8 + 48 + 2 + 16 + 1 bytes per full line.
     out.reserve(data.len().div_ceil(16) * 75);
     for (n, line) in data.chunks(16).enumerate() {
-        let addr = n * 16;
+        let addr = at + n * 16;
         out.extend_from_slice(b".  ");
         if addr < 0x10000 {
             let a = addr as u32;

@@ -32,11 +32,10 @@ use std::path::Path;
 use perfaux_abi::attr::PerfEventAttr;
 use perfaux_abi::consts::*;
 use perfaux_abi::parse_info::RecordParseInfo;
-use perfaux_perfdata::{Feature, RawRecord, UserRecord};
+use perfaux_perfdata::{RawRecord, UserRecord};
 
 use crate::error::CliError;
 use crate::progress::Progress;
-use perfaux_perfdata::trace_section::{AuxData, PERFAUX_FEATURE_BIT};
 pub use stats::{Stats, parse_aggregated_stats};
 
 /// One event of the file, as the dump needs it.
@@ -88,8 +87,8 @@ pub fn dump(
     progress: &mut Progress,
 ) -> Result<Stats, CliError> {
     let (mut reader, file_len) = crate::input::open_input(path)?;
-    // The trace section is taken, not copied: it can be most of the file.
-    let trace_section = reader.take_feature(Feature(PERFAUX_FEATURE_BIT));
+    // The trace section is not in the metadata: it is read in place after
+    // the records.
     let meta = reader.metadata().clone();
     let mut evs: Vec<EvInfo> = meta
         .attrs
@@ -134,11 +133,23 @@ pub fn dump(
         out.flush().map_err(CliError::output)?;
         return Err(CliError::file(path, e));
     }
-    if let Some(sec) = trace_section {
-        let data = AuxData::parse(&sec.data, sec.offset).map_err(|e| CliError::file(path, e))?;
+    if let Some(section) = reader.trace_section() {
         out.write_all(&buf).map_err(CliError::output)?;
         buf.clear();
-        records::dump_aux_section(&mut buf, &data, sec.offset, out)?;
+        let section = section.map_err(|e| CliError::file(path, e))?;
+        if let Err(e) = records::dump_aux_section(&mut buf, &section, out) {
+            // The chunks before the damage are shown, then the error.
+            out.write_all(&buf).map_err(CliError::output)?;
+            out.flush().map_err(CliError::output)?;
+            return Err(match e {
+                records::DumpError::Cli(e) => e,
+                records::DumpError::Section(e) => CliError::file(path, e),
+                records::DumpError::Read(at, e) => CliError::file(
+                    path,
+                    format!("reading the trace section at file offset {at:#x}: {e}"),
+                ),
+            });
+        }
     }
     stats.write(&mut buf, &evs);
     out.write_all(&buf).map_err(CliError::output)?;

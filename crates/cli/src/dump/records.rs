@@ -13,10 +13,11 @@ use perfaux_abi::user::AuxtraceRecord;
 use perfaux_perfdata::{RawRecord, UserRecord};
 
 use super::EvInfo;
-use super::fmt::{dec, hash_x, hex_lines, sdec, sdec_left, sdec_right};
+use super::fmt::{dec, hash_x, hex_lines, hex_lines_at, sdec, sdec_left, sdec_right};
 use super::names::record_name;
 use crate::error::CliError;
-use perfaux_perfdata::trace_section::AuxData;
+use perfaux_perfdata::trace_reader::{SectionSource, TraceSection};
+use perfaux_perfdata::trace_section::AuxDataError;
 use perfaux_perfdata::uevent_sample::{UEVENT_EVENT_NAME, uevent_from_raw};
 
 /// A mapping perf would resolve a sample's ip with.
@@ -502,40 +503,70 @@ fn auxtrace(out: &mut Vec<u8>, a: &AuxtraceRecord, payload: &[u8]) {
     hex_lines(out, payload);
 }
 
-/// The chunks of perfaux's trace section, after the records.
+/// The chunks of perfaux's trace section, after the records, read from the
+/// section [`AUX_PIECE`] bytes at a time. A bad chunk header ends the dump
+/// after the chunks before it.
 pub(crate) fn dump_aux_section(
     buf: &mut Vec<u8>,
-    data: &AuxData,
-    offset: u64,
+    section: &TraceSection<SectionSource>,
     out: &mut impl Write,
-) -> Result<(), CliError> {
+) -> Result<(), DumpError> {
     push_str(
         buf,
         &format!(
-            "\nperfaux trace section at {offset:#x}: {} chunks, probe table {} bytes\n",
-            data.chunks.len(),
-            data.probe_table.len()
+            "\nperfaux trace section at {:#x}: {} chunks, probe table {} bytes\n",
+            section.offset(),
+            section.nr_chunks(),
+            section.probe_table().len()
         ),
     );
-    for c in &data.chunks {
+    let mut piece = Vec::new();
+    for c in section.chunks() {
+        let c = c.map_err(DumpError::Section)?;
+        let h = &c.header;
         push_str(
             buf,
             &format!(
                 "\n{} event id: {}  cpu: {}  tid: {}  aux offset: {:#x}  size: {:#x}  flags: {:#x}\n",
-                c.kind.name(),
-                c.event_id,
-                c.cpu as i32,
-                c.tid,
-                c.aux_offset,
-                c.bytes.len(),
-                c.flags
+                h.kind.name(),
+                h.event_id,
+                h.cpu as i32,
+                h.tid,
+                h.aux_offset,
+                c.size,
+                h.flags
             ),
         );
-        hex_lines(buf, &c.bytes);
-        if buf.len() >= 1 << 16 {
-            out.write_all(buf).map_err(CliError::output)?;
-            buf.clear();
+        piece.resize(c.size.min(AUX_PIECE as u64) as usize, 0);
+        let mut at = 0u64;
+        loop {
+            let n = section
+                .read_chunk(&c, at, &mut piece)
+                .map_err(|e| DumpError::Read(c.data_offset + at, e))?;
+            if n == 0 {
+                break;
+            }
+            hex_lines_at(buf, &piece[..n], at as usize);
+            at += n as u64;
+            if buf.len() >= 1 << 16 {
+                out.write_all(buf)
+                    .map_err(|e| DumpError::Cli(CliError::output(e)))?;
+                buf.clear();
+            }
         }
     }
     Ok(())
+}
+
+/// Bytes of a chunk dumped at a time (a multiple of 16: the hex lines).
+const AUX_PIECE: usize = 64 * 1024;
+
+/// Why the trace section's dump stopped.
+pub(crate) enum DumpError {
+    /// Writing the output.
+    Cli(CliError),
+    /// A bad chunk header.
+    Section(AuxDataError),
+    /// Reading a chunk's bytes at a file offset.
+    Read(u64, std::io::Error),
 }

@@ -4,7 +4,10 @@
 //! Memory is bounded by the largest record (with its AUXTRACE payload) and
 //! the metadata, never by the file: records are slices of a window over the
 //! input that is reused from record to record. Every size field is checked
-//! against the bytes the file can still hold before it is trusted.
+//! against the bytes the file can still hold before it is trusted. The
+//! metadata ([`metadata`]: header, attrs, features) holds every feature
+//! section but perfaux's trace section, which can be most of the file: it
+//! is located, and read in place ([`PerfDataReader::trace_section`]).
 //!
 //! After an error the reader is finished: the records before the damage have
 //! been handed out, then the error (naming the file offset) is returned, then
@@ -16,79 +19,28 @@ use crate::error::{Error, Result};
 use crate::events::{EventAttr, IdMap};
 use crate::feature::Feature;
 use crate::features::{FeatureSection, FeatureSections};
-use crate::header::{FileHeader, FileSection, Preamble};
+use crate::header::Preamble;
 use crate::input::Input;
 use crate::record::{RawRecord, RecordLocation};
-use perfaux_abi::attr::{PERF_ATTR_SIZE_MAX, PerfEventAttr};
+use crate::trace_reader::{InMemory, SectionSource, TraceSection};
+use crate::trace_section::{AuxDataError, PERFAUX_FEATURE_BIT};
+use perfaux_abi::PerfEventHeader;
 use perfaux_abi::consts::*;
 use perfaux_abi::parse_info::RecordParseInfo;
 use perfaux_abi::user::{
     Compressed2Record, CompressedRecord, EventUpdate, EventUpdateRecord, HeaderAttrRecord,
     HeaderFeatureRecord,
 };
-use perfaux_abi::{Endianness, PerfEventHeader};
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
-use std::sync::Arc;
 
-/// Limits the reader applies to what the file asks of it.
-#[derive(Debug, Clone, Copy)]
-pub struct ReaderOptions {
-    /// The largest AUXTRACE (or tracing data) payload held in memory.
-    pub max_payload: u64,
-    /// The largest feature section read.
-    pub max_feature_size: u64,
-}
+mod metadata;
+mod owned;
 
-impl Default for ReaderOptions {
-    fn default() -> Self {
-        Self {
-            max_payload: 1 << 30,
-            max_feature_size: 256 << 20,
-        }
-    }
-}
-
-/// File mode or pipe mode, with the file header in file mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DataFormat {
-    /// A perf.data file, with its header.
-    File(FileHeader),
-    /// A pipe-mode stream, with its 16-byte preamble.
-    Pipe(Preamble),
-}
-
-/// Everything about the file that is not the record stream. In pipe mode
-/// the attrs and features arrive as records and are added as they pass.
-#[derive(Debug, Clone)]
-pub struct Metadata {
-    /// File or pipe mode.
-    pub format: DataFormat,
-    /// Byte order of the file.
-    pub endian: Endianness,
-    /// The events, in the attrs section's (or HEADER_ATTR records') order.
-    pub attrs: Vec<EventAttr>,
-    /// The feature sections read so far.
-    pub features: FeatureSections,
-    /// Why some feature sections of a file could not be read (the features
-    /// read before the damage are kept; the records are unaffected).
-    pub feature_error: Option<Arc<Error>>,
-}
-
-impl Metadata {
-    /// Whether the input is a pipe-mode stream.
-    pub fn is_pipe(&self) -> bool {
-        matches!(self.format, DataFormat::Pipe(_))
-    }
-
-    /// Whether simpleperf wrote the file (it sets feature bits from 128).
-    pub fn is_simpleperf(&self) -> bool {
-        self.features
-            .features()
-            .any(|f| f >= Feature::SIMPLEPERF_START)
-    }
-}
+pub use metadata::{DataFormat, Metadata, ReaderOptions};
+use metadata::{read_exact_at, read_file_metadata};
+pub use owned::{OwnedRecord, Records};
 
 enum Pending {
     None,
@@ -127,50 +79,44 @@ impl PerfDataReader<BufReader<File>> {
         let f = File::open(path.as_ref()).map_err(|e| Error::io(0, e))?;
         Self::new(BufReader::with_capacity(64 * 1024, f))
     }
-}
 
-fn read_exact_at<R: Read>(r: &mut R, buf: &mut [u8], offset: u64, what: &str) -> Result<()> {
-    r.read_exact(buf).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::UnexpectedEof {
-            Error::truncated(offset, format!("{what}: {} bytes expected", buf.len()))
-        } else {
-            Error::io(offset, e)
+    /// perfaux's trace section (feature [`PERFAUX_FEATURE_BIT`]), if the
+    /// recording has one, ready to be read in place: from the file (on a
+    /// descriptor of its own, by position, so the records read on), or
+    /// from the records of a pipe that carried it. Its magic, probe table
+    /// and chunk count are read and checked here.
+    pub fn trace_section(
+        &self,
+    ) -> Option<std::result::Result<TraceSection<SectionSource>, AuxDataError>> {
+        let f = Feature(PERFAUX_FEATURE_BIT);
+        let features = &self.meta.features;
+        if let Some(sec) = features.location(f) {
+            let file = match self.get_ref().get_ref().try_clone() {
+                Ok(file) => file,
+                Err(e) => {
+                    return Some(Err(AuxDataError {
+                        offset: sec.offset,
+                        what: format!("opening the file again to read it: {e}"),
+                    }));
+                }
+            };
+            return Some(TraceSection::open(
+                SectionSource::File(file),
+                sec.offset,
+                sec.size,
+            ));
         }
-    })
-}
-
-/// Reads `section` of a seekable file after checking it lies in the file.
-fn read_section<R: Read + Seek>(
-    r: &mut R,
-    section: FileSection,
-    file_len: u64,
-    max: u64,
-    what: &str,
-) -> Result<Vec<u8>> {
-    let end = section.end().filter(|&e| e <= file_len).ok_or_else(|| {
-        Error::corrupt(
-            section.offset,
-            format!(
-                "{what} section {:#x}+{:#x} runs past the end of the {file_len:#x}-byte file",
-                section.offset, section.size
-            ),
-        )
-    })?;
-    if section.size > max {
-        return Err(Error::corrupt(
-            section.offset,
-            format!(
-                "{what} section of {} bytes exceeds the {max}-byte limit",
-                section.size
-            ),
-        ));
+        let raw = features.raw(f)?;
+        let mem = InMemory {
+            base: raw.offset,
+            data: raw.data.clone(),
+        };
+        Some(TraceSection::open(
+            SectionSource::Memory(mem),
+            raw.offset,
+            raw.data.len() as u64,
+        ))
     }
-    debug_assert!(end <= file_len);
-    r.seek(SeekFrom::Start(section.offset))
-        .map_err(|e| Error::io(section.offset, e))?;
-    let mut v = vec![0u8; section.size as usize];
-    read_exact_at(r, &mut v, section.offset, what)?;
-    Ok(v)
 }
 
 impl<R: Read + Seek> PerfDataReader<R> {
@@ -189,87 +135,9 @@ impl<R: Read + Seek> PerfDataReader<R> {
         if p.is_pipe() {
             return Ok(Self::pipe(r, p, opts));
         }
-        let file_len = r.seek(SeekFrom::End(0)).map_err(|e| Error::io(0, e))?;
-        r.seek(SeekFrom::Start(16)).map_err(|e| Error::io(16, e))?;
-        let mut rest = vec![0u8; (p.size - 16) as usize];
-        read_exact_at(&mut r, &mut rest, 16, "perf.data file header")?;
-        let header = FileHeader::parse(p, &rest)?;
-        let e = header.endian;
-
-        // Attrs: each entry is the attr (attr_size - 16 bytes) and its ids section.
-        let entry = header.attr_size;
-        let min_entry = u64::from(PERF_ATTR_SIZE_VER0) + FileSection::SIZE as u64;
-        let max_entry = u64::from(PERF_ATTR_SIZE_MAX) + FileSection::SIZE as u64;
-        if !(min_entry..=max_entry).contains(&entry) {
-            return Err(Error::corrupt(
-                16,
-                format!("attr_size {entry} is outside {min_entry}..={max_entry}"),
-            ));
-        }
-        let attrs_raw = read_section(&mut r, header.attrs, file_len, file_len, "attrs")?;
-        let mut attrs = Vec::new();
-        let mut ids = IdMap::default();
-        for (i, ent) in attrs_raw.chunks_exact(entry as usize).enumerate() {
-            let at = header.attrs.offset + i as u64 * entry;
-            let attr_len = entry as usize - FileSection::SIZE;
-            let (attr, _) = PerfEventAttr::parse(&ent[..attr_len], e)
-                .map_err(|err| Error::corrupt(at, format!("attr {i}: {err}")))?;
-            let attr = attr_bits::from_file(attr, e);
-            let sec = FileSection::parse(&ent[attr_len..], e);
-            let raw = read_section(&mut r, sec, file_len, file_len, "attr ids")?;
-            let id_list: Vec<u64> = raw
-                .chunks_exact(8)
-                .map(|c| e.u64(c.try_into().unwrap_or_default()))
-                .collect();
-            ids.add(i, &attr, &id_list);
-            attrs.push(EventAttr {
-                attr,
-                ids: id_list,
-                name: None,
-            });
-        }
-
-        // Feature sections: a table of {offset, size} after the data, one per set bit.
-        let mut features = FeatureSections::new(e);
-        let data_end = header.data.end().ok_or_else(|| {
-            Error::corrupt(40, "data section offset + size overflows".to_string())
-        })?;
-        // A file cut short (perf record killed, a partial copy) loses its
-        // features first: they are reported, and the records still read.
-        let mut feature_error = None;
-        let nfeat = header.features.len() as u64;
-        if nfeat > 0 {
-            let table = FileSection {
-                offset: data_end,
-                size: nfeat * FileSection::SIZE as u64,
-            };
-            let mut read_features = || -> Result<()> {
-                let raw = read_section(&mut r, table, file_len, file_len, "feature table")?;
-                for (f, s) in header.features.iter().zip(raw.chunks_exact(16)) {
-                    let sec = FileSection::parse(s, e);
-                    let what = f.name();
-                    let data = read_section(&mut r, sec, file_len, opts.max_feature_size, what)?;
-                    features.insert(f, sec.offset, data);
-                }
-                Ok(())
-            };
-            feature_error = read_features().err().map(Arc::new);
-        }
-        if let Some(Ok(descs)) = features.event_desc() {
-            for (a, d) in attrs.iter_mut().zip(descs) {
-                a.name = Some(d.name);
-            }
-        }
-
+        let (meta, ids, header, data_end) = read_file_metadata(&mut r, p, &opts)?;
         r.seek(SeekFrom::Start(header.data.offset))
             .map_err(|err| Error::io(header.data.offset, err))?;
-        let meta = Metadata {
-            format: DataFormat::File(header),
-            endian: e,
-            attrs,
-            features,
-            feature_error,
-        };
         Ok(Self {
             input: Input::new(r, header.data.offset, Some(data_end)),
             infos: meta
@@ -323,6 +191,14 @@ impl<R: Read> PerfDataReader<R> {
             opts,
             data_end: None,
         }
+    }
+
+    /// The input the reader reads (a file, for [`Self::open`]). Reading it
+    /// by position (`FileExt::read_at`, [`crate::trace_reader::ReadAt`])
+    /// leaves the record stream where it is: this is how perfaux's trace
+    /// section, which the reader locates but does not read, is read.
+    pub fn get_ref(&self) -> &R {
+        self.input.get_ref()
     }
 
     /// The file's metadata: header, attrs, features.
@@ -601,77 +477,11 @@ impl<R: Read> PerfDataReader<R> {
     }
 }
 
-/// A record copied out of the reader (see [`PerfDataReader::into_records`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OwnedRecord {
-    /// The record's header.
-    pub header: PerfEventHeader,
-    /// Where it was in the input.
-    pub location: RecordLocation,
-    /// The whole record, header included.
-    pub bytes: Vec<u8>,
-    /// Bytes that follow it uncounted by its size (an AUXTRACE's data).
-    pub payload: Vec<u8>,
-    /// Its event, as an index into the metadata's attrs.
-    pub attr_index: Option<usize>,
-    /// That event's layout facts, for typed parsing.
-    pub parse_info: Option<RecordParseInfo>,
-    /// Byte order of the record.
-    pub endian: Endianness,
-}
-
-impl OwnedRecord {
-    /// The borrowed form, for typed parsing.
-    pub fn as_raw(&self) -> RawRecord<'_> {
-        RawRecord {
-            header: self.header,
-            location: self.location,
-            bytes: &self.bytes,
-            payload: &self.payload,
-            attr_index: self.attr_index,
-            parse_info: self.parse_info,
-            endian: self.endian,
-        }
-    }
-}
-
-/// Iterator over owned records; see [`PerfDataReader::into_records`].
-pub struct Records<R> {
-    reader: PerfDataReader<R>,
-}
-
-impl<R> Records<R> {
-    /// The metadata as far as it is known (in pipe mode it grows as the
-    /// records pass).
-    pub fn metadata(&self) -> &Metadata {
-        &self.reader.meta
-    }
-}
-
-impl<R: Read> Iterator for Records<R> {
-    type Item = Result<OwnedRecord>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        match self.reader.next_record() {
-            Ok(Some(r)) => Some(Ok(OwnedRecord {
-                header: r.header,
-                location: r.location,
-                bytes: r.bytes.to_vec(),
-                payload: r.payload.to_vec(),
-                attr_index: r.attr_index,
-                parse_info: r.parse_info,
-                endian: r.endian,
-            })),
-            Ok(None) => None,
-            Err(e) => Some(Err(e)),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::header::pipe_header_bytes;
+    use perfaux_abi::Endianness;
     use perfaux_abi::user::AuxtraceRecord;
 
     /// A pipe of `n` 64-byte records with one 4 MiB AUXTRACE in the middle,

@@ -10,16 +10,18 @@
 //! is bounded by two rounds of lines, not by the file.
 //!
 //! `--call-trace` merges the decoded windows of the trace section by time,
-//! each window decoded lazily, so what is held is one pending line per
-//! window, not the output.
+//! each window decoded lazily from the file in bounded pieces, so what is
+//! held is one pending line and one piece per window, not the trace or the
+//! output ([`call_trace`]).
 //!
 //! On damage (a record that does not parse, a file cut short, a broken
 //! feature section) every line before it is printed, then the error, and
 //! the exit status is non-zero, as `perf script` does.
 
-use std::borrow::Cow;
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
+mod call_trace;
+mod uevent_logs;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
 use std::path::Path;
 
@@ -28,15 +30,18 @@ use perfaux_abi::raw::RawData;
 use perfaux_abi::read_format::{ReadFormat, ReadValues};
 use perfaux_abi::records::Record;
 use perfaux_abi::sample::SampleRecord;
-use perfaux_perfdata::{Feature, UserRecord};
-use perfaux_swtrace::decode::{Decoder, Event as TraceEvent};
+use perfaux_perfdata::UserRecord;
+use perfaux_swtrace::decode::Decoder;
 use perfaux_swtrace::{CallTrace, CallTraceOptions, ProbeTable};
+
+use call_trace::{WindowLines, call_trace_lines};
+use uevent_logs::UeventLogs;
 
 use crate::dump::{EvInfo, ev_info};
 use crate::error::CliError;
 use crate::progress::Progress;
 use crate::workload::UEVENT_TYPES;
-use perfaux_perfdata::trace_section::{AuxData, ChunkKind, PERFAUX_FEATURE_BIT};
+use perfaux_perfdata::trace_section::PERFAUX_FEATURE_BIT;
 use perfaux_perfdata::uevent_sample::{UEVENT_EVENT_NAME, uevent_from_raw};
 
 /// Time-ordered output with perf's round rule.
@@ -213,13 +218,7 @@ impl Script {
             returns: false,
             markers: false,
         };
-        let mut w = WindowLines {
-            dec: Decoder::new(aux).peekable(),
-            ct: CallTrace::new(&self.probes, opts),
-            end_label: None,
-            last: None,
-            ended: false,
-        };
+        let mut w = WindowLines::new(Decoder::new(aux), CallTrace::new(&self.probes, opts), None);
         while let Some((_, l)) = w.next_line() {
             out.push_str("    ");
             out.push_str(&l);
@@ -235,8 +234,6 @@ pub fn script(
     progress: &mut Progress,
 ) -> Result<(), CliError> {
     let (mut reader, file_len) = crate::input::open_input(path)?;
-    // The trace section is taken, not copied: it can be most of the file.
-    let trace_section = reader.take_feature(Feature(PERFAUX_FEATURE_BIT));
     let meta = reader.metadata().clone();
     // A broken feature area does not hide intact records: they are printed,
     // then this error.
@@ -244,16 +241,21 @@ pub fn script(
     if call_trace && let Some(e) = feature_error {
         return Err(e);
     }
-    let aux = match trace_section {
-        Some(sec) => {
-            Some(AuxData::parse(&sec.data, sec.offset).map_err(|e| CliError::file(path, e))?)
-        }
-        None => None,
-    };
-    let probes = match &aux {
-        Some(a) if !a.probe_table.is_empty() => ProbeTable::from_bytes(&a.probe_table)
+    // The trace section is located, not read: its chunks are read in place.
+    let trace = reader
+        .trace_section()
+        .transpose()
+        .map_err(|e| CliError::file(path, e))?;
+    let probes = match &trace {
+        Some(t) if !t.probe_table().is_empty() => ProbeTable::from_bytes(t.probe_table())
             .map_err(|e| CliError::file(path, format!("perfaux trace section: {e}")))?,
         _ => ProbeTable::default(),
+    };
+    // The uevent logs' places, for the uevents under each AUX record; a bad
+    // chunk header is reported after every line the chunks before it give.
+    let (uevent_logs, mut section_error) = match &trace {
+        Some(t) if !call_trace => UeventLogs::index(t),
+        _ => (UeventLogs::default(), None),
     };
     let mut s = Script {
         evs: meta
@@ -367,13 +369,19 @@ pub fn script(
                     c_hex(a.aux_size),
                     c_hex(a.flags)
                 );
-                if let (Some(aux), Some(id)) = (&aux, sid.identifier.or(sid.id)) {
-                    for (ty, data) in uevent_log_entries(aux, id, a.aux_offset, a.aux_size) {
+                if let (Some(t), Some(id)) = (&trace, sid.identifier.or(sid.id))
+                    && !call_trace
+                {
+                    let (entries, err) = uevent_logs.entries(t, id, a.aux_offset, a.aux_size);
+                    if section_error.is_none() {
+                        section_error = err;
+                    }
+                    for (ty, data) in entries {
                         text += &format!(
                             "{}{evname}: {} {}\n",
                             prefix(&s.comm(tid), tid, cpu, time),
                             uevent_type_name(ty),
-                            payload_text(data)
+                            payload_text(&data)
                         );
                     }
                 }
@@ -419,184 +427,20 @@ pub fn script(
         }
     }
     if call_trace {
-        let Some(aux) = aux else {
+        let Some(trace) = trace else {
             return Err(CliError::msg(format!(
                 "{}: no software trace in the file (perfaux's trace section, feature {PERFAUX_FEATURE_BIT}, is missing)",
                 path.display()
             )));
         };
-        call_trace_lines(&s, &aux, &aux_owner, &truncated, out)?;
+        section_error = call_trace_lines(&s, &trace, &aux_owner, &truncated, out)?;
     }
     ord.finish(out)?;
     out.flush().map_err(CliError::output)?;
     progress.done();
-    match feature_error {
-        Some(e) => Err(e),
-        None => Ok(()),
+    match (feature_error, section_error) {
+        (Some(e), _) => Err(e),
+        (None, Some(e)) => Err(CliError::file(path, e)),
+        (None, None) => Ok(()),
     }
-}
-
-/// The uevents a `uevent_aux` PMU logged into the AUX bytes
-/// `[offset, offset + size)` of event `id`, from the trace section's
-/// uevent-log chunks (`{u32 type; u32 size; data; pad to 8}` each, see
-/// perfaux-core's pmus/uevent.rs); none when no chunk holds the range whole
-/// (an overwritten snapshot, for one) or an entry overruns it.
-fn uevent_log_entries(aux: &AuxData, id: u64, offset: u64, size: u64) -> Vec<(u32, &[u8])> {
-    let Some(c) = aux.chunks.iter().find(|c| {
-        c.kind == ChunkKind::UeventLog
-            && c.event_id == id
-            && c.aux_offset <= offset
-            && offset.saturating_add(size) <= c.aux_offset + c.bytes.len() as u64
-    }) else {
-        return Vec::new();
-    };
-    let start = (offset - c.aux_offset) as usize;
-    let mut bytes = &c.bytes[start..start + size as usize];
-    let mut v = Vec::new();
-    while bytes.len() >= 8 {
-        let ty = u32::from_le_bytes(bytes[..4].try_into().unwrap_or_default());
-        let n = u32::from_le_bytes(bytes[4..8].try_into().unwrap_or_default()) as usize;
-        let Some(data) = bytes.get(8..8 + n) else {
-            break;
-        };
-        v.push((ty, data));
-        bytes = bytes.get(8 + n.next_multiple_of(8)..).unwrap_or_default();
-    }
-    v
-}
-
-/// A stretch of one event's trace decoded as one stream: (event id, tid,
-/// AUX offset of its first byte, its bytes, its chunks' kind).
-type Window<'a> = (u64, u32, u64, Cow<'a, [u8]>, ChunkKind);
-
-/// One window of the trace being decoded: its decoder and call-trace state.
-struct WindowLines<'a> {
-    dec: std::iter::Peekable<Decoder<'a>>,
-    ct: CallTrace<'a>,
-    /// What the window's final pause or stop says instead of
-    /// `(paused)`/`(stopped)`, when the window ends otherwise.
-    end_label: Option<&'static str>,
-    /// Time and leading columns (up to the time's colon) of the last line,
-    /// for a `tr end` of a window that ends with no stop packet.
-    last: Option<(u64, String)>,
-    /// The window's end has been printed.
-    ended: bool,
-}
-
-impl WindowLines<'_> {
-    /// The window's next line and its time.
-    fn next_line(&mut self) -> Option<(u64, String)> {
-        for ev in self.dec.by_ref() {
-            let Some(time) = ev.time() else {
-                continue;
-            };
-            if let Some(mut line) = self.ct.line(&ev) {
-                let last = self
-                    .dec
-                    .peek()
-                    .is_none_or(|e| matches!(e, TraceEvent::Skipped { .. }));
-                if let Some(label) = self.end_label
-                    && last
-                    && matches!(ev, TraceEvent::Paused { .. } | TraceEvent::Stopped { .. })
-                    && let Some(at) = line.rfind(" (")
-                {
-                    line.truncate(at + 1);
-                    line.push_str(label);
-                    self.ended = true;
-                }
-                if let Some(colon) = line.find(": ") {
-                    self.last = Some((time, line[..colon + 2].to_string()));
-                }
-                line.push('\n');
-                return Some((time, line));
-            }
-        }
-        // A window cut by a full area (TRUNCATED) ends with no stop packet:
-        // its end is said all the same, at the last event's time.
-        if self.end_label == Some("(truncated)")
-            && !self.ended
-            && let Some((time, head)) = self.last.take()
-        {
-            self.ended = true;
-            return Some((time, format!("{head}tr end   (truncated)\n")));
-        }
-        None
-    }
-}
-
-/// Decodes every chunk of the trace section into call-trace lines. Chunks of
-/// one event that continue each other (full trace) are decoded as one
-/// stream, so calls that span a chunk boundary keep their depth.
-fn call_trace_lines(
-    s: &Script,
-    aux: &AuxData,
-    owner: &HashMap<u64, (u32, Option<u32>)>,
-    truncated: &HashSet<(u64, u64)>,
-    out: &mut impl Write,
-) -> Result<(), CliError> {
-    // Group consecutive chunks into windows: same event, same kind, and
-    // (for trace data) starting where the previous one ended.
-    // A window that is one chunk borrows its bytes; only continued ones
-    // are joined into a copy.
-    let mut windows: Vec<Window<'_>> = Vec::new();
-    for c in aux.chunks.iter().filter(|c| c.kind != ChunkKind::UeventLog) {
-        let continues = windows.last().is_some_and(|(id, tid, off, bytes, kind)| {
-            c.kind == ChunkKind::Trace
-                && *kind == ChunkKind::Trace
-                && *id == c.event_id
-                && *tid == c.tid
-                && off + bytes.len() as u64 == c.aux_offset
-        });
-        if continues && let Some(w) = windows.last_mut() {
-            w.3.to_mut().extend_from_slice(&c.bytes);
-        } else {
-            let bytes = Cow::Borrowed(&c.bytes[..]);
-            windows.push((c.event_id, c.tid, c.aux_offset, bytes, c.kind));
-        }
-    }
-    let mut streams: Vec<WindowLines<'_>> = windows
-        .iter()
-        .map(|(id, tid, offset, bytes, kind)| {
-            let (tid, cpu) = owner.get(id).copied().unwrap_or((*tid, None));
-            let opts = CallTraceOptions {
-                comm: s.comm(i64::from(tid as i32)),
-                cpu: cpu.unwrap_or(0),
-                returns: false,
-                markers: false,
-            };
-            // How the window's last stop reads: a snapshot's end and a stop
-            // where the AUX area filled (PERF_AUX_FLAG_TRUNCATED) are not
-            // an aux_pause.
-            let end = offset + bytes.len() as u64;
-            let end_label = if truncated.contains(&(*id, end)) {
-                Some("(truncated)")
-            } else if *kind == ChunkKind::Snapshot {
-                Some("(snapshot end)")
-            } else {
-                None
-            };
-            WindowLines {
-                dec: Decoder::with_offset(bytes, *offset).peekable(),
-                ct: CallTrace::new(&s.probes, opts),
-                end_label,
-                last: None,
-                ended: false,
-            }
-        })
-        .collect();
-    // A k-way merge by (time, window): the order a sort of every line by
-    // time would give (ties in window order), one pending line per window.
-    let mut heap = BinaryHeap::new();
-    for (i, w) in streams.iter_mut().enumerate() {
-        if let Some((t, line)) = w.next_line() {
-            heap.push(Reverse((t, i, line)));
-        }
-    }
-    while let Some(Reverse((_, i, line))) = heap.pop() {
-        out.write_all(line.as_bytes()).map_err(CliError::output)?;
-        if let Some((t, line)) = streams[i].next_line() {
-            heap.push(Reverse((t, i, line)));
-        }
-    }
-    Ok(())
 }

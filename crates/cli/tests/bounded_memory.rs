@@ -1,0 +1,140 @@
+//! The readers' memory is bounded whatever the file's size (issue 11): on a
+//! recording whose trace section is several times [`BOUND`], the library
+//! functions the `perfaux` subcommands run (`script --call-trace`, `report`,
+//! `export -F chrome`, `report -D`) never have more than [`BOUND`] bytes
+//! allocated at once, counted by a counting global allocator. Before the
+//! section was read in place, each held all of it (and script a copy more).
+
+mod common;
+
+use std::io::{self, Write};
+use std::path::Path;
+
+use common::{record, tempdir};
+use perfaux::export::{ExportArgs, Format, export};
+use perfaux::progress::Progress;
+use perfaux::report::{ViewArgs, report};
+use perfaux::script::script;
+use perfaux_perfdata::trace_section::PERFAUX_FEATURE_BIT;
+use perfaux_perfdata::{Feature, PerfDataReader};
+use perfaux_testutil::CountingAlloc;
+
+#[global_allocator]
+static A: CountingAlloc = CountingAlloc;
+
+/// The most bytes a reader may have allocated at once.
+const BOUND: usize = 16 << 20;
+
+/// An output that counts what it is given and keeps none of it.
+#[derive(Default)]
+struct Counted {
+    bytes: u64,
+    lines: u64,
+}
+
+impl Write for Counted {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.bytes += buf.len() as u64;
+        self.lines += buf.iter().filter(|&&b| b == b'\n').count() as u64;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Runs `f` and returns the most bytes it had allocated at once (on this
+/// thread: the readers run on the caller's).
+fn peak(f: impl FnOnce()) -> usize {
+    let level = CountingAlloc::reset_peak();
+    f();
+    CountingAlloc::peak_since(level)
+}
+
+fn trace_section_size(f: &Path) -> u64 {
+    let reader = PerfDataReader::open(f).unwrap();
+    let sec = reader
+        .metadata()
+        .features
+        .location(Feature(PERFAUX_FEATURE_BIT))
+        .expect("the trace section is located, not read");
+    assert!(
+        reader
+            .metadata()
+            .features
+            .raw(Feature(PERFAUX_FEATURE_BIT))
+            .is_none(),
+        "the reader holds no copy of the trace section"
+    );
+    sec.size
+}
+
+#[test]
+fn readers_hold_a_bounded_part_of_a_trace_section_larger_than_the_bound() {
+    let dir = tempdir();
+    // About 450 bytes of trace per request: a section of ~45 MB or more.
+    let (f, _) = record(
+        dir.path(),
+        "big.data",
+        &["--requests", "100000", "-m", ",4M"],
+    );
+    let size = trace_section_size(&f);
+    assert!(
+        size > 2 * BOUND as u64,
+        "the trace section ({size} bytes) is larger than twice the bound"
+    );
+
+    let mut out = Counted::default();
+    let used = peak(|| script(&f, true, &mut out, &mut Progress::quiet()).unwrap());
+    // Every call is a line: the whole trace was decoded.
+    assert!(out.lines > 1_000_000, "{} call-trace lines", out.lines);
+    assert!(
+        used < BOUND,
+        "script --call-trace: {used} bytes at once on a {size}-byte trace section"
+    );
+    eprintln!("script --call-trace: {used} bytes at most at once ({size}-byte trace section)");
+
+    let mut out = Counted::default();
+    let used = peak(|| report(&f, &ViewArgs::default(), &mut out).unwrap());
+    assert!(out.lines > 5, "{} report lines", out.lines);
+    assert!(
+        used < BOUND,
+        "report: {used} bytes at once on a {size}-byte trace section"
+    );
+    eprintln!("report: {used} bytes at most at once ({size}-byte trace section)");
+
+    let json = dir.path().join("trace.json");
+    let args = ExportArgs {
+        input: f.clone(),
+        format: Format::Chrome,
+        output: Some(json.clone()),
+        tid: Vec::new(),
+        comm: Vec::new(),
+    };
+    let used = peak(|| {
+        export(&args).unwrap();
+    });
+    let written = std::fs::metadata(&json).unwrap().len();
+    assert!(
+        written > size,
+        "the export ({written} bytes) has every call"
+    );
+    assert!(
+        used < BOUND,
+        "export -F chrome: {used} bytes at once on a {size}-byte trace section"
+    );
+    eprintln!("export -F chrome: {used} bytes at most at once ({size}-byte trace section)");
+
+    let mut out = Counted::default();
+    let used = peak(|| {
+        perfaux::dump::dump(&f, "big.data", &mut out, &mut Progress::quiet()).unwrap();
+    });
+    // The dump shows every trace byte in hex (16 a line).
+    assert!(out.lines > size / 16, "{} dump lines", out.lines);
+    assert!(
+        used < BOUND,
+        "report -D: {used} bytes at once on a {size}-byte trace section"
+    );
+    eprintln!("report -D: {used} bytes at most at once ({size}-byte trace section)");
+}
