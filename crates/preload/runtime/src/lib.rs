@@ -10,9 +10,12 @@
 //!   ([`events`]: the trace PMU's event over the slot's memory, the others in its group or
 //!   redirected into its buffer, as `perf record` opens them); its thread-local destructor
 //!   ends them cleanly.
+//! - [`fork`]: a forked child is traced too (perf's inherit default): it leaves its parent's
+//!   slot and events without a write and traces into a slot of its own.
 
 mod crash;
 mod events;
+mod fork;
 mod hooks;
 mod intern;
 mod objects;
@@ -23,8 +26,8 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 use perfaux_preload::shared::{self, Control, header};
 
-/// Set once the control area is mapped and this is the process the recorder spawned; cleared
-/// in a forked child (its thread states belong to the parent's slots).
+/// Set once the control area is mapped and this is the process the recorder spawned (or a
+/// child it forked).
 pub(crate) static ACTIVE: AtomicBool = AtomicBool::new(false);
 static CTL: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
 
@@ -33,10 +36,6 @@ pub(crate) fn control() -> Option<Control> {
     let p = CTL.load(Ordering::Acquire);
     // SAFETY: a non-null CTL is a mapping of shared::total_len() bytes that is never unmapped.
     (!p.is_null()).then(|| unsafe { Control::new(p) })
-}
-
-extern "C" fn in_forked_child() {
-    ACTIVE.store(false, Ordering::Release);
 }
 
 /// The constructor: maps the control area and reports the loaded objects.
@@ -85,8 +84,7 @@ extern "C" fn init() {
         return;
     }
     CTL.store(p.cast(), Ordering::Release);
-    // SAFETY: registers a plain function for the child side of fork.
-    unsafe { libc::pthread_atfork(None, None, Some(in_forked_child)) };
+    fork::install();
     intern::skip_used_ids(&ctl);
     // Before any object is reported (which resolves the probe events' functions) and any
     // probe is made.

@@ -1,7 +1,9 @@
 /* Test program for perfaux record -- ./prog: recursion, threads, a longjmp out of traced
  * frames, and a crash on request.
- * Usage: calls [threads [depth [how]]]; how: none, segv, abort, hang (in boom), fork (a child
- * that returns through the traced frames), exec (itself again), nojmp (no longjmp). */
+ * Usage: calls [threads [depth [how [nojmp]]]]; how: none, segv, abort, hang (in boom), fork (a
+ * child that returns through the traced frames), forksegv (a child that crashes in boom after
+ * fib(5); the parent goes on), exec (itself again), nojmp (no longjmp; also as a 4th
+ * argument). */
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -46,16 +48,22 @@ __attribute__((noinline)) void boom(const char *how) {
         *p = 1;
     } else if (strcmp(how, "abort") == 0) {
         abort();
-    } else if (strcmp(how, "fork") == 0) {
+    } else if (strcmp(how, "fork") == 0 || strcmp(how, "forksegv") == 0) {
         /* The child returns through every frame the parent's runtime hijacked. */
+        int crash = strcmp(how, "forksegv") == 0;
         pid_t pid = fork();
         if (pid == 0) {
             fib(5);
+            if (crash) boom("segv");
             return;
         }
         int st;
         waitpid(pid, &st, 0);
-        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) abort();
+        printf("forked %d\n", (int)pid);
+        fflush(stdout);
+        if (crash ? !WIFSIGNALED(st) || WTERMSIG(st) != SIGSEGV
+                  : !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            abort();
     } else if (strcmp(how, "exec") == 0) {
         /* The new image is traced again: same process, same recording. */
         execl("/proc/self/exe", "calls", "0", "4", (char *)NULL);
@@ -79,7 +87,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
     printf("fib(%d) = %d\n", depth, fib(depth));
     fflush(stdout);
-    if (strcmp(crash, "nojmp") != 0) jumpy();
+    if (strcmp(crash, "nojmp") != 0 && (argc < 5 || strcmp(argv[4], "nojmp") != 0)) jumpy();
     on_the_way(crash);
     return 0;
 }
