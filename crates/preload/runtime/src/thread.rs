@@ -1,6 +1,7 @@
 //! A traced thread: its slot, its trace event over the slot's memory, and its return stack.
 
 use std::cell::{Cell, RefCell};
+use std::mem::offset_of;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -175,8 +176,10 @@ impl Thread {
             // thread's writer head, which lives until the thread's exit (swtrace's
             // aux_head_word contract) and is cleared with `traced` before that; `dst` is a word
             // of the control mapping, which is never unmapped. Both are only read or stored
-            // atomically.
-            unsafe { (*dst).store((*src).load(Ordering::Relaxed), Ordering::Release) };
+            // atomically. (The leaked state of a forked child's parent stays mapped too.)
+            let head = unsafe { (*src).load(Ordering::Relaxed) };
+            // SAFETY: as above.
+            unsafe { (*dst).store(head, Ordering::Release) };
         }
     }
 
@@ -332,18 +335,31 @@ fn push_frame(
         });
         return;
     };
-    let f = dst.as_mut_ptr();
-    // SAFETY: `f` is the first spare element of the vector's allocation, valid for writes of
-    // a Frame; each field is written once, so the element is whole before set_len counts it.
+    // `f` is the first spare element of the vector's allocation, valid for writes of a Frame;
+    // a field's pointer is `f` plus the field's offset, so aligned for the field.
+    let f = dst.as_mut_ptr().cast::<u8>();
+    let at = |off: usize| f.wrapping_add(off);
+    // SAFETY: a field of the spare element (above), written once.
+    unsafe { at(offset_of!(Frame, addr)).cast::<usize>().write(addr) };
+    // SAFETY: as above.
     unsafe {
-        (&raw mut (*f).addr).write(addr);
-        (&raw mut (*f).guard).write(guard);
-        (&raw mut (*f).slot).write(slot);
-        (&raw mut (*f).parent_loc).write(parent_loc);
-        (&raw mut (*f).ret).write(ret);
-        let len = st.len();
-        st.set_len(len + 1);
-    }
+        at(offset_of!(Frame, guard))
+            .cast::<ProbeGuard>()
+            .write(guard)
+    };
+    // SAFETY: as above.
+    unsafe { at(offset_of!(Frame, slot)).cast::<usize>().write(slot) };
+    // SAFETY: as above.
+    unsafe {
+        at(offset_of!(Frame, parent_loc))
+            .cast::<usize>()
+            .write(parent_loc)
+    };
+    // SAFETY: as above.
+    unsafe { at(offset_of!(Frame, ret)).cast::<usize>().write(ret) };
+    let len = st.len();
+    // SAFETY: every field of the element was written above: it is whole before it is counted.
+    unsafe { st.set_len(len + 1) };
 }
 
 /// Claims a slot and opens this thread's events, the trace event over the slot's memory.
