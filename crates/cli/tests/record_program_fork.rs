@@ -2,7 +2,8 @@
 //! `fork` and `forksegv`): the child is traced, as perf (`inherit`) and uftrace trace children
 //! by default. Call counts summed over both processes are judged by uftrace's report of the
 //! same run; the child's calls are under its own tid; perf 6.1 names its functions through the
-//! parent's maps, which the FORK record gives it.
+//! parent's maps, which the FORK record gives it; an image the child execs is traced as the
+//! child.
 
 mod calls;
 
@@ -177,5 +178,32 @@ fn a_forked_child_that_crashes_keeps_its_calls_up_to_the_crash() {
             "{name}: the child's trace ends in the boom() that crashed: {theirs:?}"
         );
         assert_eq!(counts(&theirs), child_counts(2), "{name}: the child's");
+    }
+}
+
+/// `forkexec`: the child execs the program again as `calls 0 4 nojmp`; that image is traced as
+/// the child (its pid found in the control area's table of children). uftrace, which follows
+/// both, judges the sum over the processes, and its report of the image's run alone judges
+/// the child's calls.
+#[test]
+fn an_image_a_forked_child_execs_is_traced_with_uftraces_call_counts() {
+    perfaux_testutil::require_oracle!("gcc");
+    perfaux_testutil::require_oracle!("uftrace");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let args = ["1", "4", "forkexec", "nojmp"];
+    for (flags, name) in FLAVOURS {
+        let prog = build_calls(d, flags, name);
+        let want = uftrace_counts(d, &prog, &args);
+        let want_child = uftrace_counts(d, &prog, &["0", "4", "nojmp"]);
+        let (out, data) = record(d, &prog, &args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(counts(&call_trace(&data)), want, "{name}: against uftrace");
+        let theirs = calls_of(&calls_by_tid(&data), child_pid(&out));
+        assert_eq!(counts(&theirs), want_child, "{name}: the exec'd image's");
     }
 }

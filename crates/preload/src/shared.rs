@@ -22,7 +22,10 @@
 //!   `EVENT_SIZE` bytes (the recorder's `-e` events, see [`event`]), written by the recorder
 //!   before the program starts;
 //! - per-slot event ids from `slot_ids_offset()`: `MAX_EVENTS` words per slot, the sample id
-//!   of each event the slot's thread opened, in event order.
+//!   of each event the slot's thread opened, in event order;
+//! - forked children from `children_offset()`: the count word, then `MAX_CHILDREN` entries of
+//!   [`child::SIZE`] bytes (`pid`, stored last, `ppid`, `ptid`, `fork_time`), which the
+//!   runtime writes in each child it forks: an image a child execs finds its pid there.
 
 use std::sync::atomic::AtomicU64;
 
@@ -160,6 +163,23 @@ pub mod event {
     pub const FUNC: usize = ATTR + super::ATTR_MAX;
 }
 
+/// Forked children kept (an image a child beyond them execs is not traced).
+pub const MAX_CHILDREN: usize = 1024;
+
+/// Offsets within a forked child's entry.
+pub mod child {
+    /// The child's pid (stored last: non-zero once the entry is complete).
+    pub const PID: usize = 0;
+    /// Its parent's pid.
+    pub const PPID: usize = 8;
+    /// The tid of the parent's thread that forked it.
+    pub const PTID: usize = 16;
+    /// When it began (CLOCK_MONOTONIC ns).
+    pub const FORK_TIME: usize = 24;
+    /// Bytes per entry.
+    pub const SIZE: usize = 32;
+}
+
 /// Where the slots start.
 pub const fn slots_offset() -> usize {
     4096
@@ -185,9 +205,14 @@ pub const fn slot_ids_offset() -> usize {
     events_offset() + 4096 + MAX_EVENTS * EVENT_SIZE
 }
 
+/// Where the table of forked children starts (its count word).
+pub const fn children_offset() -> usize {
+    slot_ids_offset() + MAX_SLOTS * MAX_EVENTS * 8
+}
+
 /// The control memfd's size.
 pub const fn total_len() -> usize {
-    slot_ids_offset() + MAX_SLOTS * MAX_EVENTS * 8
+    children_offset() + 4096 + MAX_CHILDREN * child::SIZE
 }
 
 /// A view of a mapped control area. Every access is atomic or a bounded byte copy: the other
@@ -256,6 +281,17 @@ impl Control {
     pub fn event_offset(k: usize) -> usize {
         assert!(k < MAX_EVENTS);
         events_offset() + 4096 + k * EVENT_SIZE
+    }
+
+    /// The forked children's count word (entries claimed; may exceed [`MAX_CHILDREN`]).
+    pub fn child_count(&self) -> &AtomicU64 {
+        self.word(children_offset())
+    }
+
+    /// The word `off` of forked child entry `i`.
+    pub fn child_word(&self, i: usize, off: usize) -> &AtomicU64 {
+        assert!(i < MAX_CHILDREN);
+        self.word(children_offset() + 4096 + i * child::SIZE + off)
     }
 
     /// The object count word.

@@ -14,15 +14,17 @@
 //! The recorder learns the child from its slot: its pid, and the parent's pid, the forking
 //! thread's tid and the fork's time for its PERF_RECORD_FORK.
 //!
+//! Each child also writes its pid and those words into the control area's table of children:
+//! an image the child execs finds its pid there (`init`), and is traced as the child.
+//!
 //! Not handled: a fork while another thread of the parent holds a lock of the runtime or the
 //! core (the child may then wait on it forever, as for any lock POSIX leaves held across
-//! fork in a threaded program); an image a forked child exec's is not traced (`init` traces
-//! only the spawned pid).
+//! fork in a threaded program).
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use perfaux_preload::shared::{Control, slot};
+use perfaux_preload::shared::{Control, MAX_CHILDREN, child, slot};
 
 /// This process's pid (set at init, and again in a forked child).
 static PID: AtomicU64 = AtomicU64::new(0);
@@ -68,8 +70,37 @@ extern "C" fn in_child() {
     if let Some(ctl) = crate::control() {
         let n = ctl.object_count().load(Ordering::Acquire);
         OBJECTS_AT_FORK.store(n, Ordering::Relaxed);
+        let i = ctl.child_count().fetch_add(1, Ordering::AcqRel) as usize;
+        if i < MAX_CHILDREN {
+            let w = |o, v: &AtomicU64| {
+                ctl.child_word(i, o)
+                    .store(v.load(Ordering::Relaxed), Ordering::Relaxed)
+            };
+            w(child::PPID, &PPID);
+            w(child::PTID, &PTID);
+            w(child::FORK_TIME, &FORK_TIME);
+            w(child::PID, &PID);
+        }
     }
     crate::thread::forked();
+}
+
+/// Whether `pid` is a child the traced processes forked (an image it exec'd is traced, `init`):
+/// its fork's words are taken from its entry (the newest with that pid), so that its threads'
+/// slots carry them as the child's did.
+pub(crate) fn is_forked_child(ctl: &Control, pid: u64) -> bool {
+    let n = (ctl.child_count().load(Ordering::Acquire) as usize).min(MAX_CHILDREN);
+    let Some(i) = (0..n)
+        .rev()
+        .find(|&i| ctl.child_word(i, child::PID).load(Ordering::Acquire) == pid)
+    else {
+        return false;
+    };
+    let r = |o| ctl.child_word(i, o).load(Ordering::Relaxed);
+    PPID.store(r(child::PPID), Ordering::Relaxed);
+    PTID.store(r(child::PTID), Ordering::Relaxed);
+    FORK_TIME.store(r(child::FORK_TIME), Ordering::Relaxed);
+    true
 }
 
 /// This process's pid.

@@ -2,7 +2,8 @@
 //!
 //! - [`init`] (an `.init_array` constructor) maps the recorder's control memfd named by
 //!   `PERFAUX_PRELOAD_FD` and reports the loaded objects ([`objects`]); without it, or in a
-//!   process the recorder did not spawn, every hook returns at once.
+//!   process that is neither the one the recorder spawned nor a child a traced process forked
+//!   (nor an image one of them exec'd), every hook returns at once.
 //! - [`hooks`]: the compilers' entry/exit hooks. A function address becomes a swtrace probe the
 //!   first time it is seen ([`intern`]); the probe's guard waits on the thread's return stack
 //!   until the matching exit.
@@ -27,7 +28,7 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use perfaux_preload::shared::{self, Control, header};
 
 /// Set once the control area is mapped and this is the process the recorder spawned (or a
-/// child it forked).
+/// child it forked, or an image either exec'd).
 pub(crate) static ACTIVE: AtomicBool = AtomicBool::new(false);
 static CTL: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
 
@@ -76,9 +77,10 @@ extern "C" fn init() {
     let pid = unsafe { libc::getpid() } as u64;
     if r(header::MAGIC) != shared::MAGIC
         || r(header::VERSION) != shared::VERSION
-        || r(header::PID) != pid
+        || (r(header::PID) != pid && !fork::is_forked_child(&ctl, pid))
     {
-        // Not the recorder's process (a child it forked and exec'd): untraced.
+        // Neither the recorder's process nor a child a traced process forked (one started by
+        // posix_spawn or vfork, which run no fork handlers): untraced.
         // SAFETY: p is the mapping made above, used by nothing else.
         unsafe { libc::munmap(p, shared::total_len()) };
         return;

@@ -2,7 +2,8 @@
  * frames, and a crash on request.
  * Usage: calls [threads [depth [how [nojmp]]]]; how: none, segv, abort, hang (in boom), fork (a
  * child that returns through the traced frames), forksegv (a child that crashes in boom after
- * fib(5); the parent goes on), exec (itself again), nojmp (no longjmp; also as a 4th
+ * fib(5); the parent goes on), forkexec (a child that execs itself as `calls 0 4 nojmp`), exec
+ * (itself again), nojmp (no longjmp; also as a 4th
  * argument). */
 #include <pthread.h>
 #include <setjmp.h>
@@ -64,6 +65,17 @@ __attribute__((noinline)) void boom(const char *how) {
         if (crash ? !WIFSIGNALED(st) || WTERMSIG(st) != SIGSEGV
                   : !WIFEXITED(st) || WEXITSTATUS(st) != 0)
             abort();
+    } else if (strcmp(how, "forkexec") == 0) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            execl("/proc/self/exe", "calls", "0", "4", "nojmp", (char *)NULL);
+            _exit(127);
+        }
+        int st;
+        waitpid(pid, &st, 0);
+        printf("forked %d\n", (int)pid);
+        fflush(stdout);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) abort();
     } else if (strcmp(how, "exec") == 0) {
         /* The new image is traced again: same process, same recording. */
         execl("/proc/self/exe", "calls", "0", "4", (char *)NULL);
