@@ -550,13 +550,11 @@ impl ProgramSession {
                 if tid == 0 || w(slot::EVENT_ID) == 0 {
                     return None;
                 }
-                let fork = match (w(slot::PPID), w(slot::PTID)) {
-                    (0, _) => None,
-                    (ppid, ptid) => Some((
-                        u32::try_from(ppid).ok()?,
-                        u32::try_from(ptid).ok()?,
-                        w(slot::FORK_TIME),
-                    )),
+                // The program's words: a pid or tid out of range says no fork (the thread's
+                // trace is kept; perf then knows its process by its COMM alone).
+                let fork = match (u32::try_from(w(slot::PPID)), u32::try_from(w(slot::PTID))) {
+                    (Ok(ppid), Ok(ptid)) if ppid != 0 => Some((ppid, ptid, w(slot::FORK_TIME))),
+                    _ => None,
                 };
                 Some(TracedThread {
                     slot: i,

@@ -5,7 +5,10 @@
 //! temporary renamed at the end, `<output>.old`, trace bytes streamed, snapshots with their
 //! wrapped flag). COMM and MMAP2 records for the program's threads and objects come from what
 //! the runtime reported (since /proc/PID/maps is gone once a crashed program is reaped), and a
-//! probe table names every function from the ELF symbol tables.
+//! probe table names every function from the ELF symbol tables. A child the program forks is
+//! traced in slots of its own (perf's inherit default): its first thread brings its
+//! PERF_RECORD_FORK, its objects their own MMAP2s; the recording ends when the program ends,
+//! as perf's does, with what still-running children published by then.
 //!
 //! `-e` takes what the built-in workload's record takes, around one `swtrace//` event
 //! ([`super::program_events`]): the recorder writes the events into the control area's event
