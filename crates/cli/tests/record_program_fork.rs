@@ -207,3 +207,34 @@ fn an_image_a_forked_child_execs_is_traced_with_uftraces_call_counts() {
         assert_eq!(counts(&theirs), want_child, "{name}: the exec'd image's");
     }
 }
+
+/// `forkstay`: the child calls fib(5), tells its parent, and loops on leaf() until killed;
+/// the parent ends then. The recording ends with the program the user started, as perf's
+/// does: it succeeds, and the child's slot, still written, gives what the child wrote by then
+/// (the calls open at the fork, fib(5)'s 15 fib and at least its 8 leaf calls).
+#[test]
+fn the_recording_ends_with_the_program_and_keeps_a_running_childs_calls() {
+    perfaux_testutil::require_oracle!("gcc");
+    let dir = tempfile::tempdir().unwrap();
+    for (flags, name) in FLAVOURS {
+        let prog = build_calls(dir.path(), flags, name);
+        let (out, data) = record(dir.path(), &prog, &["1", "4", "forkstay", "nojmp"]);
+        let child = child_pid(&out);
+        // SAFETY: kill has no memory preconditions; the pid is the child this test's program
+        // forked, still looping.
+        assert_eq!(unsafe { libc::kill(child as i32, libc::SIGKILL) }, 0);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let theirs = calls_of(&calls_by_tid(&data), child);
+        assert_eq!(theirs[..3], ["main", "on_the_way", "boom"], "{name}");
+        let mut c = counts(&theirs);
+        let leaves = c.remove("leaf").unwrap_or(0);
+        assert!(leaves >= 8, "{name}: {leaves} leaf calls");
+        let mut want = child_counts(1);
+        want.remove("leaf");
+        assert_eq!(c, want, "{name}: the child's");
+    }
+}

@@ -2,9 +2,11 @@
  * frames, and a crash on request.
  * Usage: calls [threads [depth [how [nojmp]]]]; how: none, segv, abort, hang (in boom), fork (a
  * child that returns through the traced frames), forksegv (a child that crashes in boom after
- * fib(5); the parent goes on), forkexec (a child that execs itself as `calls 0 4 nojmp`), exec
+ * fib(5); the parent goes on), forkstay (a child that calls fib(5), then leaf() until killed,
+ * its output on /dev/null; the parent waits for its fib(5) and ends), forkexec (a child that execs itself as `calls 0 4 nojmp`), exec
  * (itself again), nojmp (no longjmp; also as a 4th
  * argument). */
+#include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -65,6 +67,23 @@ __attribute__((noinline)) void boom(const char *how) {
         if (crash ? !WIFSIGNALED(st) || WTERMSIG(st) != SIGSEGV
                   : !WIFEXITED(st) || WEXITSTATUS(st) != 0)
             abort();
+    } else if (strcmp(how, "forkstay") == 0) {
+        int fds[2];
+        if (pipe(fds) != 0) abort();
+        pid_t pid = fork();
+        if (pid == 0) {
+            int null = open("/dev/null", O_WRONLY);
+            dup2(null, 1);
+            dup2(null, 2);
+            fib(5);
+            char c = 1;
+            if (write(fds[1], &c, 1) != 1) _exit(1);
+            for (;;) leaf(1);
+        }
+        char c;
+        if (read(fds[0], &c, 1) != 1) abort();
+        printf("forked %d\n", (int)pid);
+        fflush(stdout);
     } else if (strcmp(how, "forkexec") == 0) {
         pid_t pid = fork();
         if (pid == 0) {
