@@ -136,11 +136,9 @@ fn perf_names_the_childs_functions(d: &Path, prog: &Path, name: &str) {
         perfaux_testutil::perf_command(&["script", "-i", data.to_str().unwrap()], home.path());
     let p = c.output().unwrap();
     let text = String::from_utf8_lossy(&p.stdout);
-    assert!(
-        p.status.success(),
-        "perf script: {}",
-        String::from_utf8_lossy(&p.stderr)
-    );
+    let err = String::from_utf8_lossy(&p.stderr);
+    assert!(p.status.success(), "perf script: {err}");
+    assert_eq!(err.trim(), "", "perf script warned");
     let samples: Vec<&str> = text
         .lines()
         .filter(|l| l.contains(" probe:fib:"))
