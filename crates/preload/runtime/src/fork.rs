@@ -11,6 +11,13 @@
 //! then entered again in the child's trace, outermost first, so that the child, which returns
 //! through them, shows them as uftrace does (`uftrace report` counts them once in the child).
 //!
+//! What else the child inherits, and why it writes nothing of the parent's: the core's other
+//! threads' contexts and events are unreachable (no thread of the child runs them); POSIX
+//! timers (task-clock samplers) are not inherited by a child; the probe events' hook
+//! subscriptions stay in swtrace's registry, so hooked probes stay hooked, and the handler
+//! finds the events observing the thread through the child's own context; a remote call
+//! another thread had posted at the fork names a thread the child does not have.
+//!
 //! The recorder learns the child from its slot: its pid, and the parent's pid, the forking
 //! thread's tid and the fork's time for its PERF_RECORD_FORK.
 //!
