@@ -69,14 +69,15 @@ fn child_counts(booms: u64) -> BTreeMap<String, u64> {
     .collect()
 }
 
-const FLAVOURS: [(&[&str], &str); 2] = [
+const FLAVOURS: [(&[&str], &str); 3] = [
     (&["-finstrument-functions"], "fork_fi"),
     (&["-pg"], "fork_pg"),
+    (&["-pg", "-mfentry"], "fork_fentry"),
 ];
 
 /// Without the longjmp: uftrace 0.13 does not follow one under -finstrument-functions (the
-/// frames it left stay on its stack, so it names the child's return from main `dive`) nor
-/// under -pg (record_program.rs).
+/// frames it left stay on its stack, so it names the child's return from main `dive`), nor
+/// under -pg, nor -pg -mfentry (record_program.rs).
 const ARGS: [&str; 4] = ["1", "4", "fork", "nojmp"];
 
 #[test]
