@@ -40,11 +40,13 @@ pub fn gettid() -> i32 {
     })
 }
 
+/// This process's pid, once read ([`forget_after_fork`] clears it).
+static PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
 /// This process's pid (`getpid()` is a system call on glibc; the pid is
 /// read once).
 #[inline]
 pub fn getpid() -> u32 {
-    static PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let p = PID.load(Ordering::Relaxed);
     if p != 0 {
         return p;
@@ -52,6 +54,23 @@ pub fn getpid() -> u32 {
     let p = std::process::id();
     PID.store(p, Ordering::Relaxed);
     p
+}
+
+/// In the child of a `fork`, on the thread that forked (its only thread),
+/// before anything else of the core runs there: forgets the parent's view
+/// of this thread, without touching it. The cached tid and pid are the
+/// parent's, and the thread's context lists the parent's events, whose
+/// buffers may be memory shared with the parent (`mmap_over`): reached
+/// from the child, a probe hit or a uevent would write into them. After
+/// this the thread finds a context of its own tid (empty until events are
+/// opened for it); the parent's contexts and events stay in the child's
+/// copy of memory, unreachable and never released (releasing an event
+/// writes its last records). It takes no lock and allocates nothing: for a
+/// `pthread_atfork` child handler.
+pub fn forget_after_fork() {
+    TID.with(|t| t.set(0));
+    CTX.with(|c| c.set(std::ptr::null()));
+    PID.store(0, Ordering::Relaxed);
 }
 
 /// The CPU the calling thread runs on (`smp_processor_id()`).

@@ -55,10 +55,13 @@ pub struct ProgramEvent {
 pub struct TracedThread {
     /// Slot index.
     pub slot: usize,
-    /// Process id (the spawned program's).
+    /// Process id (the spawned program's, or a child's it forked).
     pub pid: u32,
     /// Thread id.
     pub tid: u32,
+    /// A forked child's thread: the parent's pid, the forking thread's tid and when the child
+    /// began (CLOCK_MONOTONIC ns); `None` in the spawned program.
+    pub fork: Option<(u32, u32, u64)>,
     /// Its trace event's id (the owner of its buffer).
     pub event_id: u64,
     /// The ids of its events, one per [`Options::events`] entry, in order.
@@ -80,6 +83,8 @@ pub struct LoadedObject {
     pub pgoff: u64,
     /// When the runtime found it (CLOCK_MONOTONIC ns; 0: not said).
     pub time: u64,
+    /// The process that loaded it (0: not said).
+    pub pid: u32,
     /// The file.
     pub path: PathBuf,
 }
@@ -271,8 +276,8 @@ impl ProgramSession {
     }
 
     /// Starts `argv` with the runtime preloaded and the memory inherited. The control area's
-    /// pid word is set in the child before it runs the program (the runtime traces only that
-    /// process: not the programs it forks and execs).
+    /// pid word is set in the child before it runs the program (the runtime traces that
+    /// process, the images it execs and the children it forks, not what they exec).
     pub fn spawn(&mut self, argv: &[OsString], runtime: &std::path::Path) -> std::io::Result<u32> {
         let Some((prog, args)) = argv.split_first() else {
             return Err(std::io::Error::other("no program to run"));
@@ -545,10 +550,17 @@ impl ProgramSession {
                 if tid == 0 || w(slot::EVENT_ID) == 0 {
                     return None;
                 }
+                // The program's words: a pid or tid out of range says no fork (the thread's
+                // trace is kept; perf then knows its process by its COMM alone).
+                let fork = match (u32::try_from(w(slot::PPID)), u32::try_from(w(slot::PTID))) {
+                    (Ok(ppid), Ok(ptid)) if ppid != 0 => Some((ppid, ptid, w(slot::FORK_TIME))),
+                    _ => None,
+                };
                 Some(TracedThread {
                     slot: i,
                     pid,
                     tid,
+                    fork,
                     event_id: w(slot::EVENT_ID),
                     ids: (0..self.events)
                         .map(|k| ctl.slot_event_id(i, k).load(Ordering::Acquire))
@@ -590,6 +602,7 @@ impl ProgramSession {
                     len: w(object::LEN),
                     pgoff: w(object::PGOFF),
                     time: w(object::TIME),
+                    pid: u32::try_from(w(object::PID)).unwrap_or(0),
                     path: PathBuf::from(std::ffi::OsStr::from_bytes(&path)),
                 })
             })

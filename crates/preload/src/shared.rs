@@ -10,25 +10,29 @@
 //! Layout, all words native-endian u64 unless said (offsets in bytes):
 //! - header at 0: `MAGIC`, `VERSION`, `nslots`, `data_pages`, `aux_pages`, then `nslots`
 //!   pairs of ring fd numbers (data, AUX) from `HEADER_FDS`;
-//! - slots from `slots_offset()`: per slot `state`, `tid`, `event_id`, `pid`, `writer_head`
-//!   (`slot::SIZE` bytes each);
+//! - slots from `slots_offset()`: per slot `state`, `tid`, `event_id`, `pid`, `writer_head`,
+//!   `open_error`, and for a forked child's threads `ppid`, `ptid`, `fork_time` (`slot::SIZE`
+//!   bytes each);
 //! - probes from `probes_offset()`: `MAX_PROBES` words, word `id - 1` holds the function
 //!   address of swtrace probe `id` (0: not written);
 //! - objects from `objects_offset()`: the count word, then `MAX_OBJECTS` entries of
-//!   `OBJECT_SIZE` bytes: `done`, `base`, `start`, `len`, `pgoff`, `path_len`, `time`, path
-//!   bytes;
+//!   `OBJECT_SIZE` bytes: `done`, `base`, `start`, `len`, `pgoff`, `path_len`, `time`, `pid`,
+//!   path bytes;
 //! - events from `events_offset()`: the count word, then `MAX_EVENTS` entries of
 //!   `EVENT_SIZE` bytes (the recorder's `-e` events, see [`event`]), written by the recorder
 //!   before the program starts;
 //! - per-slot event ids from `slot_ids_offset()`: `MAX_EVENTS` words per slot, the sample id
-//!   of each event the slot's thread opened, in event order.
+//!   of each event the slot's thread opened, in event order;
+//! - forked children from `children_offset()`: the count word, then `MAX_CHILDREN` entries of
+//!   [`child::SIZE`] bytes (`pid`, stored last, `ppid`, `ptid`, `fork_time`), which the
+//!   runtime writes in each child it forks: an image a child execs finds its pid there.
 
 use std::sync::atomic::AtomicU64;
 
 /// "PFXPRELD".
 pub const MAGIC: u64 = u64::from_le_bytes(*b"PFXPRELD");
 /// Bumped on any layout change.
-pub const VERSION: u64 = 4;
+pub const VERSION: u64 = 5;
 /// The environment variable naming the control memfd's descriptor in the program.
 pub const ENV_CTL_FD: &str = "PERFAUX_PRELOAD_FD";
 
@@ -44,7 +48,8 @@ pub mod header {
     pub const DATA_PAGES: usize = 24;
     /// AUX pages of each slot's AUX ring.
     pub const AUX_PAGES: usize = 32;
-    /// The pid of the program the recorder spawned (the runtime traces that process only).
+    /// The pid of the program the recorder spawned (an image exec'd by another process is not
+    /// traced; the children the program forks are, without exec).
     pub const PID: usize = 40;
     /// The highest swtrace probe id written into the probe table so far: an image the process
     /// exec'd starts its own ids above it (see the runtime's `init`), so ids stay unique in
@@ -85,8 +90,16 @@ pub mod slot {
     /// Why the thread's events could not be opened (0: they were): `(index + 1) << 32 |
     /// errno` of the first event that failed.
     pub const OPEN_ERROR: usize = 40;
+    /// A forked child's thread: the pid of the process that forked it (0 in the program the
+    /// recorder spawned and the images it exec'd).
+    pub const PPID: usize = 48;
+    /// A forked child's thread: the tid of the parent's thread that called fork.
+    pub const PTID: usize = 56;
+    /// A forked child's thread: when the child began (CLOCK_MONOTONIC ns, the clock of the
+    /// program's events): the time of its PERF_RECORD_FORK.
+    pub const FORK_TIME: usize = 64;
     /// Bytes per slot.
-    pub const SIZE: usize = 64;
+    pub const SIZE: usize = 128;
 }
 
 /// Probe addresses kept (ids beyond are traced, and named by address in the table only if
@@ -95,7 +108,7 @@ pub const MAX_PROBES: usize = 1 << 16;
 /// Loaded objects kept.
 pub const MAX_OBJECTS: usize = 512;
 /// Longest object path kept.
-pub const PATH_MAX: usize = 4096 - 56;
+pub const PATH_MAX: usize = 4096 - 64;
 /// Bytes per object entry.
 pub const OBJECT_SIZE: usize = 4096;
 
@@ -116,8 +129,11 @@ pub mod object {
     /// When the runtime found the object (CLOCK_MONOTONIC ns, the clock of the program's
     /// events): the time of its MMAP2 record, before any sample in it.
     pub const TIME: usize = 48;
+    /// The process that loaded it (a forked child's objects are its own; those loaded before
+    /// the fork it inherits, as perf's FORK record says).
+    pub const PID: usize = 56;
     /// The path bytes.
-    pub const PATH: usize = 56;
+    pub const PATH: usize = 64;
 }
 
 /// Events per recording (the `-e` events and the uevent stream).
@@ -147,6 +163,23 @@ pub mod event {
     pub const FUNC: usize = ATTR + super::ATTR_MAX;
 }
 
+/// Forked children kept (an image a child beyond them execs is not traced).
+pub const MAX_CHILDREN: usize = 1024;
+
+/// Offsets within a forked child's entry.
+pub mod child {
+    /// The child's pid (stored last: non-zero once the entry is complete).
+    pub const PID: usize = 0;
+    /// Its parent's pid.
+    pub const PPID: usize = 8;
+    /// The tid of the parent's thread that forked it.
+    pub const PTID: usize = 16;
+    /// When it began (CLOCK_MONOTONIC ns).
+    pub const FORK_TIME: usize = 24;
+    /// Bytes per entry.
+    pub const SIZE: usize = 32;
+}
+
 /// Where the slots start.
 pub const fn slots_offset() -> usize {
     4096
@@ -172,9 +205,14 @@ pub const fn slot_ids_offset() -> usize {
     events_offset() + 4096 + MAX_EVENTS * EVENT_SIZE
 }
 
+/// Where the table of forked children starts (its count word).
+pub const fn children_offset() -> usize {
+    slot_ids_offset() + MAX_SLOTS * MAX_EVENTS * 8
+}
+
 /// The control memfd's size.
 pub const fn total_len() -> usize {
-    slot_ids_offset() + MAX_SLOTS * MAX_EVENTS * 8
+    children_offset() + 4096 + MAX_CHILDREN * child::SIZE
 }
 
 /// A view of a mapped control area. Every access is atomic or a bounded byte copy: the other
@@ -243,6 +281,17 @@ impl Control {
     pub fn event_offset(k: usize) -> usize {
         assert!(k < MAX_EVENTS);
         events_offset() + 4096 + k * EVENT_SIZE
+    }
+
+    /// The forked children's count word (entries claimed; may exceed [`MAX_CHILDREN`]).
+    pub fn child_count(&self) -> &AtomicU64 {
+        self.word(children_offset())
+    }
+
+    /// The word `off` of forked child entry `i`.
+    pub fn child_word(&self, i: usize, off: usize) -> &AtomicU64 {
+        assert!(i < MAX_CHILDREN);
+        self.word(children_offset() + 4096 + i * child::SIZE + off)
     }
 
     /// The object count word.

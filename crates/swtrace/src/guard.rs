@@ -100,6 +100,21 @@ impl ProbeGuard {
     }
 }
 
+impl ProbeGuard {
+    /// The probe this guard entered.
+    pub fn probe(&self) -> &'static Probe {
+        self.probe
+    }
+
+    /// Forgets the open call: dropping the guard then marks no return and calls no hook. For a
+    /// call whose entry belongs to another trace: a forked child returns through the calls its
+    /// parent opened, whose entries are in the parent's trace (after
+    /// [`crate::writer::forget_after_fork`]).
+    pub fn forget_call(&mut self) {
+        self.flags = 0;
+    }
+}
+
 impl Drop for ProbeGuard {
     #[inline(always)]
     fn drop(&mut self) {

@@ -5,7 +5,10 @@
 //! temporary renamed at the end, `<output>.old`, trace bytes streamed, snapshots with their
 //! wrapped flag). COMM and MMAP2 records for the program's threads and objects come from what
 //! the runtime reported (since /proc/PID/maps is gone once a crashed program is reaped), and a
-//! probe table names every function from the ELF symbol tables.
+//! probe table names every function from the ELF symbol tables. A child the program forks is
+//! traced in slots of its own (perf's inherit default): its first thread brings its
+//! PERF_RECORD_FORK, its objects their own MMAP2s; the recording ends when the program ends,
+//! as perf's does, with what still-running children published by then.
 //!
 //! `-e` takes what the built-in workload's record takes, around one `swtrace//` event
 //! ([`super::program_events`]): the recorder writes the events into the control area's event
@@ -27,7 +30,9 @@ use perfaux_abi::Endianness;
 use perfaux_abi::consts::*;
 use perfaux_abi::parse_info::RecordParseInfo;
 use perfaux_abi::raw::RawData;
-use perfaux_abi::records::{CommRecord, EncodeRecord, Mmap2FileId, Mmap2Record};
+use perfaux_abi::records::{
+    CommRecord, EncodeRecord, Mmap2FileId, Mmap2Record, TaskKind, TaskRecord,
+};
 use perfaux_abi::sample_id::{CpuRes, PidTid, SampleId};
 use perfaux_preload::host::{LoadedObject, Options, ProgramSession};
 use perfaux_preload::symbols::Symbolizer;
@@ -238,6 +243,7 @@ pub fn record_program(
         start_ns,
         slots: Vec::new(),
         objects: 0,
+        pids: vec![pid],
     };
     let mut stop_sent = false;
     let mut functions_checked = false;
@@ -332,11 +338,16 @@ struct Sideband {
     start_ns: u64,
     slots: Vec<bool>,
     objects: usize,
+    /// The processes the recording knows: the program, and each child once its first thread
+    /// is seen (its FORK record written).
+    pids: Vec<u32>,
 }
 
 impl Sideband {
     /// Hands the recorder the rings of threads that appeared, and writes COMM for each and
-    /// MMAP2 for every object the runtime reported since the last call.
+    /// MMAP2 for every object the runtime reported since the last call. A forked child's first
+    /// thread brings its PERF_RECORD_FORK (at the fork's time, before the child's COMM and
+    /// samples), from which perf gives the child its parent's maps.
     fn add_new(
         &mut self,
         rec: &mut Recorder,
@@ -353,7 +364,7 @@ impl Sideband {
         let info = *rec.file_info();
         let endian = Endianness::NATIVE;
         for o in objects.iter().skip(self.objects) {
-            let r = mmap2_record(pid, o, &info, endian)?;
+            let r = mmap2_record(if o.pid != 0 { o.pid } else { pid }, o, &info, endian)?;
             rec.write_record(&r).map_err(rec_err)?;
         }
         self.objects = self.objects.max(objects.len());
@@ -362,7 +373,16 @@ impl Sideband {
                 continue;
             }
             self.slots[t.slot] = true;
-            let r = comm_record(t.pid, t.tid, self.start_ns, comm, &info, endian)?;
+            let mut comm_ns = self.start_ns;
+            if let Some((ppid, ptid, time)) = t.fork {
+                comm_ns = time;
+                if !self.pids.contains(&t.pid) {
+                    self.pids.push(t.pid);
+                    let r = fork_record(t.pid, ppid, ptid, time, &info, endian)?;
+                    rec.write_record(&r).map_err(rec_err)?;
+                }
+            }
+            let r = comm_record(t.pid, t.tid, comm_ns, comm, &info, endian)?;
             rec.write_record(&r).map_err(rec_err)?;
             let ring = SlotRing::new(
                 session.clone(),
@@ -419,6 +439,30 @@ fn comm_record(
     }
     .to_vec(info, endian)
     .map_err(|e| CliError::msg(format!("synthesizing COMM: {e}")))
+}
+
+/// PERF_RECORD_FORK of the child `pid` (its first thread: tid = pid), forked by thread `ptid`
+/// of `ppid` at `time`.
+fn fork_record(
+    pid: u32,
+    ppid: u32,
+    ptid: u32,
+    time: u64,
+    info: &RecordParseInfo,
+    endian: Endianness,
+) -> Result<Vec<u8>, CliError> {
+    TaskRecord {
+        kind: TaskKind::Fork,
+        misc: 0,
+        pid,
+        ppid,
+        tid: pid,
+        ptid,
+        time,
+        sample_id: sid(pid, pid, time),
+    }
+    .to_vec(info, endian)
+    .map_err(|e| CliError::msg(format!("synthesizing FORK: {e}")))
 }
 
 fn mmap2_record(

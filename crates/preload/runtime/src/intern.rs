@@ -77,7 +77,10 @@ pub(crate) fn skip_used_ids(ctl: &perfaux_preload::shared::Control) {
 }
 
 /// Makes and publishes the probe of slot `i`, and writes its address into the recorder's probe
-/// table under its id (the recorder names the id from that address).
+/// table under its id (the recorder names the id from that address). The processes of one
+/// recording (a forked child and its parent go on from the same swtrace ids) share that table:
+/// an id belongs to the process that writes its word first, and a probe whose id another
+/// process took for another function is left unentered and made again, with the next id.
 fn make(i: usize, addr: usize) -> &'static Probe {
     let ctl = crate::control();
     if let Some(ctl) = &ctl {
@@ -90,15 +93,23 @@ fn make(i: usize, addr: usize) -> &'static Probe {
     // hooks see an address inside it), as an uprobe at FUNC stands at its entry.
     let (ip, name) = crate::events::function_at(addr)
         .unwrap_or_else(|| (addr, Box::leak(format!("{addr:#x}").into_boxed_str())));
-    let probe: &'static Probe = Box::leak(Box::new(Probe::new(name)));
-    probe.set_addr(ip);
-    if let (Some(id), Some(ctl)) = (probe.id(), ctl) {
-        if let Some(w) = ctl.probe_word(id.0) {
-            w.store(addr as u64, Ordering::Release);
-        }
+    let probe = loop {
+        let probe: &'static Probe = Box::leak(Box::new(Probe::new(name)));
+        probe.set_addr(ip);
+        let (Some(id), Some(ctl)) = (probe.id(), ctl) else {
+            break probe;
+        };
         ctl.word(header::MAX_PROBE_ID)
             .fetch_max(u64::from(id.0), Ordering::AcqRel);
-    }
+        let Some(w) = ctl.probe_word(id.0) else {
+            break probe;
+        };
+        match w.compare_exchange(0, addr as u64, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => break probe,
+            Err(other) if other == addr as u64 => break probe,
+            Err(_) => continue,
+        }
+    };
     PROBES[i].store(std::ptr::from_ref(probe).cast_mut(), Ordering::Release);
     probe
 }

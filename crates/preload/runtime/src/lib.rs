@@ -2,7 +2,8 @@
 //!
 //! - [`init`] (an `.init_array` constructor) maps the recorder's control memfd named by
 //!   `PERFAUX_PRELOAD_FD` and reports the loaded objects ([`objects`]); without it, or in a
-//!   process the recorder did not spawn, every hook returns at once.
+//!   process that is neither the one the recorder spawned nor a child a traced process forked
+//!   (nor an image one of them exec'd), every hook returns at once.
 //! - [`hooks`]: the compilers' entry/exit hooks. A function address becomes a swtrace probe the
 //!   first time it is seen ([`intern`]); the probe's guard waits on the thread's return stack
 //!   until the matching exit.
@@ -10,9 +11,12 @@
 //!   ([`events`]: the trace PMU's event over the slot's memory, the others in its group or
 //!   redirected into its buffer, as `perf record` opens them); its thread-local destructor
 //!   ends them cleanly.
+//! - [`fork`]: a forked child is traced too (perf's inherit default): it leaves its parent's
+//!   slot and events without a write and traces into a slot of its own.
 
 mod crash;
 mod events;
+mod fork;
 mod hooks;
 mod intern;
 mod objects;
@@ -23,8 +27,8 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 use perfaux_preload::shared::{self, Control, header};
 
-/// Set once the control area is mapped and this is the process the recorder spawned; cleared
-/// in a forked child (its thread states belong to the parent's slots).
+/// Set once the control area is mapped and this is the process the recorder spawned (or a
+/// child it forked, or an image either exec'd).
 pub(crate) static ACTIVE: AtomicBool = AtomicBool::new(false);
 static CTL: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
 
@@ -33,10 +37,6 @@ pub(crate) fn control() -> Option<Control> {
     let p = CTL.load(Ordering::Acquire);
     // SAFETY: a non-null CTL is a mapping of shared::total_len() bytes that is never unmapped.
     (!p.is_null()).then(|| unsafe { Control::new(p) })
-}
-
-extern "C" fn in_forked_child() {
-    ACTIVE.store(false, Ordering::Release);
 }
 
 /// The constructor: maps the control area and reports the loaded objects.
@@ -81,16 +81,16 @@ extern "C" fn init() {
     let pid = unsafe { libc::getpid() } as u64;
     if r(header::MAGIC) != shared::MAGIC
         || r(header::VERSION) != shared::VERSION
-        || r(header::PID) != pid
+        || (r(header::PID) != pid && !fork::is_forked_child(&ctl, pid))
     {
-        // Not the recorder's process (a child it forked and exec'd): untraced.
+        // Neither the recorder's process nor a child a traced process forked (one started by
+        // posix_spawn or vfork, which run no fork handlers): untraced.
         // SAFETY: p is the mapping made above, used by nothing else.
         unsafe { libc::munmap(p, shared::total_len()) };
         return;
     }
     CTL.store(p.cast(), Ordering::Release);
-    // SAFETY: registers a plain function for the child side of fork.
-    unsafe { libc::pthread_atfork(None, None, Some(in_forked_child)) };
+    fork::install();
     intern::skip_used_ids(&ctl);
     // Before any object is reported (which resolves the probe events' functions) and any
     // probe is made.

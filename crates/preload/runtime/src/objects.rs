@@ -8,14 +8,26 @@ use std::sync::atomic::Ordering;
 
 use perfaux_preload::shared::{Control, MAX_OBJECTS, PATH_MAX, object};
 
-/// Whether `addr` lies in an executable segment already written.
+/// Whether entry `i` is one of this process's objects: written by it, or before it was forked
+/// (a child has its parent's objects; those another process loads later are not its own).
+fn mine(ctl: &Control, i: usize) -> bool {
+    i < crate::fork::objects_at_fork()
+        || ctl
+            .word(Control::object_offset(i) + object::PID)
+            .load(Ordering::Acquire)
+            == crate::fork::pid()
+}
+
+/// Whether `addr` lies in an executable segment of this process already written.
 fn covered(ctl: &Control, addr: usize) -> bool {
     let n = (ctl.object_count().load(Ordering::Acquire) as usize).min(MAX_OBJECTS);
     (0..n).any(|i| {
         let off = Control::object_offset(i);
         let w = |o| ctl.word(off + o).load(Ordering::Acquire);
         let (start, len) = (w(object::START), w(object::LEN));
-        w(object::DONE) != 0 && (start..start.saturating_add(len)).contains(&(addr as u64))
+        w(object::DONE) != 0
+            && (start..start.saturating_add(len)).contains(&(addr as u64))
+            && mine(ctl, i)
     })
 }
 
@@ -25,6 +37,7 @@ fn known_start(ctl: &Control, start: u64) -> bool {
         ctl.word(Control::object_offset(i) + object::START)
             .load(Ordering::Acquire)
             == start
+            && mine(ctl, i)
     })
 }
 
@@ -105,6 +118,7 @@ unsafe extern "C" fn one(
         w(object::PGOFF, ph.p_offset & !(page - 1));
         w(object::PATH_LEN, path.len() as u64);
         w(object::TIME, now_ns());
+        w(object::PID, crate::fork::pid());
         ctl.write_bytes(off + object::PATH, path);
         ctl.word(off + object::DONE).store(1, Ordering::Release);
         new = true;
@@ -117,7 +131,7 @@ unsafe extern "C" fn one(
 }
 
 /// CLOCK_MONOTONIC in ns, the clock of the program's events.
-fn now_ns() -> u64 {
+pub(crate) fn now_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

@@ -77,13 +77,6 @@ impl Drop for Thread {
     /// Thread exit: the open calls end (innermost first), then the event.
     fn drop(&mut self) {
         let stack = self.stack.get_mut();
-        if !crate::ACTIVE.load(Ordering::Acquire) {
-            // A forked child: these guards belong to the parent's trace.
-            std::mem::forget(std::mem::take(stack));
-            std::mem::forget(self.traced.get_mut().take());
-            self.head_src.set(std::ptr::null());
-            return;
-        }
         // Frames still hijacked keep their return addresses here: a thread that exits with
         // them open never returns through them (exit, pthread_exit).
         while let Some(f) = stack.pop() {
@@ -117,13 +110,7 @@ impl Thread {
             return;
         }
         if self.state.get() == UNTRIED {
-            let t = crate::control().and_then(|c| open(&c));
-            self.state.set(if t.is_some() { TRACING } else { OFF });
-            if t.is_some() {
-                self.stack.borrow_mut().reserve_exact(STACK_DEPTH);
-            }
-            *self.traced.borrow_mut() = t;
-            self.start_mirror();
+            self.start();
         }
         if self.state.get() == TRACING {
             f(self);
@@ -137,6 +124,53 @@ impl Thread {
         self.state.get() == TRACING
     }
 
+    /// The thread's first hook (in a forked child: its first after the fork): claims a slot and
+    /// opens the events; the calls already open (a forked child's, made by its parent) are
+    /// entered again in this trace, outermost first, since the thread returns through them.
+    #[cold]
+    #[inline(never)]
+    fn start(&self) {
+        let t = crate::control().and_then(|c| open(&c));
+        self.state.set(if t.is_some() { TRACING } else { OFF });
+        *self.traced.borrow_mut() = t;
+        let mut st = self.stack.borrow_mut();
+        if self.state.get() != TRACING {
+            // Untraced from here: an open call's return is not marked (its guard is inert).
+            return;
+        }
+        st.reserve_exact(STACK_DEPTH);
+        drop(st);
+        self.start_mirror();
+        for f in self.stack.borrow_mut().iter_mut() {
+            // The old guard is inert (`forked`): replacing it marks nothing.
+            f.guard = f.guard.probe().enter();
+        }
+    }
+
+    /// In a forked child, from the fork handler: the thread's slot, events and writer are its
+    /// parent's (swtrace's writer state and the core's view of the thread were forgotten just
+    /// before): they are forgotten without a write (their drops would disable events, which
+    /// writes records into the parent's buffer), the open calls' guards made inert, and the
+    /// thread untried, so that its next hook opens events of its own.
+    fn forget_parents(&self) {
+        if let Ok(mut st) = self.stack.try_borrow_mut() {
+            for f in st.iter_mut() {
+                f.guard.forget_call();
+            }
+        }
+        self.head_src.set(std::ptr::null());
+        self.head_dst.set(std::ptr::null());
+        match self.traced.try_borrow_mut() {
+            Ok(mut t) => {
+                std::mem::forget(t.take());
+                self.state.set(UNTRIED);
+            }
+            // Forked from a signal handler that interrupted this thread's start: untraced
+            // (no write can reach the parent's trace: the writer and events are forgotten).
+            Err(_) => self.state.set(OFF),
+        }
+    }
+
     /// Mirrors the writer's head into the slot (after the packets it covers: Release).
     #[inline(always)]
     fn mirror_head(&self) {
@@ -144,11 +178,11 @@ impl Thread {
         if !src.is_null() {
             // SAFETY: set together in `start_mirror` while the thread traces: `src` is this
             // thread's writer head, which lives until the thread's exit (swtrace's
-            // aux_head_word contract) and is cleared with `traced` before that. Only read
-            // atomically.
+            // aux_head_word contract) and is cleared with `traced` before that; `dst` is a word
+            // of the control mapping, which is never unmapped. Both are only read or stored
+            // atomically. (The leaked state of a forked child's parent stays mapped too.)
             let head = unsafe { (*src).load(Ordering::Relaxed) };
-            // SAFETY: `dst` is a word of the control mapping, which is never unmapped; both
-            // processes only access it atomically.
+            // SAFETY: as above.
             unsafe { (*dst).store(head, Ordering::Release) };
         }
     }
@@ -249,25 +283,29 @@ impl Thread {
         let loc = sp - 8;
         let pos = st.iter().rposition(|f| f.parent_loc == loc)?;
         let busy = self.busy.replace(true);
-        // In a forked child the guards belong to the parent's trace: they go without a word.
-        let keep = crate::ACTIVE.load(Ordering::Acquire);
+        if !busy && self.state.get() == UNTRIED {
+            // A forked child returning through its parent's calls before any hook: its trace
+            // starts here (`start` re-enters the frames where they are).
+            drop(st);
+            self.start();
+            st = match self.stack.try_borrow_mut() {
+                Ok(s) => s,
+                Err(_) => {
+                    self.busy.set(busy);
+                    return None;
+                }
+            };
+        }
         while st.len() > pos + 1 {
-            let f = st.pop();
-            if keep { drop(f) } else { std::mem::forget(f) }
+            drop(st.pop());
         }
-        let f = st.pop()?;
-        let ret = f.ret;
-        if keep {
-            drop(f)
-        } else {
-            std::mem::forget(f)
-        }
-        if !busy && keep {
+        let ret = st.pop().map(|f| f.ret);
+        if !busy {
             drop(st);
             self.mirror_head();
         }
         self.busy.set(busy);
-        Some(ret)
+        ret
     }
 
     /// Exit from the function at `addr`: ends its newest open call and every call opened after
@@ -409,10 +447,9 @@ fn open_slot(ctl: &Control, i: usize) -> Option<Traced> {
     for m in &fds {
         m.set_output(fd.as_raw()).ok()?;
     }
-    // SAFETY: getpid has no preconditions.
-    let pid = unsafe { libc::getpid() };
     ctl.slot_word(i, slot::PID)
-        .store(pid as u64, Ordering::Relaxed);
+        .store(crate::fork::pid(), Ordering::Relaxed);
+    crate::fork::write_slot(ctl, i);
     ctl.slot_word(i, slot::EVENT_ID)
         .store(fd.id(), Ordering::Relaxed);
     for k in 0..events.len() {
@@ -460,4 +497,9 @@ pub(crate) fn end_transaction_here() {
             let _ = tr.fd.disable(0);
         }
     });
+}
+
+/// The fork handler's part for the thread that forked (see [`Thread::forget_parents`]).
+pub(crate) fn forked() {
+    let _ = THREAD.try_with(Thread::forget_parents);
 }

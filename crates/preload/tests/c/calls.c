@@ -1,7 +1,12 @@
 /* Test program for perfaux record -- ./prog: recursion, threads, a longjmp out of traced
  * frames, and a crash on request.
- * Usage: calls [threads [depth [how]]]; how: none, segv, abort, hang (in boom), fork (a child
- * that returns through the traced frames), exec (itself again), nojmp (no longjmp). */
+ * Usage: calls [threads [depth [how [nojmp]]]]; how: none, segv, abort, hang (in boom), fork (a
+ * child that returns through the traced frames), forksegv (a child that crashes in boom after
+ * fib(5); the parent goes on), forkstay (a child that calls fib(5), then leaf() until killed,
+ * its output on /dev/null; the parent waits for its fib(5) and ends), forkexec (a child that execs itself as `calls 0 4 nojmp`), exec
+ * (itself again), nojmp (no longjmp; also as a 4th
+ * argument). */
+#include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -46,15 +51,49 @@ __attribute__((noinline)) void boom(const char *how) {
         *p = 1;
     } else if (strcmp(how, "abort") == 0) {
         abort();
-    } else if (strcmp(how, "fork") == 0) {
+    } else if (strcmp(how, "fork") == 0 || strcmp(how, "forksegv") == 0) {
         /* The child returns through every frame the parent's runtime hijacked. */
+        int crash = strcmp(how, "forksegv") == 0;
         pid_t pid = fork();
         if (pid == 0) {
             fib(5);
+            if (crash) boom("segv");
             return;
         }
         int st;
         waitpid(pid, &st, 0);
+        printf("forked %d\n", (int)pid);
+        fflush(stdout);
+        if (crash ? !WIFSIGNALED(st) || WTERMSIG(st) != SIGSEGV
+                  : !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            abort();
+    } else if (strcmp(how, "forkstay") == 0) {
+        int fds[2];
+        if (pipe(fds) != 0) abort();
+        pid_t pid = fork();
+        if (pid == 0) {
+            int null = open("/dev/null", O_WRONLY);
+            dup2(null, 1);
+            dup2(null, 2);
+            fib(5);
+            char c = 1;
+            if (write(fds[1], &c, 1) != 1) _exit(1);
+            for (;;) leaf(1);
+        }
+        char c;
+        if (read(fds[0], &c, 1) != 1) abort();
+        printf("forked %d\n", (int)pid);
+        fflush(stdout);
+    } else if (strcmp(how, "forkexec") == 0) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            execl("/proc/self/exe", "calls", "0", "4", "nojmp", (char *)NULL);
+            _exit(127);
+        }
+        int st;
+        waitpid(pid, &st, 0);
+        printf("forked %d\n", (int)pid);
+        fflush(stdout);
         if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) abort();
     } else if (strcmp(how, "exec") == 0) {
         /* The new image is traced again: same process, same recording. */
@@ -79,7 +118,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
     printf("fib(%d) = %d\n", depth, fib(depth));
     fflush(stdout);
-    if (strcmp(crash, "nojmp") != 0) jumpy();
+    if (strcmp(crash, "nojmp") != 0 && (argc < 5 || strcmp(argv[4], "nojmp") != 0)) jumpy();
     on_the_way(crash);
     return 0;
 }

@@ -150,6 +150,25 @@ fn key() -> Option<libc::pthread_key_t> {
     }
 }
 
+/// In the child of a `fork`, on the thread that forked: forgets the thread's writer state
+/// without a write through it. The state is the child's copy of the parent thread's, and its
+/// region is the parent's AUX area, memory the two processes may share: a probe entered in the
+/// child would write packets there. Clears the slot, TRACE and the key's value, so that the
+/// next install makes a state of the child's own; the old one stays mapped (its shadow stack
+/// may still be read by a guard made before the fork, which [`crate::ProbeGuard::forget_call`]
+/// makes inert). Takes no lock and allocates nothing.
+pub fn forget_after_fork() {
+    SLOT.with(|s| s.set(ptr::null()));
+    TRACE.with(|t| t.set(ptr::null()));
+    MAKING.with(|m| m.set(false));
+    let k = KEY.load(Acquire);
+    if k != 0 {
+        // SAFETY: our key; clearing its value allocates nothing and makes thread exit leave
+        // the parent's copy alone.
+        unsafe { libc::pthread_setspecific((k - 1) as libc::pthread_key_t, ptr::null()) };
+    }
+}
+
 /// The key's destructor, at thread exit (pthread has already cleared the key's value).
 unsafe extern "C" fn release_at_exit(p: *mut libc::c_void) {
     // SAFETY: the value of our key: this thread's ThreadTrace, released once, here.

@@ -119,7 +119,7 @@ pub use control::{
     SHADOW_DEPTH, aux_head, aux_head_word, callchain, disable_shadow_stack, enable_shadow_stack,
     install, pause, resume, set_limit, status, uninstall,
 };
-pub use lifetime::prepare;
+pub use lifetime::{forget_after_fork, prepare};
 pub(crate) use lifetime::{slot, thread_trace_ptr};
 #[cfg(test)]
 pub(crate) use test_points::{Point, arm_point, at_point};

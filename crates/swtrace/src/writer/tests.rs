@@ -86,3 +86,51 @@ fn uninstall_reports_unreported_drops_before_stopped() {
     assert!(matches!(events[2], Event::Stopped { .. }));
     assert_eq!(events.len(), 3);
 }
+
+static FORK_OUTER: Probe = Probe::new("writer_fork_outer");
+static FORK_INNER: Probe = Probe::new("writer_fork_inner");
+
+/// What a forked child's fork handler does ([`forget_after_fork`], then
+/// `ProbeGuard::forget_call` on the calls open at the fork): from then on nothing reaches the
+/// old region (its memory is the parent's), neither a probe's entry nor the return of a call
+/// opened before; the next install makes a state of its own, whose trace holds only its own
+/// calls.
+#[test]
+fn forget_after_fork_writes_nothing_more_into_the_old_region() {
+    FORK_OUTER.id().unwrap();
+    FORK_INNER.id().unwrap();
+    let mut old = vec![0u8; MIN_REGION];
+    // SAFETY: `old` outlives every write through the region: nothing writes after the forget.
+    let region = unsafe { AuxRegion::new(old.as_mut_ptr(), old.len()) }.unwrap();
+    install(WriterConfig::full_trace(region, None)).unwrap();
+    let mut open = FORK_OUTER.enter();
+    let head = aux_head().unwrap() as usize;
+    forget_after_fork();
+    assert!(existing().is_none(), "the state is forgotten");
+    open.forget_call();
+    {
+        let _g = FORK_INNER.enter();
+    }
+    drop(open);
+    let mut new = vec![0u8; MIN_REGION];
+    // SAFETY: `new` outlives the writer, uninstalled below.
+    let region = unsafe { AuxRegion::new(new.as_mut_ptr(), new.len()) }.unwrap();
+    install(WriterConfig::full_trace(region, None)).unwrap();
+    {
+        let _g = FORK_INNER.enter();
+    }
+    let end = uninstall().unwrap().aux_head as usize;
+    assert!(
+        old[head..].iter().all(|&b| b == 0),
+        "nothing written into the old region after the forget"
+    );
+    let inner = FORK_INNER.id().unwrap().0;
+    let events = decode(&new[..end]);
+    let calls: Vec<&Event> = events
+        .iter()
+        .filter(|e| matches!(e, Event::Enter { .. } | Event::Exit { .. }))
+        .collect();
+    assert_eq!(calls.len(), 2, "{events:?}");
+    assert!(matches!(calls[0], Event::Enter { id, .. } if *id == inner));
+    assert!(matches!(calls[1], Event::Exit { id: Some(id), .. } if *id == inner));
+}

@@ -1,0 +1,148 @@
+//! Helpers of the tests that trace the project's C test program
+//! (crates/preload/tests/c/calls.c) with `perfaux record -- ./prog`: build it, record it, and
+//! read the calls back (perfaux's call trace and report, uftrace's report).
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub const PERFAUX: &str = env!("CARGO_BIN_EXE_perfaux");
+
+pub fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// `calls.c` compiled with `flags` into `dir`.
+pub fn build_calls(dir: &Path, flags: &[&str], name: &str) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../preload/tests/c/calls.c");
+    let out = dir.join(name);
+    let st = Command::new("gcc")
+        .args(["-O1", "-g", "-pthread"])
+        .args(flags)
+        .arg("-o")
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .expect("gcc");
+    assert!(st.success(), "gcc {flags:?} failed");
+    out
+}
+
+pub fn record(dir: &Path, prog: &Path, args: &[&str]) -> (Output, PathBuf) {
+    let data = dir.join(format!(
+        "{}.data",
+        prog.file_name().unwrap().to_string_lossy()
+    ));
+    // In `dir`: a -pg program writes gmon.out where it runs.
+    let out = Command::new(PERFAUX)
+        .current_dir(dir)
+        .arg("record")
+        .arg("-o")
+        .arg(&data)
+        .arg("--")
+        .arg(prog)
+        .args(args)
+        .output()
+        .expect("perfaux record");
+    (out, data)
+}
+
+/// The functions of `perfaux script --call-trace` (the last field) in order.
+pub fn call_trace(data: &Path) -> Vec<String> {
+    let out = Command::new(PERFAUX)
+        .args(["script", "--call-trace", "-i"])
+        .arg(data)
+        .output()
+        .expect("perfaux script");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.contains("tr end") && !l.contains("tr strt"))
+        .filter_map(|l| l.split_whitespace().last().map(str::to_owned))
+        .collect()
+}
+
+/// `perfaux report`'s Calls column per function (issue 10: the report's counts are uftrace's).
+/// Its rows: total, self, calls, avg, min, max (each time a number and a unit), function.
+pub fn report_counts(data: &Path) -> BTreeMap<String, u64> {
+    let out = Command::new(PERFAUX)
+        .args(["report", "--stdio", "-i"])
+        .arg(data)
+        .output()
+        .expect("perfaux report");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut m = BTreeMap::new();
+    for l in text
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("===="))
+        .skip(1)
+    {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.len() != 12 {
+            break;
+        }
+        let calls = f[4]
+            .parse::<u64>()
+            .unwrap_or_else(|_| panic!("calls in {l:?}"));
+        m.insert(f[11].to_owned(), calls);
+    }
+    assert!(!m.is_empty(), "no rows in:\n{text}");
+    m
+}
+
+pub fn counts(names: &[String]) -> BTreeMap<String, u64> {
+    let mut m = BTreeMap::new();
+    for n in names {
+        *m.entry(n.clone()).or_insert(0) += 1;
+    }
+    m
+}
+
+/// `uftrace report`'s call count per function of the program (library calls and kernel
+/// events left out: uftrace records PLT calls that -finstrument-functions does not see).
+pub fn uftrace_counts(dir: &Path, prog: &Path, args: &[&str]) -> BTreeMap<String, u64> {
+    let d = dir.join("uftrace.data");
+    let st = Command::new("uftrace")
+        .current_dir(dir)
+        .args(["record", "--no-libcall", "-d"])
+        .arg(&d)
+        .arg(prog)
+        .args(args)
+        .output()
+        .expect("uftrace record");
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let rep = Command::new("uftrace")
+        .args(["report", "-f", "call", "-d"])
+        .arg(&d)
+        .output()
+        .expect("uftrace report");
+    let mut m = BTreeMap::new();
+    for l in String::from_utf8_lossy(&rep.stdout).lines() {
+        let mut f = l.split_whitespace();
+        let (Some(n), Some(name)) = (f.next().and_then(|n| n.parse::<u64>().ok()), f.next()) else {
+            continue;
+        };
+        if !name.contains(':') {
+            m.insert(name.to_owned(), n);
+        }
+    }
+    m
+}

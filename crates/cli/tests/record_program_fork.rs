@@ -1,0 +1,239 @@
+//! `perfaux record -- ./prog` on a program that forks (crates/preload/tests/c/calls.c with
+//! `fork` and `forksegv`): the child is traced, as perf (`inherit`) and uftrace trace children
+//! by default. Call counts summed over both processes are judged by uftrace's report of the
+//! same run; the child's calls are under its own tid; perf 6.1 names its functions through the
+//! parent's maps, which the FORK record gives it; an image the child execs is traced as the
+//! child.
+
+mod calls;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use calls::*;
+
+/// (tid, function) of every call of `perfaux script --call-trace`, in order.
+fn calls_by_tid(data: &Path) -> Vec<(u32, String)> {
+    let out = Command::new(PERFAUX)
+        .args(["script", "--call-trace", "-i"])
+        .arg(data)
+        .output()
+        .expect("perfaux script");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.contains("tr end") && !l.contains("tr strt"))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let tid = f[1].parse().unwrap_or_else(|_| panic!("tid in {l:?}"));
+            (tid, f[f.len() - 1].to_owned())
+        })
+        .collect()
+}
+
+/// The child's pid, as the program says it ("forked PID").
+fn child_pid(out: &Output) -> u32 {
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find_map(|l| l.strip_prefix("forked ")?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no 'forked PID' in {text:?}"))
+}
+
+/// The calls of thread `tid`.
+fn calls_of(calls: &[(u32, String)], tid: u32) -> Vec<String> {
+    calls
+        .iter()
+        .filter(|c| c.0 == tid)
+        .map(|c| c.1.clone())
+        .collect()
+}
+
+/// What the child does in calls.c: it returns through main, on_the_way and boom, open at the
+/// fork (uftrace counts each once in the child: their entries are in the parent's trace,
+/// their returns in the child's), and calls fib(5): 15 calls of fib, 8 of leaf.
+fn child_counts(booms: u64) -> BTreeMap<String, u64> {
+    [
+        ("main", 1),
+        ("on_the_way", 1),
+        ("boom", booms),
+        ("fib", 15),
+        ("leaf", 8),
+    ]
+    .into_iter()
+    .map(|(f, n)| (f.to_owned(), n))
+    .collect()
+}
+
+const FLAVOURS: [(&[&str], &str); 3] = [
+    (&["-finstrument-functions"], "fork_fi"),
+    (&["-pg"], "fork_pg"),
+    (&["-pg", "-mfentry"], "fork_fentry"),
+];
+
+/// Without the longjmp: uftrace 0.13 does not follow one under -finstrument-functions (the
+/// frames it left stay on its stack, so it names the child's return from main `dive`), nor
+/// under -pg, nor -pg -mfentry (record_program.rs).
+const ARGS: [&str; 4] = ["1", "4", "fork", "nojmp"];
+
+#[test]
+fn forked_children_are_traced_with_uftraces_call_counts() {
+    perfaux_testutil::require_oracle!("gcc");
+    perfaux_testutil::require_oracle!("uftrace");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for (flags, name) in FLAVOURS {
+        let prog = build_calls(d, flags, name);
+        let want = uftrace_counts(d, &prog, &ARGS);
+        let (out, data) = record(d, &prog, &ARGS);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(counts(&call_trace(&data)), want, "{name}: against uftrace");
+        assert_eq!(report_counts(&data), want, "{name}: perfaux report");
+        let child = child_pid(&out);
+        let all = calls_by_tid(&data);
+        let theirs = calls_of(&all, child);
+        assert_eq!(
+            theirs[..3],
+            ["main", "on_the_way", "boom"],
+            "{name}: the child's trace starts with the calls open at the fork"
+        );
+        assert_eq!(counts(&theirs), child_counts(1), "{name}: the child's");
+        if perfaux_testutil::oracle("perf") {
+            perf_names_the_childs_functions(d, &prog, name);
+        }
+    }
+}
+
+/// perf 6.1 reads a fork run recorded with `probe:fib` and shows the child's 15 fib samples
+/// under the child's comm and pid, named `fib` in the program (the maps perf gave the child
+/// from its parent on the FORK record).
+fn perf_names_the_childs_functions(d: &Path, prog: &Path, name: &str) {
+    let data = d.join(format!("{name}_probe.data"));
+    let out = Command::new(PERFAUX)
+        .current_dir(d)
+        .args(["record", "-e", "swtrace//", "-e", "probe:fib", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(prog)
+        .args(ARGS)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let child = child_pid(&out).to_string();
+    let home = tempfile::tempdir().unwrap();
+    let mut c =
+        perfaux_testutil::perf_command(&["script", "-i", data.to_str().unwrap()], home.path());
+    let p = c.output().unwrap();
+    let text = String::from_utf8_lossy(&p.stdout);
+    let err = String::from_utf8_lossy(&p.stderr);
+    assert!(p.status.success(), "perf script: {err}");
+    assert_eq!(err.trim(), "", "perf script warned");
+    let samples: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains(" probe:fib:"))
+        .filter(|l| l.split_whitespace().nth(1) == Some(child.as_str()))
+        .collect();
+    assert_eq!(
+        samples.len(),
+        15,
+        "{name}: the child's fib samples in\n{text}"
+    );
+    let path = format!("{})", prog.display());
+    for l in samples {
+        assert!(l.trim_start().starts_with(&format!("{name} ")), "comm: {l}");
+        assert!(l.contains(" fib+0x0 (") && l.ends_with(&path), "{l}");
+    }
+}
+
+#[test]
+fn a_forked_child_that_crashes_keeps_its_calls_up_to_the_crash() {
+    perfaux_testutil::require_oracle!("gcc");
+    let dir = tempfile::tempdir().unwrap();
+    for (flags, name) in FLAVOURS {
+        let prog = build_calls(dir.path(), flags, name);
+        let (out, data) = record(dir.path(), &prog, &["1", "4", "forksegv", "nojmp"]);
+        // The parent checks that its child died of SIGSEGV and ends well.
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let theirs = calls_of(&calls_by_tid(&data), child_pid(&out));
+        assert_eq!(
+            theirs.last().map(String::as_str),
+            Some("boom"),
+            "{name}: the child's trace ends in the boom() that crashed: {theirs:?}"
+        );
+        assert_eq!(counts(&theirs), child_counts(2), "{name}: the child's");
+    }
+}
+
+/// `forkexec`: the child execs the program again as `calls 0 4 nojmp`; that image is traced as
+/// the child (its pid found in the control area's table of children). uftrace, which follows
+/// both, judges the sum over the processes, and its report of the image's run alone judges
+/// the child's calls.
+#[test]
+fn an_image_a_forked_child_execs_is_traced_with_uftraces_call_counts() {
+    perfaux_testutil::require_oracle!("gcc");
+    perfaux_testutil::require_oracle!("uftrace");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let args = ["1", "4", "forkexec", "nojmp"];
+    for (flags, name) in FLAVOURS {
+        let prog = build_calls(d, flags, name);
+        let want = uftrace_counts(d, &prog, &args);
+        let want_child = uftrace_counts(d, &prog, &["0", "4", "nojmp"]);
+        let (out, data) = record(d, &prog, &args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(counts(&call_trace(&data)), want, "{name}: against uftrace");
+        let theirs = calls_of(&calls_by_tid(&data), child_pid(&out));
+        assert_eq!(counts(&theirs), want_child, "{name}: the exec'd image's");
+    }
+}
+
+/// `forkstay`: the child calls fib(5), tells its parent, and loops on leaf() until killed;
+/// the parent ends then. The recording ends with the program the user started, as perf's
+/// does: it succeeds, and the child's slot, still written, gives what the child wrote by then
+/// (the calls open at the fork, fib(5)'s 15 fib and at least its 8 leaf calls).
+#[test]
+fn the_recording_ends_with_the_program_and_keeps_a_running_childs_calls() {
+    perfaux_testutil::require_oracle!("gcc");
+    let dir = tempfile::tempdir().unwrap();
+    for (flags, name) in FLAVOURS {
+        let prog = build_calls(dir.path(), flags, name);
+        let (out, data) = record(dir.path(), &prog, &["1", "4", "forkstay", "nojmp"]);
+        let child = child_pid(&out);
+        // SAFETY: kill has no memory preconditions; the pid is the child this test's program
+        // forked, still looping.
+        assert_eq!(unsafe { libc::kill(child as i32, libc::SIGKILL) }, 0);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let theirs = calls_of(&calls_by_tid(&data), child);
+        assert_eq!(theirs[..3], ["main", "on_the_way", "boom"], "{name}");
+        let mut c = counts(&theirs);
+        let leaves = c.remove("leaf").unwrap_or(0);
+        assert!(leaves >= 8, "{name}: {leaves} leaf calls");
+        let mut want = child_counts(1);
+        want.remove("leaf");
+        assert_eq!(c, want, "{name}: the child's");
+    }
+}

@@ -1,0 +1,133 @@
+//! Forked children are traced, as perf traces them by default (`inherit`) and uftrace does.
+//!
+//! After `fork` the child's only thread is a copy of the thread that forked, with that
+//! thread's slot, events and trace writer, whose buffers are memory the child shares with the
+//! parent (the slot's memfds, `MAP_SHARED`). The child must not write a byte there, so its
+//! `pthread_atfork` handler drops them without a write: swtrace's writer state and the core's
+//! view of the thread are forgotten (their state stays in the child's copy of memory,
+//! unreachable: releasing an event would write its last records), the open calls' guards are
+//! made inert, and the thread is untried again. Its next hook claims a slot of its own and
+//! opens the recorder's events for the child's pid and tid; the calls open at the fork are
+//! then entered again in the child's trace, outermost first, so that the child, which returns
+//! through them, shows them as uftrace does (`uftrace report` counts them once in the child).
+//!
+//! What else the child inherits, and why it writes nothing of the parent's: the core's other
+//! threads' contexts and events are unreachable (no thread of the child runs them); POSIX
+//! timers (task-clock samplers) are not inherited by a child; the probe events' hook
+//! subscriptions stay in swtrace's registry, so hooked probes stay hooked, and the handler
+//! finds the events observing the thread through the child's own context; a remote call
+//! another thread had posted at the fork names a thread the child does not have.
+//!
+//! The recorder learns the child from its slot: its pid, and the parent's pid, the forking
+//! thread's tid and the fork's time for its PERF_RECORD_FORK.
+//!
+//! Each child also writes its pid and those words into the control area's table of children:
+//! an image the child execs finds its pid there (`init`), and is traced as the child.
+//!
+//! Not handled: a fork while another thread of the parent holds a lock of the runtime or the
+//! core (the child may then wait on it forever, as for any lock POSIX leaves held across
+//! fork in a threaded program).
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use perfaux_preload::shared::{Control, MAX_CHILDREN, child, slot};
+
+/// This process's pid (set at init, and again in a forked child).
+static PID: AtomicU64 = AtomicU64::new(0);
+/// A forked child: its parent's pid, the forking thread's tid and when the child began (all 0
+/// in the spawned program).
+static PPID: AtomicU64 = AtomicU64::new(0);
+static PTID: AtomicU64 = AtomicU64::new(0);
+static FORK_TIME: AtomicU64 = AtomicU64::new(0);
+/// Object entries written before this process was forked (its parent's, which it inherits).
+static OBJECTS_AT_FORK: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// The tid of the thread that calls fork, taken before the fork (the child's copy of it is
+    /// the parent thread's tid).
+    static FORKER: Cell<i32> = const { Cell::new(0) };
+}
+
+/// Registers the fork handlers (at init, on the only thread).
+pub(crate) fn install() {
+    // SAFETY: getpid has no preconditions.
+    PID.store(unsafe { libc::getpid() } as u64, Ordering::Relaxed);
+    // SAFETY: registers plain functions for the two sides of fork.
+    unsafe { libc::pthread_atfork(Some(prepare), None, Some(in_child)) };
+}
+
+extern "C" fn prepare() {
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::gettid() };
+    let _ = FORKER.try_with(|f| f.set(tid));
+}
+
+extern "C" fn in_child() {
+    // First, so that nothing after it can write the parent's trace: the writer, then the
+    // core's view of the thread (its tid, pid and events).
+    perfaux_swtrace::writer::forget_after_fork();
+    perfaux_core::thread::forget_after_fork();
+    let ptid = FORKER.try_with(Cell::get).unwrap_or(0);
+    PPID.store(PID.load(Ordering::Relaxed), Ordering::Relaxed);
+    PTID.store(ptid as u64, Ordering::Relaxed);
+    // SAFETY: getpid has no preconditions.
+    PID.store(unsafe { libc::getpid() } as u64, Ordering::Relaxed);
+    FORK_TIME.store(crate::objects::now_ns(), Ordering::Relaxed);
+    if let Some(ctl) = crate::control() {
+        let n = ctl.object_count().load(Ordering::Acquire);
+        OBJECTS_AT_FORK.store(n, Ordering::Relaxed);
+        let i = ctl.child_count().fetch_add(1, Ordering::AcqRel) as usize;
+        if i < MAX_CHILDREN {
+            let w = |o, v: &AtomicU64| {
+                ctl.child_word(i, o)
+                    .store(v.load(Ordering::Relaxed), Ordering::Relaxed)
+            };
+            w(child::PPID, &PPID);
+            w(child::PTID, &PTID);
+            w(child::FORK_TIME, &FORK_TIME);
+            w(child::PID, &PID);
+        }
+    }
+    crate::thread::forked();
+}
+
+/// Whether `pid` is a child the traced processes forked (an image it exec'd is traced, `init`):
+/// its fork's words are taken from its entry (the newest with that pid), so that its threads'
+/// slots carry them as the child's did.
+pub(crate) fn is_forked_child(ctl: &Control, pid: u64) -> bool {
+    let n = (ctl.child_count().load(Ordering::Acquire) as usize).min(MAX_CHILDREN);
+    let Some(i) = (0..n)
+        .rev()
+        .find(|&i| ctl.child_word(i, child::PID).load(Ordering::Acquire) == pid)
+    else {
+        return false;
+    };
+    let r = |o| ctl.child_word(i, o).load(Ordering::Relaxed);
+    PPID.store(r(child::PPID), Ordering::Relaxed);
+    PTID.store(r(child::PTID), Ordering::Relaxed);
+    FORK_TIME.store(r(child::FORK_TIME), Ordering::Relaxed);
+    true
+}
+
+/// This process's pid.
+pub(crate) fn pid() -> u64 {
+    PID.load(Ordering::Relaxed)
+}
+
+/// How many object entries this process inherited at its fork (0 in the spawned program).
+pub(crate) fn objects_at_fork() -> usize {
+    OBJECTS_AT_FORK.load(Ordering::Relaxed) as usize
+}
+
+/// Writes the fork's words into slot `i` (a thread of a forked child), before the slot is
+/// published.
+pub(crate) fn write_slot(ctl: &Control, i: usize) {
+    let w = |o, v: &AtomicU64| {
+        ctl.slot_word(i, o)
+            .store(v.load(Ordering::Relaxed), Ordering::Relaxed)
+    };
+    w(slot::PPID, &PPID);
+    w(slot::PTID, &PTID);
+    w(slot::FORK_TIME, &FORK_TIME);
+}
