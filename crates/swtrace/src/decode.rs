@@ -548,34 +548,11 @@ impl Decoder<'_> {
                 }
                 Packet::Enter { id, delta } => {
                     untimed = self.sparse && delta == 0;
-                    let time = self.advance(delta);
-                    let depth = self.depth();
-                    self.frames.push(Some(id));
-                    Event::Enter {
-                        offset,
-                        id,
-                        depth,
-                        time,
-                        interpolated: untimed,
-                    }
+                    self.enter_event(offset, id, delta)
                 }
                 Packet::Exit { delta } => {
                     untimed = self.sparse && delta == 0;
-                    let time = self.advance(delta);
-                    let id = match self.frames.pop() {
-                        Some(id) => id,
-                        None => {
-                            self.base = self.base.saturating_sub(1);
-                            None
-                        }
-                    };
-                    Event::Exit {
-                        offset,
-                        id,
-                        depth: self.depth(),
-                        time,
-                        interpolated: untimed,
-                    }
+                    self.exit_event(offset, delta)
                 }
                 Packet::Paused { delta } => Event::Paused {
                     offset,
@@ -617,10 +594,77 @@ impl Decoder<'_> {
     }
 }
 
-impl Iterator for Decoder<'_> {
-    type Item = Event;
+impl Decoder<'_> {
+    /// ENTER of probe `id`, `delta` ticks after the last packet.
+    #[inline(always)]
+    fn enter_event(&mut self, offset: u64, id: u32, delta: u64) -> Event {
+        let time = self.advance(delta);
+        let depth = self.depth();
+        self.frames.push(Some(id));
+        Event::Enter {
+            offset,
+            id,
+            depth,
+            time,
+            interpolated: self.sparse && delta == 0,
+        }
+    }
 
-    fn next(&mut self) -> Option<Event> {
+    /// EXIT of the innermost open call, `delta` ticks after the last packet.
+    #[inline(always)]
+    fn exit_event(&mut self, offset: u64, delta: u64) -> Event {
+        let time = self.advance(delta);
+        let id = match self.frames.pop() {
+            Some(id) => id,
+            None => {
+                self.base = self.base.saturating_sub(1);
+                None
+            }
+        };
+        Event::Exit {
+            offset,
+            id,
+            depth: self.depth(),
+            time,
+            interpolated: self.sparse && delta == 0,
+        }
+    }
+
+    /// The common case, inline in the caller's loop so that the event reaches it in
+    /// registers (returned from an out-of-line `next` it came back through memory, read back
+    /// wider than it was stored: a store-forwarding stall per event in every reader): a timed
+    /// two-byte ENTER or EXIT, in sync, with nothing queued or held and no refill due. `None`
+    /// leaves everything else, unchanged, to [`Decoder::next_queued`].
+    #[inline(always)]
+    fn next_common(&mut self) -> Option<Event> {
+        if !self.ready.is_empty()
+            || !self.held.is_empty()
+            || self.queued.is_some()
+            || !self.synced
+            || (self.more && self.end - self.pos < LOOKAHEAD)
+        {
+            return None;
+        }
+        let at = self.pos;
+        let packet = parse_common(self.buf.bytes().get(at..)?)?;
+        let offset = self.offset(at);
+        match packet {
+            Packet::Enter { id, delta } if !(self.sparse && delta == 0) => {
+                self.pos = at + 2;
+                Some(self.enter_event(offset, id, delta))
+            }
+            Packet::Exit { delta } if !(self.sparse && delta == 0) => {
+                self.pos = at + 2;
+                Some(self.exit_event(offset, delta))
+            }
+            _ => None,
+        }
+    }
+
+    /// Every event but [`Decoder::next_common`]'s: through the queues of held (untimed) and
+    /// ready events.
+    #[inline(never)]
+    fn next_queued(&mut self) -> Option<Event> {
         loop {
             if let Some(e) = self.ready.pop_front() {
                 return Some(e);
@@ -652,6 +696,18 @@ impl Iterator for Decoder<'_> {
                     self.release_held(None);
                 }
             }
+        }
+    }
+}
+
+impl Iterator for Decoder<'_> {
+    type Item = Event;
+
+    #[inline]
+    fn next(&mut self) -> Option<Event> {
+        match self.next_common() {
+            Some(e) => Some(e),
+            None => self.next_queued(),
         }
     }
 }
