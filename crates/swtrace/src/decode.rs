@@ -189,6 +189,7 @@ impl std::fmt::Debug for Buf<'_> {
 }
 
 impl Buf<'_> {
+    #[inline]
     fn bytes(&self) -> &[u8] {
         match self {
             Buf::Slice(b) => b,
@@ -387,14 +388,17 @@ impl<'a> Decoder<'a> {
     }
 
     /// Open calls as the decoder sees them.
+    #[inline]
     pub fn depth(&self) -> u32 {
         u32::try_from(self.base + self.frames.len() as u64).unwrap_or(u32::MAX)
     }
 
+    #[inline]
     fn offset(&self, pos: usize) -> u64 {
         self.start_offset.wrapping_add(pos as u64)
     }
 
+    #[inline]
     fn advance(&mut self, delta: u64) -> u64 {
         self.ticks = self.ticks.saturating_add(delta);
         self.conv.to_ns(self.ticks)
