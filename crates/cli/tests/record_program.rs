@@ -325,15 +325,7 @@ fn shared_and_dlopened_library_calls_are_named_and_counted() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../preload/tests/c");
-    let gcc = |args: &[&str]| {
-        let st = Command::new("gcc")
-            .current_dir(d)
-            .args(["-O1", "-g", "-finstrument-functions"])
-            .args(args)
-            .status()
-            .unwrap();
-        assert!(st.success(), "gcc {args:?}");
-    };
+    let gcc = |args: &[&str]| perfaux_testutil::gcc_instrumented(d, args);
     let lib = src.join("lib.c");
     let lib = lib.to_str().unwrap();
     gcc(&["-fPIC", "-shared", "-o", "libcallee.so", lib]);

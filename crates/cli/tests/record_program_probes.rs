@@ -259,15 +259,7 @@ fn probe_samples_name_functions_in_the_program_and_its_libraries() {
     let d = dir.path();
     let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join("../preload/tests/c/lib.c");
     let lib = path_str(&lib);
-    let gcc = |args: &[&str]| {
-        let st = Command::new("gcc")
-            .current_dir(d)
-            .args(["-O1", "-g", "-finstrument-functions"])
-            .args(args)
-            .status()
-            .unwrap();
-        assert!(st.success(), "gcc {args:?}");
-    };
+    let gcc = |args: &[&str]| perfaux_testutil::gcc_instrumented(d, args);
     gcc(&["-fPIC", "-shared", "-o", "libcallee.so", lib]);
     gcc(&["-fPIC", "-shared", "-DPLUGIN", "-o", "libplugin.so", lib]);
     let prog = build(

@@ -261,3 +261,15 @@ pub fn block_sigusr2_until_handled(cmd: &mut Command) {
     // functions on its own stack.
     unsafe { cmd.pre_exec(block) };
 }
+
+/// Runs `gcc` in `dir` with `-O1 -g -finstrument-functions` and `args`; panics naming the
+/// arguments if it fails (the C test programs' builds).
+pub fn gcc_instrumented(dir: &Path, args: &[&str]) {
+    let st = Command::new("gcc")
+        .current_dir(dir)
+        .args(["-O1", "-g", "-finstrument-functions"])
+        .args(args)
+        .status()
+        .expect("gcc");
+    assert!(st.success(), "gcc {args:?}");
+}

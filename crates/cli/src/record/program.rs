@@ -228,7 +228,7 @@ pub fn record_program(
     .map_err(rec_err)?;
     let argv: Vec<OsString> = a.command.iter().map(OsString::from).collect();
     let prog = a.command[0].clone();
-    let start_ns = now_ns();
+    let start_ns = perfaux_swtrace::clock::monotonic_ns();
     let pid = lock(&session)
         .spawn(&argv, &runtime)
         .map_err(|e| CliError::msg(format!("record: cannot run '{prog}': {e}")))?;
@@ -397,18 +397,6 @@ impl Sideband {
     }
 }
 
-/// Now on the clock the program's events use (perf's default, CLOCK_MONOTONIC), for the
-/// sideband records written while it runs.
-fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid clock id and out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 fn sid(pid: u32, tid: u32, time: u64) -> SampleId {
     SampleId {
         tid: Some(PidTid { pid, tid }),
@@ -493,7 +481,15 @@ fn mmap2_record(
         flags: 2,
         filename: RawData::new(o.path.as_os_str().as_bytes(), &[]),
         // When the runtime found the object: before the samples in it.
-        sample_id: sid(pid, pid, if o.time != 0 { o.time } else { now_ns() }),
+        sample_id: sid(
+            pid,
+            pid,
+            if o.time != 0 {
+                o.time
+            } else {
+                perfaux_swtrace::clock::monotonic_ns()
+            },
+        ),
     }
     .to_vec(info, endian)
     .map_err(|e| CliError::msg(format!("synthesizing MMAP2: {e}")))

@@ -73,7 +73,7 @@ extern "C" fn in_child() {
     PTID.store(ptid as u64, Ordering::Relaxed);
     // SAFETY: getpid has no preconditions.
     PID.store(unsafe { libc::getpid() } as u64, Ordering::Relaxed);
-    FORK_TIME.store(crate::objects::now_ns(), Ordering::Relaxed);
+    FORK_TIME.store(perfaux_swtrace::clock::monotonic_ns(), Ordering::Relaxed);
     if let Some(ctl) = crate::control() {
         let n = ctl.object_count().load(Ordering::Acquire);
         OBJECTS_AT_FORK.store(n, Ordering::Relaxed);

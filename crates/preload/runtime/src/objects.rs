@@ -117,7 +117,7 @@ unsafe extern "C" fn one(
         w(object::LEN, (vaddr - start) + ph.p_memsz);
         w(object::PGOFF, ph.p_offset & !(page - 1));
         w(object::PATH_LEN, path.len() as u64);
-        w(object::TIME, now_ns());
+        w(object::TIME, perfaux_swtrace::clock::monotonic_ns());
         w(object::PID, crate::fork::pid());
         ctl.write_bytes(off + object::PATH, path);
         ctl.word(off + object::DONE).store(1, Ordering::Release);
@@ -128,15 +128,4 @@ unsafe extern "C" fn one(
         crate::events::resolve_object(ctl, path, info.dlpi_addr);
     }
     0
-}
-
-/// CLOCK_MONOTONIC in ns, the clock of the program's events.
-pub(crate) fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid clock id and out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
