@@ -22,6 +22,7 @@ mod intern;
 mod objects;
 mod thread;
 mod trampoline;
+mod unwind;
 
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
@@ -45,6 +46,7 @@ extern "C" fn init() {
     // must not be handed back to the runtime (crate perfaux_swtrace::forward), as a Rust
     // program's own copy does.
     perfaux_swtrace::forward::disable();
+    unwind::resolve();
     // SAFETY: getenv with a NUL-terminated name; the result is read before any setenv can run
     // (constructors run before main, on the only thread).
     let v = unsafe { libc::getenv(c"PERFAUX_PRELOAD_FD".as_ptr()) };

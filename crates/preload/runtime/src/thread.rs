@@ -274,6 +274,61 @@ impl Thread {
         });
     }
 
+    /// Before an exception unwinds the stack (crate::unwind): every open call's hijacked return
+    /// address is put back, so the unwinder finds the real callers. The frames stay open,
+    /// marked restored (`parent_loc` 0, `ret` kept).
+    pub(crate) fn restore_for_unwind(&self) {
+        if self.state.get() != TRACING || self.busy.replace(true) {
+            return;
+        }
+        if let Ok(mut st) = self.stack.try_borrow_mut() {
+            let trampoline = crate::trampoline::return_trampoline_addr();
+            for f in st.iter_mut().filter(|f| f.parent_loc != 0) {
+                let loc = f.parent_loc as *mut usize;
+                // SAFETY: the frame is open, so its return-address slot is live on this
+                // thread's stack; the hook wrote the trampoline there and nothing else writes
+                // it while the call runs (checked before the write).
+                if unsafe { loc.read() } == trampoline {
+                    // SAFETY: as above.
+                    unsafe { loc.write(f.ret) };
+                }
+                f.parent_loc = 0;
+            }
+        }
+        self.busy.set(false);
+    }
+
+    /// In a catch clause (crate::unwind), `sp` inside `__cxa_begin_catch`: the calls whose
+    /// return-address slot lies below `sp` were unwound and end here; the calls still open that
+    /// [`Thread::restore_for_unwind`] restored are hijacked again.
+    pub(crate) fn rehijack_after_catch(&self, sp: usize) {
+        if self.state.get() != TRACING || self.busy.replace(true) {
+            return;
+        }
+        if let Ok(mut st) = self.stack.try_borrow_mut() {
+            while st.last().is_some_and(|f| f.slot != 0 && f.slot < sp) {
+                drop(st.pop());
+            }
+            let trampoline = crate::trampoline::return_trampoline_addr();
+            for f in st
+                .iter_mut()
+                .filter(|f| f.parent_loc == 0 && f.ret != 0 && f.slot != 0)
+            {
+                let loc = f.slot as *mut usize;
+                // SAFETY: the frame is open and its slot at or above `sp`: a live word of this
+                // thread's stack, which holds the call's return address (checked) until the
+                // call returns.
+                if unsafe { loc.read() } == f.ret {
+                    // SAFETY: as above.
+                    unsafe { loc.write(trampoline) };
+                    f.parent_loc = f.slot;
+                }
+            }
+        }
+        self.busy.set(false);
+        self.mirror_head();
+    }
+
     /// The return trampoline's exit: `sp` is the stack pointer after the hijacked return
     /// (its slot was `sp - 8`). Ends that call (and frames a longjmp left below it) and returns
     /// the original return address; `None` if no frame has that slot.
