@@ -459,3 +459,54 @@ fn uevents_from_c_arrive_byte_exact_and_in_order() {
     // timestamps (TSC) and the samples' (perf clock) disagreed by more than the 200 us the
     // program leaves on each side, in 1 of about 10 runs on the loaded test host.
 }
+
+/// Every traced thread's life ends with a PERF_RECORD_EXIT, as the kernel writes one at each
+/// task's exit: perf shows one per thread (the two workers, then main), each after the thread's
+/// COMM, naming its process and thread.
+#[test]
+fn every_thread_ends_with_an_exit_record_perf_reads() {
+    perfaux_testutil::require_oracle!("gcc");
+    perfaux_testutil::require_oracle!("perf");
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build_calls(dir.path(), &["-finstrument-functions"], "calls_exit");
+    let (out, data) = record(dir.path(), &prog, &["2", "20"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let home = tempfile::tempdir().unwrap();
+    let r = perfaux_testutil::perf_on_file(
+        &["script", "--show-task-events"],
+        &data,
+        false,
+        home.path(),
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let task = |kind: &str| -> Vec<String> {
+        r.stdout
+            .lines()
+            .filter_map(|l| l.split_once(&format!("PERF_RECORD_{kind}")))
+            .map(|(_, rest)| rest.to_string())
+            .collect()
+    };
+    let comms = task("COMM");
+    let exits = task("EXIT");
+    assert_eq!(comms.len(), 3, "{}", r.stdout);
+    assert_eq!(exits.len(), 3, "{}", r.stdout);
+    // "(PID:TID):(PPID:PTID)" after each thread's COMM ": calls_exit:PID/TID".
+    for c in &comms {
+        let (pid, tid) = c.rsplit_once(':').unwrap().1.split_once('/').unwrap();
+        let want = format!("({pid}:{tid}):");
+        assert!(
+            exits.iter().any(|e| e.starts_with(&want)),
+            "no EXIT of {pid}/{tid}: {exits:?}"
+        );
+    }
+    let first = r.stdout.find("PERF_RECORD_EXIT").unwrap();
+    assert!(
+        r.stdout.rfind("PERF_RECORD_COMM").unwrap() < first,
+        "an EXIT before a COMM:\n{}",
+        r.stdout
+    );
+}

@@ -34,7 +34,7 @@ use perfaux_abi::records::{
     CommRecord, EncodeRecord, Mmap2FileId, Mmap2Record, TaskKind, TaskRecord,
 };
 use perfaux_abi::sample_id::{CpuRes, PidTid, SampleId};
-use perfaux_preload::host::{LoadedObject, Options, ProgramSession};
+use perfaux_preload::host::{LoadedObject, Options, ProgramSession, TracedThread};
 use perfaux_preload::symbols::Symbolizer;
 use perfaux_recorder::{Output, Recorder, RecorderOptions};
 use perfaux_swtrace::{ProbeInfo, ProbeTable};
@@ -244,6 +244,7 @@ pub fn record_program(
         slots: Vec::new(),
         objects: 0,
         pids: vec![pid],
+        exited: Vec::new(),
     };
     let mut stop_sent = false;
     let mut functions_checked = false;
@@ -288,6 +289,10 @@ pub fn record_program(
     };
     let end = ProgramEnd(status);
     let session = lock(&session);
+    // The program is gone, and its threads with it (children may still run: theirs stay open).
+    let threads = session.threads();
+    let gone: Vec<_> = threads.iter().filter(|t| t.pid == pid).collect();
+    seen.write_exits(&mut rec, &gone)?;
     let missing = unfound(&session, &table);
     let failed = (!missing.is_empty())
         .then(|| unfound_line(&missing, &prog, ""))
@@ -341,6 +346,8 @@ struct Sideband {
     /// The processes the recording knows: the program, and each child once its first thread
     /// is seen (its FORK record written).
     pids: Vec<u32>,
+    /// The slots whose thread's PERF_RECORD_EXIT is written.
+    exited: Vec<bool>,
 }
 
 impl Sideband {
@@ -368,7 +375,7 @@ impl Sideband {
             rec.write_record(&r).map_err(rec_err)?;
         }
         self.objects = self.objects.max(objects.len());
-        for t in threads {
+        for t in &threads {
             if self.slots[t.slot] {
                 continue;
             }
@@ -392,6 +399,43 @@ impl Sideband {
                 ended.clone(),
             );
             rec.add_ring(Box::new(ring), &t.ids).map_err(rec_err)?;
+        }
+        let ended: Vec<_> = threads.iter().filter(|t| t.ended).collect();
+        self.write_exits(rec, &ended)
+    }
+
+    /// PERF_RECORD_EXIT for each of `threads` not yet given one, timed now (within a drain
+    /// pass of the thread's end): the kernel writes it when a task exits, and perf ends the
+    /// thread's life there. The parent named is the thread's process's parent, as the
+    /// kernel's `real_parent` (a thread's is its process's): the child's forker, or perfaux.
+    fn write_exits(
+        &mut self,
+        rec: &mut Recorder,
+        threads: &[&TracedThread],
+    ) -> Result<(), CliError> {
+        let info = *rec.file_info();
+        let me = std::process::id();
+        self.exited.resize(self.slots.len(), false);
+        for t in threads {
+            if !self.slots.get(t.slot).copied().unwrap_or(false) || self.exited[t.slot] {
+                continue;
+            }
+            self.exited[t.slot] = true;
+            let (ppid, ptid) = t.fork.map_or((me, me), |(ppid, ptid, _)| (ppid, ptid));
+            let time = perfaux_swtrace::clock::monotonic_ns();
+            let r = TaskRecord {
+                kind: TaskKind::Exit,
+                misc: 0,
+                pid: t.pid,
+                ppid,
+                tid: t.tid,
+                ptid,
+                time,
+                sample_id: sid(t.pid, t.tid, time),
+            }
+            .to_vec(&info, Endianness::NATIVE)
+            .map_err(|e| CliError::msg(format!("synthesizing EXIT: {e}")))?;
+            rec.write_record(&r).map_err(rec_err)?;
         }
         Ok(())
     }
