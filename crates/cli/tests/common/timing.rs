@@ -1,6 +1,7 @@
 //! Shared by the clock-agreement tests (`time_agreement`, `sample_time_agreement`): the load
 //! they record under, and the times `perfaux script` prints.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
@@ -74,11 +75,8 @@ pub fn perfaux_on(args: &[&str], data: &Path) -> String {
 
 /// Per thread, the entry times of the functions `keep` accepts, in trace order, with their
 /// names, from a `script --call-trace` text.
-pub fn call_entries<'a>(
-    calls: &'a str,
-    keep: impl Fn(&str) -> bool,
-) -> std::collections::HashMap<u32, Vec<(&'a str, u64)>> {
-    let mut m: std::collections::HashMap<u32, Vec<(&str, u64)>> = Default::default();
+pub fn call_entries(calls: &str, keep: impl Fn(&str) -> bool) -> HashMap<u32, Vec<(&str, u64)>> {
+    let mut m: HashMap<u32, Vec<(&str, u64)>> = HashMap::new();
     for l in calls.lines() {
         let f: Vec<&str> = l.split_whitespace().collect();
         let Some(&name) = f.last() else { continue };
