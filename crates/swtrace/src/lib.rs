@@ -14,8 +14,10 @@
 //!   per-thread writer the core installs over an AUX region, with its contract); on top
 //!   [`guard`] ([`Probe::enter`] and the [`ProbeGuard`] whose drop marks the return), which
 //!   ties a probe to its thread's writer and to the registry;
-//! - the reader: [`decode`](mod@decode) (any window to events, resyncing at SYNC packets), [`table`] (the
-//!   probe table stored beside the trace) and [`calltrace`] (`perf script --call-trace` lines).
+//! - the reader: [`decode`](mod@decode) (any window to events, resyncing at SYNC packets;
+//!   `stream_clock` keeps a thread's times continuous where a SYNC re-anchors the clock),
+//!   [`table`] (the probe table stored beside the trace) and [`calltrace`] (`perf script
+//!   --call-trace` lines).
 //!
 //! # Who calls what
 //!
@@ -62,6 +64,7 @@ pub mod guard;
 pub mod probe;
 pub mod registry;
 pub mod shadow;
+mod stream_clock;
 pub mod table;
 pub mod writer;
 
