@@ -3,28 +3,21 @@
 //! in every run. The built-in workload emits `request_start` before it calls `serve_request`
 //! and `request_done` after it returns, on the same thread: whatever the scheduler does, the
 //! call's entry lies between the two uevents in real time, so a trace clock off by more than the
-//! gap between them puts the entry outside its bracket. Checked by shifting the trace's times in
-//! this test: 5 us earlier fails (the gap before the entry is about 1 us here), and so does
-//! 250 us later (the issue's smallest reported shift); under 4 busy loops no entry is outside.
+//! gap between them puts the entry outside its bracket. Under 4 busy loops no entry is outside;
+//! each run also checks that a wrong clock is caught: the trace's times shifted 5 us earlier
+//! (the gap before the entry is about 1 us here) or 250 us later (the issue's smallest
+//! reported shift) put most entries outside. `sample_time_agreement` does the same for samples.
+
+mod common;
 
 use std::collections::HashMap;
 use std::process::Command;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
-const PERFAUX: &str = env!("CARGO_BIN_EXE_perfaux");
+use common::PERFAUX;
+use common::timing::{BusyLoops, call_entries, perfaux_on, time_ns};
 
 /// `script` prints uevent times in microseconds: allow its rounding.
 const ROUNDING_NS: u64 = 1_000;
-
-/// "7549.242413:" or "7549.242418397:" (a leading `~` marks an interpolated time) in ns.
-fn time_ns(field: &str) -> Option<u64> {
-    let t = field.trim_end_matches(':').trim_start_matches('~');
-    let (s, frac) = t.split_once('.')?;
-    let digits = frac.len() as u32;
-    let frac: u64 = frac.parse().ok()?;
-    Some(s.parse::<u64>().ok()? * 1_000_000_000 + frac * 10u64.pow(9 - digits))
-}
 
 /// Per thread, per request: (request_start, request_done) uevent times.
 fn uevent_brackets(script: &str) -> HashMap<(u32, u32), (u64, u64)> {
@@ -51,51 +44,36 @@ fn uevent_brackets(script: &str) -> HashMap<(u32, u32), (u64, u64)> {
     m
 }
 
-/// Per thread, the entry times of `serve_request`, in order (request 0, 1, ...).
-fn serve_entries(calls: &str) -> HashMap<u32, Vec<u64>> {
-    let mut m: HashMap<u32, Vec<u64>> = HashMap::new();
-    for l in calls.lines() {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        if f.last() != Some(&"serve_request") || f.len() < 5 {
-            continue;
-        }
-        let tid: u32 = f[1].parse().unwrap();
-        let t = time_ns(f[3]).unwrap_or_else(|| panic!("time in {l:?}"));
-        m.entry(tid).or_default().push(t);
-    }
-    m
-}
+/// The trace's clock shifted by these ns, which the check must catch in every run: 5 us
+/// earlier, and the issue's smallest reported shift, 250 us later.
+const WRONG_CLOCKS: [i64; 2] = [-5_000, 250_000];
 
-fn run(args: &[&str], data: &std::path::Path) -> String {
-    let out = Command::new(PERFAUX)
-        .args(args)
-        .arg("-i")
-        .arg(data)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+/// Per thread, per request, how far (ns) the `serve_request` entry, its time moved by `shift`,
+/// lies outside its uevents' bracket (0: inside), for the requests with both uevents.
+fn outside(
+    entries: &HashMap<u32, Vec<(&str, u64)>>,
+    brackets: &HashMap<(u32, u32), (u64, u64)>,
+    shift: i64,
+) -> Vec<(u32, u32, u64)> {
+    let mut v = Vec::new();
+    for (&tid, times) in entries {
+        for (req, &(_, entry)) in times.iter().enumerate() {
+            let Some(&(start, done)) = brackets.get(&(tid, req as u32)) else {
+                continue;
+            };
+            let entry = entry.saturating_add_signed(shift);
+            let early = start.saturating_sub(entry + ROUNDING_NS);
+            let late = entry.saturating_sub(done.saturating_add(ROUNDING_NS));
+            v.push((tid, req as u32, early.max(late)));
+        }
+    }
+    v
 }
 
 #[test]
 fn trace_and_uevent_times_agree_under_load_in_every_run() {
-    let busy = Arc::new(AtomicBool::new(true));
     // Four busy loops on the machine's cores, as the issue's reproduction had.
-    let spinners: Vec<_> = (0..4)
-        .map(|_| {
-            let b = busy.clone();
-            std::thread::spawn(move || {
-                let mut x = 0u64;
-                while b.load(Ordering::Relaxed) {
-                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
-                }
-            })
-        })
-        .collect();
+    let load = BusyLoops::start(4);
     let dir = tempfile::tempdir().unwrap();
     let mut worst = 0u64;
     let mut failures = Vec::new();
@@ -111,36 +89,37 @@ fn trace_and_uevent_times_agree_under_load_in_every_run() {
             "{}",
             String::from_utf8_lossy(&rec.stderr)
         );
-        let brackets = uevent_brackets(&run(&["script"], &data));
-        let entries = serve_entries(&run(&["script", "--call-trace"], &data));
+        let brackets = uevent_brackets(&perfaux_on(&["script"], &data));
+        let calls = perfaux_on(&["script", "--call-trace"], &data);
+        let entries = call_entries(&calls, |f| f == "serve_request");
         assert!(!entries.is_empty(), "run {run_no}: no serve_request calls");
-        let mut checked = 0;
-        for (tid, times) in &entries {
-            for (req, &entry) in times.iter().enumerate() {
-                let Some(&(start, done)) = brackets.get(&(*tid, req as u32)) else {
-                    continue;
-                };
-                checked += 1;
-                let early = start.saturating_sub(entry + ROUNDING_NS);
-                let late = entry.saturating_sub(done.saturating_add(ROUNDING_NS));
-                let off = early.max(late);
-                worst = worst.max(off);
-                if off > 0 {
-                    failures.push(format!(
-                        "run {run_no} tid {tid} req {req}: entry {entry} outside [{start}, {done}] by {off} ns"
-                    ));
-                }
+        let checked = outside(&entries, &brackets, 0);
+        assert!(
+            checked.len() > 100,
+            "run {run_no}: only {} calls matched their uevents",
+            checked.len()
+        );
+        for (tid, req, off) in checked {
+            worst = worst.max(off);
+            if off > 0 {
+                failures.push(format!(
+                    "run {run_no} tid {tid} req {req}: entry outside its bracket by {off} ns"
+                ));
             }
         }
-        assert!(
-            checked > 100,
-            "run {run_no}: only {checked} calls matched their uevents"
-        );
+        // The check sees a wrong clock: most entries fall outside their brackets.
+        for shift in WRONG_CLOCKS {
+            let shifted = outside(&entries, &brackets, shift);
+            let caught = shifted.iter().filter(|c| c.2 > 0).count();
+            assert!(
+                caught * 2 > shifted.len(),
+                "run {run_no}: trace times shifted by {shift} ns put only {caught} of {} entries \
+                 outside their brackets",
+                shifted.len()
+            );
+        }
     }
-    busy.store(false, Ordering::Relaxed);
-    for s in spinners {
-        s.join().unwrap();
-    }
+    drop(load);
     assert!(
         failures.is_empty(),
         "{} calls outside their uevents' bracket, worst {worst} ns:\n{}",

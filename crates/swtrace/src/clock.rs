@@ -33,6 +33,12 @@
 //! - **Anchors are renewed** every 2^24 ticks (about 5 ms at 3 GHz) by the next SYNC, which
 //!   bounds the drift the rate's error can add: 1e-5 over 5 ms is 50 ns.
 //!
+//! - **The reader does not step at a re-anchoring.** Two anchors disagree by their errors
+//!   (hundreds of ns under load), so switching conversions at the SYNC would stretch or shrink
+//!   the calls open across it, and end a short one before it began (issue 10: "Min total
+//!   0 ns" for `fib`). The decoder keeps the previous mapping's time at a SYNC that continues
+//!   the stream and slews to the new anchor at 0.1% (`stream_clock`).
+//!
 //! `tests/clock_load.rs` checks the mapping under load: with 4 threads spinning on the 2
 //! cores, converted TSC times agree with `clock_gettime(CLOCK_MONOTONIC)` read at the same
 //! moment within a few microseconds, in every repetition.

@@ -14,7 +14,8 @@
 use std::collections::VecDeque;
 use std::io::{self, Read};
 
-use crate::format::{self, LostKind, Packet, PacketError, SYNC_MAGIC, TimeConv};
+use crate::format::{self, LostKind, Packet, PacketError, SYNC_MAGIC};
+use crate::stream_clock::StreamClock;
 use crate::window::Windows;
 
 /// Why bytes were skipped.
@@ -157,7 +158,7 @@ pub struct Decoder<'a> {
     base: u64,
     frames: Vec<Option<u32>>,
     ticks: u64,
-    conv: TimeConv,
+    clock: StreamClock,
     tid: u32,
 }
 
@@ -320,7 +321,7 @@ impl<'a> Decoder<'a> {
             base: 0,
             frames: Vec::new(),
             ticks: 0,
-            conv: TimeConv::IDENTITY,
+            clock: StreamClock::new(),
             tid: 0,
         }
     }
@@ -401,7 +402,7 @@ impl<'a> Decoder<'a> {
     #[inline]
     fn advance(&mut self, delta: u64) -> u64 {
         self.ticks = self.ticks.saturating_add(delta);
-        self.conv.to_ns(self.ticks)
+        self.clock.ns(self.ticks)
     }
 
     fn apply_sync(&mut self, s: &format::Sync) {
@@ -429,8 +430,10 @@ impl<'a> Decoder<'a> {
                 self.frames.clear();
             }
         }
+        // A SYNC in sequence keeps the thread's times continuous (stream_clock module doc).
+        let continues = self.synced && self.tid == s.tid && s.ticks >= self.ticks;
+        self.clock.sync(s.conv, s.ticks, continues);
         self.ticks = s.ticks;
-        self.conv = s.conv;
         self.tid = s.tid;
         self.sparse = s.flags & format::SYNC_FLAG_UNTIMED != 0;
     }
@@ -459,7 +462,7 @@ impl<'a> Decoder<'a> {
                             offset: self.offset(cand),
                             tid: sync.tid,
                             depth: sync.depth,
-                            time: self.conv.to_ns(self.ticks),
+                            time: self.clock.ns(self.ticks),
                         };
                         self.pos = cand + len;
                         let skipped = self.offset(cand).wrapping_sub(from);
@@ -547,7 +550,7 @@ impl Decoder<'_> {
                         offset,
                         tid: s.tid,
                         depth: s.depth,
-                        time: self.conv.to_ns(self.ticks),
+                        time: self.clock.ns(self.ticks),
                     }
                 }
                 Packet::Enter { id, delta } => {

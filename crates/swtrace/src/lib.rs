@@ -15,8 +15,9 @@
 //!   [`guard`] ([`Probe::enter`] and the [`ProbeGuard`] whose drop marks the return), which
 //!   ties a probe to its thread's writer and to the registry;
 //! - the reader: [`decode`](mod@decode) (any window to events, resyncing at SYNC packets; in
-//!   memory or read in bounded pieces), [`window`] (chunks that continue each other grouped into
-//!   decode windows, in one pass), [`table`] (the probe table stored beside the trace) and
+//!   memory or read in bounded pieces; `stream_clock` keeps a thread's times continuous where a
+//!   SYNC re-anchors the clock), [`window`] (chunks that continue each other grouped into decode
+//!   windows, in one pass), [`table`] (the probe table stored beside the trace) and
 //!   [`calltrace`] (`perf script --call-trace` lines).
 //!
 //! # Who calls what
@@ -65,6 +66,7 @@ pub mod guard;
 pub mod probe;
 pub mod registry;
 pub mod shadow;
+mod stream_clock;
 pub mod table;
 pub mod window;
 pub mod writer;
