@@ -155,7 +155,11 @@ pub struct Decoder<'a> {
     ready: VecDeque<Event>,
     /// Open calls below `frames`, ids unknown.
     base: u64,
+    /// Ids of the innermost open calls, at most `max_frames` ([`MAX_FRAMES`]).
     frames: Vec<Option<u32>>,
+    max_frames: usize,
+    /// Most untimed events held ([`MAX_HELD`]).
+    max_held: usize,
     ticks: u64,
     conv: TimeConv,
     tid: u32,
@@ -319,10 +323,20 @@ impl<'a> Decoder<'a> {
             ready: VecDeque::new(),
             base: 0,
             frames: Vec::new(),
+            max_frames: MAX_FRAMES,
+            max_held: MAX_HELD,
             ticks: 0,
             conv: TimeConv::IDENTITY,
             tid: 0,
         }
+    }
+
+    /// Lowers the decoder's bounds (a reader decoding many windows at once shares one budget
+    /// among them): at most `frames` open calls' ids kept (at least [`MIN_FRAMES`], at most
+    /// [`MAX_FRAMES`]) and `held` untimed events held (1 to [`MAX_HELD`]).
+    pub fn limit(&mut self, frames: usize, held: usize) {
+        self.max_frames = frames.clamp(MIN_FRAMES, MAX_FRAMES);
+        self.max_held = held.clamp(1, MAX_HELD);
     }
 
     /// The error that ended a [`Decoder::from_reader`] window early, once.
@@ -498,7 +512,17 @@ impl<'a> Decoder<'a> {
 
 /// Most untimed events a decoder holds back waiting for the next timed one; beyond it they
 /// keep the time before them (bounded memory whatever the stream says).
-const MAX_HELD: usize = 4096;
+pub const MAX_HELD: usize = 4096;
+
+/// Most open calls whose ids a decoder keeps (32 times the writer's shadow stack, `SHADOW_DEPTH`,
+/// far deeper than real programs recurse). A window with more open calls (a stream of ENTERs
+/// grows the stack by one for every two bytes) forgets the outer half of the ids it keeps and
+/// says so with an [`Event::Lost`] of [`LostKind::Depth`]; depths stay exact and the forgotten
+/// calls' EXITs decode with `id: None`, as for calls open before the window's first SYNC.
+pub const MAX_FRAMES: usize = 4096;
+
+/// The least [`Decoder::limit`] lowers the kept frames to: the writer's shadow stack depth.
+pub const MIN_FRAMES: usize = crate::shadow::SHADOW_CAP;
 
 impl Decoder<'_> {
     /// The next event, times not yet interpolated, and whether it is an untimed ENTER/EXIT.
@@ -604,6 +628,11 @@ impl Decoder<'_> {
     fn enter_event(&mut self, offset: u64, id: u32, delta: u64) -> Event {
         let time = self.advance(delta);
         let depth = self.depth();
+        // The cap is checked only when the stack is full (the check `push` makes anyway):
+        // one compare on the hot path, not two.
+        if self.frames.len() == self.frames.capacity() {
+            self.grow_frames(offset, time);
+        }
         self.frames.push(Some(id));
         Event::Enter {
             offset,
@@ -612,6 +641,29 @@ impl Decoder<'_> {
             time,
             interpolated: self.sparse && delta == 0,
         }
+    }
+
+    /// The frame stack's allocation is full: it grows, up to `max_frames`; past that the outer
+    /// half of the ids kept go (their calls join `base`, counted, not kept), and the next event
+    /// is a note saying how many.
+    #[cold]
+    #[inline(never)]
+    fn grow_frames(&mut self, offset: u64, time: u64) {
+        if self.frames.len() < self.max_frames {
+            let want = (self.frames.len() * 2).clamp(16, self.max_frames);
+            self.frames.reserve_exact(want - self.frames.len());
+            return;
+        }
+        let n = self.frames.len().div_ceil(2);
+        self.frames.drain(..n);
+        self.base += n as u64;
+        // Nothing is queued here: the queued event goes out before any packet is parsed.
+        self.queued = Some(Event::Lost {
+            offset,
+            kind: LostKind::Depth,
+            count: n as u64,
+            time,
+        });
     }
 
     /// EXIT of the innermost open call, `delta` ticks after the last packet.
@@ -676,7 +728,7 @@ impl Decoder<'_> {
             match self.next_raw() {
                 Some((e, true)) => {
                     self.held.push_back(e);
-                    if self.held.len() >= MAX_HELD {
+                    if self.held.len() >= self.max_held {
                         self.release_held(None);
                     }
                 }
