@@ -5,7 +5,8 @@
 //! [`crate::format`]), reports the bytes before it as [`Event::Skipped`], and decodes packet by
 //! packet from there. A packet that does not parse loses the sync: the bytes up to the next
 //! valid SYNC are skipped and reported with the reason. It never panics and always makes
-//! progress, whatever the bytes; memory grows at most linearly with the input.
+//! progress, whatever the bytes; its state is bounded whatever they say: at most [`MAX_FRAMES`]
+//! open calls' ids and [`MAX_HELD`] untimed events held ([`Decoder::limit`] lowers both).
 //!
 //! Times are CLOCK_MONOTONIC nanoseconds. Depths count the open traced calls: an ENTER at depth
 //! `d` is matched by the EXIT at depth `d`. Calls the window saw open at its first SYNC but whose

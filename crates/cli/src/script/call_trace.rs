@@ -28,8 +28,8 @@ pub(crate) const MAX_PIECE: usize = 1 << 20;
 /// The most windows merged: each holds its decoder and a pending line.
 pub(crate) const MAX_MERGED_WINDOWS: usize = 16 * 1024;
 /// Untimed events the merge's decoders hold at once, shared (each window at
-/// least [`MIN_HELD`], at most perfaux-swtrace's `MAX_HELD`): about 48 bytes
-/// each, 12 MiB. Past its share a window's untimed events keep the time
+/// least [`MIN_HELD`], at most perfaux-swtrace's `MAX_HELD`), each a decoded
+/// event of a few tens of bytes. Past its share a window's untimed events keep the time
 /// before them instead of being spread to the next timed one.
 pub(crate) const HELD_BUDGET: usize = 1 << 18;
 /// The least a window's share of [`HELD_BUDGET`] is.

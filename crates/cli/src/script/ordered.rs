@@ -16,7 +16,7 @@ use crate::error::CliError;
 
 /// Most bytes of lines the queue holds (each line counted with its
 /// allocation and its share of the tree, [`ENTRY_COST`]).
-pub(crate) const QUEUE_BUDGET: usize = 16 << 20;
+pub(crate) const QUEUE_BUDGET: usize = 32 << 20;
 
 /// What a queued line costs besides its text: its key (16 bytes) and
 /// `String` (24) in a B-tree node, with the node's slack (nodes are at
