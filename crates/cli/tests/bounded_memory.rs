@@ -4,6 +4,8 @@
 //! `export -F chrome`, `report -D`) never have more than [`BOUND`] bytes
 //! allocated at once, counted by a counting global allocator. Before the
 //! section was read in place, each held all of it (and script a copy more).
+//! Plain `perfaux script` on a file with no FINISHED_ROUND (perf's rule
+//! alone would queue every line to the end) holds at most its queue's budget.
 
 mod common;
 
@@ -137,4 +139,57 @@ fn readers_hold_a_bounded_part_of_a_trace_section_larger_than_the_bound() {
         "report -D: {used} bytes at once on a {size}-byte trace section"
     );
     eprintln!("report -D: {used} bytes at most at once ({size}-byte trace section)");
+}
+
+/// The most bytes plain `perfaux script` may have allocated at once: its
+/// time-ordering queue's budget (32 MiB of lines) and the reader's share.
+const SCRIPT_BOUND: usize = 48 << 20;
+
+#[test]
+fn script_with_no_finished_round_holds_a_bounded_queue_and_prints_every_line() {
+    use perfaux_abi::consts::{PERF_RECORD_FINISHED_INIT, PERF_RECORD_FINISHED_ROUND};
+
+    let dir = tempdir();
+    let (f, _) = record(dir.path(), "rounds.data", &["--requests", "100000"]);
+    let mut intact = Vec::new();
+    script(&f, false, &mut intact, &mut Progress::quiet()).unwrap();
+
+    // The same file with every FINISHED_ROUND made a FINISHED_INIT (same
+    // size, no body): nothing tells the reader a round is over, so
+    // perf's rule alone would hold every line to the end.
+    let mut rounds = Vec::new();
+    {
+        let mut reader = PerfDataReader::open(&f).unwrap();
+        while let Some(rec) = reader.next_record().unwrap() {
+            if rec.header.type_ == PERF_RECORD_FINISHED_ROUND {
+                rounds.push(rec.location.file_offset as usize);
+            }
+        }
+    }
+    assert!(rounds.len() > 10, "{} rounds", rounds.len());
+    let mut bytes = std::fs::read(&f).unwrap();
+    for at in &rounds {
+        bytes[*at..*at + 4].copy_from_slice(&PERF_RECORD_FINISHED_INIT.to_ne_bytes());
+    }
+    let crafted = dir.path().join("no-rounds.data");
+    std::fs::write(&crafted, &bytes).unwrap();
+    drop(bytes);
+    assert!(
+        intact.len() > SCRIPT_BOUND,
+        "the output ({} bytes) is larger than the bound (the queue held all of it before)",
+        intact.len()
+    );
+
+    let mut out = Counted::default();
+    let used = peak(|| script(&crafted, false, &mut out, &mut Progress::quiet()).unwrap());
+    assert!(
+        used < SCRIPT_BOUND,
+        "script with no FINISHED_ROUND: {used} bytes at once for {} bytes of lines",
+        intact.len()
+    );
+    assert_eq!(out.bytes, intact.len() as u64, "every line is printed");
+    eprintln!(
+        "script, no FINISHED_ROUND: {used} bytes at most at once ({} bytes of lines)",
+        intact.len()
+    );
 }

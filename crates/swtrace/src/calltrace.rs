@@ -131,14 +131,23 @@ impl<'t> CallTrace<'t> {
             Event::Lost {
                 kind, count, time, ..
             } => {
-                if !self.options.markers {
+                // The depth note is said whatever the options: the returns it leaves
+                // unnamed need it.
+                if !self.options.markers && *kind != LostKind::Depth {
                     return None;
                 }
-                let why = match kind {
-                    LostKind::Nested => "signal handler hit a packet",
-                    LostKind::Full => "AUX area full",
+                let text = match kind {
+                    LostKind::Nested => {
+                        format!("lost {count} probe events (signal handler hit a packet)")
+                    }
+                    LostKind::Full => format!("lost {count} probe events (AUX area full)"),
+                    LostKind::Depth => format!(
+                        "lost the ids of {count} outer open calls (more than {} open in one \
+                         window; their returns show as [unknown])",
+                        crate::decode::MAX_FRAMES
+                    ),
                 };
-                (*time, format!("lost {count} probe events ({why})"))
+                (*time, text)
             }
             Event::Skipped {
                 offset,

@@ -5,7 +5,8 @@
 //! [`crate::format`]), reports the bytes before it as [`Event::Skipped`], and decodes packet by
 //! packet from there. A packet that does not parse loses the sync: the bytes up to the next
 //! valid SYNC are skipped and reported with the reason. It never panics and always makes
-//! progress, whatever the bytes; memory grows at most linearly with the input.
+//! progress, whatever the bytes; its state is bounded whatever they say: at most [`MAX_FRAMES`]
+//! open calls' ids and [`MAX_HELD`] untimed events held ([`Decoder::limit`] lowers both).
 //!
 //! Times are CLOCK_MONOTONIC nanoseconds. Depths count the open traced calls: an ENTER at depth
 //! `d` is matched by the EXIT at depth `d`. Calls the window saw open at its first SYNC but whose
@@ -18,121 +19,9 @@ use crate::format::{self, LostKind, Packet, PacketError, SYNC_MAGIC};
 use crate::stream_clock::StreamClock;
 use crate::window::Windows;
 
-/// Why bytes were skipped.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum SkipReason {
-    /// Stream positions missing between two chunks ([`decode_chunks`]): the data was lost
-    /// (truncated AUX data) or never copied out.
-    Gap,
-    /// Before the first SYNC of the window.
-    NoSync,
-    /// A packet did not parse; decoding resumed at the next SYNC.
-    Corrupt(PacketError),
-    /// The window ends inside a packet.
-    Truncated,
-}
+mod event;
 
-/// A decoded event. `offset` is the stream position of the packet's first byte (the window's
-/// start position plus the index in the window).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Event {
-    /// A SYNC: state is known from here.
-    Sync {
-        /// Stream position.
-        offset: u64,
-        /// Traced thread.
-        tid: u32,
-        /// Open traced calls.
-        depth: u32,
-        /// CLOCK_MONOTONIC ns.
-        time: u64,
-    },
-    /// A call began.
-    Enter {
-        /// Stream position.
-        offset: u64,
-        /// Probe id.
-        id: u32,
-        /// Open calls before this one.
-        depth: u32,
-        /// CLOCK_MONOTONIC ns.
-        time: u64,
-        /// The writer did not time this packet (sparse timing): `time` is interpolated
-        /// between the timed packets around it (format module doc, "Sparse timing").
-        interpolated: bool,
-    },
-    /// A call returned.
-    Exit {
-        /// Stream position.
-        offset: u64,
-        /// Probe id, when the decoder knows which call this was.
-        id: Option<u32>,
-        /// Open calls besides this one (the depth of its ENTER).
-        depth: u32,
-        /// CLOCK_MONOTONIC ns.
-        time: u64,
-        /// As for [`Event::Enter`].
-        interpolated: bool,
-    },
-    /// Tracing paused.
-    Paused {
-        /// Stream position.
-        offset: u64,
-        /// CLOCK_MONOTONIC ns.
-        time: u64,
-    },
-    /// Tracing resumed.
-    Resumed {
-        /// Stream position.
-        offset: u64,
-        /// CLOCK_MONOTONIC ns.
-        time: u64,
-    },
-    /// The writer was removed.
-    Stopped {
-        /// Stream position.
-        offset: u64,
-        /// CLOCK_MONOTONIC ns.
-        time: u64,
-    },
-    /// Probe events were not written.
-    Lost {
-        /// Stream position.
-        offset: u64,
-        /// Why.
-        kind: LostKind,
-        /// How many.
-        count: u64,
-        /// CLOCK_MONOTONIC ns.
-        time: u64,
-    },
-    /// Bytes that were not decoded.
-    Skipped {
-        /// Stream position of the first skipped byte.
-        offset: u64,
-        /// How many.
-        bytes: u64,
-        /// Why.
-        reason: SkipReason,
-    },
-}
-
-impl Event {
-    /// The event's CLOCK_MONOTONIC time (`None` for [`Event::Skipped`], which has none).
-    pub fn time(&self) -> Option<u64> {
-        match self {
-            Event::Sync { time, .. }
-            | Event::Enter { time, .. }
-            | Event::Exit { time, .. }
-            | Event::Paused { time, .. }
-            | Event::Resumed { time, .. }
-            | Event::Stopped { time, .. }
-            | Event::Lost { time, .. } => Some(*time),
-            Event::Skipped { .. } => None,
-        }
-    }
-}
+pub use event::{Event, SkipReason};
 
 /// Iterator of [`Event`]s over a window: bytes in memory ([`Decoder::with_offset`]) or read
 /// from a `Read` in pieces of bounded size ([`Decoder::from_reader`]).
@@ -156,7 +45,11 @@ pub struct Decoder<'a> {
     ready: VecDeque<Event>,
     /// Open calls below `frames`, ids unknown.
     base: u64,
+    /// Ids of the innermost open calls, at most `max_frames` ([`MAX_FRAMES`]).
     frames: Vec<Option<u32>>,
+    max_frames: usize,
+    /// Most untimed events held ([`MAX_HELD`]).
+    max_held: usize,
     ticks: u64,
     clock: StreamClock,
     tid: u32,
@@ -320,10 +213,20 @@ impl<'a> Decoder<'a> {
             ready: VecDeque::new(),
             base: 0,
             frames: Vec::new(),
+            max_frames: MAX_FRAMES,
+            max_held: MAX_HELD,
             ticks: 0,
             clock: StreamClock::new(),
             tid: 0,
         }
+    }
+
+    /// Lowers the decoder's bounds (a reader decoding many windows at once shares one budget
+    /// among them): at most `frames` open calls' ids kept (at least [`MIN_FRAMES`], at most
+    /// [`MAX_FRAMES`]) and `held` untimed events held (1 to [`MAX_HELD`]).
+    pub fn limit(&mut self, frames: usize, held: usize) {
+        self.max_frames = frames.clamp(MIN_FRAMES, MAX_FRAMES);
+        self.max_held = held.clamp(1, MAX_HELD);
     }
 
     /// The error that ended a [`Decoder::from_reader`] window early, once.
@@ -501,7 +404,17 @@ impl<'a> Decoder<'a> {
 
 /// Most untimed events a decoder holds back waiting for the next timed one; beyond it they
 /// keep the time before them (bounded memory whatever the stream says).
-const MAX_HELD: usize = 4096;
+pub const MAX_HELD: usize = 4096;
+
+/// Most open calls whose ids a decoder keeps (32 times the writer's shadow stack, `SHADOW_DEPTH`,
+/// far deeper than real programs recurse). A window with more open calls (a stream of ENTERs
+/// grows the stack by one for every two bytes) forgets the outer half of the ids it keeps and
+/// says so with an [`Event::Lost`] of [`LostKind::Depth`]; depths stay exact and the forgotten
+/// calls' EXITs decode with `id: None`, as for calls open before the window's first SYNC.
+pub const MAX_FRAMES: usize = 4096;
+
+/// The least [`Decoder::limit`] lowers the kept frames to: the writer's shadow stack depth.
+pub const MIN_FRAMES: usize = crate::shadow::SHADOW_CAP;
 
 impl Decoder<'_> {
     /// The next event, times not yet interpolated, and whether it is an untimed ENTER/EXIT.
@@ -607,6 +520,11 @@ impl Decoder<'_> {
     fn enter_event(&mut self, offset: u64, id: u32, delta: u64) -> Event {
         let time = self.advance(delta);
         let depth = self.depth();
+        // The cap is checked only when the stack is full (the check `push` makes anyway):
+        // one compare on the hot path, not two.
+        if self.frames.len() == self.frames.capacity() {
+            self.grow_frames(offset, time);
+        }
         self.frames.push(Some(id));
         Event::Enter {
             offset,
@@ -615,6 +533,29 @@ impl Decoder<'_> {
             time,
             interpolated: self.sparse && delta == 0,
         }
+    }
+
+    /// The frame stack's allocation is full: it grows, up to `max_frames`; past that the outer
+    /// half of the ids kept go (their calls join `base`, counted, not kept), and the next event
+    /// is a note saying how many.
+    #[cold]
+    #[inline(never)]
+    fn grow_frames(&mut self, offset: u64, time: u64) {
+        if self.frames.len() < self.max_frames {
+            let want = (self.frames.len() * 2).clamp(16, self.max_frames);
+            self.frames.reserve_exact(want - self.frames.len());
+            return;
+        }
+        let n = self.frames.len().div_ceil(2);
+        self.frames.drain(..n);
+        self.base += n as u64;
+        // Nothing is queued here: the queued event goes out before any packet is parsed.
+        self.queued = Some(Event::Lost {
+            offset,
+            kind: LostKind::Depth,
+            count: n as u64,
+            time,
+        });
     }
 
     /// EXIT of the innermost open call, `delta` ticks after the last packet.
@@ -679,7 +620,7 @@ impl Decoder<'_> {
             match self.next_raw() {
                 Some((e, true)) => {
                     self.held.push_back(e);
-                    if self.held.len() >= MAX_HELD {
+                    if self.held.len() >= self.max_held {
                         self.release_held(None);
                     }
                 }

@@ -180,6 +180,10 @@ pub enum LostKind {
     Nested = 1,
     /// Full-trace mode ran out of space and the core gave no more (like PERF_AUX_FLAG_TRUNCATED).
     Full = 2,
+    /// Not on the wire: the decoder's own note that a window had more open calls than it keeps
+    /// ([`crate::decode::MAX_FRAMES`]); `count` outer calls' ids were forgotten (their returns
+    /// decode with no id), their depth is still counted.
+    Depth = 3,
 }
 
 impl LostKind {

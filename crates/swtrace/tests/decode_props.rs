@@ -468,7 +468,20 @@ fn a_long_run_of_untimed_packets_is_bounded() {
     let mut packets = vec![Packet::Enter { id: 1, delta: 0 }; 10_000];
     packets.push(Packet::Exit { delta: 100 });
     let bytes = sparse_stream(format::SYNC_FLAG_UNTIMED, 1000, &packets);
-    let events = decode(&bytes);
+    // 10,000 open calls are more than the decoder keeps the ids of: its notes saying so
+    // (MAX_FRAMES) are not this test's matter.
+    let events: Vec<Event> = decode(&bytes)
+        .into_iter()
+        .filter(|e| {
+            !matches!(
+                e,
+                Event::Lost {
+                    kind: LostKind::Depth,
+                    ..
+                }
+            )
+        })
+        .collect();
     assert_eq!(events.len(), 10_002);
     let got: Vec<(u64, bool)> = events[1..].iter().map(time_and_flag).collect();
     assert!(got[..10_000].iter().all(|&(_, i)| i));

@@ -407,6 +407,10 @@ impl Window {
             TraceEvent::Sync { depth, .. } => self.pop_to(*depth, names, sink),
             TraceEvent::Enter { id, depth, .. } => {
                 self.pop_to(*depth, names, sink)?;
+                // Bounded like the decoder's (whose Lost note says so): deeper calls go unshown.
+                if self.stack.len() >= perfaux_swtrace::decode::MAX_FRAMES {
+                    return Ok(());
+                }
                 let func = match funcs.get(id) {
                     Some(&f) => f,
                     None => names.intern(&format!("[unknown probe {id}]"), "[swtrace]"),

@@ -4,7 +4,10 @@
 //! Memory: per window, one pending line, the decoder's state and one piece
 //! of its bytes; the pieces share [`MERGE_BUDGET`] (each between
 //! perfaux-swtrace's `MIN_PIECE` and [`MAX_PIECE`]), and at most
-//! [`MAX_MERGED_WINDOWS`] windows are merged, whatever the file says.
+//! [`MAX_MERGED_WINDOWS`] windows are merged, whatever the file says. The
+//! decoders' own state shares budgets too: untimed events held for their
+//! times ([`HELD_BUDGET`]) and ids of open calls ([`FRAME_BUDGET`]), so that
+//! neither grows with the number of windows times each decoder's bound.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
@@ -12,7 +15,7 @@ use std::io::Write;
 
 use perfaux_perfdata::trace_reader::{SectionSource, TraceSection};
 use perfaux_perfdata::trace_section::ChunkKind;
-use perfaux_swtrace::decode::{Decoder, Event as TraceEvent, MIN_PIECE};
+use perfaux_swtrace::decode::{Decoder, Event as TraceEvent, MIN_FRAMES, MIN_PIECE};
 use perfaux_swtrace::{CallTrace, CallTraceOptions};
 
 use super::Script;
@@ -24,6 +27,16 @@ pub(crate) const MERGE_BUDGET: usize = 8 << 20;
 pub(crate) const MAX_PIECE: usize = 1 << 20;
 /// The most windows merged: each holds its decoder and a pending line.
 pub(crate) const MAX_MERGED_WINDOWS: usize = 16 * 1024;
+/// Untimed events the merge's decoders hold at once, shared (each window at
+/// least [`MIN_HELD`], at most perfaux-swtrace's `MAX_HELD`), each a decoded
+/// event of a few tens of bytes. Past its share a window's untimed events keep the time
+/// before them instead of being spread to the next timed one.
+pub(crate) const HELD_BUDGET: usize = 1 << 18;
+/// The least a window's share of [`HELD_BUDGET`] is.
+const MIN_HELD: usize = 16;
+/// Ids of open calls the merge's decoders keep, shared (each window at least
+/// perfaux-swtrace's `MIN_FRAMES`, at most `MAX_FRAMES`): 8 bytes each, 16 MiB.
+pub(crate) const FRAME_BUDGET: usize = 1 << 21;
 
 /// One window of the trace being decoded: its decoder and call-trace state.
 pub(super) struct WindowLines<'a> {
@@ -140,6 +153,8 @@ pub(super) fn call_trace_lines(
         }
     }
     let piece = (MERGE_BUDGET / windows.len().max(1)).clamp(MIN_PIECE, MAX_PIECE);
+    let held = (HELD_BUDGET / windows.len().max(1)).max(MIN_HELD);
+    let frames = (FRAME_BUDGET / windows.len().max(1)).max(MIN_FRAMES);
     let mut streams: Vec<WindowLines<'_>> = windows
         .iter()
         .map(|w| {
@@ -163,7 +178,8 @@ pub(super) fn call_trace_lines(
             };
             // A window smaller than its share holds no more than itself.
             let piece = piece.min(usize::try_from(w.len).unwrap_or(usize::MAX));
-            let dec = Decoder::from_reader(trace.window_bytes(w), w.start(), piece);
+            let mut dec = Decoder::from_reader(trace.window_bytes(w), w.start(), piece);
+            dec.limit(frames, held);
             WindowLines::new(dec, CallTrace::new(&s.probes, opts), end_label)
         })
         .collect();

@@ -7,7 +7,8 @@
 //! (tools/perf/util/ordered-events.c): records are queued by time, and at
 //! each PERF_RECORD_FINISHED_ROUND every queued line not later than the
 //! newest time of the round before is printed; the rest at the end. Memory
-//! is bounded by two rounds of lines, not by the file.
+//! is bounded by two rounds of lines, and whatever the rounds (huge, or no
+//! FINISHED_ROUND at all) by [`ordered::QUEUE_BUDGET`] ([`ordered`]).
 //!
 //! `--call-trace` merges the decoded windows of the trace section by time,
 //! each window decoded lazily from the file in bounded pieces, so what is
@@ -19,9 +20,10 @@
 //! the exit status is non-zero, as `perf script` does.
 
 mod call_trace;
+mod ordered;
 mod uevent_logs;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::Path;
 
@@ -35,6 +37,7 @@ use perfaux_swtrace::decode::Decoder;
 use perfaux_swtrace::{CallTrace, CallTraceOptions, ProbeTable};
 
 use call_trace::{WindowLines, call_trace_lines};
+use ordered::Ordered;
 use uevent_logs::UeventLogs;
 
 use crate::dump::{EvInfo, ev_info};
@@ -43,50 +46,6 @@ use crate::progress::Progress;
 use crate::workload::UEVENT_TYPES;
 use perfaux_perfdata::trace_section::PERFAUX_FEATURE_BIT;
 use perfaux_perfdata::uevent_sample::{UEVENT_EVENT_NAME, uevent_from_raw};
-
-/// Time-ordered output with perf's round rule.
-struct Ordered {
-    queue: BTreeMap<(u64, u64), String>,
-    seq: u64,
-    round_max: u64,
-    flush_limit: Option<u64>,
-}
-
-impl Ordered {
-    fn new() -> Self {
-        Ordered {
-            queue: BTreeMap::new(),
-            seq: 0,
-            round_max: 0,
-            flush_limit: None,
-        }
-    }
-
-    fn push(&mut self, time: u64, line: String) {
-        self.queue.insert((time, self.seq), line);
-        self.seq += 1;
-        self.round_max = self.round_max.max(time);
-    }
-
-    /// FINISHED_ROUND: print what the round before has made final.
-    fn round(&mut self, out: &mut impl Write) -> Result<(), CliError> {
-        if let Some(limit) = self.flush_limit {
-            let later = self.queue.split_off(&(limit.saturating_add(1), 0));
-            for line in std::mem::replace(&mut self.queue, later).into_values() {
-                out.write_all(line.as_bytes()).map_err(CliError::output)?;
-            }
-        }
-        self.flush_limit = Some(self.round_max);
-        Ok(())
-    }
-
-    fn finish(&mut self, out: &mut impl Write) -> Result<(), CliError> {
-        for line in std::mem::take(&mut self.queue).into_values() {
-            out.write_all(line.as_bytes()).map_err(CliError::output)?;
-        }
-        Ok(())
-    }
-}
 
 /// perf script's leading columns: `%16s %5d [%03d] %5lu.%06lu: `.
 fn prefix(comm: &str, tid: i64, cpu: Option<u32>, time: u64) -> String {
@@ -340,7 +299,7 @@ pub fn script(
             Record::Sample(smp) => {
                 if !call_trace {
                     for (t, l) in s.sample_lines(smp, idx) {
-                        ord.push(t, l);
+                        ord.push(t, l, out)?;
                     }
                 }
                 None
@@ -423,7 +382,7 @@ pub fn script(
         if let Some((t, l)) = line
             && !call_trace
         {
-            ord.push(t, l);
+            ord.push(t, l, out)?;
         }
     }
     if call_trace {
@@ -438,6 +397,10 @@ pub fn script(
     ord.finish(out)?;
     out.flush().map_err(CliError::output)?;
     progress.done();
+    if let Some(note) = ord.late_note() {
+        // As perf's ordered-events queue warns, on stderr: the output is the lines all the same.
+        eprintln!("perfaux script: warning: {note}");
+    }
     match (feature_error, section_error) {
         (Some(e), _) => Err(e),
         (None, Some(e)) => Err(CliError::file(path, e)),
