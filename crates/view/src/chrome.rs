@@ -9,12 +9,15 @@ use std::io::Write;
 
 use serde_json::json;
 
-use crate::event::{FuncId, Names, Sink, ViewEvent, sample_label, uevent_label};
+use crate::event::{Call, Names, Sink, ViewEvent, sample_label, uevent_label};
 use crate::perfetto::payload_text;
 
 /// Writes the JSON as the pass hands events over.
 pub struct ChromeWriter<W: Write> {
     out: W,
+    /// The JSON not yet handed to `out`: events are appended here and
+    /// written in [`FLUSH_AT`]-sized blocks, not a `write` per field.
+    buf: Vec<u8>,
     first: bool,
     /// Each function's name as a JSON string, made once: calls are most of
     /// the events and are written without building a JSON value.
@@ -22,6 +25,9 @@ pub struct ChromeWriter<W: Write> {
     /// tid -> pid, for the marker track.
     pids: HashMap<u32, u32>,
 }
+
+/// The buffered JSON's size at which it goes to the output.
+const FLUSH_AT: usize = 64 * 1024;
 
 /// Microseconds, the format's unit, from nanoseconds (kept exact).
 fn us(ns: u64) -> serde_json::Value {
@@ -34,51 +40,96 @@ fn marker_tid(tid: u32) -> u64 {
     (1u64 << 32) | u64::from(tid)
 }
 
+/// Appends `v` in decimal (what `{}` prints), without the formatting
+/// machinery: a call's line has four numbers.
+#[inline]
+fn put_u64(buf: &mut Vec<u8>, mut v: u64) {
+    let mut d = [0u8; 20];
+    let mut i = d.len();
+    loop {
+        i -= 1;
+        d[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    buf.extend_from_slice(&d[i..]);
+}
+
 impl<W: Write> ChromeWriter<W> {
     /// Starts the JSON object in `out`.
-    pub fn new(mut out: W) -> std::io::Result<Self> {
-        out.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;
+    pub fn new(out: W) -> std::io::Result<Self> {
+        let mut buf = Vec::with_capacity(FLUSH_AT + 4096);
+        buf.extend_from_slice(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
         Ok(ChromeWriter {
             out,
+            buf,
             first: true,
             quoted: Vec::new(),
             pids: HashMap::new(),
         })
     }
 
-    fn put(&mut self, v: serde_json::Value) -> std::io::Result<()> {
-        if !self.first {
-            self.out.write_all(b",\n")?;
+    /// Hands the buffered JSON to the output once there is a block of it.
+    #[inline]
+    fn spill(&mut self) -> std::io::Result<()> {
+        if self.buf.len() >= FLUSH_AT {
+            self.out.write_all(&self.buf)?;
+            self.buf.clear();
         }
-        self.first = false;
-        serde_json::to_writer(&mut self.out, &v).map_err(std::io::Error::other)
+        Ok(())
     }
 
-    fn call(
-        &mut self,
-        ph: char,
-        names: &Names,
-        call: (u32, u32, u64, FuncId),
-    ) -> std::io::Result<()> {
-        let (pid, tid, time, func) = call;
-        let i = func.0 as usize;
+    fn put(&mut self, v: serde_json::Value) -> std::io::Result<()> {
+        if !self.first {
+            self.buf.extend_from_slice(b",\n");
+        }
+        self.first = false;
+        serde_json::to_writer(&mut self.buf, &v).map_err(std::io::Error::other)?;
+        self.spill()
+    }
+
+    #[inline(always)]
+    fn call(&mut self, ph: u8, names: &Names, c: Call) -> std::io::Result<()> {
+        let i = c.func.0 as usize;
         if self.quoted.len() <= i {
             self.quoted.resize(i + 1, None);
         }
-        let name = self.quoted[i].get_or_insert_with(|| json!(names.name(func)).to_string());
-        let sep = if self.first { "" } else { ",\n" };
+        let name = self.quoted[i].get_or_insert_with(|| json!(names.name(c.func)).to_string());
+        let b = &mut self.buf;
+        if !self.first {
+            b.extend_from_slice(b",\n");
+        }
         self.first = false;
-        write!(
-            self.out,
-            "{sep}{{\"ph\":\"{ph}\",\"name\":{name},\"pid\":{pid},\"tid\":{tid},\"ts\":{}.{:03}}}",
-            time / 1000,
-            time % 1000
-        )
+        // {"ph":"B","name":"f","pid":1,"tid":2,"ts":3.004}
+        b.extend_from_slice(b"{\"ph\":\"");
+        b.push(ph);
+        b.extend_from_slice(b"\",\"name\":");
+        b.extend_from_slice(name.as_bytes());
+        b.extend_from_slice(b",\"pid\":");
+        put_u64(b, u64::from(c.pid));
+        b.extend_from_slice(b",\"tid\":");
+        put_u64(b, u64::from(c.tid));
+        b.extend_from_slice(b",\"ts\":");
+        put_u64(b, c.time / 1000);
+        // The nanoseconds, three digits (`{:03}`).
+        let ns = (c.time % 1000) as u32;
+        b.extend_from_slice(&[
+            b'.',
+            b'0' + (ns / 100) as u8,
+            b'0' + (ns / 10 % 10) as u8,
+            b'0' + (ns % 10) as u8,
+            b'}',
+        ]);
+        self.spill()
     }
 
     /// Closes the JSON and hands the output back.
     pub fn finish(mut self) -> std::io::Result<W> {
-        self.out.write_all(b"\n]}\n")?;
+        self.buf.extend_from_slice(b"\n]}\n");
+        self.out.write_all(&self.buf)?;
+        self.buf.clear();
         self.out.flush()?;
         Ok(self.out)
     }
@@ -101,15 +152,34 @@ impl<W: Write> Sink for ChromeWriter<W> {
                 tid,
                 time,
                 func,
-                ..
-            } => return self.call('B', names, (pid, tid, time, func)),
+                depth,
+            } => {
+                let c = Call {
+                    pid,
+                    tid,
+                    time,
+                    func,
+                    depth,
+                };
+                return self.call(b'B', names, c);
+            }
             ViewEvent::Exit {
                 pid,
                 tid,
                 time,
                 func,
+                depth,
                 ..
-            } => return self.call('E', names, (pid, tid, time, func)),
+            } => {
+                let c = Call {
+                    pid,
+                    tid,
+                    time,
+                    func,
+                    depth,
+                };
+                return self.call(b'E', names, c);
+            }
             ViewEvent::Sample {
                 pid,
                 tid,
@@ -176,5 +246,15 @@ impl<W: Write> Sink for ChromeWriter<W> {
             }
         };
         self.put(v)
+    }
+
+    #[inline(always)]
+    fn enter(&mut self, names: &Names, c: Call) -> std::io::Result<()> {
+        self.call(b'B', names, c)
+    }
+
+    #[inline(always)]
+    fn exit(&mut self, names: &Names, c: Call, _closed: bool) -> std::io::Result<()> {
+        self.call(b'E', names, c)
     }
 }
