@@ -258,3 +258,107 @@ impl<W: Write> Sink for ChromeWriter<W> {
         self.call(b'E', names, c)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_are_written_as_display_writes_them() {
+        for v in [
+            0,
+            7,
+            9,
+            10,
+            99,
+            100,
+            12_345,
+            1 << 32,
+            u64::MAX / 3,
+            u64::MAX,
+        ] {
+            let mut b = Vec::new();
+            put_u64(&mut b, v);
+            assert_eq!(String::from_utf8(b).unwrap(), v.to_string());
+        }
+    }
+
+    #[test]
+    fn call_lines_are_the_formatted_lines() {
+        let mut names = Names::default();
+        let f = names.intern("a \"quoted\" \\ name", "[swtrace]");
+        let mut w = ChromeWriter::new(Vec::new()).unwrap();
+        let times = [0, 5, 999, 1_000, 1_001, 123_456_789_012, u64::MAX];
+        let mut want = String::from("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
+        for (i, &time) in times.iter().enumerate() {
+            let (pid, tid) = (i as u32 * 1000, u32::MAX - i as u32);
+            let c = Call {
+                pid,
+                tid,
+                time,
+                func: f,
+                depth: 0,
+            };
+            // Through the fast path and through the event, alternately.
+            if i % 2 == 0 {
+                w.enter(&names, c).unwrap();
+            } else {
+                w.event(
+                    &names,
+                    &ViewEvent::Enter {
+                        pid,
+                        tid,
+                        time,
+                        func: f,
+                        depth: 0,
+                    },
+                )
+                .unwrap();
+            }
+            w.exit(&names, c, i % 3 == 0).unwrap();
+            for ph in ['B', 'E'] {
+                if want.len() > 40 {
+                    want.push_str(",\n");
+                }
+                want.push_str(&format!(
+                    "{{\"ph\":\"{ph}\",\"name\":{},\"pid\":{pid},\"tid\":{tid},\"ts\":{}.{:03}}}",
+                    json!(names.name(f)),
+                    time / 1000,
+                    time % 1000
+                ));
+            }
+        }
+        want.push_str("\n]}\n");
+        let got = String::from_utf8(w.finish().unwrap()).unwrap();
+        assert_eq!(got, want);
+        // And it is JSON.
+        let v: serde_json::Value = serde_json::from_str(&got).unwrap();
+        assert_eq!(v["traceEvents"].as_array().unwrap().len(), 2 * times.len());
+    }
+
+    #[test]
+    fn output_larger_than_the_buffer_arrives_whole_and_in_order() {
+        let mut names = Names::default();
+        let f = names.intern("f", "[swtrace]");
+        let mut w = ChromeWriter::new(Vec::new()).unwrap();
+        let n = 3 * FLUSH_AT / 40;
+        for i in 0..n as u64 {
+            let c = Call {
+                pid: 1,
+                tid: 2,
+                time: i * 1000,
+                func: f,
+                depth: 0,
+            };
+            w.enter(&names, c).unwrap();
+        }
+        let got = w.finish().unwrap();
+        assert!(got.len() > 2 * FLUSH_AT);
+        let v: serde_json::Value = serde_json::from_slice(&got).unwrap();
+        let ev = v["traceEvents"].as_array().unwrap();
+        assert_eq!(ev.len(), n);
+        for (i, e) in ev.iter().enumerate() {
+            assert_eq!(e["ts"].as_f64().unwrap(), i as f64);
+        }
+    }
+}

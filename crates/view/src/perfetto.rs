@@ -533,3 +533,90 @@ impl<W: Write> Sink for PerfettoWriter<W> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The events of two threads' calls, with times, ids and a name long
+    /// enough for multi-byte varints.
+    fn calls(names: &mut Names) -> Vec<(Call, Option<bool>)> {
+        let long = "n".repeat(300);
+        let f = [
+            names.intern("short", "[swtrace]"),
+            names.intern(&long, "[swtrace]"),
+        ];
+        let mut v = Vec::new();
+        for (i, time) in [0u64, 127, 128, 16_383, 16_384, 1 << 40, u64::MAX]
+            .into_iter()
+            .enumerate()
+        {
+            let tid = [1, 300, 70_000][i % 3];
+            let c = Call {
+                pid: 7,
+                tid,
+                time,
+                func: f[i % 2],
+                depth: 0,
+            };
+            // Enter, then exit (closed every other time).
+            v.push((c, None));
+            v.push((c, Some(i % 2 == 0)));
+        }
+        v
+    }
+
+    #[test]
+    fn hand_encoded_call_packets_are_prosts() {
+        let mut names = Names::default();
+        let evs = calls(&mut names);
+        // The general way: every call as a ViewEvent, encoded by prost.
+        let mut general = PerfettoWriter::new(Vec::new());
+        // The fast way: Sink::enter/exit.
+        let mut fast = PerfettoWriter::new(Vec::new());
+        for w in [&mut general, &mut fast] {
+            w.event(
+                &names,
+                &ViewEvent::Comm {
+                    pid: 7,
+                    tid: 300,
+                    comm: "worker",
+                },
+            )
+            .unwrap();
+        }
+        for &(c, exit) in &evs {
+            let ev = match exit {
+                None => ViewEvent::Enter {
+                    pid: c.pid,
+                    tid: c.tid,
+                    time: c.time,
+                    func: c.func,
+                    depth: c.depth,
+                },
+                Some(closed) => ViewEvent::Exit {
+                    pid: c.pid,
+                    tid: c.tid,
+                    time: c.time,
+                    func: c.func,
+                    depth: c.depth,
+                    closed,
+                },
+            };
+            general.event(&names, &ev).unwrap();
+            match exit {
+                None => fast.enter(&names, c).unwrap(),
+                Some(closed) => fast.exit(&names, c, closed).unwrap(),
+            }
+        }
+        let (g, f) = (general.finish().unwrap(), fast.finish().unwrap());
+        assert!(!g.is_empty());
+        assert_eq!(f, g);
+        // A thread's first call describes its tracks (the general way);
+        // the hand encoding is for the calls after it.
+        let mut w = PerfettoWriter::new(Vec::new());
+        assert!(w.call(&names, evs[0].0, true).is_none());
+        w.enter(&names, evs[0].0).unwrap();
+        assert!(w.call(&names, evs[0].0, true).is_some());
+    }
+}

@@ -416,3 +416,104 @@ impl Sink for Collector {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(tid: u32, time: u64, func: u32) -> Call {
+        Call {
+            pid: 1,
+            tid,
+            time,
+            func: FuncId(func),
+            depth: 0,
+        }
+    }
+
+    #[test]
+    fn interleaved_threads_keep_their_own_stacks() {
+        let names = Names::default();
+        let mut c = Collector::default();
+        // tid 1: f0 [0, 100] calling f1 [10, 30]; tid 2: f1 [5, 50],
+        // interleaved event by event.
+        c.enter(&names, call(1, 0, 0)).unwrap();
+        c.enter(&names, call(2, 5, 1)).unwrap();
+        c.enter(&names, call(1, 10, 1)).unwrap();
+        c.exit(&names, call(1, 30, 1), false).unwrap();
+        c.exit(&names, call(2, 50, 1), false).unwrap();
+        c.exit(&names, call(1, 100, 0), false).unwrap();
+        let f0 = c.funcs.get(FuncId(0)).unwrap();
+        assert_eq!((f0.calls, f0.total, f0.self_time), (1, 100, 80));
+        let f1 = c.funcs.get(FuncId(1)).unwrap();
+        assert_eq!((f1.calls, f1.total, f1.min, f1.max), (2, 65, 20, 45));
+        assert_eq!(c.funcs.len(), 2);
+        assert!(c.funcs.get(FuncId(2)).is_none());
+        // Paths: root -> f0 -> f1 (tid 1), root -> f1 (tid 2).
+        assert_eq!(c.tree.nodes.len(), 4);
+        let ids: Vec<(Vec<FuncId>, u64)> = (1..4)
+            .map(|n| (c.tree.path(n), c.tree.nodes[n as usize].total))
+            .collect();
+        assert!(ids.contains(&(vec![FuncId(0)], 100)));
+        assert!(ids.contains(&(vec![FuncId(0), FuncId(1)], 20)));
+        assert!(ids.contains(&(vec![FuncId(1)], 45)));
+    }
+
+    #[test]
+    fn calls_as_events_and_as_calls_give_the_same_statistics() {
+        let names = Names::default();
+        let (mut a, mut b) = (Collector::default(), Collector::default());
+        let mut t = 0;
+        for i in 0..200u32 {
+            let tid = 1 + i % 3;
+            let f = i % 11;
+            t += 7;
+            a.enter(&names, call(tid, t, f)).unwrap();
+            b.event(
+                &names,
+                &ViewEvent::Enter {
+                    pid: 1,
+                    tid,
+                    time: t,
+                    func: FuncId(f),
+                    depth: 0,
+                },
+            )
+            .unwrap();
+            if i % 4 == 3 {
+                t += 3;
+                let closed = i % 8 == 7;
+                a.exit(&names, call(tid, t, f), closed).unwrap();
+                b.event(
+                    &names,
+                    &ViewEvent::Exit {
+                        pid: 1,
+                        tid,
+                        time: t,
+                        func: FuncId(f),
+                        depth: 0,
+                        closed,
+                    },
+                )
+                .unwrap();
+            }
+        }
+        let stats = |c: &Collector| c.funcs.iter().map(|(f, s)| (f, *s)).collect::<Vec<_>>();
+        assert_eq!(stats(&a), stats(&b));
+        assert_eq!(a.tree.nodes.len(), b.tree.nodes.len());
+        for (x, y) in a.tree.nodes.iter().zip(&b.tree.nodes) {
+            assert_eq!((x.func, x.calls, x.total), (y.func, y.calls, y.total));
+        }
+    }
+
+    #[test]
+    fn a_node_with_many_children_finds_each_again() {
+        let mut t = CallTree::default();
+        let n = 3 * CallTree::SCAN as u32;
+        let first: Vec<u32> = (0..n).map(|f| t.child(0, FuncId(f))).collect();
+        let again: Vec<u32> = (0..n).rev().map(|f| t.child(0, FuncId(f))).collect();
+        assert_eq!(first, again.into_iter().rev().collect::<Vec<_>>());
+        assert_eq!(t.nodes.len(), n as usize + 1);
+        assert_eq!(t.nodes[0].children, first);
+    }
+}

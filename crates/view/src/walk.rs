@@ -563,3 +563,40 @@ impl Window {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use perfaux_swtrace::table::ProbeInfo;
+
+    fn probe(id: u32, name: &str) -> ProbeInfo {
+        ProbeInfo {
+            id,
+            name: name.into(),
+            addr: 0,
+            file: String::new(),
+            line: 0,
+        }
+    }
+
+    #[test]
+    fn probe_ids_map_to_their_functions_dense_or_not() {
+        let mut table = ProbeTable::default();
+        for (id, name) in [(0, "a"), (5, "b"), (70_000, "c"), (u32::MAX, "d")] {
+            table.insert(probe(id, name));
+        }
+        let mut names = Names::default();
+        let funcs = ProbeFuncs::new(&table, &mut names);
+        let name = |id| funcs.get(id).map(|f| names.name(f).to_owned());
+        assert_eq!(name(0).as_deref(), Some("a"));
+        assert_eq!(name(5).as_deref(), Some("b"));
+        assert_eq!(name(70_000).as_deref(), Some("c"));
+        assert_eq!(name(u32::MAX).as_deref(), Some("d"));
+        for unknown in [1, 4, 6, ProbeFuncs::DENSE - 1, ProbeFuncs::DENSE, 70_001] {
+            assert_eq!(name(unknown), None, "id {unknown}");
+        }
+        // The dense table ends at the largest small id, whatever the file
+        // says beyond it.
+        assert_eq!(funcs.dense.len(), 6);
+    }
+}
