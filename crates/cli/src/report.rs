@@ -10,7 +10,7 @@ use clap::Args;
 use perfaux_view::flame::{FlameChart, write_flame_graph};
 use perfaux_view::report::{ReportOptions, write_report};
 use perfaux_view::stats::Collector;
-use perfaux_view::{Filter, Sink, Tee, walk};
+use perfaux_view::{Filter, walk};
 
 use crate::error::CliError;
 
@@ -63,11 +63,13 @@ pub fn report(input: &Path, args: &ViewArgs, out: &mut impl Write) -> Result<(),
     let mut c = Collector::default();
     let mut chart = args.flame_chart.as_ref().map(|_| FlameChart::default());
     let (sum, names) = crate::view_input::with_recording(input, args.filter(), |rec| {
-        let mut sinks: Vec<&mut dyn Sink> = vec![&mut c];
-        if let Some(ch) = chart.as_mut() {
-            sinks.push(ch);
+        // The sinks are called directly, not through `dyn`: a call per
+        // traced call, inlined into the pass.
+        match chart.as_mut() {
+            Some(ch) => walk(rec, &mut (&mut c, ch)),
+            None => walk(rec, &mut c),
         }
-        walk(rec, &mut Tee(sinks)).map_err(|e| CliError::file(input, e))
+        .map_err(|e| CliError::file(input, e))
     })?;
     c.finish();
     if let Some(p) = &args.flame_graph {

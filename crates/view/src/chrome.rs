@@ -9,19 +9,73 @@ use std::io::Write;
 
 use serde_json::json;
 
-use crate::event::{FuncId, Names, Sink, ViewEvent, sample_label, uevent_label};
+use crate::event::{Call, Names, Sink, ViewEvent, sample_label, uevent_label};
 use crate::perfetto::payload_text;
 
 /// Writes the JSON as the pass hands events over.
 pub struct ChromeWriter<W: Write> {
     out: W,
+    /// The JSON not yet handed to `out` is `buf[..pos]`; the rest is room.
+    /// Events are written here and go out in [`FLUSH_AT`]-sized blocks, not
+    /// a `write` per field. A call's line is put together from pieces
+    /// padded to [`CHUNK`] bytes and copied a whole chunk at a time (a
+    /// fixed-size copy is two moves; a copy of a piece's exact length was a
+    /// `memmove` call each, a quarter of the export): what a chunk writes
+    /// past its piece's end lies in the room and is overwritten next.
+    buf: Vec<u8>,
+    pos: usize,
     first: bool,
-    /// Each function's name as a JSON string, made once: calls are most of
-    /// the events and are written without building a JSON value.
-    quoted: Vec<Option<String>>,
+    /// Each function's `","name":"..."` (its name as a JSON string), made
+    /// once and padded: calls are most of the events.
+    names: Vec<Option<Padded>>,
+    /// The last call's thread: its pid and tid, and its
+    /// `,"pid":P,"tid":T,"ts":` padded.
+    thread: Option<(u32, u32, Padded)>,
     /// tid -> pid, for the marker track.
     pids: HashMap<u32, u32>,
+    /// A non-call event's JSON, before it goes into `buf`.
+    scratch: Vec<u8>,
 }
+
+/// Bytes a piece of a call's line is copied in.
+const CHUNK: usize = 16;
+
+/// A piece of a call's line: its length and its bytes, padded with zeros
+/// to a whole number of [`CHUNK`]s.
+struct Padded {
+    len: usize,
+    bytes: Vec<u8>,
+}
+
+impl Padded {
+    fn new(s: &[u8]) -> Padded {
+        let mut bytes = s.to_vec();
+        bytes.resize(s.len().div_ceil(CHUNK) * CHUNK, 0);
+        Padded {
+            len: s.len(),
+            bytes,
+        }
+    }
+}
+
+/// Copies `p` to `buf[at..]` chunk by chunk; returns the position after
+/// its last byte. `buf` has room for the padding.
+#[inline(always)]
+fn put_padded(buf: &mut [u8], at: usize, p: &Padded) -> usize {
+    for (i, c) in p.bytes.chunks_exact(CHUNK).enumerate() {
+        let to = at + i * CHUNK;
+        buf[to..to + CHUNK].copy_from_slice(c);
+    }
+    at + p.len
+}
+
+/// The buffered JSON's size at which it goes to the output.
+const FLUSH_AT: usize = 64 * 1024;
+
+/// A call's line besides its name and thread pieces, padding included:
+/// `,\n{"ph":"B"`, the time's digits (at most 20, copied as 32) and
+/// `.nnn}`.
+const CALL_REST: usize = 16 + 32 + 8;
 
 /// Microseconds, the format's unit, from nanoseconds (kept exact).
 fn us(ns: u64) -> serde_json::Value {
@@ -34,51 +88,149 @@ fn marker_tid(tid: u32) -> u64 {
     (1u64 << 32) | u64::from(tid)
 }
 
+/// `v` in decimal (what `{}` prints), left-aligned in the array, and its
+/// number of digits.
+#[inline(always)]
+fn decimal(mut v: u64) -> ([u8; 32], usize) {
+    let mut d = [0u8; 32];
+    let n = v.checked_ilog10().map_or(1, |l| l as usize + 1);
+    for i in (0..n).rev() {
+        d[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
+    (d, n)
+}
+
 impl<W: Write> ChromeWriter<W> {
     /// Starts the JSON object in `out`.
-    pub fn new(mut out: W) -> std::io::Result<Self> {
-        out.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;
-        Ok(ChromeWriter {
+    pub fn new(out: W) -> std::io::Result<Self> {
+        let mut w = ChromeWriter {
             out,
+            buf: vec![0; FLUSH_AT + 4096],
+            pos: 0,
             first: true,
-            quoted: Vec::new(),
+            names: Vec::new(),
+            thread: None,
             pids: HashMap::new(),
-        })
+            scratch: Vec::new(),
+        };
+        w.append(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;
+        Ok(w)
+    }
+
+    /// Makes room for `n` more bytes in `buf`: hands what it holds to the
+    /// output, and grows it for a line longer than its room.
+    #[cold]
+    fn make_room(&mut self, n: usize) -> std::io::Result<()> {
+        self.out.write_all(&self.buf[..self.pos])?;
+        self.pos = 0;
+        if self.buf.len() < n {
+            self.buf.resize(n, 0);
+        }
+        Ok(())
+    }
+
+    /// Hands the buffered JSON to the output once there is a block of it.
+    #[inline(always)]
+    fn spill(&mut self) -> std::io::Result<()> {
+        if self.pos >= FLUSH_AT {
+            self.make_room(0)?;
+        }
+        Ok(())
+    }
+
+    fn append(&mut self, b: &[u8]) -> std::io::Result<()> {
+        if self.pos + b.len() > self.buf.len() {
+            self.make_room(b.len())?;
+        }
+        self.buf[self.pos..self.pos + b.len()].copy_from_slice(b);
+        self.pos += b.len();
+        self.spill()
     }
 
     fn put(&mut self, v: serde_json::Value) -> std::io::Result<()> {
+        let mut s = std::mem::take(&mut self.scratch);
+        s.clear();
         if !self.first {
-            self.out.write_all(b",\n")?;
+            s.extend_from_slice(b",\n");
         }
         self.first = false;
-        serde_json::to_writer(&mut self.out, &v).map_err(std::io::Error::other)
+        serde_json::to_writer(&mut s, &v).map_err(std::io::Error::other)?;
+        let r = self.append(&s);
+        self.scratch = s;
+        r
     }
 
-    fn call(
-        &mut self,
-        ph: char,
-        names: &Names,
-        call: (u32, u32, u64, FuncId),
-    ) -> std::io::Result<()> {
-        let (pid, tid, time, func) = call;
-        let i = func.0 as usize;
-        if self.quoted.len() <= i {
-            self.quoted.resize(i + 1, None);
+    /// The call's name piece.
+    #[cold]
+    fn name_piece(&mut self, names: &Names, c: Call) {
+        let i = c.func.0 as usize;
+        if self.names.len() <= i {
+            self.names.resize_with(i + 1, || None);
         }
-        let name = self.quoted[i].get_or_insert_with(|| json!(names.name(func)).to_string());
-        let sep = if self.first { "" } else { ",\n" };
+        let q = json!(names.name(c.func)).to_string();
+        self.names[i] = Some(Padded::new(format!("\",\"name\":{q}").as_bytes()));
+    }
+
+    /// The thread piece of a call of a thread other than the last call's.
+    #[cold]
+    fn thread_piece(&mut self, c: Call) {
+        let s = format!(",\"pid\":{},\"tid\":{},\"ts\":", c.pid, c.tid);
+        self.thread = Some((c.pid, c.tid, Padded::new(s.as_bytes())));
+    }
+
+    /// A call's line: `{"ph":"B","name":"f","pid":1,"tid":2,"ts":3.004}`.
+    #[inline(always)]
+    fn call(&mut self, ph: u8, names: &Names, c: Call) -> std::io::Result<()> {
+        let i = c.func.0 as usize;
+        if self.names.get(i).is_none_or(Option::is_none) {
+            self.name_piece(names, c);
+        }
+        if !matches!(self.thread, Some((p, t, _)) if p == c.pid && t == c.tid) {
+            self.thread_piece(c);
+        }
+        let piece = |p: Option<&Padded>| p.map_or(0, |p| p.bytes.len());
+        let need =
+            CALL_REST + piece(self.names[i].as_ref()) + piece(self.thread.as_ref().map(|t| &t.2));
+        if self.pos + need > self.buf.len() {
+            self.make_room(need)?;
+        }
+        let (Some(name), Some((_, _, thread))) = (&self.names[i], &self.thread) else {
+            unreachable!("both pieces are made above")
+        };
+        let b = &mut self.buf[..];
+        let mut at = self.pos;
+        let sep: &[u8; 16] = if self.first {
+            b"{\"ph\":\"B\0\0\0\0\0\0\0\0"
+        } else {
+            b",\n{\"ph\":\"B\0\0\0\0\0\0"
+        };
+        b[at..at + 16].copy_from_slice(sep);
+        at += if self.first { 8 } else { 10 };
+        b[at - 1] = ph;
         self.first = false;
-        write!(
-            self.out,
-            "{sep}{{\"ph\":\"{ph}\",\"name\":{name},\"pid\":{pid},\"tid\":{tid},\"ts\":{}.{:03}}}",
-            time / 1000,
-            time % 1000
-        )
+        at = put_padded(b, at, name);
+        at = put_padded(b, at, thread);
+        let (d, n) = decimal(c.time / 1000);
+        b[at..at + 32].copy_from_slice(&d);
+        at += n;
+        // The nanoseconds, three digits (`{:03}`).
+        let ns = (c.time % 1000) as u32;
+        b[at..at + 5].copy_from_slice(&[
+            b'.',
+            b'0' + (ns / 100) as u8,
+            b'0' + (ns / 10 % 10) as u8,
+            b'0' + (ns % 10) as u8,
+            b'}',
+        ]);
+        self.pos = at + 5;
+        self.spill()
     }
 
     /// Closes the JSON and hands the output back.
     pub fn finish(mut self) -> std::io::Result<W> {
-        self.out.write_all(b"\n]}\n")?;
+        self.append(b"\n]}\n")?;
+        self.make_room(0)?;
         self.out.flush()?;
         Ok(self.out)
     }
@@ -101,15 +253,34 @@ impl<W: Write> Sink for ChromeWriter<W> {
                 tid,
                 time,
                 func,
-                ..
-            } => return self.call('B', names, (pid, tid, time, func)),
+                depth,
+            } => {
+                let c = Call {
+                    pid,
+                    tid,
+                    time,
+                    func,
+                    depth,
+                };
+                return self.call(b'B', names, c);
+            }
             ViewEvent::Exit {
                 pid,
                 tid,
                 time,
                 func,
+                depth,
                 ..
-            } => return self.call('E', names, (pid, tid, time, func)),
+            } => {
+                let c = Call {
+                    pid,
+                    tid,
+                    time,
+                    func,
+                    depth,
+                };
+                return self.call(b'E', names, c);
+            }
             ViewEvent::Sample {
                 pid,
                 tid,
@@ -129,10 +300,37 @@ impl<W: Write> Sink for ChromeWriter<W> {
                 ty,
                 type_name,
                 payload,
-            } => json!({"ph": "i", "s": "t",
-                "name": uevent_label(ty, type_name),
-                "pid": pid, "tid": tid, "ts": us(time),
-                "args": {"type": ty, "payload": payload_text(payload)}}),
+            } => {
+                // Written field by field, not as a json! value (a BTreeMap
+                // per uevent: a sixth of the export), in the order the
+                // value printed its keys (sorted) and with serde_json's
+                // own string and number formatting.
+                let mut s = std::mem::take(&mut self.scratch);
+                s.clear();
+                if !self.first {
+                    s.extend_from_slice(b",\n");
+                }
+                self.first = false;
+                s.extend_from_slice(b"{\"args\":{\"payload\":");
+                serde_json::to_writer(&mut s, &payload_text(payload))
+                    .map_err(std::io::Error::other)?;
+                s.extend_from_slice(b",\"type\":");
+                serde_json::to_writer(&mut s, &ty).map_err(std::io::Error::other)?;
+                s.extend_from_slice(b"},\"name\":");
+                serde_json::to_writer(&mut s, &uevent_label(ty, type_name))
+                    .map_err(std::io::Error::other)?;
+                s.extend_from_slice(b",\"ph\":\"i\",\"pid\":");
+                serde_json::to_writer(&mut s, &pid).map_err(std::io::Error::other)?;
+                s.extend_from_slice(b",\"s\":\"t\",\"tid\":");
+                serde_json::to_writer(&mut s, &tid).map_err(std::io::Error::other)?;
+                s.extend_from_slice(b",\"ts\":");
+                serde_json::to_writer(&mut s, &(time as f64 / 1000.0))
+                    .map_err(std::io::Error::other)?;
+                s.push(b'}');
+                let r = self.append(&s);
+                self.scratch = s;
+                return r;
+            }
             ViewEvent::PauseResume {
                 tid,
                 time,
@@ -176,5 +374,173 @@ impl<W: Write> Sink for ChromeWriter<W> {
             }
         };
         self.put(v)
+    }
+
+    #[inline(always)]
+    fn enter(&mut self, names: &Names, c: Call) -> std::io::Result<()> {
+        self.call(b'B', names, c)
+    }
+
+    #[inline(always)]
+    fn exit(&mut self, names: &Names, c: Call, _closed: bool) -> std::io::Result<()> {
+        self.call(b'E', names, c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_are_written_as_display_writes_them() {
+        for v in [
+            0,
+            7,
+            9,
+            10,
+            99,
+            100,
+            12_345,
+            1 << 32,
+            u64::MAX / 3,
+            u64::MAX,
+        ] {
+            let (d, n) = decimal(v);
+            assert_eq!(std::str::from_utf8(&d[..n]).unwrap(), v.to_string());
+        }
+    }
+
+    #[test]
+    fn call_lines_are_the_formatted_lines() {
+        let mut names = Names::default();
+        let f = names.intern("a \"quoted\" \\ name", "[swtrace]");
+        let mut w = ChromeWriter::new(Vec::new()).unwrap();
+        let times = [0, 5, 999, 1_000, 1_001, 123_456_789_012, u64::MAX];
+        let mut want = String::from("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
+        for (i, &time) in times.iter().enumerate() {
+            let (pid, tid) = (i as u32 * 1000, u32::MAX - i as u32);
+            let c = Call {
+                pid,
+                tid,
+                time,
+                func: f,
+                depth: 0,
+            };
+            // Through the fast path and through the event, alternately.
+            if i % 2 == 0 {
+                w.enter(&names, c).unwrap();
+            } else {
+                w.event(
+                    &names,
+                    &ViewEvent::Enter {
+                        pid,
+                        tid,
+                        time,
+                        func: f,
+                        depth: 0,
+                    },
+                )
+                .unwrap();
+            }
+            w.exit(&names, c, i % 3 == 0).unwrap();
+            for ph in ['B', 'E'] {
+                if want.len() > 40 {
+                    want.push_str(",\n");
+                }
+                want.push_str(&format!(
+                    "{{\"ph\":\"{ph}\",\"name\":{},\"pid\":{pid},\"tid\":{tid},\"ts\":{}.{:03}}}",
+                    json!(names.name(f)),
+                    time / 1000,
+                    time % 1000
+                ));
+            }
+        }
+        want.push_str("\n]}\n");
+        let got = String::from_utf8(w.finish().unwrap()).unwrap();
+        assert_eq!(got, want);
+        // And it is JSON.
+        let v: serde_json::Value = serde_json::from_str(&got).unwrap();
+        assert_eq!(v["traceEvents"].as_array().unwrap().len(), 2 * times.len());
+    }
+
+    #[test]
+    fn uevent_lines_are_the_json_values_lines() {
+        let names = Names::default();
+        let mut w = ChromeWriter::new(Vec::new()).unwrap();
+        let mut want = String::from("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
+        let cases: [(u32, Option<&str>, &[u8], u64); 3] = [
+            (
+                1,
+                Some("request_start"),
+                b"worker=0 req=0",
+                5_069_652_032_005,
+            ),
+            (7, None, b"\x00\x01\xff \"q\"", 0),
+            (u32::MAX, Some("a \"b\" \\ c"), b"tab\there", u64::MAX),
+        ];
+        for (i, &(ty, type_name, payload, time)) in cases.iter().enumerate() {
+            let (pid, tid) = (10 + i as u32, 20 + i as u32);
+            w.event(
+                &names,
+                &ViewEvent::Uevent {
+                    pid,
+                    tid,
+                    time,
+                    ty,
+                    type_name,
+                    payload,
+                },
+            )
+            .unwrap();
+            if i > 0 {
+                want.push_str(",\n");
+            }
+            want.push_str(
+                &json!({"ph": "i", "s": "t",
+                    "name": uevent_label(ty, type_name),
+                    "pid": pid, "tid": tid, "ts": us(time),
+                    "args": {"type": ty, "payload": payload_text(payload)}})
+                .to_string(),
+            );
+        }
+        want.push_str("\n]}\n");
+        assert_eq!(String::from_utf8(w.finish().unwrap()).unwrap(), want);
+    }
+
+    #[test]
+    fn output_larger_than_the_buffer_arrives_whole_and_in_order() {
+        let mut names = Names::default();
+        let f = names.intern("f", "[swtrace]");
+        let mut w = ChromeWriter::new(Vec::new()).unwrap();
+        let n = 3 * FLUSH_AT / 40;
+        for i in 0..n as u64 {
+            let c = Call {
+                pid: 1,
+                tid: 2,
+                time: i * 1000,
+                func: f,
+                depth: 0,
+            };
+            w.enter(&names, c).unwrap();
+        }
+        // A name longer than the buffer's room.
+        let huge = names.intern(&"h".repeat(2 * FLUSH_AT), "[swtrace]");
+        let c = Call {
+            pid: 1,
+            tid: 2,
+            time: n as u64 * 1000,
+            func: huge,
+            depth: 0,
+        };
+        w.exit(&names, c, false).unwrap();
+        let got = w.finish().unwrap();
+        assert!(got.len() > 4 * FLUSH_AT);
+        let v: serde_json::Value = serde_json::from_slice(&got).unwrap();
+        let ev = v["traceEvents"].as_array().unwrap();
+        assert_eq!(ev.len(), n + 1);
+        for (i, e) in ev.iter().enumerate() {
+            assert_eq!(e["ts"].as_f64().unwrap(), i as f64);
+        }
+        assert_eq!(ev[n]["name"].as_str().unwrap().len(), 2 * FLUSH_AT);
     }
 }

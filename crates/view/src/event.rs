@@ -195,15 +195,99 @@ pub enum ViewEvent<'e> {
     },
 }
 
+/// A call's enter or exit as the pass hands it to [`Sink::enter`] and
+/// [`Sink::exit`]: plain scalars, passed in registers. (A [`ViewEvent`]
+/// built in memory and passed by reference is written field by field and
+/// read back with wider loads: a store-forwarding stall per call.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Call {
+    /// Process.
+    pub pid: u32,
+    /// Thread.
+    pub tid: u32,
+    /// When.
+    pub time: u64,
+    /// The function.
+    pub func: FuncId,
+    /// Open calls below it in this view of the thread.
+    pub depth: u32,
+}
+
 /// A consumer of the streaming pass.
 pub trait Sink {
     /// Takes one event; `names` resolves its [`FuncId`]s.
     fn event(&mut self, names: &Names, ev: &ViewEvent<'_>) -> std::io::Result<()>;
+
+    /// A traced call began: [`ViewEvent::Enter`], which is what the default
+    /// hands to [`Sink::event`]. Calls are nearly all of a trace's events:
+    /// consumers that care for speed take them here.
+    #[inline(always)]
+    fn enter(&mut self, names: &Names, c: Call) -> std::io::Result<()> {
+        self.event(
+            names,
+            &ViewEvent::Enter {
+                pid: c.pid,
+                tid: c.tid,
+                time: c.time,
+                func: c.func,
+                depth: c.depth,
+            },
+        )
+    }
+
+    /// A traced call returned: [`ViewEvent::Exit`] (`closed` as there).
+    #[inline(always)]
+    fn exit(&mut self, names: &Names, c: Call, closed: bool) -> std::io::Result<()> {
+        self.event(
+            names,
+            &ViewEvent::Exit {
+                pid: c.pid,
+                tid: c.tid,
+                time: c.time,
+                func: c.func,
+                depth: c.depth,
+                closed,
+            },
+        )
+    }
 }
 
 impl<S: Sink + ?Sized> Sink for &mut S {
+    #[inline]
     fn event(&mut self, names: &Names, ev: &ViewEvent<'_>) -> std::io::Result<()> {
         (**self).event(names, ev)
+    }
+
+    #[inline(always)]
+    fn enter(&mut self, names: &Names, c: Call) -> std::io::Result<()> {
+        (**self).enter(names, c)
+    }
+
+    #[inline(always)]
+    fn exit(&mut self, names: &Names, c: Call, closed: bool) -> std::io::Result<()> {
+        (**self).exit(names, c, closed)
+    }
+}
+
+/// Two consumers fed in one pass, each called directly (no `dyn`): the
+/// report's collector and its flame chart.
+impl<A: Sink, B: Sink> Sink for (A, B) {
+    #[inline]
+    fn event(&mut self, names: &Names, ev: &ViewEvent<'_>) -> std::io::Result<()> {
+        self.0.event(names, ev)?;
+        self.1.event(names, ev)
+    }
+
+    #[inline(always)]
+    fn enter(&mut self, names: &Names, c: Call) -> std::io::Result<()> {
+        self.0.enter(names, c)?;
+        self.1.enter(names, c)
+    }
+
+    #[inline(always)]
+    fn exit(&mut self, names: &Names, c: Call, closed: bool) -> std::io::Result<()> {
+        self.0.exit(names, c, closed)?;
+        self.1.exit(names, c, closed)
     }
 }
 
@@ -214,6 +298,20 @@ impl Sink for Tee<'_> {
     fn event(&mut self, names: &Names, ev: &ViewEvent<'_>) -> std::io::Result<()> {
         for s in &mut self.0 {
             s.event(names, ev)?;
+        }
+        Ok(())
+    }
+
+    fn enter(&mut self, names: &Names, c: Call) -> std::io::Result<()> {
+        for s in &mut self.0 {
+            s.enter(names, c)?;
+        }
+        Ok(())
+    }
+
+    fn exit(&mut self, names: &Names, c: Call, closed: bool) -> std::io::Result<()> {
+        for s in &mut self.0 {
+            s.exit(names, c, closed)?;
         }
         Ok(())
     }

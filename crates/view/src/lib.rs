@@ -44,7 +44,7 @@ pub mod stats;
 pub mod symbols;
 pub mod walk;
 
-pub use event::{FuncId, LostKind, Names, Sink, Tee, ViewEvent};
+pub use event::{Call, FuncId, LostKind, Names, Sink, Tee, ViewEvent};
 pub use walk::{Filter, Recording, Summary, UeventFormat, walk};
 
 /// A view that could not be made: what and where.

@@ -15,12 +15,13 @@
 //! trace data (snapshots as slices, TRUNCATED/lost as instants), each on
 //! its own track so that slices nest.
 
-use std::collections::{HashMap, HashSet};
+// Looked up per call: FxHash, not SipHash.
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::io::Write;
 
 use prost::Message;
 
-use crate::event::{Names, Sink, ViewEvent, sample_label, uevent_label};
+use crate::event::{Call, Names, Sink, ViewEvent, sample_label, uevent_label};
 
 /// `perfetto.protos.TracePacket` (the fields perfaux writes).
 #[derive(Clone, PartialEq, Message)]
@@ -162,37 +163,110 @@ pub fn payload_text(d: &[u8]) -> String {
 /// Writes Perfetto packets as the pass hands events over.
 pub struct PerfettoWriter<W: Write> {
     out: W,
+    /// Packets not yet handed to `out`, written in [`FLUSH_AT`]-sized blocks.
     buf: Vec<u8>,
     known: HashSet<u64>,
     /// tid -> (pid, comm).
     threads: HashMap<u32, (u32, String)>,
+    /// Each function's `TrackEvent.name` field (key, length, bytes), made
+    /// once: calls are most of the packets and are encoded by hand.
+    name_fields: Vec<Option<Vec<u8>>>,
 }
+
+/// The buffered packets' size at which they go to the output.
+const FLUSH_AT: usize = 64 * 1024;
 
 impl<W: Write> PerfettoWriter<W> {
     /// A writer into `out`.
     pub fn new(out: W) -> Self {
         PerfettoWriter {
             out,
-            buf: Vec::with_capacity(256),
-            known: HashSet::new(),
-            threads: HashMap::new(),
+            buf: Vec::with_capacity(FLUSH_AT + 4096),
+            known: HashSet::default(),
+            threads: HashMap::default(),
+            name_fields: Vec::new(),
         }
     }
 
     /// Flushes and hands the output back.
     pub fn finish(mut self) -> std::io::Result<W> {
+        self.out.write_all(&self.buf)?;
+        self.buf.clear();
         self.out.flush()?;
         Ok(self.out)
     }
 
+    /// Hands the buffered packets to the output once there is a block.
+    #[inline]
+    fn spill(&mut self) -> std::io::Result<()> {
+        if self.buf.len() >= FLUSH_AT {
+            self.out.write_all(&self.buf)?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+
     fn packet(&mut self, p: &TracePacket) -> std::io::Result<()> {
-        self.buf.clear();
         // Trace.packet is field 1, length-delimited: the Trace message is
         // the concatenation of these.
         prost::encoding::encode_key(1, prost::encoding::WireType::LengthDelimited, &mut self.buf);
         prost::encoding::encode_varint(p.encoded_len() as u64, &mut self.buf);
         p.encode(&mut self.buf).map_err(std::io::Error::other)?;
-        self.out.write_all(&self.buf)
+        self.spill()
+    }
+
+    /// A call's SLICE_BEGIN (with the function's name) or SLICE_END on the
+    /// thread's track, encoded by hand as prost encodes the same
+    /// [`TracePacket`] (fields in tag order, optional fields present):
+    /// building the message, its name `String` and its lengths per call
+    /// cost more than the rest of the export. `None` when the thread's
+    /// track is not yet described (the caller goes the general way).
+    #[inline(always)]
+    fn call(&mut self, names: &Names, c: Call, begin: bool) -> Option<std::io::Result<()>> {
+        use prost::encoding::{encode_varint, encoded_len_varint};
+        let track = uuid(Track::Thread, c.tid);
+        if !self.known.contains(&track) {
+            return None;
+        }
+        let name: &[u8] = if begin {
+            let i = c.func.0 as usize;
+            if self.name_fields.len() <= i {
+                self.name_fields.resize(i + 1, None);
+            }
+            self.name_fields[i].get_or_insert_with(|| {
+                let n = names.name(c.func).as_bytes();
+                let mut f = Vec::with_capacity(n.len() + 12);
+                // TrackEvent.name: field 23, length-delimited.
+                prost::encoding::encode_key(23, prost::encoding::WireType::LengthDelimited, &mut f);
+                encode_varint(n.len() as u64, &mut f);
+                f.extend_from_slice(n);
+                f
+            })
+        } else {
+            &[]
+        };
+        let ty = if begin { SLICE_BEGIN } else { SLICE_END } as u64;
+        // TrackEvent: type (field 9, varint), track_uuid (11, varint), name.
+        let event_len = 1 + 1 + 1 + encoded_len_varint(track) + name.len();
+        // TracePacket: timestamp (8), trusted_packet_sequence_id (10),
+        // track_event (11, length-delimited).
+        let packet_len = 1
+            + encoded_len_varint(c.time)
+            + 2
+            + 1
+            + encoded_len_varint(event_len as u64)
+            + event_len;
+        let b = &mut self.buf;
+        b.push(0x0a); // Trace.packet: field 1, length-delimited.
+        encode_varint(packet_len as u64, b);
+        b.push(8 << 3);
+        encode_varint(c.time, b);
+        b.extend_from_slice(&[10 << 3, SEQUENCE as u8, (11 << 3) | 2]);
+        encode_varint(event_len as u64, b);
+        b.extend_from_slice(&[9 << 3, ty as u8, 11 << 3]);
+        encode_varint(track, b);
+        b.extend_from_slice(name);
+        Some(self.spill())
     }
 
     fn comm(&self, tid: u32) -> Option<String> {
@@ -416,5 +490,133 @@ impl<W: Write> Sink for PerfettoWriter<W> {
                 self.emit(key, time, INSTANT, Some(kind.name().into()), args)
             }
         }
+    }
+
+    #[inline(always)]
+    fn enter(&mut self, names: &Names, c: Call) -> std::io::Result<()> {
+        match self.call(names, c, true) {
+            Some(r) => r,
+            None => self.event(
+                names,
+                &ViewEvent::Enter {
+                    pid: c.pid,
+                    tid: c.tid,
+                    time: c.time,
+                    func: c.func,
+                    depth: c.depth,
+                },
+            ),
+        }
+    }
+
+    #[inline(always)]
+    fn exit(&mut self, names: &Names, c: Call, closed: bool) -> std::io::Result<()> {
+        // A closed call's end carries an annotation: the general way.
+        let fast = if closed {
+            None
+        } else {
+            self.call(names, c, false)
+        };
+        match fast {
+            Some(r) => r,
+            None => self.event(
+                names,
+                &ViewEvent::Exit {
+                    pid: c.pid,
+                    tid: c.tid,
+                    time: c.time,
+                    func: c.func,
+                    depth: c.depth,
+                    closed,
+                },
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The events of two threads' calls, with times, ids and a name long
+    /// enough for multi-byte varints.
+    fn calls(names: &mut Names) -> Vec<(Call, Option<bool>)> {
+        let long = "n".repeat(300);
+        let f = [
+            names.intern("short", "[swtrace]"),
+            names.intern(&long, "[swtrace]"),
+        ];
+        let mut v = Vec::new();
+        for (i, time) in [0u64, 127, 128, 16_383, 16_384, 1 << 40, u64::MAX]
+            .into_iter()
+            .enumerate()
+        {
+            let tid = [1, 300, 70_000][i % 3];
+            let c = Call {
+                pid: 7,
+                tid,
+                time,
+                func: f[i % 2],
+                depth: 0,
+            };
+            // Enter, then exit (closed every other time).
+            v.push((c, None));
+            v.push((c, Some(i % 2 == 0)));
+        }
+        v
+    }
+
+    #[test]
+    fn hand_encoded_call_packets_are_prosts() {
+        let mut names = Names::default();
+        let evs = calls(&mut names);
+        // The general way: every call as a ViewEvent, encoded by prost.
+        let mut general = PerfettoWriter::new(Vec::new());
+        // The fast way: Sink::enter/exit.
+        let mut fast = PerfettoWriter::new(Vec::new());
+        for w in [&mut general, &mut fast] {
+            w.event(
+                &names,
+                &ViewEvent::Comm {
+                    pid: 7,
+                    tid: 300,
+                    comm: "worker",
+                },
+            )
+            .unwrap();
+        }
+        for &(c, exit) in &evs {
+            let ev = match exit {
+                None => ViewEvent::Enter {
+                    pid: c.pid,
+                    tid: c.tid,
+                    time: c.time,
+                    func: c.func,
+                    depth: c.depth,
+                },
+                Some(closed) => ViewEvent::Exit {
+                    pid: c.pid,
+                    tid: c.tid,
+                    time: c.time,
+                    func: c.func,
+                    depth: c.depth,
+                    closed,
+                },
+            };
+            general.event(&names, &ev).unwrap();
+            match exit {
+                None => fast.enter(&names, c).unwrap(),
+                Some(closed) => fast.exit(&names, c, closed).unwrap(),
+            }
+        }
+        let (g, f) = (general.finish().unwrap(), fast.finish().unwrap());
+        assert!(!g.is_empty());
+        assert_eq!(f, g);
+        // A thread's first call describes its tracks (the general way);
+        // the hand encoding is for the calls after it.
+        let mut w = PerfettoWriter::new(Vec::new());
+        assert!(w.call(&names, evs[0].0, true).is_none());
+        w.enter(&names, evs[0].0).unwrap();
+        assert!(w.call(&names, evs[0].0, true).is_some());
     }
 }

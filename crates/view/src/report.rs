@@ -157,7 +157,7 @@ fn functions(
     keys: &[String],
     out: &mut impl Write,
 ) -> Result<(), ViewError> {
-    let mut rows: Vec<(FuncId, FuncStat)> = c.funcs.iter().map(|(f, s)| (*f, *s)).collect();
+    let mut rows: Vec<(FuncId, FuncStat)> = c.funcs.iter().map(|(f, s)| (f, *s)).collect();
     rows.sort_by(|a, b| {
         for k in keys {
             let o = match k.as_str() {

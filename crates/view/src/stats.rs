@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 // The per-call lookups hash small integer keys: FxHash, not SipHash.
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::event::{FuncId, LostKind, Names, Sink, ViewEvent};
+use crate::event::{Call, FuncId, LostKind, Names, Sink, ViewEvent};
 
 /// One function's calls.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -72,10 +72,28 @@ impl Default for CallTree {
 
 impl CallTree {
     /// The child of `parent` for `func`, made on first use.
+    #[inline]
     pub fn child(&mut self, parent: u32, func: FuncId) -> u32 {
-        if let Some(&n) = self.index.get(&(parent, func)) {
+        // Most nodes have a handful of children: a scan of them is cheaper
+        // than hashing the (parent, function) pair on every call.
+        let kids = &self.nodes[parent as usize].children;
+        if kids.len() <= Self::SCAN {
+            for &k in kids {
+                if self.nodes[k as usize].func == func {
+                    return k;
+                }
+            }
+        } else if let Some(&n) = self.index.get(&(parent, func)) {
             return n;
         }
+        self.add(parent, func)
+    }
+
+    /// Children a lookup scans before it hashes.
+    const SCAN: usize = 8;
+
+    #[cold]
+    fn add(&mut self, parent: u32, func: FuncId) -> u32 {
         let n = self.nodes.len() as u32;
         self.nodes.push(Node {
             func,
@@ -135,11 +153,64 @@ struct Frame {
     child: u64,
 }
 
+/// Per-function statistics, indexed by [`FuncId`] (ids are dense: one per
+/// interned name); a function is in it once it was entered.
+#[derive(Clone, Debug, Default)]
+pub struct FuncStats(Vec<FuncStat>);
+
+impl FuncStats {
+    /// The function's entry, made on first use.
+    #[inline]
+    pub fn entry(&mut self, f: FuncId) -> &mut FuncStat {
+        let i = f.0 as usize;
+        if i >= self.0.len() {
+            self.grow(i);
+        }
+        &mut self.0[i]
+    }
+
+    #[cold]
+    fn grow(&mut self, i: usize) {
+        self.0.resize(i + 1, FuncStat::default());
+    }
+
+    /// The function's statistics, if it was entered.
+    pub fn get(&self, f: FuncId) -> Option<&FuncStat> {
+        self.0.get(f.0 as usize).filter(|s| s.calls > 0)
+    }
+
+    /// The functions entered, in id order.
+    pub fn iter(&self) -> impl Iterator<Item = (FuncId, &FuncStat)> {
+        self.0
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.calls > 0)
+            .map(|(i, s)| (FuncId(i as u32), s))
+    }
+
+    /// How many functions were entered.
+    pub fn len(&self) -> usize {
+        self.iter().count()
+    }
+
+    /// True when no function was entered.
+    pub fn is_empty(&self) -> bool {
+        self.0.iter().all(|s| s.calls == 0)
+    }
+}
+
+/// One thread's open calls and last time seen.
+#[derive(Default)]
+struct ThreadState {
+    stack: Vec<Frame>,
+    last_time: Option<u64>,
+}
+
 /// Everything `perfaux report` prints, gathered in one pass.
 #[derive(Default)]
 pub struct Collector {
     /// Per function.
-    pub funcs: HashMap<FuncId, FuncStat>,
+    pub funcs: FuncStats,
     /// Merged call tree of the traced calls.
     pub tree: CallTree,
     /// Merged tree of the sampled callchains, root first: `calls` counts
@@ -156,16 +227,20 @@ pub struct Collector {
     /// Snapshots: (number, bytes).
     pub snapshots: (u64, u64),
     comms: HashMap<u32, String>,
-    stacks: HashMap<u32, Vec<Frame>>,
+    /// tid -> index into `thread_state`.
+    thread_index: HashMap<u32, u32>,
+    thread_state: Vec<ThreadState>,
+    /// The thread of the last call (a window is one thread's calls): its
+    /// tid and index, so that most calls look up no map.
+    current: Option<(u32, u32)>,
     paused_since: HashMap<u32, u64>,
-    last_time: HashMap<u32, u64>,
 }
 
 impl Collector {
     /// Closes the pause windows still open at the end of the pass.
     pub fn finish(&mut self) {
         for (tid, since) in std::mem::take(&mut self.paused_since) {
-            let end = self.last_time.get(&tid).copied().unwrap_or(since);
+            let end = self.last_time(tid).unwrap_or(since);
             self.pauses.paused_time += end.saturating_sub(since);
         }
     }
@@ -176,6 +251,78 @@ impl Collector {
             .get(&tid)
             .cloned()
             .unwrap_or_else(|| format!(":{tid}"))
+    }
+
+    fn last_time(&self, tid: u32) -> Option<u64> {
+        let i = *self.thread_index.get(&tid)?;
+        self.thread_state[i as usize].last_time
+    }
+
+    /// The thread's state, made on first use.
+    #[inline]
+    fn thread(&mut self, tid: u32) -> &mut ThreadState {
+        let i = match self.current {
+            Some((t, i)) if t == tid => i,
+            _ => self.find_thread(tid),
+        };
+        &mut self.thread_state[i as usize]
+    }
+
+    #[cold]
+    fn find_thread(&mut self, tid: u32) -> u32 {
+        let n = self.thread_state.len() as u32;
+        let i = *self.thread_index.entry(tid).or_insert(n);
+        if i == n {
+            self.thread_state.push(ThreadState::default());
+        }
+        self.current = Some((tid, i));
+        i
+    }
+
+    #[inline(always)]
+    fn enter_call(&mut self, tid: u32, time: u64, func: FuncId) {
+        self.funcs.entry(func).calls += 1;
+        let i = match self.current {
+            Some((t, i)) if t == tid => i,
+            _ => self.find_thread(tid),
+        };
+        let st = &mut self.thread_state[i as usize].stack;
+        let parent = st.last().map_or(0, |f| f.node);
+        let node = self.tree.child(parent, func);
+        self.tree.nodes[node as usize].calls += 1;
+        self.thread_state[i as usize].stack.push(Frame {
+            node,
+            func,
+            start: time,
+            child: 0,
+        });
+    }
+
+    #[inline(always)]
+    fn exit_call(&mut self, tid: u32, time: u64, closed: bool) {
+        let th = self.thread(tid);
+        th.last_time = Some(time);
+        let st = &mut th.stack;
+        if let Some(f) = st.pop() {
+            let dur = time.saturating_sub(f.start);
+            let self_t = dur.saturating_sub(f.child);
+            if let Some(p) = st.last_mut() {
+                p.child += dur;
+            }
+            // A call the view closed has no known duration: it counts as a
+            // call, not in the times.
+            if !closed {
+                let s = self.funcs.entry(f.func);
+                s.min = if s.timed == 0 { dur } else { s.min.min(dur) };
+                s.max = s.max.max(dur);
+                s.timed += 1;
+                s.total += dur;
+                s.self_time += self_t;
+            }
+            let n = &mut self.tree.nodes[f.node as usize];
+            n.total += dur;
+            n.self_time += self_t;
+        }
     }
 
     fn lost(&mut self, kind: LostKind, count: u64) {
@@ -193,45 +340,10 @@ impl Sink for Collector {
             }
             ViewEvent::Enter {
                 tid, time, func, ..
-            } => {
-                self.funcs.entry(func).or_default().calls += 1;
-                let st = self.stacks.entry(tid).or_default();
-                let parent = st.last().map_or(0, |f| f.node);
-                let node = self.tree.child(parent, func);
-                self.tree.nodes[node as usize].calls += 1;
-                st.push(Frame {
-                    node,
-                    func,
-                    start: time,
-                    child: 0,
-                });
-            }
+            } => self.enter_call(tid, time, func),
             ViewEvent::Exit {
                 tid, time, closed, ..
-            } => {
-                self.last_time.insert(tid, time);
-                let st = self.stacks.entry(tid).or_default();
-                if let Some(f) = st.pop() {
-                    let dur = time.saturating_sub(f.start);
-                    let self_t = dur.saturating_sub(f.child);
-                    if let Some(p) = st.last_mut() {
-                        p.child += dur;
-                    }
-                    // A call the view closed has no known duration: it
-                    // counts as a call, not in the times.
-                    if !closed {
-                        let s = self.funcs.entry(f.func).or_default();
-                        s.min = if s.timed == 0 { dur } else { s.min.min(dur) };
-                        s.max = s.max.max(dur);
-                        s.timed += 1;
-                        s.total += dur;
-                        s.self_time += self_t;
-                    }
-                    let n = &mut self.tree.nodes[f.node as usize];
-                    n.total += dur;
-                    n.self_time += self_t;
-                }
-            }
+            } => self.exit_call(tid, time, closed),
             ViewEvent::Sample {
                 pid,
                 tid,
@@ -270,7 +382,7 @@ impl Sink for Collector {
                 pause,
                 dropped,
             } => {
-                self.last_time.insert(tid, time);
+                self.thread(tid).last_time = Some(time);
                 if dropped {
                     self.pauses.dropped += 1;
                 } else if pause {
@@ -281,7 +393,7 @@ impl Sink for Collector {
                 }
             }
             ViewEvent::Stopped { tid, time } => {
-                self.last_time.insert(tid, time);
+                self.thread(tid).last_time = Some(time);
             }
             ViewEvent::Snapshot { bytes, .. } => {
                 self.snapshots.0 += 1;
@@ -290,5 +402,118 @@ impl Sink for Collector {
             ViewEvent::Lost { kind, count, .. } => self.lost(kind, count),
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn enter(&mut self, _names: &Names, c: Call) -> std::io::Result<()> {
+        self.enter_call(c.tid, c.time, c.func);
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn exit(&mut self, _names: &Names, c: Call, closed: bool) -> std::io::Result<()> {
+        self.exit_call(c.tid, c.time, closed);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(tid: u32, time: u64, func: u32) -> Call {
+        Call {
+            pid: 1,
+            tid,
+            time,
+            func: FuncId(func),
+            depth: 0,
+        }
+    }
+
+    #[test]
+    fn interleaved_threads_keep_their_own_stacks() {
+        let names = Names::default();
+        let mut c = Collector::default();
+        // tid 1: f0 [0, 100] calling f1 [10, 30]; tid 2: f1 [5, 50],
+        // interleaved event by event.
+        c.enter(&names, call(1, 0, 0)).unwrap();
+        c.enter(&names, call(2, 5, 1)).unwrap();
+        c.enter(&names, call(1, 10, 1)).unwrap();
+        c.exit(&names, call(1, 30, 1), false).unwrap();
+        c.exit(&names, call(2, 50, 1), false).unwrap();
+        c.exit(&names, call(1, 100, 0), false).unwrap();
+        let f0 = c.funcs.get(FuncId(0)).unwrap();
+        assert_eq!((f0.calls, f0.total, f0.self_time), (1, 100, 80));
+        let f1 = c.funcs.get(FuncId(1)).unwrap();
+        assert_eq!((f1.calls, f1.total, f1.min, f1.max), (2, 65, 20, 45));
+        assert_eq!(c.funcs.len(), 2);
+        assert!(c.funcs.get(FuncId(2)).is_none());
+        // Paths: root -> f0 -> f1 (tid 1), root -> f1 (tid 2).
+        assert_eq!(c.tree.nodes.len(), 4);
+        let ids: Vec<(Vec<FuncId>, u64)> = (1..4)
+            .map(|n| (c.tree.path(n), c.tree.nodes[n as usize].total))
+            .collect();
+        assert!(ids.contains(&(vec![FuncId(0)], 100)));
+        assert!(ids.contains(&(vec![FuncId(0), FuncId(1)], 20)));
+        assert!(ids.contains(&(vec![FuncId(1)], 45)));
+    }
+
+    #[test]
+    fn calls_as_events_and_as_calls_give_the_same_statistics() {
+        let names = Names::default();
+        let (mut a, mut b) = (Collector::default(), Collector::default());
+        let mut t = 0;
+        for i in 0..200u32 {
+            let tid = 1 + i % 3;
+            let f = i % 11;
+            t += 7;
+            a.enter(&names, call(tid, t, f)).unwrap();
+            b.event(
+                &names,
+                &ViewEvent::Enter {
+                    pid: 1,
+                    tid,
+                    time: t,
+                    func: FuncId(f),
+                    depth: 0,
+                },
+            )
+            .unwrap();
+            if i % 4 == 3 {
+                t += 3;
+                let closed = i % 8 == 7;
+                a.exit(&names, call(tid, t, f), closed).unwrap();
+                b.event(
+                    &names,
+                    &ViewEvent::Exit {
+                        pid: 1,
+                        tid,
+                        time: t,
+                        func: FuncId(f),
+                        depth: 0,
+                        closed,
+                    },
+                )
+                .unwrap();
+            }
+        }
+        let stats = |c: &Collector| c.funcs.iter().map(|(f, s)| (f, *s)).collect::<Vec<_>>();
+        assert_eq!(stats(&a), stats(&b));
+        assert_eq!(a.tree.nodes.len(), b.tree.nodes.len());
+        for (x, y) in a.tree.nodes.iter().zip(&b.tree.nodes) {
+            assert_eq!((x.func, x.calls, x.total), (y.func, y.calls, y.total));
+        }
+    }
+
+    #[test]
+    fn a_node_with_many_children_finds_each_again() {
+        let mut t = CallTree::default();
+        let n = 3 * CallTree::SCAN as u32;
+        let first: Vec<u32> = (0..n).map(|f| t.child(0, FuncId(f))).collect();
+        let again: Vec<u32> = (0..n).rev().map(|f| t.child(0, FuncId(f))).collect();
+        assert_eq!(first, again.into_iter().rev().collect::<Vec<_>>());
+        assert_eq!(t.nodes.len(), n as usize + 1);
+        assert_eq!(t.nodes[0].children, first);
     }
 }

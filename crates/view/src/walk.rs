@@ -24,7 +24,7 @@ use perfaux_swtrace::decode::{Decoder, Event as TraceEvent};
 use perfaux_swtrace::format::LostKind as TraceLost;
 
 use crate::ViewError;
-use crate::event::{FuncId, LostKind, Names, Sink, ViewEvent};
+use crate::event::{Call, FuncId, LostKind, Names, Sink, ViewEvent};
 use crate::symbols::Symbolizer;
 
 /// Decodes a uevent sample's RAW data to (type, payload).
@@ -290,11 +290,7 @@ fn trace_windows(
     sum: &mut Summary,
     sink: &mut impl Sink,
 ) -> Result<(), ViewError> {
-    let funcs: rustc_hash::FxHashMap<u32, FuncId> = rec
-        .probes
-        .iter()
-        .map(|p| (p.id, names.intern(&p.name, "[swtrace]")))
-        .collect();
+    let funcs = ProbeFuncs::new(rec.probes, names);
     let Some(section) = rec.trace else {
         return Ok(());
     };
@@ -316,7 +312,18 @@ fn trace_windows(
         let piece = WINDOW_PIECE.min(usize::try_from(w.len).unwrap_or(usize::MAX));
         let mut dec = Decoder::from_reader(section.window_bytes(&w), w.start(), piece);
         for ev in dec.by_ref() {
-            win.event(&ev, &funcs, names, sink).map_err(io)?;
+            // The calls' fields are taken out here, as scalars: handing the
+            // event on by reference made the compiler copy it whole, with
+            // loads wider than the stores the decoder wrote it with (a
+            // store-forwarding stall per event).
+            match ev {
+                TraceEvent::Enter {
+                    id, depth, time, ..
+                } => win.enter(id, depth, time, &funcs, names, sink),
+                TraceEvent::Exit { depth, time, .. } => win.exit(depth, time, names, sink),
+                ev => win.event(&ev, &funcs, names, sink),
+            }
+            .map_err(io)?;
         }
         if let Some(e) = dec.take_error() {
             return Err(ViewError(format!(
@@ -345,6 +352,50 @@ fn trace_windows(
     Ok(())
 }
 
+/// Probe id -> function, looked up per ENTER: a dense table indexed by the
+/// id (ids are small, given out in order), with a hash map only for ids
+/// beyond [`ProbeFuncs::DENSE`] (the table's size is bounded whatever the
+/// file's probe table says).
+struct ProbeFuncs {
+    dense: Vec<Option<FuncId>>,
+    sparse: rustc_hash::FxHashMap<u32, FuncId>,
+}
+
+impl ProbeFuncs {
+    const DENSE: u32 = 1 << 16;
+
+    fn new(probes: &ProbeTable, names: &mut Names) -> Self {
+        let mut f = ProbeFuncs {
+            dense: Vec::new(),
+            sparse: Default::default(),
+        };
+        for p in probes.iter() {
+            let func = names.intern(&p.name, "[swtrace]");
+            if p.id < Self::DENSE {
+                let i = p.id as usize;
+                if f.dense.len() <= i {
+                    f.dense.resize(i + 1, None);
+                }
+                // A repeated id keeps its last entry, as a map collected
+                // from the table does.
+                f.dense[i] = Some(func);
+            } else {
+                f.sparse.insert(p.id, func);
+            }
+        }
+        f
+    }
+
+    #[inline]
+    fn get(&self, id: u32) -> Option<FuncId> {
+        match self.dense.get(id as usize) {
+            Some(f) => *f,
+            None if id < Self::DENSE => None,
+            None => self.sparse.get(&id).copied(),
+        }
+    }
+}
+
 /// What the pass holds of a window's bytes at a time.
 const WINDOW_PIECE: usize = 1 << 20;
 
@@ -367,17 +418,14 @@ impl Window {
                 break;
             }
             self.stack.pop();
-            sink.event(
-                names,
-                &ViewEvent::Exit {
-                    pid: self.pid,
-                    tid: self.tid,
-                    time: self.last,
-                    func,
-                    depth: self.stack.len() as u32,
-                    closed: true,
-                },
-            )?;
+            let c = Call {
+                pid: self.pid,
+                tid: self.tid,
+                time: self.last,
+                func,
+                depth: self.stack.len() as u32,
+            };
+            sink.exit(names, c, true)?;
         }
         Ok(())
     }
@@ -386,69 +434,100 @@ impl Window {
         self.pop_to(0, names, sink)
     }
 
-    fn event(
-        &mut self,
-        ev: &TraceEvent,
-        funcs: &rustc_hash::FxHashMap<u32, FuncId>,
-        names: &mut Names,
-        sink: &mut impl Sink,
-    ) -> std::io::Result<()> {
-        let (tid, pid) = (self.tid, self.pid);
-        // A thread's time never goes back: where the decoded times do (a
-        // SYNC whose clock conversion disagrees with the one before it),
-        // the view holds the time so that calls stay nested in time, as
-        // every viewer requires.
-        let time = ev.time().unwrap_or(self.last).max(self.last);
+    /// The time of the next event: a thread's time never goes back. Where
+    /// the decoded times do (a SYNC whose clock conversion disagrees with
+    /// the one before it), the view holds the time so that calls stay
+    /// nested in time, as every viewer requires.
+    #[inline(always)]
+    fn advance(&mut self, time: Option<u64>) -> u64 {
+        let time = time.unwrap_or(self.last).max(self.last);
         self.last = time;
         if time != 0 && self.first.is_none() {
             self.first = Some(time);
         }
+        time
+    }
+
+    /// A call began (the decoder's ENTER at `depth`).
+    #[inline(always)]
+    fn enter(
+        &mut self,
+        id: u32,
+        depth: u32,
+        time: u64,
+        funcs: &ProbeFuncs,
+        names: &mut Names,
+        sink: &mut impl Sink,
+    ) -> std::io::Result<()> {
+        let time = self.advance(Some(time));
+        if self.stack.last().is_some_and(|&(d, _)| d >= depth) {
+            self.pop_to(depth, names, sink)?;
+        }
+        // Bounded like the decoder's (whose Lost note says so): deeper calls go unshown.
+        if self.stack.len() >= perfaux_swtrace::decode::MAX_FRAMES {
+            return Ok(());
+        }
+        let func = match funcs.get(id) {
+            Some(f) => f,
+            None => names.intern(&format!("[unknown probe {id}]"), "[swtrace]"),
+        };
+        let d = self.stack.len() as u32;
+        self.stack.push((depth, func));
+        let c = Call {
+            pid: self.pid,
+            tid: self.tid,
+            time,
+            func,
+            depth: d,
+        };
+        sink.enter(names, c)
+    }
+
+    /// A call returned (the decoder's EXIT at `depth`).
+    #[inline(always)]
+    fn exit(
+        &mut self,
+        depth: u32,
+        time: u64,
+        names: &Names,
+        sink: &mut impl Sink,
+    ) -> std::io::Result<()> {
+        let time = self.advance(Some(time));
+        if self.stack.last().is_some_and(|&(d, _)| d > depth) {
+            self.pop_to(depth + 1, names, sink)?;
+        }
+        match self.stack.last() {
+            Some(&(d, func)) if d == depth => {
+                self.stack.pop();
+                let c = Call {
+                    pid: self.pid,
+                    tid: self.tid,
+                    time,
+                    func,
+                    depth: self.stack.len() as u32,
+                };
+                sink.exit(names, c, false)
+            }
+            // A return of a call entered before the window began.
+            _ => Ok(()),
+        }
+    }
+
+    fn event(
+        &mut self,
+        ev: &TraceEvent,
+        funcs: &ProbeFuncs,
+        names: &mut Names,
+        sink: &mut impl Sink,
+    ) -> std::io::Result<()> {
+        let tid = self.tid;
+        let time = self.advance(ev.time());
         match ev {
             TraceEvent::Sync { depth, .. } => self.pop_to(*depth, names, sink),
-            TraceEvent::Enter { id, depth, .. } => {
-                self.pop_to(*depth, names, sink)?;
-                // Bounded like the decoder's (whose Lost note says so): deeper calls go unshown.
-                if self.stack.len() >= perfaux_swtrace::decode::MAX_FRAMES {
-                    return Ok(());
-                }
-                let func = match funcs.get(id) {
-                    Some(&f) => f,
-                    None => names.intern(&format!("[unknown probe {id}]"), "[swtrace]"),
-                };
-                let d = self.stack.len() as u32;
-                self.stack.push((*depth, func));
-                sink.event(
-                    names,
-                    &ViewEvent::Enter {
-                        pid,
-                        tid,
-                        time,
-                        func,
-                        depth: d,
-                    },
-                )
-            }
-            TraceEvent::Exit { depth, .. } => {
-                self.pop_to(depth + 1, names, sink)?;
-                match self.stack.last() {
-                    Some(&(d, func)) if d == *depth => {
-                        self.stack.pop();
-                        sink.event(
-                            names,
-                            &ViewEvent::Exit {
-                                pid,
-                                tid,
-                                time,
-                                func,
-                                depth: self.stack.len() as u32,
-                                closed: false,
-                            },
-                        )
-                    }
-                    // A return of a call entered before the window began.
-                    _ => Ok(()),
-                }
-            }
+            &TraceEvent::Enter {
+                id, depth, time, ..
+            } => self.enter(id, depth, time, funcs, names, sink),
+            &TraceEvent::Exit { depth, time, .. } => self.exit(depth, time, names, sink),
             TraceEvent::Paused { .. } | TraceEvent::Resumed { .. } => {
                 let pause = matches!(ev, TraceEvent::Paused { .. });
                 let dropped = pause == self.paused;
@@ -486,5 +565,42 @@ impl Window {
                 },
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use perfaux_swtrace::table::ProbeInfo;
+
+    fn probe(id: u32, name: &str) -> ProbeInfo {
+        ProbeInfo {
+            id,
+            name: name.into(),
+            addr: 0,
+            file: String::new(),
+            line: 0,
+        }
+    }
+
+    #[test]
+    fn probe_ids_map_to_their_functions_dense_or_not() {
+        let mut table = ProbeTable::default();
+        for (id, name) in [(0, "a"), (5, "b"), (70_000, "c"), (u32::MAX, "d")] {
+            table.insert(probe(id, name));
+        }
+        let mut names = Names::default();
+        let funcs = ProbeFuncs::new(&table, &mut names);
+        let name = |id| funcs.get(id).map(|f| names.name(f).to_owned());
+        assert_eq!(name(0).as_deref(), Some("a"));
+        assert_eq!(name(5).as_deref(), Some("b"));
+        assert_eq!(name(70_000).as_deref(), Some("c"));
+        assert_eq!(name(u32::MAX).as_deref(), Some("d"));
+        for unknown in [1, 4, 6, ProbeFuncs::DENSE - 1, ProbeFuncs::DENSE, 70_001] {
+            assert_eq!(name(unknown), None, "id {unknown}");
+        }
+        // The dense table ends at the largest small id, whatever the file
+        // says beyond it.
+        assert_eq!(funcs.dense.len(), 6);
     }
 }
