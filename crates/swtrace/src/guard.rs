@@ -23,20 +23,15 @@ impl Probe {
         #[cfg(test)]
         writer::at_point(writer::Point::ProbeSlotRead);
         let hook = self.hook.load(Relaxed);
-        // Every path yields the open call's scalars and the guard is built once from them: a
-        // cold path that returned a whole guard did so through memory, so the guard of every
-        // entry went through the stack, and a caller that moved it on (the preload runtime's
-        // return stack) paid a store-forwarding stall reading it back.
-        let call = if hook != 0 {
-            self.enter_cold(hook, current_ip())
-        } else if tt.is_null() {
-            OpenCall::default()
-        } else {
-            // SAFETY: a non-null slot points to this thread's live ThreadTrace (writer::slot's
-            // contract: the slot is cleared before the ThreadTrace is freed).
-            unsafe { &*tt }.enter(self, 0)
-        };
-        ProbeGuard::new(self, call)
+        if hook != 0 {
+            return ProbeGuard::new(self, self.enter_cold(hook, current_ip()));
+        }
+        if tt.is_null() {
+            return ProbeGuard::new(self, OpenCall::default());
+        }
+        // SAFETY: a non-null slot points to this thread's live ThreadTrace (writer::slot's
+        // contract: the slot is cleared before the ThreadTrace is freed).
+        ProbeGuard::new(self, unsafe { &*tt }.enter(self, 0))
     }
 
     #[cold]
@@ -53,7 +48,7 @@ impl Probe {
         // Under `perfaux record -- ./prog`: the runtime traces the call (crate::forward).
         if hook & HOOK_FORWARD != 0 && forward::enter(self as *const Probe as usize, ip) {
             return OpenCall {
-                flags: GUARD_FORWARDED,
+                flags: GUARD_HOOKED | GUARD_FORWARDED,
                 ..OpenCall::default()
             };
         }
@@ -143,10 +138,12 @@ impl ProbeGuard {
             }
         }
         if self.flags & GUARD_HOOKED != 0 {
-            registry::call_hook(self.probe, ProbeEvent::Exit);
-        }
-        if self.flags & GUARD_FORWARDED != 0 {
-            forward::exit(self.probe as *const Probe as usize);
+            // A forwarded call (crate::forward) is a hooked one whose hook is the runtime's.
+            if self.flags & GUARD_FORWARDED != 0 {
+                forward::exit(self.probe as *const Probe as usize);
+            } else {
+                registry::call_hook(self.probe, ProbeEvent::Exit);
+            }
         }
     }
 }
