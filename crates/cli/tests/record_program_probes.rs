@@ -314,7 +314,7 @@ fn probe_samples_name_functions_in_the_program_and_its_libraries() {
 /// A `probe:FUNC` whose function is in neither the program nor a library it loaded: an error
 /// naming it, and no file.
 #[test]
-fn an_unknown_probe_function_is_an_error_naming_it() {
+fn an_unknown_probe_function_is_an_error_naming_it_and_the_trace_is_kept() {
     require_oracle!("gcc");
     let dir = tempdir();
     let d = dir.path();
@@ -333,7 +333,20 @@ fn an_unknown_probe_function_is_an_error_naming_it() {
         "{}",
         r.stderr
     );
-    assert!(!d.join("none.data").exists());
+    // What the program did is kept: the file is written, without the probe.
+    assert!(
+        r.stderr.contains("the recording is written to"),
+        "{}",
+        r.stderr
+    );
+    let ct = perfaux(&[
+        "script",
+        "--call-trace",
+        "-i",
+        path_str(&d.join("none.data")),
+    ]);
+    assert_eq!(ct.code, 0, "{}", ct.stderr);
+    assert!(ct.stdout.contains("handle_request"), "{}", ct.stdout);
 }
 
 /// Events a program's recording cannot take say why: no trace event to own the buffers, or

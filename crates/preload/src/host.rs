@@ -587,8 +587,10 @@ impl ProgramSession {
         use std::os::unix::ffi::OsStrExt;
         let ctl = self.control();
         let n = (ctl.object_count().load(Ordering::Acquire) as usize).min(MAX_OBJECTS);
+        // Up to the first entry still being written: callers take the list's new tail by
+        // position (`skip(seen)`), so a later complete entry must not stand in its place.
         (0..n)
-            .filter_map(|i| {
+            .map_while(|i| {
                 let off = Control::object_offset(i);
                 let w = |o| ctl.word(off + o).load(Ordering::Acquire);
                 if w(object::DONE) == 0 {

@@ -297,11 +297,6 @@ pub fn record_program(
     let failed = (!missing.is_empty())
         .then(|| unfound_line(&missing, &prog, ""))
         .or_else(|| open_error(&session, rec.events()));
-    if let Some(l) = failed {
-        // No file: the recording lacks what was asked for; the previous file stays.
-        drop(rec);
-        return Err(CliError::msg(format!("record: {l}")));
-    }
     if session.threads().is_empty() {
         // Dropping the recorder unmade leaves no file and the previous one in place.
         drop(rec);
@@ -328,6 +323,15 @@ pub fn record_program(
     drop(session);
     rec.set_probe_table(table.to_bytes());
     let recorded = rec.finish().map_err(rec_err)?;
+    if let Some(l) = failed {
+        // The program ran: what it recorded is kept (its run cannot be had again), and the
+        // recording says it lacks what was asked for, failing as a record that could not open
+        // an event does.
+        return Err(CliError::msg(format!(
+            "record: {l}; the recording is written to {} without it",
+            a.output.display()
+        )));
+    }
     Ok((RecordSummary { recorded }, end))
 }
 
@@ -385,7 +389,13 @@ impl Sideband {
                 comm_ns = time;
                 if !self.pids.contains(&t.pid) {
                     self.pids.push(t.pid);
-                    let r = fork_record(t.pid, ppid, ptid, time, &info, endian)?;
+                    // The child's first thread: tid = pid.
+                    let r = task_record(
+                        TaskKind::Fork,
+                        (t.pid, ppid, t.pid, ptid, time),
+                        &info,
+                        endian,
+                    )?;
                     rec.write_record(&r).map_err(rec_err)?;
                 }
             }
@@ -423,18 +433,8 @@ impl Sideband {
             self.exited[t.slot] = true;
             let (ppid, ptid) = t.fork.map_or((me, me), |(ppid, ptid, _)| (ppid, ptid));
             let time = perfaux_swtrace::clock::monotonic_ns();
-            let r = TaskRecord {
-                kind: TaskKind::Exit,
-                misc: 0,
-                pid: t.pid,
-                ppid,
-                tid: t.tid,
-                ptid,
-                time,
-                sample_id: sid(t.pid, t.tid, time),
-            }
-            .to_vec(&info, Endianness::NATIVE)
-            .map_err(|e| CliError::msg(format!("synthesizing EXIT: {e}")))?;
+            let task = (t.pid, ppid, t.tid, ptid, time);
+            let r = task_record(TaskKind::Exit, task, &info, Endianness::NATIVE)?;
             rec.write_record(&r).map_err(rec_err)?;
         }
         Ok(())
@@ -473,28 +473,26 @@ fn comm_record(
     .map_err(|e| CliError::msg(format!("synthesizing COMM: {e}")))
 }
 
-/// PERF_RECORD_FORK of the child `pid` (its first thread: tid = pid), forked by thread `ptid`
-/// of `ppid` at `time`.
-fn fork_record(
-    pid: u32,
-    ppid: u32,
-    ptid: u32,
-    time: u64,
+/// PERF_RECORD_FORK or PERF_RECORD_EXIT of thread `tid` of `pid`, whose parent is thread
+/// `ptid` of `ppid`, at `time` (`task`: pid, ppid, tid, ptid, time).
+fn task_record(
+    kind: TaskKind,
+    (pid, ppid, tid, ptid, time): (u32, u32, u32, u32, u64),
     info: &RecordParseInfo,
     endian: Endianness,
 ) -> Result<Vec<u8>, CliError> {
     TaskRecord {
-        kind: TaskKind::Fork,
+        kind,
         misc: 0,
         pid,
         ppid,
-        tid: pid,
+        tid,
         ptid,
         time,
-        sample_id: sid(pid, pid, time),
+        sample_id: sid(pid, tid, time),
     }
     .to_vec(info, endian)
-    .map_err(|e| CliError::msg(format!("synthesizing FORK: {e}")))
+    .map_err(|e| CliError::msg(format!("synthesizing {kind:?}: {e}")))
 }
 
 fn mmap2_record(

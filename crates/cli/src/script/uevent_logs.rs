@@ -75,7 +75,11 @@ impl UeventLogs {
         let mut v = Vec::new();
         let Some(p) = self.by_event.get(&id).and_then(|places| {
             places.iter().find(|p| {
-                p.aux_offset <= offset && offset.saturating_add(size) <= p.aux_offset + p.entry.size
+                // File-controlled sizes: an end past u64 matches nothing.
+                p.aux_offset <= offset
+                    && p.aux_offset
+                        .checked_add(p.entry.size)
+                        .is_some_and(|e| offset.saturating_add(size) <= e)
             })
         }) else {
             return (v, None);

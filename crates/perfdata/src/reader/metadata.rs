@@ -154,6 +154,9 @@ pub(super) fn read_file_metadata<R: Read + Seek>(
     let attrs_raw = read_section(r, header.attrs, file_len, file_len, "attrs")?;
     let mut attrs = Vec::new();
     let mut ids = IdMap::default();
+    // Every attr's ids section may claim the whole file: together they may hold no more than
+    // the file does, or N attrs pointing at one large section would read it N times over.
+    let mut ids_left = file_len;
     for (i, ent) in attrs_raw.chunks_exact(entry as usize).enumerate() {
         let at = header.attrs.offset + i as u64 * entry;
         let attr_len = entry as usize - FileSection::SIZE;
@@ -161,6 +164,16 @@ pub(super) fn read_file_metadata<R: Read + Seek>(
             .map_err(|err| Error::corrupt(at, format!("attr {i}: {err}")))?;
         let attr = attr_bits::from_file(attr, e);
         let sec = FileSection::parse(&ent[attr_len..], e);
+        if sec.size > ids_left {
+            return Err(Error::corrupt(
+                at,
+                format!(
+                    "attr {i}: its ids ({} bytes) and the ids before it are more than the file's {file_len} bytes",
+                    sec.size
+                ),
+            ));
+        }
+        ids_left -= sec.size;
         let raw = read_section(r, sec, file_len, file_len, "attr ids")?;
         let id_list: Vec<u64> = raw
             .chunks_exact(8)

@@ -86,7 +86,9 @@ extern "C" fn in_child() {
             w(child::PPID, &PPID);
             w(child::PTID, &PTID);
             w(child::FORK_TIME, &FORK_TIME);
-            w(child::PID, &PID);
+            // Stored last, Release: a reader that sees the pid sees the entry whole.
+            ctl.child_word(i, child::PID)
+                .store(PID.load(Ordering::Relaxed), Ordering::Release);
         }
     }
     crate::thread::forked();

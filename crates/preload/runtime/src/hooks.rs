@@ -54,10 +54,7 @@ pub extern "C" fn perfaux_preload_probe_enter(key: usize, ip: usize) -> bool {
         return false;
     }
     THREAD
-        .try_with(|t| {
-            t.enter_forwarded(ip, key);
-            t.is_tracing()
-        })
+        .try_with(|t| t.enter_forwarded(ip, key))
         .unwrap_or(false)
 }
 

@@ -100,6 +100,10 @@ thread_local! {
             head_dst: Cell::new(std::ptr::null()),
         }
     };
+    /// Set at the thread's first hook (`start`). No destructor, so reading it registers
+    /// nothing: the fork handler looks here before it touches THREAD, whose first use registers
+    /// a destructor (glibc allocates then), which a fork from a signal handler must not do.
+    static STARTED: Cell<bool> = const { Cell::new(false) };
 }
 
 impl Thread {
@@ -119,17 +123,13 @@ impl Thread {
         self.busy.set(false);
     }
 
-    /// Whether the thread's events are open (after its first hook).
-    pub(crate) fn is_tracing(&self) -> bool {
-        self.state.get() == TRACING
-    }
-
     /// The thread's first hook (in a forked child: its first after the fork): claims a slot and
     /// opens the events; the calls already open (a forked child's, made by its parent) are
     /// entered again in this trace, outermost first, since the thread returns through them.
     #[cold]
     #[inline(never)]
     fn start(&self) {
+        STARTED.with(|s| s.set(true));
         let t = crate::control().and_then(|c| open(&c));
         self.state.set(if t.is_some() { TRACING } else { OFF });
         *self.traced.borrow_mut() = t;
@@ -204,19 +204,22 @@ impl Thread {
     /// them) and end first.
     #[inline(always)]
     pub(crate) fn enter(&self, addr: usize, slot: usize) {
-        self.enter_as(addr, addr, slot);
+        let _ = self.enter_as(addr, addr, slot);
     }
 
     /// A Rust probe's entry (swtrace's `forward`): the call of the function containing `ip`,
     /// ended by [`Thread::exit`] of `key` (the probe's address: a Rust probe's return knows
-    /// its probe, not the function).
-    pub(crate) fn enter_forwarded(&self, ip: usize, key: usize) {
-        self.enter_as(ip, key, 0);
+    /// its probe, not the function). Whether the call was taken (pushed, or counted past the
+    /// stack's depth), so that its return is to come here: an entry not taken must not send
+    /// its return, which would end an older open call of the same probe (recursion).
+    pub(crate) fn enter_forwarded(&self, ip: usize, key: usize) -> bool {
+        self.enter_as(ip, key, 0)
     }
 
     /// Entry into the function at `addr`, ended by the exit of `key`.
     #[inline(always)]
-    fn enter_as(&self, addr: usize, key: usize, slot: usize) {
+    fn enter_as(&self, addr: usize, key: usize, slot: usize) -> bool {
+        let mut taken = false;
         self.guarded(|t| {
             let mut st = t.stack.borrow_mut();
             if slot != 0 && t.overflow.get() == 0 {
@@ -227,12 +230,14 @@ impl Thread {
             let Some(p) = crate::intern::probe_for(addr) else {
                 return;
             };
+            taken = true;
             if st.len() >= STACK_DEPTH || t.overflow.get() > 0 {
                 t.overflow.set(t.overflow.get() + 1);
                 return;
             }
             push_frame(&mut st, key, p.enter(), slot, 0, 0);
         });
+        taken
     }
 
     /// -pg / -mfentry entry into the function at `addr` whose return address is at
@@ -278,7 +283,9 @@ impl Thread {
     /// address is put back, so the unwinder finds the real callers. The frames stay open,
     /// marked restored (`parent_loc` 0, `ret` kept).
     pub(crate) fn restore_for_unwind(&self) {
-        if self.state.get() != TRACING || self.busy.replace(true) {
+        // Whatever the state: a forked child not yet started, or a thread whose events failed,
+        // still holds hijacked frames.
+        if self.busy.replace(true) {
             return;
         }
         if let Ok(mut st) = self.stack.try_borrow_mut() {
@@ -302,7 +309,7 @@ impl Thread {
     /// return-address slot lies below `sp` were unwound and end here; the calls still open that
     /// [`Thread::restore_for_unwind`] restored are hijacked again.
     pub(crate) fn rehijack_after_catch(&self, sp: usize) {
-        if self.state.get() != TRACING || self.busy.replace(true) {
+        if self.busy.replace(true) {
             return;
         }
         if let Ok(mut st) = self.stack.try_borrow_mut() {
@@ -363,8 +370,8 @@ impl Thread {
         ret
     }
 
-    /// Exit from the function at `addr`: ends its newest open call and every call opened after
-    /// it (frames a longjmp skipped).
+    /// Exit from the function at `addr` (or of a forwarded Rust probe's key): ends its newest
+    /// open call and every call opened after it (frames a longjmp skipped).
     pub(crate) fn exit(&self, addr: usize) {
         self.guarded(|t| {
             if t.overflow.get() > 0 {
@@ -556,5 +563,7 @@ pub(crate) fn end_transaction_here() {
 
 /// The fork handler's part for the thread that forked (see [`Thread::forget_parents`]).
 pub(crate) fn forked() {
-    let _ = THREAD.try_with(Thread::forget_parents);
+    if STARTED.with(Cell::get) {
+        let _ = THREAD.try_with(Thread::forget_parents);
+    }
 }
