@@ -6,10 +6,12 @@
 //! counted once per build (`perfaux script --call-trace`) and printed to stderr. Without gcc
 //! nothing is measured; without uftrace its peer is left out (both said on stderr).
 //!
-//! `record_program_snapshots`: the flight recorder (`-S`, 4 MiB areas) on the
-//! -finstrument-functions build, alone and with a SIGUSR2 to perfaux every millisecond (a
-//! snapshot each, taken while the program runs): if a snapshot stopped the traced thread,
-//! the second would take longer by the snapshots' time.
+//! `record_program_snapshots`: the flight recorder (`-S`, 64 KiB areas, so that what each
+//! snapshot writes stays small beside the run) on the -finstrument-functions build, alone and
+//! with a SIGUSR2 to perfaux every millisecond (a snapshot each, taken while the program
+//! runs): if a snapshot stopped the traced thread, the second would take longer by the
+//! snapshots' time. The whole recording is timed, so the second also pays perfaux's writing of
+//! the snapshots.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -123,7 +125,7 @@ fn bench(c: &mut Criterion) {
             // then): a signal in that window would otherwise end it (SIGUSR2's default).
             perfaux_testutil::block_sigusr2_until_handled(&mut cmd);
             let mut child = cmd
-                .args(["record", "-S", "-m", ",4M", "-o"])
+                .args(["record", "-S", "-m", ",64K", "-o"])
                 .arg(&data)
                 .arg("--")
                 .arg(&prog)
