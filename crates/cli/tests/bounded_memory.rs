@@ -75,11 +75,12 @@ fn trace_section_size(f: &Path) -> u64 {
 #[test]
 fn readers_hold_a_bounded_part_of_a_trace_section_larger_than_the_bound() {
     let dir = tempdir();
-    // About 450 bytes of trace per request: a section of ~45 MB or more.
+    // About 450 bytes of trace per request: a section of ~54 MB, with room for what a loaded
+    // machine loses (16 MiB areas lose little: the section stays above twice the bound).
     let (f, _) = record(
         dir.path(),
         "big.data",
-        &["--requests", "100000", "-m", ",4M"],
+        &["--requests", "120000", "-m", ",16M"],
     );
     let size = trace_section_size(&f);
     assert!(
@@ -166,7 +167,8 @@ fn script_with_no_finished_round_holds_a_bounded_queue_and_prints_every_line() {
             }
         }
     }
-    assert!(rounds.len() > 10, "{} rounds", rounds.len());
+    // Rounds to take away (the recorder writes one at most every 100 ms).
+    assert!(rounds.len() >= 2, "{} rounds", rounds.len());
     let mut bytes = std::fs::read(&f).unwrap();
     for at in &rounds {
         bytes[*at..*at + 4].copy_from_slice(&PERF_RECORD_FINISHED_INIT.to_ne_bytes());
