@@ -35,3 +35,33 @@ pub fn open_input(path: &Path) -> Result<(PerfDataReader<BufReader<File>>, u64),
     let r = PerfDataReader::open(path).map_err(|e| CliError::file(path, e))?;
     Ok((r, len))
 }
+
+/// perfaux's trace section of the file at `path`, located (its chunks are read in place, not
+/// here), and the probe table stored in it (empty without a section or a table).
+pub fn trace_and_probes(
+    reader: &PerfDataReader<BufReader<File>>,
+    path: &Path,
+) -> Result<
+    (
+        Option<
+            perfaux_perfdata::trace_reader::TraceSection<
+                perfaux_perfdata::trace_reader::SectionSource,
+            >,
+        >,
+        perfaux_swtrace::ProbeTable,
+    ),
+    CliError,
+> {
+    let trace = reader
+        .trace_section()
+        .transpose()
+        .map_err(|e| CliError::file(path, e))?;
+    let probes = match &trace {
+        Some(t) if !t.probe_table().is_empty() => {
+            perfaux_swtrace::ProbeTable::from_bytes(t.probe_table())
+                .map_err(|e| CliError::file(path, format!("perfaux trace section: {e}")))?
+        }
+        _ => perfaux_swtrace::ProbeTable::default(),
+    };
+    Ok((trace, probes))
+}

@@ -7,7 +7,6 @@ use std::fs::File;
 use std::io::BufReader;
 use std::path::Path;
 
-use perfaux_swtrace::ProbeTable;
 use perfaux_view::{Filter, Recording, UeventFormat};
 
 use crate::error::CliError;
@@ -24,17 +23,7 @@ pub fn with_recording<T>(
     if let Some(e) = &reader.metadata().feature_error {
         return Err(CliError::file(path, e));
     }
-    // The trace section is located, not read: the walk reads it window by
-    // window from the file.
-    let trace = reader
-        .trace_section()
-        .transpose()
-        .map_err(|e| CliError::file(path, e))?;
-    let probes = match &trace {
-        Some(t) if !t.probe_table().is_empty() => ProbeTable::from_bytes(t.probe_table())
-            .map_err(|e| CliError::file(path, format!("perfaux trace section: {e}")))?,
-        _ => ProbeTable::default(),
-    };
+    let (trace, probes) = crate::input::trace_and_probes(&reader, path)?;
     f(Recording {
         reader,
         probes: &probes,

@@ -55,46 +55,13 @@ fn counted(names: impl Iterator<Item = String>) -> BTreeMap<String, u64> {
     m
 }
 
-/// `uftrace report`'s calls of [`FUNCTIONS`].
-fn uftrace_report(dir: &Path, prog: &Path) -> BTreeMap<String, u64> {
-    let d = dir.join("uftrace.data");
-    let st = Command::new("uftrace")
-        .current_dir(dir)
-        .args(["record", "--no-libcall", "-d"])
-        .arg(&d)
-        .arg(prog)
-        .arg(ROUNDS)
-        .output()
-        .expect("uftrace record");
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
-    let rep = Command::new("uftrace")
-        .args(["report", "-f", "call", "-d"])
-        .arg(&d)
-        .output()
-        .expect("uftrace report");
-    let mut m = BTreeMap::new();
-    for l in String::from_utf8_lossy(&rep.stdout).lines() {
-        let mut f = l.split_whitespace();
-        if let (Some(n), Some(name)) = (f.next().and_then(|n| n.parse::<u64>().ok()), f.next())
-            && FUNCTIONS.contains(&name)
-        {
-            m.insert(name.to_owned(), n);
-        }
-    }
-    m
-}
-
 #[test]
 fn exceptions_unwind_through_traced_frames_with_uftraces_call_counts() {
     perfaux_testutil::require_oracle!("g++");
     perfaux_testutil::require_oracle!("uftrace");
     let dir = tempfile::tempdir().unwrap();
     let judge = build(dir.path(), &["-finstrument-functions"], "judge");
-    let want = uftrace_report(dir.path(), &judge);
+    let want = uftrace_counts_of(dir.path(), &judge, &[ROUNDS], |n| FUNCTIONS.contains(&n));
     assert_eq!(want.len(), FUNCTIONS.len(), "uftrace's report: {want:?}");
     let alone = Command::new(&judge).arg(ROUNDS).output().unwrap();
     assert!(alone.status.success());

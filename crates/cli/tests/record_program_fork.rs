@@ -13,29 +13,6 @@ use std::process::{Command, Output};
 
 use calls::*;
 
-/// (tid, function) of every call of `perfaux script --call-trace`, in order.
-fn calls_by_tid(data: &Path) -> Vec<(u32, String)> {
-    let out = Command::new(PERFAUX)
-        .args(["script", "--call-trace", "-i"])
-        .arg(data)
-        .output()
-        .expect("perfaux script");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter(|l| !l.contains("tr end") && !l.contains("tr strt"))
-        .map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            let tid = f[1].parse().unwrap_or_else(|_| panic!("tid in {l:?}"));
-            (tid, f[f.len() - 1].to_owned())
-        })
-        .collect()
-}
-
 /// The child's pid, as the program says it ("forked PID").
 fn child_pid(out: &Output) -> u32 {
     let text = String::from_utf8_lossy(&out.stdout);

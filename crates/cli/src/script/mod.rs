@@ -200,16 +200,7 @@ pub fn script(
     if call_trace && let Some(e) = feature_error {
         return Err(e);
     }
-    // The trace section is located, not read: its chunks are read in place.
-    let trace = reader
-        .trace_section()
-        .transpose()
-        .map_err(|e| CliError::file(path, e))?;
-    let probes = match &trace {
-        Some(t) if !t.probe_table().is_empty() => ProbeTable::from_bytes(t.probe_table())
-            .map_err(|e| CliError::file(path, format!("perfaux trace section: {e}")))?,
-        _ => ProbeTable::default(),
-    };
+    let (trace, probes) = crate::input::trace_and_probes(&reader, path)?;
     // The uevent logs' places, for the uevents under each AUX record; a bad
     // chunk header is reported after every line the chunks before it give.
     let (uevent_logs, mut section_error) = match &trace {

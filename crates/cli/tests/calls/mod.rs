@@ -52,8 +52,8 @@ pub fn record(dir: &Path, prog: &Path, args: &[&str]) -> (Output, PathBuf) {
     (out, data)
 }
 
-/// The functions of `perfaux script --call-trace` (the last field) in order.
-pub fn call_trace(data: &Path) -> Vec<String> {
+/// (tid, function) of every call of `perfaux script --call-trace`, in order.
+pub fn calls_by_tid(data: &Path) -> Vec<(u32, String)> {
     let out = Command::new(PERFAUX)
         .args(["script", "--call-trace", "-i"])
         .arg(data)
@@ -67,8 +67,17 @@ pub fn call_trace(data: &Path) -> Vec<String> {
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter(|l| !l.contains("tr end") && !l.contains("tr strt"))
-        .filter_map(|l| l.split_whitespace().last().map(str::to_owned))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let tid = f[1].parse().unwrap_or_else(|_| panic!("tid in {l:?}"));
+            (tid, f[f.len() - 1].to_owned())
+        })
         .collect()
+}
+
+/// The functions of `perfaux script --call-trace` (the last field) in order.
+pub fn call_trace(data: &Path) -> Vec<String> {
+    calls_by_tid(data).into_iter().map(|(_, f)| f).collect()
 }
 
 /// `perfaux report`'s Calls column per function (issue 10: the report's counts are uftrace's).
@@ -115,6 +124,16 @@ pub fn counts(names: &[String]) -> BTreeMap<String, u64> {
 /// `uftrace report`'s call count per function of the program (library calls and kernel
 /// events left out: uftrace records PLT calls that -finstrument-functions does not see).
 pub fn uftrace_counts(dir: &Path, prog: &Path, args: &[&str]) -> BTreeMap<String, u64> {
+    uftrace_counts_of(dir, prog, args, |name| !name.contains(':'))
+}
+
+/// `uftrace report`'s call count of each function whose name `keep` takes.
+pub fn uftrace_counts_of(
+    dir: &Path,
+    prog: &Path,
+    args: &[&str],
+    keep: impl Fn(&str) -> bool,
+) -> BTreeMap<String, u64> {
     let d = dir.join("uftrace.data");
     let st = Command::new("uftrace")
         .current_dir(dir)
@@ -140,7 +159,7 @@ pub fn uftrace_counts(dir: &Path, prog: &Path, args: &[&str]) -> BTreeMap<String
         let (Some(n), Some(name)) = (f.next().and_then(|n| n.parse::<u64>().ok()), f.next()) else {
             continue;
         };
-        if !name.contains(':') {
+        if keep(name) {
             m.insert(name.to_owned(), n);
         }
     }
