@@ -255,14 +255,17 @@ impl<W: Write> Sink for ChromeWriter<W> {
                 func,
                 depth,
             } => {
-                let c = Call {
-                    pid,
-                    tid,
-                    time,
-                    func,
-                    depth,
-                };
-                return self.call(b'B', names, c);
+                return self.call(
+                    b'B',
+                    names,
+                    Call {
+                        pid,
+                        tid,
+                        time,
+                        func,
+                        depth,
+                    },
+                );
             }
             ViewEvent::Exit {
                 pid,
@@ -272,14 +275,17 @@ impl<W: Write> Sink for ChromeWriter<W> {
                 depth,
                 ..
             } => {
-                let c = Call {
-                    pid,
-                    tid,
-                    time,
-                    func,
-                    depth,
-                };
-                return self.call(b'E', names, c);
+                return self.call(
+                    b'E',
+                    names,
+                    Call {
+                        pid,
+                        tid,
+                        time,
+                        func,
+                        depth,
+                    },
+                );
             }
             ViewEvent::Sample {
                 pid,

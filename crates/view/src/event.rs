@@ -213,6 +213,33 @@ pub struct Call {
     pub depth: u32,
 }
 
+impl Call {
+    /// The call's beginning as a [`ViewEvent::Enter`].
+    #[inline(always)]
+    pub fn entered(self) -> ViewEvent<'static> {
+        ViewEvent::Enter {
+            pid: self.pid,
+            tid: self.tid,
+            time: self.time,
+            func: self.func,
+            depth: self.depth,
+        }
+    }
+
+    /// The call's end as a [`ViewEvent::Exit`] (`closed` as there).
+    #[inline(always)]
+    pub fn exited(self, closed: bool) -> ViewEvent<'static> {
+        ViewEvent::Exit {
+            pid: self.pid,
+            tid: self.tid,
+            time: self.time,
+            func: self.func,
+            depth: self.depth,
+            closed,
+        }
+    }
+}
+
 /// A consumer of the streaming pass.
 pub trait Sink {
     /// Takes one event; `names` resolves its [`FuncId`]s.
@@ -223,32 +250,13 @@ pub trait Sink {
     /// consumers that care for speed take them here.
     #[inline(always)]
     fn enter(&mut self, names: &Names, c: Call) -> std::io::Result<()> {
-        self.event(
-            names,
-            &ViewEvent::Enter {
-                pid: c.pid,
-                tid: c.tid,
-                time: c.time,
-                func: c.func,
-                depth: c.depth,
-            },
-        )
+        self.event(names, &c.entered())
     }
 
     /// A traced call returned: [`ViewEvent::Exit`] (`closed` as there).
     #[inline(always)]
     fn exit(&mut self, names: &Names, c: Call, closed: bool) -> std::io::Result<()> {
-        self.event(
-            names,
-            &ViewEvent::Exit {
-                pid: c.pid,
-                tid: c.tid,
-                time: c.time,
-                func: c.func,
-                depth: c.depth,
-                closed,
-            },
-        )
+        self.event(names, &c.exited(closed))
     }
 }
 

@@ -496,16 +496,7 @@ impl<W: Write> Sink for PerfettoWriter<W> {
     fn enter(&mut self, names: &Names, c: Call) -> std::io::Result<()> {
         match self.call(names, c, true) {
             Some(r) => r,
-            None => self.event(
-                names,
-                &ViewEvent::Enter {
-                    pid: c.pid,
-                    tid: c.tid,
-                    time: c.time,
-                    func: c.func,
-                    depth: c.depth,
-                },
-            ),
+            None => self.event(names, &c.entered()),
         }
     }
 
@@ -519,17 +510,7 @@ impl<W: Write> Sink for PerfettoWriter<W> {
         };
         match fast {
             Some(r) => r,
-            None => self.event(
-                names,
-                &ViewEvent::Exit {
-                    pid: c.pid,
-                    tid: c.tid,
-                    time: c.time,
-                    func: c.func,
-                    depth: c.depth,
-                    closed,
-                },
-            ),
+            None => self.event(names, &c.exited(closed)),
         }
     }
 }
@@ -587,21 +568,8 @@ mod tests {
         }
         for &(c, exit) in &evs {
             let ev = match exit {
-                None => ViewEvent::Enter {
-                    pid: c.pid,
-                    tid: c.tid,
-                    time: c.time,
-                    func: c.func,
-                    depth: c.depth,
-                },
-                Some(closed) => ViewEvent::Exit {
-                    pid: c.pid,
-                    tid: c.tid,
-                    time: c.time,
-                    func: c.func,
-                    depth: c.depth,
-                    closed,
-                },
+                None => c.entered(),
+                Some(closed) => c.exited(closed),
             };
             general.event(&names, &ev).unwrap();
             match exit {

@@ -469,33 +469,12 @@ mod tests {
             let f = i % 11;
             t += 7;
             a.enter(&names, call(tid, t, f)).unwrap();
-            b.event(
-                &names,
-                &ViewEvent::Enter {
-                    pid: 1,
-                    tid,
-                    time: t,
-                    func: FuncId(f),
-                    depth: 0,
-                },
-            )
-            .unwrap();
+            b.event(&names, &call(tid, t, f).entered()).unwrap();
             if i % 4 == 3 {
                 t += 3;
                 let closed = i % 8 == 7;
                 a.exit(&names, call(tid, t, f), closed).unwrap();
-                b.event(
-                    &names,
-                    &ViewEvent::Exit {
-                        pid: 1,
-                        tid,
-                        time: t,
-                        func: FuncId(f),
-                        depth: 0,
-                        closed,
-                    },
-                )
-                .unwrap();
+                b.event(&names, &call(tid, t, f).exited(closed)).unwrap();
             }
         }
         let stats = |c: &Collector| c.funcs.iter().map(|(f, s)| (f, *s)).collect::<Vec<_>>();
