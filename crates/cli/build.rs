@@ -7,6 +7,14 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+/// The runtime's own flags. On x86-64, its thread-locals are reached through TLS descriptors
+/// (`-enable-tlsdesc`): a shared object's default, the general-dynamic model, calls
+/// `__tls_get_addr` at every access (four a traced call, a sixth of the hook path), while a
+/// descriptor of a library loaded at startup (LD_PRELOAD) resolves to a static-TLS offset, one
+/// load through `_dl_tlsdesc_return`. (Stable rustc has no `-Z tls-model=initial-exec`.) An
+/// LLVM that does not know the option gets the build without it (see `main`).
+const TLSDESC: &str = "-Cllvm-args=-enable-tlsdesc";
+
 fn main() {
     let manifest =
         PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
@@ -24,25 +32,41 @@ fn main() {
     }
     let release = std::env::var("PROFILE").is_ok_and(|p| p == "release");
     let target_dir = out.join("preload-target");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.arg("build")
-        .arg("--manifest-path")
-        .arg(root.join("Cargo.toml"))
-        .args(["-p", "perfaux-preload-runtime", "--locked", "--target-dir"])
-        .arg(&target_dir)
-        // The outer build's settings for this package are not the runtime's.
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .env_remove("RUSTC_WORKSPACE_WRAPPER")
-        .env_remove("CARGO_TARGET_DIR")
-        // Carried in every perfaux binary: without its debug info (symbols stay).
-        .env("CARGO_PROFILE_DEV_STRIP", "debuginfo")
-        .env("CARGO_PROFILE_RELEASE_STRIP", "debuginfo");
-    if release {
-        cmd.arg("--release");
-    }
-    let st = cmd.status().expect("running cargo for the preload runtime");
-    assert!(st.success(), "building perfaux-preload-runtime failed");
+    let x86_64 = std::env::var("CARGO_CFG_TARGET_ARCH").is_ok_and(|a| a == "x86_64");
+    let build = |rustflags: &str| {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let mut cmd = Command::new(cargo);
+        cmd.arg("build")
+            .arg("--manifest-path")
+            .arg(root.join("Cargo.toml"))
+            .args(["-p", "perfaux-preload-runtime", "--locked", "--target-dir"])
+            .arg(&target_dir)
+            // The outer build's settings for this package are not the runtime's.
+            .env("CARGO_ENCODED_RUSTFLAGS", rustflags)
+            .env_remove("RUSTC_WORKSPACE_WRAPPER")
+            .env_remove("CARGO_TARGET_DIR")
+            // Carried in every perfaux binary: without its debug info (symbols stay).
+            .env("CARGO_PROFILE_DEV_STRIP", "debuginfo")
+            .env("CARGO_PROFILE_RELEASE_STRIP", "debuginfo");
+        if release {
+            cmd.arg("--release");
+        }
+        cmd.status()
+            .expect("running cargo for the preload runtime")
+            .success()
+    };
+    let built_ok = if x86_64 && build(TLSDESC) {
+        true
+    } else {
+        if x86_64 {
+            println!(
+                "cargo:warning=the preload runtime was built without TLS descriptors \
+                 ({TLSDESC} refused): its hooks call __tls_get_addr"
+            );
+        }
+        build("")
+    };
+    assert!(built_ok, "building perfaux-preload-runtime failed");
     let built = target_dir
         .join(if release { "release" } else { "debug" })
         .join("libperfaux_preload.so");

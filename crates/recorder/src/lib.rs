@@ -41,4 +41,4 @@ mod wakeups;
 
 pub use error::{RecordError, Result};
 pub use recorder::{EventSpec, Output, RecordSummary, Recorder, RecorderOptions};
-pub use ring::{AuxBytes, Ring, ThreadRing};
+pub use ring::{AUX_WATERMARK_MAX, AuxBytes, Ring, ThreadRing, default_watermarks};

@@ -36,7 +36,7 @@ use perfaux_abi::records::{
 use perfaux_abi::sample_id::{CpuRes, PidTid, SampleId};
 use perfaux_preload::host::{LoadedObject, Options, ProgramSession, TracedThread};
 use perfaux_preload::symbols::Symbolizer;
-use perfaux_recorder::{Output, Recorder, RecorderOptions};
+use perfaux_recorder::{Output, Recorder, RecorderOptions, default_watermarks};
 use perfaux_swtrace::{ProbeInfo, ProbeTable};
 
 use super::program_events::{open_error, program_events, unfound, unfound_line};
@@ -196,13 +196,24 @@ pub fn record_program(
         a.events.clone()
     };
     let events = resolve_events(&texts, aux_sample_size(a)?).map_err(CliError::msg)?;
-    let (specs, table) = program_events(&events)?;
+    let (mut specs, mut table) = program_events(&events)?;
     let page = perfaux_core::page_size() as u64;
     let aux_size = match &a.mmap_pages {
         Some(m) => parse_mmap_pages(m, page)?.1,
         None => None,
     }
     .unwrap_or(DEFAULT_AUX_SIZE);
+    let rec_opts = RecorderOptions {
+        data_size: DATA_PAGES as u64 * page,
+        aux_size,
+        overwrite,
+    };
+    // The threads open what the file says they opened: the recorder's default watermarks,
+    // which it sets on its own copies of the attrs, go into the program's event table too.
+    for (spec, ev) in specs.iter_mut().zip(&mut table) {
+        default_watermarks(spec, &rec_opts);
+        ev.attr = spec.open;
+    }
     let (runtime, _runtime_fd) = find_runtime()?;
     let opts = Options {
         runtime: runtime.clone(),
@@ -215,17 +226,8 @@ pub fn record_program(
     let session = ProgramSession::new(&opts).map_err(|e| CliError::msg(format!("record: {e}")))?;
     let session = Arc::new(Mutex::new(session));
     // The file is begun before the program runs: a path that cannot be written is said at once.
-    let mut rec = Recorder::new(
-        specs,
-        RecorderOptions {
-            data_size: DATA_PAGES as u64 * page,
-            aux_size,
-            overwrite,
-        },
-        &[],
-        Output::File(a.output.clone()),
-    )
-    .map_err(rec_err)?;
+    let mut rec =
+        Recorder::new(specs, rec_opts, &[], Output::File(a.output.clone())).map_err(rec_err)?;
     let argv: Vec<OsString> = a.command.iter().map(OsString::from).collect();
     let prog = a.command[0].clone();
     let start_ns = perfaux_swtrace::clock::monotonic_ns();

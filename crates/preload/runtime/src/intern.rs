@@ -26,6 +26,7 @@ fn hash(addr: usize) -> usize {
 
 /// The probe of the function at `addr` (`None` if the table is full or another thread is
 /// making it right now).
+#[inline]
 pub(crate) fn probe_for(addr: usize) -> Option<&'static Probe> {
     if addr == 0 {
         return None;

@@ -109,6 +109,7 @@ thread_local! {
 impl Thread {
     /// Runs `f` unless this thread is already inside a hook (a signal handler that interrupted
     /// one), after opening the thread's event on its first hook.
+    #[inline(always)]
     fn guarded(&self, f: impl FnOnce(&Thread)) {
         if self.busy.replace(true) {
             return;

@@ -17,6 +17,13 @@
 //! A frame restored for an exception that no catch clause takes is never hijacked again: its
 //! return ends it when a later call at its depth or above begins (as for a longjmp).
 //!
+//! `pthread_exit` unwinds the thread too (a forced unwind, running cleanup handlers and C++
+//! destructors), but glibc calls libgcc's `_Unwind_ForcedUnwind` through a pointer of its own,
+//! which no preloaded definition intercepts: `pthread_exit` itself is wrapped (as uftrace
+//! does), restoring the return addresses first. The thread's open calls then end at its exit.
+//! A thread cancelled at a cancellation point unwinds the same way without passing here: not
+//! covered.
+//!
 //! [`Thread::restore_for_unwind`]: crate::thread::Thread
 //! [`Thread::rehijack_after_catch`]: crate::thread::Thread
 
@@ -28,9 +35,11 @@ use crate::thread::THREAD;
 static RAISE: AtomicUsize = AtomicUsize::new(0);
 static RETHROW: AtomicUsize = AtomicUsize::new(0);
 static BEGIN_CATCH: AtomicUsize = AtomicUsize::new(0);
+static PTHREAD_EXIT: AtomicUsize = AtomicUsize::new(0);
 
 type UnwindFn = unsafe extern "C" fn(*mut c_void) -> c_int;
 type BeginCatchFn = unsafe extern "C" fn(*mut c_void) -> *mut c_void;
+type PthreadExitFn = unsafe extern "C" fn(*mut c_void) -> !;
 
 /// The next definition of `name` after this library's (libgcc's, libstdc++'s), or 0.
 fn next(name: &CStr) -> usize {
@@ -43,6 +52,7 @@ pub(crate) fn resolve() {
     RAISE.store(next(c"_Unwind_RaiseException"), Ordering::Relaxed);
     RETHROW.store(next(c"_Unwind_Resume_or_Rethrow"), Ordering::Relaxed);
     BEGIN_CATCH.store(next(c"__cxa_begin_catch"), Ordering::Relaxed);
+    PTHREAD_EXIT.store(next(c"pthread_exit"), Ordering::Relaxed);
 }
 
 /// The wrapped function `slot` holds, looked up now if the constructor has not run (a throw
@@ -115,4 +125,24 @@ pub unsafe extern "C" fn __cxa_begin_catch(exc: *mut c_void) -> *mut c_void {
     let sp = std::ptr::addr_of!(here) as usize;
     let _ = THREAD.try_with(|t| t.rehijack_after_catch(sp));
     r
+}
+
+/// libc's `pthread_exit`, after the thread's return addresses are restored for its forced
+/// unwind (module doc).
+///
+/// # Safety
+/// As libc's: called on a thread that may exit, `retval` is what `pthread_join` returns.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_exit(retval: *mut c_void) -> ! {
+    restore();
+    let f = real(&PTHREAD_EXIT, c"pthread_exit");
+    if f == 0 {
+        // A program that calls pthread_exit links libc, which defines it: not reached.
+        // SAFETY: abort has no preconditions.
+        unsafe { libc::abort() }
+    }
+    // SAFETY: the address of libc's pthread_exit, of this signature.
+    let f: PthreadExitFn = unsafe { std::mem::transmute::<usize, PthreadExitFn>(f) };
+    // SAFETY: the caller's contract, passed on.
+    unsafe { f(retval) }
 }

@@ -1,0 +1,84 @@
+//! The program's threads open their events with the attrs the file records: the recorder's
+//! default `aux_watermark` (a quarter of the AUX area, at most 4 MiB) reaches the program's
+//! event table, so each full-trace transaction ends at it and the recorder drains while the
+//! program runs. (The table once carried the attrs before the defaults: the file said 16 MiB
+//! while the threads ran with the area's half, 32 MiB, drained only at the end.) Judged by
+//! Linux perf: `perf evlist -v` for the attr, `perf report -D` for the PERF_RECORD_AUX sizes.
+
+mod calls;
+
+use std::process::Command;
+
+use calls::*;
+
+/// perfaux's cap on the default aux_watermark (perfaux_recorder::AUX_WATERMARK_MAX).
+const WATERMARK: u64 = 4 << 20;
+
+#[test]
+fn program_transactions_end_at_the_aux_watermark_the_file_records() {
+    perfaux_testutil::require_oracle!("gcc");
+    perfaux_testutil::require_oracle!("perf");
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build_calls(dir.path(), &["-finstrument-functions"], "calls_fi");
+    let data = dir.path().join("wm.data");
+    // fib(28): about 1.5 million calls, over 7 MiB of trace in a 32 MiB area.
+    let out = Command::new(PERFAUX)
+        .current_dir(dir.path())
+        .args(["record", "-m", ",32M", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(&prog)
+        .args(["0", "28", "nojmp"])
+        .output()
+        .expect("perfaux record");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let evlist = Command::new("perf")
+        .args(["evlist", "-v", "-i"])
+        .arg(&data)
+        .output()
+        .expect("perf evlist");
+    let text = String::from_utf8_lossy(&evlist.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("swtrace"))
+        .unwrap_or_else(|| panic!("no swtrace event in perf evlist -v:\n{text}"));
+    assert!(
+        line.contains(&format!("aux_watermark: {WATERMARK}")),
+        "the file's swtrace attr: {line}"
+    );
+
+    let dump = Command::new("perf")
+        .args(["report", "-D", "-i"])
+        .arg(&data)
+        .output()
+        .expect("perf report -D");
+    let sizes: Vec<u64> = String::from_utf8_lossy(&dump.stdout)
+        .lines()
+        .filter(|l| l.contains("PERF_RECORD_AUX "))
+        .map(|l| {
+            let hex = l
+                .split("size: 0x")
+                .nth(1)
+                .and_then(|s| s.split_whitespace().next())
+                .unwrap_or_else(|| panic!("no size in {l:?}"));
+            u64::from_str_radix(hex, 16).unwrap()
+        })
+        .collect();
+    let total: u64 = sizes.iter().sum();
+    assert!(
+        total > 7 << 20,
+        "trace of {total} bytes: too small to cross the watermark twice"
+    );
+    // A transaction ends at the first writer step past the watermark: at most one step (a few
+    // dozen bytes) over it; the last one holds what was left.
+    let step = 4096;
+    assert!(
+        sizes.iter().all(|&s| s <= WATERMARK + step),
+        "AUX records of {sizes:?} bytes, watermark {WATERMARK}"
+    );
+}
