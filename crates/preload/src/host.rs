@@ -204,6 +204,20 @@ impl ProgramSession {
         Ok(s)
     }
 
+    /// Hands the program this process's TSC calibration (before [`Self::spawn`]): the runtime
+    /// of every traced process adopts it instead of spinning 10 ms to calibrate its own.
+    pub fn set_tsc_calibration(&self, c: perfaux_swtrace::clock::TscCalibration) {
+        let ctl = self.control();
+        let w = |o: usize, v: u64| ctl.word(o).store(v, Ordering::Relaxed);
+        w(header::TSC_BASE_TICKS, c.base_ticks);
+        w(header::TSC_BASE_NS, c.base_ns);
+        w(header::TSC_SPAN, c.span);
+        ctl.word(header::TSC_RATE).store(
+            u64::from(c.rate.mult) | u64::from(c.rate.shift) << 32,
+            Ordering::Release,
+        );
+    }
+
     /// Writes the event table the runtime opens each thread's events from.
     fn write_events(&self, events: &[ProgramEvent]) -> std::io::Result<()> {
         if events.len() > MAX_EVENTS {

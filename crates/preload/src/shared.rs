@@ -8,7 +8,8 @@
 //! (Release) that says it is complete.
 //!
 //! Layout, all words native-endian u64 unless said (offsets in bytes):
-//! - header at 0: `MAGIC`, `VERSION`, `nslots`, `data_pages`, `aux_pages`, then `nslots`
+//! - header at 0: `MAGIC`, `VERSION`, `nslots`, `data_pages`, `aux_pages`, `pid`,
+//!   `max_probe_id`, `overwrite`, the recorder's TSC calibration (`tsc_*`), then `nslots`
 //!   pairs of ring fd numbers (data, AUX) from `HEADER_FDS`;
 //! - slots from `slots_offset()`: per slot `state`, `tid`, `event_id`, `pid`, `writer_head`,
 //!   `open_error`, and for a forked child's threads `ppid`, `ptid`, `fork_time` (`slot::SIZE`
@@ -32,7 +33,7 @@ use std::sync::atomic::AtomicU64;
 /// "PFXPRELD".
 pub const MAGIC: u64 = u64::from_le_bytes(*b"PFXPRELD");
 /// Bumped on any layout change.
-pub const VERSION: u64 = 5;
+pub const VERSION: u64 = 6;
 /// The environment variable naming the control memfd's descriptor in the program.
 pub const ENV_CTL_FD: &str = "PERFAUX_PRELOAD_FD";
 
@@ -58,9 +59,20 @@ pub mod header {
     /// Non-zero: the AUX areas run in overwrite mode (`-S`, the flight recorder): each thread
     /// maps its AUX area read-only, and the recorder takes snapshots.
     pub const OVERWRITE: usize = 56;
+    /// The recorder's TSC calibration (perfaux-swtrace `clock::TscCalibration`), which the
+    /// runtime adopts instead of spinning 10 ms of its own in every traced process: the first
+    /// pair's ticks and ns, the span the rate was measured over, and the rate as
+    /// `mult | shift << 32` (0: none, the runtime calibrates itself).
+    pub const TSC_BASE_TICKS: usize = 64;
+    /// See [`TSC_BASE_TICKS`].
+    pub const TSC_BASE_NS: usize = 72;
+    /// See [`TSC_BASE_TICKS`].
+    pub const TSC_SPAN: usize = 80;
+    /// See [`TSC_BASE_TICKS`].
+    pub const TSC_RATE: usize = 88;
 }
 /// The first (data fd, AUX fd) pair.
-pub const HEADER_FDS: usize = 64;
+pub const HEADER_FDS: usize = 96;
 /// At most this many thread slots.
 pub const MAX_SLOTS: usize = 256;
 
@@ -182,8 +194,11 @@ pub mod child {
 
 /// Where the slots start.
 pub const fn slots_offset() -> usize {
-    4096
+    8192
 }
+
+// Every slot's fd pair lies in the header, before the slots.
+const _: () = assert!(HEADER_FDS + MAX_SLOTS * 16 <= slots_offset());
 
 /// Where the probe table starts.
 pub const fn probes_offset() -> usize {

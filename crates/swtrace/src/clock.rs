@@ -216,6 +216,67 @@ pub fn tsc_rate() -> TscRate {
     unpack(CAL.rate.load(Relaxed))
 }
 
+/// A process's TSC calibration, to hand to another process of the same machine (the TSC is
+/// one clock for all of them): the first pair and the rate measured from it over `span`
+/// ticks. `perfaux record` measures it while it prepares the recording and the runtime in the
+/// traced program adopts it ([`adopt_tsc_calibration`]), so that no traced process (nor each
+/// image it execs) spins [`CALIBRATION_NS`] of its own before its first traced call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TscCalibration {
+    /// The first pair's TSC ticks.
+    pub base_ticks: u64,
+    /// The first pair's CLOCK_MONOTONIC ns.
+    pub base_ns: u64,
+    /// Ticks from the first pair over which `rate` was measured (not 0).
+    pub span: u64,
+    /// The rate.
+    pub rate: TscRate,
+}
+
+/// This process's calibration (calibrated first if it was not yet: [`CALIBRATION_NS`]).
+pub fn tsc_calibration() -> TscCalibration {
+    let rate = tsc_rate();
+    TscCalibration {
+        base_ticks: CAL.base_ticks.load(Relaxed),
+        base_ns: CAL.base_ns.load(Relaxed),
+        span: CAL.span.load(Acquire),
+        rate,
+    }
+}
+
+/// Takes `c`, measured by another process of this machine, as this process's calibration,
+/// unless it has one already; later anchors refine it as they refine their own. `c` is
+/// checked first: a rate of 0, a span of 0, a first pair in this process's future or a rate
+/// more than a factor 2 from what 1 ms of this process's own clocks says is refused (false),
+/// and the process calibrates itself at its first use.
+pub fn adopt_tsc_calibration(c: TscCalibration) -> bool {
+    if c.rate.mult == 0 || c.rate.shift > 32 || c.span == 0 {
+        return false;
+    }
+    let now = read_pair();
+    if c.base_ticks > now.ticks || c.base_ns > now.ns {
+        return false;
+    }
+    // One cheap check that the rate is this machine's: the ns it gives for the ticks since the
+    // first pair, against CLOCK_MONOTONIC's (within a factor 2; the adopted rate is far
+    // better, measured over `span`).
+    let dticks = now.ticks - c.base_ticks;
+    let dns = now.ns - c.base_ns;
+    let converted = ((u128::from(dticks) * u128::from(c.rate.mult)) >> c.rate.shift) as u64;
+    if dns > 1_000_000 && (converted > dns.saturating_mul(2) || converted < dns / 2) {
+        return false;
+    }
+    let mut adopted = false;
+    FIRST.get_or_init(|| {
+        CAL.base_ticks.store(c.base_ticks, Relaxed);
+        CAL.base_ns.store(c.base_ns, Relaxed);
+        CAL.rate.store(pack(c.rate), Relaxed);
+        CAL.span.store(c.span, Release);
+        adopted = true;
+    });
+    adopted
+}
+
 /// A fresh calibration over `baseline_ns` of CLOCK_MONOTONIC, between tight pairs at both
 /// ends (what [`tsc_rate`] does once; it spins for the whole baseline).
 pub fn calibrate(baseline_ns: u64) -> TscRate {

@@ -181,6 +181,9 @@ pub fn record_program(
              perf.data, docs/PERF-COMPAT.md): record to a file with -o FILE",
         ));
     }
+    // Measured beside the setup (another core spins for it) and handed to the program: no
+    // traced process then spins 10 ms to calibrate its TSC clock before its first call.
+    let calibration = std::thread::spawn(perfaux_swtrace::clock::tsc_calibration);
     let overwrite = match a.snapshot.as_deref() {
         None => false,
         Some("" | "e") => true,
@@ -228,6 +231,9 @@ pub fn record_program(
     // The file is begun before the program runs: a path that cannot be written is said at once.
     let mut rec =
         Recorder::new(specs, rec_opts, &[], Output::File(a.output.clone())).map_err(rec_err)?;
+    if let Ok(c) = calibration.join() {
+        lock(&session).set_tsc_calibration(c);
+    }
     let argv: Vec<OsString> = a.command.iter().map(OsString::from).collect();
     let prog = a.command[0].clone();
     let start_ns = perfaux_swtrace::clock::monotonic_ns();

@@ -92,6 +92,7 @@ extern "C" fn init() {
         return;
     }
     CTL.store(p.cast(), Ordering::Release);
+    adopt_calibration(&ctl);
     fork::install();
     intern::skip_used_ids(&ctl);
     // Before any object is reported (which resolves the probe events' functions) and any
@@ -100,6 +101,25 @@ extern "C" fn init() {
     objects::report_all(&ctl);
     crash::install();
     ACTIVE.store(true, Ordering::Release);
+}
+
+/// The recorder's TSC calibration, if it wrote one (and it passes swtrace's checks), instead
+/// of this process's own 10 ms spin at its first traced call.
+fn adopt_calibration(ctl: &Control) {
+    let r = |o| ctl.word(o).load(Ordering::Acquire);
+    let rate = r(header::TSC_RATE);
+    if rate == 0 {
+        return;
+    }
+    let _ = perfaux_swtrace::clock::adopt_tsc_calibration(perfaux_swtrace::clock::TscCalibration {
+        base_ticks: r(header::TSC_BASE_TICKS),
+        base_ns: r(header::TSC_BASE_NS),
+        span: r(header::TSC_SPAN),
+        rate: perfaux_swtrace::clock::TscRate {
+            mult: rate as u32,
+            shift: (rate >> 32) as u8,
+        },
+    });
 }
 
 #[used]
