@@ -231,6 +231,67 @@ fn exec_traces_the_new_image() {
     }
 }
 
+/// The image a thread execs is named as the kernel names it (its file's name, here "exe" for
+/// /proc/self/exe) in a PERF_RECORD_COMM with the exec flag, before its calls; the process's
+/// main thread exits once (an exec ends an image, not the task). Judged by Linux perf.
+#[test]
+fn an_exec_renames_the_thread_and_perf_sees_one_exit() {
+    perfaux_testutil::require_oracle!("gcc");
+    perfaux_testutil::require_oracle!("perf");
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build_calls(dir.path(), &["-finstrument-functions"], "ex_comm");
+    let (out, data) = record(dir.path(), &prog, &["1", "4", "exec"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = Command::new("perf")
+        .args(["script", "--show-task-events", "-F", "comm,tid,event", "-i"])
+        .arg(&data)
+        .output()
+        .expect("perf script");
+    let text = String::from_utf8_lossy(&text.stdout);
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    let exec = lines
+        .iter()
+        .position(|l| l.contains("PERF_RECORD_COMM exec: exe:"))
+        .unwrap_or_else(|| panic!("no exec COMM in:\n{text}"));
+    let pid = lines[exec].split_whitespace().nth(1).unwrap();
+    // The main thread's calls, in time order: the old image's under the program's name, then
+    // the new image's under "exe" (perfaux's call trace names each image's calls from the
+    // COMM of its trace event: the two images share the tid).
+    let trace = Command::new(PERFAUX)
+        .args(["script", "--call-trace", "-i"])
+        .arg(&data)
+        .output()
+        .expect("perfaux script");
+    let trace = String::from_utf8_lossy(&trace.stdout);
+    let comms: Vec<&str> = trace
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let comm = f.next()?;
+            (f.next()? == pid).then_some(comm)
+        })
+        .collect();
+    let first_exe = comms
+        .iter()
+        .position(|&c| c == "exe")
+        .unwrap_or_else(|| panic!("no call of the new image in:\n{trace}"));
+    assert!(first_exe > 0, "no call of the old image in:\n{trace}");
+    assert!(
+        comms[..first_exe].iter().all(|&c| c == "ex_comm")
+            && comms[first_exe..].iter().all(|&c| c == "exe"),
+        "the main thread's calls by name: {comms:?}"
+    );
+    let exits = lines
+        .iter()
+        .filter(|l| l.contains(&format!("PERF_RECORD_EXIT({pid}:{pid})")))
+        .count();
+    assert_eq!(exits, 1, "the main thread's exits in:\n{text}");
+}
+
 /// After a longjmp out of five dive() frames, the next call (leaf, from jumpy) is at jumpy's
 /// callees' depth, as the first dive was, with every flavour of hooks.
 #[test]

@@ -417,9 +417,26 @@ impl std::fmt::Debug for Event {
     }
 }
 
-/// Event ids, unique in the process (`perf_event_id`).
+/// The counter [`share_event_ids`] gave, if any.
+static SHARED_IDS: std::sync::atomic::AtomicPtr<AtomicU64> =
+    std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+
+/// Draws event ids from `counter` from now on, instead of this process's own count: the
+/// processes of one recording (a traced program, the children it forks and the images they
+/// exec, each with a core of its own) share one counter, so that an id names one event in the
+/// recording as `perf_event_id` does in the kernel.
+pub fn share_event_ids(counter: &'static AtomicU64) {
+    SHARED_IDS.store(std::ptr::from_ref(counter).cast_mut(), Ordering::Release);
+}
+
+/// Event ids, unique in the process (`perf_event_id`), or in the processes sharing a counter.
 pub(crate) fn next_event_id() -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(1);
+    let shared = SHARED_IDS.load(Ordering::Acquire);
+    if !shared.is_null() {
+        // SAFETY: set from a `&'static AtomicU64` in share_event_ids.
+        return unsafe { &*shared }.fetch_add(1, Ordering::Relaxed);
+    }
     NEXT.fetch_add(1, Ordering::Relaxed)
 }
 

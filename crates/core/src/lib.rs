@@ -27,7 +27,7 @@ mod wire;
 
 pub use control::EventFd;
 pub use error::{Error, Result};
-pub use event::{CountersSnapshot, Event, EventState, Target, WeakEvent};
+pub use event::{CountersSnapshot, Event, EventState, Target, WeakEvent, share_event_ids};
 pub use mmap::{Mmap, Prot, page_size};
 pub use open::{perf_event_open, perf_event_open_attr};
 pub use pmu::{Pmu, PmuCaps, ef};

@@ -68,6 +68,20 @@ pub struct TracedThread {
     pub ids: Vec<u64>,
     /// Whether the thread ended cleanly (its thread exit ran).
     pub ended: bool,
+    /// The thread's name as it reported it (`None`: not written, empty or not a name).
+    pub comm: Option<String>,
+    /// When it opened its events (CLOCK_MONOTONIC ns; 0: not written).
+    pub open_time: u64,
+}
+
+/// A slot's COMM words as a name: the bytes before the first NUL (the program's words: at
+/// most 16, any bytes; none, or no NUL in them, is no name).
+fn comm_of(words: [u64; 2]) -> Option<String> {
+    let mut b = [0u8; 16];
+    b[..8].copy_from_slice(&words[0].to_ne_bytes());
+    b[8..].copy_from_slice(&words[1].to_ne_bytes());
+    let len = b.iter().position(|&c| c == 0)?;
+    (len > 0).then(|| String::from_utf8_lossy(&b[..len]).into_owned())
 }
 
 /// A loaded object's executable segment, as the runtime reported it.
@@ -197,6 +211,7 @@ impl ProgramSession {
         w(header::DATA_PAGES, opts.data_pages as u64);
         w(header::AUX_PAGES, opts.aux_pages as u64);
         w(header::OVERWRITE, u64::from(opts.overwrite));
+        w(header::NEXT_EVENT_ID, 1);
         for (i, r) in s.slots.iter().enumerate() {
             w(HEADER_FDS + i * 16, s.fd_of(&r._fds.0) as u64);
             w(HEADER_FDS + i * 16 + 8, s.fd_of(&r._fds.1) as u64);
@@ -580,6 +595,8 @@ impl ProgramSession {
                         .map(|k| ctl.slot_event_id(i, k).load(Ordering::Acquire))
                         .collect(),
                     ended: state == slot::ENDED,
+                    comm: comm_of([w(slot::COMM), w(slot::COMM + 8)]),
+                    open_time: w(slot::OPEN_TIME),
                 })
             })
             .collect()

@@ -9,7 +9,8 @@
 //!
 //! Layout, all words native-endian u64 unless said (offsets in bytes):
 //! - header at 0: `MAGIC`, `VERSION`, `nslots`, `data_pages`, `aux_pages`, `pid`,
-//!   `max_probe_id`, `overwrite`, the recorder's TSC calibration (`tsc_*`), then `nslots`
+//!   `max_probe_id`, `overwrite`, the recorder's TSC calibration (`tsc_*`), the next event id,
+//!   then `nslots`
 //!   pairs of ring fd numbers (data, AUX) from `HEADER_FDS`;
 //! - slots from `slots_offset()`: per slot `state`, `tid`, `event_id`, `pid`, `writer_head`,
 //!   `open_error`, and for a forked child's threads `ppid`, `ptid`, `fork_time` (`slot::SIZE`
@@ -33,7 +34,7 @@ use std::sync::atomic::AtomicU64;
 /// "PFXPRELD".
 pub const MAGIC: u64 = u64::from_le_bytes(*b"PFXPRELD");
 /// Bumped on any layout change.
-pub const VERSION: u64 = 6;
+pub const VERSION: u64 = 7;
 /// The environment variable naming the control memfd's descriptor in the program.
 pub const ENV_CTL_FD: &str = "PERFAUX_PRELOAD_FD";
 
@@ -70,9 +71,13 @@ pub mod header {
     pub const TSC_SPAN: usize = 80;
     /// See [`TSC_BASE_TICKS`].
     pub const TSC_RATE: usize = 88;
+    /// The next event id of the recording (the recorder starts it at 1): the runtime of every
+    /// traced process draws its events' ids here (perfaux-core `share_event_ids`), so a
+    /// forked child's and an exec'd image's ids are not its parent's or its old image's.
+    pub const NEXT_EVENT_ID: usize = 96;
 }
 /// The first (data fd, AUX fd) pair.
-pub const HEADER_FDS: usize = 96;
+pub const HEADER_FDS: usize = 128;
 /// At most this many thread slots.
 pub const MAX_SLOTS: usize = 256;
 
@@ -110,6 +115,12 @@ pub mod slot {
     /// A forked child's thread: when the child began (CLOCK_MONOTONIC ns, the clock of the
     /// program's events): the time of its PERF_RECORD_FORK.
     pub const FORK_TIME: usize = 64;
+    /// The thread's name when it opened its events (`PR_GET_NAME`: the kernel's comm, at most
+    /// 15 bytes and a NUL; an exec'd image's is its file's name), 16 bytes over two words.
+    pub const COMM: usize = 72;
+    /// When the thread opened its events (CLOCK_MONOTONIC ns): the time of an exec'd image's
+    /// PERF_RECORD_COMM.
+    pub const OPEN_TIME: usize = 88;
     /// Bytes per slot.
     pub const SIZE: usize = 128;
 }

@@ -253,6 +253,8 @@ pub fn record_program(
         objects: 0,
         pids: vec![pid],
         exited: Vec::new(),
+        tasks: Vec::new(),
+        main_exited: Vec::new(),
     };
     let mut stop_sent = false;
     let mut functions_checked = false;
@@ -360,6 +362,11 @@ struct Sideband {
     pids: Vec<u32>,
     /// The slots whose thread's PERF_RECORD_EXIT is written.
     exited: Vec<bool>,
+    /// (pid, tid) of every traced thread seen: the same pair in a new slot is an image the
+    /// thread exec'd.
+    tasks: Vec<(u32, u32)>,
+    /// The processes whose main thread's PERF_RECORD_EXIT is written.
+    main_exited: Vec<u32>,
 }
 
 impl Sideband {
@@ -407,7 +414,17 @@ impl Sideband {
                     rec.write_record(&r).map_err(rec_err)?;
                 }
             }
-            let r = comm_record(t.pid, t.tid, comm_ns, comm, &info, endian)?;
+            // An exec'd image: its thread's name changed at the exec (COMM_EXEC, as the
+            // kernel's perf_event_comm), before its first traced call.
+            // (exec makes the calling thread its process's leader: tid = pid.)
+            let exec = t.tid == t.pid && self.tasks.contains(&(t.pid, t.tid));
+            if exec && t.open_time != 0 {
+                comm_ns = t.open_time;
+            }
+            self.tasks.push((t.pid, t.tid));
+            let name = t.comm.as_deref().unwrap_or(comm);
+            let task = (t.pid, t.tid, t.event_id);
+            let r = comm_record(task, comm_ns, name, exec, &info, endian)?;
             rec.write_record(&r).map_err(rec_err)?;
             let ring = SlotRing::new(
                 session.clone(),
@@ -439,6 +456,14 @@ impl Sideband {
                 continue;
             }
             self.exited[t.slot] = true;
+            // A process's main thread lives on through its execs (one task, each image a
+            // slot of its own): it exits once.
+            if t.tid == t.pid {
+                if self.main_exited.contains(&t.pid) {
+                    continue;
+                }
+                self.main_exited.push(t.pid);
+            }
             let (ppid, ptid) = t.fork.map_or((me, me), |(ppid, ptid, _)| (ppid, ptid));
             let time = perfaux_swtrace::clock::monotonic_ns();
             let task = (t.pid, ppid, t.tid, ptid, time);
@@ -450,32 +475,39 @@ impl Sideband {
 }
 
 fn sid(pid: u32, tid: u32, time: u64) -> SampleId {
+    sid_of(pid, tid, time, 0)
+}
+
+/// A sample_id naming the event `id` (as the kernel writes a thread's COMM into each of its
+/// events' buffers with that event's id).
+fn sid_of(pid: u32, tid: u32, time: u64, id: u64) -> SampleId {
     SampleId {
         tid: Some(PidTid { pid, tid }),
         time: Some(time),
         cpu: Some(CpuRes { cpu: 0, res: 0 }),
-        identifier: Some(0),
+        identifier: Some(id),
         ..Default::default()
     }
 }
 
 /// A thread's COMM, timed at the program's start (`start_ns`): the runtime reports the
 /// thread only after its first events, and perf names a sample's thread from the COMM that
-/// comes before it in time.
+/// comes before it in time. `exec`: the name an exec gave it (PERF_RECORD_MISC_COMM_EXEC),
+/// timed when the new image's thread opened its events.
 fn comm_record(
-    pid: u32,
-    tid: u32,
+    (pid, tid, event_id): (u32, u32, u64),
     start_ns: u64,
     comm: &str,
+    exec: bool,
     info: &RecordParseInfo,
     endian: Endianness,
 ) -> Result<Vec<u8>, CliError> {
     CommRecord {
-        misc: 0,
+        misc: if exec { PERF_RECORD_MISC_COMM_EXEC } else { 0 },
         pid,
         tid,
         comm: RawData::new(comm.as_bytes(), &[]),
-        sample_id: sid(pid, tid, start_ns),
+        sample_id: sid_of(pid, tid, start_ns, event_id),
     }
     .to_vec(info, endian)
     .map_err(|e| CliError::msg(format!("synthesizing COMM: {e}")))

@@ -161,7 +161,7 @@ pub(super) fn call_trace_lines(
             let h = &w.first.header;
             let (tid, cpu) = owner.get(&h.event_id).copied().unwrap_or((h.tid, None));
             let opts = CallTraceOptions {
-                comm: s.comm(i64::from(tid as i32)),
+                comm: s.comm_of_event(h.event_id, i64::from(tid as i32)),
                 cpu: cpu.unwrap_or(0),
                 returns: false,
                 markers: false,

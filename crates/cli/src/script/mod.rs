@@ -88,6 +88,9 @@ fn payload_text(d: &[u8]) -> String {
 struct Script {
     evs: Vec<EvInfo>,
     comms: HashMap<u32, String>,
+    /// The name a COMM gave the threads of one event (its sample_id's identifier, when it
+    /// carries one): the image a thread exec'd is another trace event of the same tid.
+    comms_by_event: HashMap<u64, String>,
     probes: ProbeTable,
     /// Event id -> index in `evs`, for the members of a group read.
     ev_by_id: HashMap<u64, usize>,
@@ -96,6 +99,15 @@ struct Script {
 }
 
 impl Script {
+    /// The name of the thread an AUX event of id `event_id` traced: its COMM's for that event,
+    /// else the thread's last.
+    fn comm_of_event(&self, event_id: u64, tid: i64) -> String {
+        match self.comms_by_event.get(&event_id) {
+            Some(c) => c.clone(),
+            None => self.comm(tid),
+        }
+    }
+
     fn comm(&self, tid: i64) -> String {
         self.comms
             .get(&(tid as u32))
@@ -214,6 +226,7 @@ pub fn script(
             .map(|a| ev_info(&a.attr, a.name.as_deref()))
             .collect(),
         comms: HashMap::new(),
+        comms_by_event: HashMap::new(),
         probes,
         ev_by_id: meta
             .attrs
@@ -283,8 +296,11 @@ pub fn script(
                 for piece in c.comm.until_nul().chunks() {
                     name.extend_from_slice(piece);
                 }
-                s.comms
-                    .insert(c.tid, String::from_utf8_lossy(&name).into_owned());
+                let name = String::from_utf8_lossy(&name).into_owned();
+                if let Some(id) = sid.identifier.filter(|&id| id != 0) {
+                    s.comms_by_event.insert(id, name.clone());
+                }
+                s.comms.insert(c.tid, name);
                 None
             }
             Record::Sample(smp) => {

@@ -24,7 +24,7 @@ mod thread;
 mod trampoline;
 mod unwind;
 
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 
 use perfaux_preload::shared::{self, Control, header};
 
@@ -93,6 +93,10 @@ extern "C" fn init() {
     }
     CTL.store(p.cast(), Ordering::Release);
     adopt_calibration(&ctl);
+    // SAFETY: the word lies in the control mapping made above, which is never unmapped: it
+    // lives as long as the process.
+    let ids: &'static AtomicU64 = unsafe { &*std::ptr::from_ref(ctl.word(header::NEXT_EVENT_ID)) };
+    perfaux_core::share_event_ids(ids);
     fork::install();
     intern::skip_used_ids(&ctl);
     // Before any object is reported (which resolves the probe events' functions) and any

@@ -512,6 +512,7 @@ fn open_slot(ctl: &Control, i: usize) -> Option<Traced> {
     }
     ctl.slot_word(i, slot::PID)
         .store(crate::fork::pid(), Ordering::Relaxed);
+    write_comm(ctl, i);
     crate::fork::write_slot(ctl, i);
     ctl.slot_word(i, slot::EVENT_ID)
         .store(fd.id(), Ordering::Relaxed);
@@ -536,6 +537,22 @@ fn open_slot(ctl: &Control, i: usize) -> Option<Traced> {
         fd,
         slot: i,
     })
+}
+
+/// The thread's name and when it opened its events, for its PERF_RECORD_COMM.
+fn write_comm(ctl: &Control, i: usize) {
+    let mut name = [0u8; 16];
+    // SAFETY: PR_GET_NAME writes at most 16 bytes (NUL included) into the buffer given.
+    if unsafe { libc::prctl(libc::PR_GET_NAME, name.as_mut_ptr()) } == 0 {
+        name[15] = 0;
+        let (a, b) = name.split_at(8);
+        for (off, w) in [(slot::COMM, a), (slot::COMM + 8, b)] {
+            let w = u64::from_ne_bytes(w.try_into().unwrap_or_default());
+            ctl.slot_word(i, off).store(w, Ordering::Relaxed);
+        }
+    }
+    ctl.slot_word(i, slot::OPEN_TIME)
+        .store(perfaux_swtrace::clock::monotonic_ns(), Ordering::Relaxed);
 }
 
 /// Opens this thread's events if no hook did yet (for a uevent before the first traced call);
