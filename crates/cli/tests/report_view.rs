@@ -512,6 +512,16 @@ fn firefox_export_is_fxprof_processed_profiles_json_for_real_recordings() {
         "worker threads"
     );
     assert!(markers_named(&p, "request_start") > 0, "uevent markers");
+    // A thread with task-clock samples besides its two a call: its samples
+    // came out of time order and were sorted.
+    assert!(
+        p["threads"].as_array().unwrap().iter().any(|t| {
+            let calls = t["markers"]["data"].as_array().unwrap();
+            let calls = calls.iter().filter(|d| d["type"] == "Call").count() as u64;
+            t["samples"]["length"].as_u64().unwrap() > 2 * calls && calls > 0
+        }),
+        "task-clock samples on a traced thread"
+    );
     let (f, _) = record(
         d,
         "pause.data",

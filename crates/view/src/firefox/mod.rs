@@ -171,9 +171,7 @@ impl FirefoxProfile {
         let t = &mut self.threads[i];
         let (spool, shared) = (&mut self.spool, &mut self.shared);
         let parent = t.calls.last().map(|c| c.1);
-        let s = t
-            .tables
-            .func_string(spool, shared, c.func, names.name(c.func))?;
+        let s = t.tables.func_string(spool, c.func, names.name(c.func))?;
         let frame = t.tables.frame(s);
         let stack = t.tables.stack(spool, shared, parent, frame)?;
         t.calls.push((c.func, stack, c.time));
@@ -186,14 +184,12 @@ impl FirefoxProfile {
     fn exit(&mut self, names: &Names, c: Call) -> io::Result<()> {
         let i = self.thread(c.pid, c.tid, c.time);
         let t = &mut self.threads[i];
-        let (spool, shared) = (&mut self.spool, &mut self.shared);
+        let spool = &mut self.spool;
         let Some((func, _, start)) = t.calls.pop() else {
             return Ok(());
         };
         let parent = t.calls.last().map_or(NO_STACK, |c| c.1);
-        let s = t
-            .tables
-            .func_string(spool, shared, func, names.name(func))?;
+        let s = t.tables.func_string(spool, func, names.name(func))?;
         t.markers.add(spool, s, start, Some(c.time), Data::Call)?;
         self.used_call = true;
         t.samples.add(spool, c.time, parent)?;
@@ -217,6 +213,12 @@ impl FirefoxProfile {
         t.markers
             .add(spool, name, start, end, Data::Info { number, text })?;
         self.used_info = true;
+        if self.shared.string_bytes > self.shared.max_string_bytes {
+            for t in &mut self.threads {
+                t.tables.forget_strings();
+            }
+            self.shared.string_bytes = 0;
+        }
         self.keep_budget()
     }
 
@@ -232,7 +234,7 @@ impl FirefoxProfile {
         let (spool, shared) = (&mut self.spool, &mut self.shared);
         let mut parent = None;
         for &f in stack.iter().rev() {
-            let s = t.tables.func_string(spool, shared, f, names.name(f))?;
+            let s = t.tables.func_string(spool, f, names.name(f))?;
             let frame = t.tables.frame(s);
             parent = Some(t.tables.stack(spool, shared, parent, frame)?);
         }

@@ -1,14 +1,16 @@
 //! A thread's string, frame, function and stack tables, numbered as
 //! fxprof-processed-profile numbers them (in the order of first use).
 //!
-//! What they hold grows with the program's shape: function names, marker
-//! names, distinct call paths. Two things a file could make grow with its
-//! length are bounded, for all threads together: the strings remembered
-//! for reuse ([`STRING_BYTES`]; uevent payloads are strings: past the
-//! bound a new string is written again instead of found, which the format
-//! allows) and the call paths ([`MAX_STACKS`]; past it, a call on a new
-//! path is shown in a frame of its own, [`PAST_MAX_STACKS`], under the part
-//! of its path the table holds).
+//! What they hold grows with the program's shape: function names, distinct
+//! call paths. Two things a file could make grow with its length are
+//! bounded, for all threads together: the marker strings (names and texts:
+//! uevent payloads) remembered for reuse ([`STRING_BYTES`]; when they reach
+//! it, all threads forget them and start again, so that a string seen again
+//! soon is still found; one seen again later is written again, which the
+//! format allows: the crate, which remembers every string, writes it once),
+//! and the call paths ([`MAX_STACKS`]; past it, a call on a new path is
+//! shown in a frame of its own, [`PAST_MAX_STACKS`], under the part of its
+//! path the table holds).
 
 use std::collections::HashMap;
 use std::io;
@@ -19,8 +21,9 @@ use super::json::{array, opt_elem, str_elem, u32_elem};
 use super::spool::{Spool, Stream};
 use crate::event::FuncId;
 
-/// The most bytes of strings all threads' tables remember for reuse,
-/// counting each string's index entry as [`STRING_ENTRY`] bytes more.
+/// The most bytes of marker strings all threads' tables remember for
+/// reuse, counting each string's index entry as [`STRING_ENTRY`] bytes
+/// more.
 pub(super) const STRING_BYTES: usize = 1 << 20;
 
 /// What a remembered string costs besides its bytes: its index entry (a
@@ -37,7 +40,7 @@ pub(super) const PAST_MAX_STACKS: &str = "[call paths past perfaux's limit]";
 
 /// What all threads' tables share: the bounds and their use so far.
 pub(super) struct Shared {
-    string_bytes: usize,
+    pub(super) string_bytes: usize,
     stacks: usize,
     /// [`STRING_BYTES`] and [`MAX_STACKS`] (smaller in tests).
     pub(super) max_string_bytes: usize,
@@ -61,7 +64,10 @@ pub(super) struct Tables {
     /// The string array, spooled: JSON strings, each followed by a comma.
     pub(super) strings: Stream,
     string_count: u32,
-    string_index: HashMap<Box<str>, u32>,
+    /// Function names' strings (as many as the functions).
+    name_index: HashMap<Box<str>, u32>,
+    /// Marker strings' (within [`STRING_BYTES`]).
+    text_index: HashMap<Box<str>, u32>,
     /// A function's name's string, by [`FuncId`] (`u32::MAX`: not yet).
     func_string: Vec<u32>,
     /// String -> frame (frames and functions are one to one here: every
@@ -80,28 +86,53 @@ pub(super) struct Tables {
 const ROOT: u32 = u32::MAX;
 
 impl Tables {
-    /// The string's index in the thread's string array.
+    /// The index of a marker string (a name or text) in the thread's string
+    /// array.
     pub(super) fn string(
         &mut self,
         spool: &mut Spool,
         shared: &mut Shared,
         s: &str,
     ) -> io::Result<u32> {
-        if let Some(&i) = self.string_index.get(s) {
+        if let Some(i) = self.find(s) {
             return Ok(i);
         }
+        let i = self.add(spool, s)?;
+        shared.string_bytes += s.len() + STRING_ENTRY;
+        self.text_index.insert(s.into(), i);
+        Ok(i)
+    }
+
+    /// The index of a function's name (or a frame's) in the string array.
+    fn name_string(&mut self, spool: &mut Spool, s: &str) -> io::Result<u32> {
+        let i = match self.find(s) {
+            Some(i) => i,
+            None => self.add(spool, s)?,
+        };
+        self.name_index.insert(s.into(), i);
+        Ok(i)
+    }
+
+    fn find(&self, s: &str) -> Option<u32> {
+        self.name_index
+            .get(s)
+            .or_else(|| self.text_index.get(s))
+            .copied()
+    }
+
+    fn add(&mut self, spool: &mut Spool, s: &str) -> io::Result<u32> {
         let i = self.string_count;
         self.string_count += 1;
         let mut b = Vec::with_capacity(s.len() + 3);
         str_elem(&mut b, s);
         b.push(b',');
         spool.put(&mut self.strings, &b)?;
-        let cost = s.len() + STRING_ENTRY;
-        if shared.string_bytes + cost <= shared.max_string_bytes {
-            shared.string_bytes += cost;
-            self.string_index.insert(s.into(), i);
-        }
         Ok(i)
+    }
+
+    /// Forgets the marker strings (the caller makes the count start again).
+    pub(super) fn forget_strings(&mut self) {
+        self.text_index = HashMap::new();
     }
 
     /// The string of a function's name.
@@ -109,7 +140,6 @@ impl Tables {
     pub(super) fn func_string(
         &mut self,
         spool: &mut Spool,
-        shared: &mut Shared,
         func: FuncId,
         name: &str,
     ) -> io::Result<u32> {
@@ -119,7 +149,7 @@ impl Tables {
         {
             return Ok(s);
         }
-        let s = self.string(spool, shared, name)?;
+        let s = self.name_string(spool, name)?;
         if self.func_string.len() <= i {
             self.func_string.resize(i + 1, u32::MAX);
         }
@@ -159,7 +189,7 @@ impl Tables {
         let past = match self.past_frame {
             Some(f) => f,
             None => {
-                let s = self.string(spool, shared, PAST_MAX_STACKS)?;
+                let s = self.name_string(spool, PAST_MAX_STACKS)?;
                 let f = self.frame(s);
                 self.past_frame = Some(f);
                 f

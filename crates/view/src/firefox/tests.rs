@@ -312,12 +312,11 @@ fn strings_past_the_bound_are_written_again_and_markers_name_the_right_one() {
         })
         .collect();
     assert_eq!(texts, payloads);
-    // Some repeats were found (within the bound), some written again.
-    assert!(
-        strings.len() > 26 && strings.len() < 41,
-        "{}",
-        strings.len()
-    );
+    // Strings were found again (a string each for the name and the text of
+    // every marker would be 80), and forgotten: the name is written again.
+    assert!(strings.len() < 60, "{} strings", strings.len());
+    let label = strings.iter().filter(|s| *s == "uevent 1").count();
+    assert!(label > 1, "the marker name written {label} times");
 }
 
 #[test]
