@@ -144,16 +144,20 @@ pub(super) fn repeat(out: &mut impl Write, v: &[u8], n: u64) -> io::Result<()> {
 fn sort(spool: &mut Spool, s: Stream) -> io::Result<Stream> {
     let mut levels: Vec<Vec<Stream>> = Vec::new();
     let mut r = Reader::new(&s, PIECE);
-    let mut run: Vec<(u64, u32)> = Vec::with_capacity(RUN);
+    // Time, stack and place in the run: sorted by time and place, which is
+    // a stable sort that needs no scratch memory (the standard stable sort
+    // takes as much again). Grown as records come: a thread with a few
+    // samples sorts a few.
+    let mut run: Vec<(u64, u32, u32)> = Vec::new();
     loop {
         let rec = r.record::<REC>(spool)?;
         if let Some(rec) = &rec {
-            run.push((time_of(rec), stack_of(rec)));
+            run.push((time_of(rec), stack_of(rec), run.len() as u32));
         }
         if run.len() == RUN || (rec.is_none() && !run.is_empty()) {
-            run.sort_by_key(|&(t, _)| t);
+            run.sort_unstable_by_key(|&(t, _, i)| (t, i));
             let mut sorted = Stream::default();
-            for &(t, st) in &run {
+            for &(t, st, _) in &run {
                 spool.put(&mut sorted, &record(t, st))?;
             }
             spool.release(&mut sorted)?;

@@ -233,6 +233,44 @@ fn out_of_order_samples_are_sorted_on_disk_as_the_crate_sorts_them() {
 }
 
 #[test]
+fn samples_of_equal_times_keep_their_order_through_the_disk_sort() {
+    let mut names = Names::default();
+    let f: Vec<FuncId> = (0..5)
+        .map(|i| names.intern(&format!("f{i}"), "p"))
+        .collect();
+    // Times falling in groups of 10 equal ones, over 10 sort runs: sample i
+    // has the stack of f[i % 5] (stack row i % 5: the first five make them).
+    let n = 1_000u64;
+    let time = |i: u64| (n - i) / 10 * 1000;
+    let mut ours = FirefoxProfile::new("p");
+    for i in 0..n {
+        let stack = [f[(i % 5) as usize]];
+        let e = ViewEvent::Sample {
+            pid: 1,
+            tid: 1,
+            time: time(i),
+            event: "cpu-clock",
+            period: 1,
+            stack: &stack,
+        };
+        ours.event(&names, &e).unwrap();
+    }
+    let mut out = Vec::new();
+    ours.write(&mut out).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let got: Vec<u64> = v["threads"][0]["samples"]["stack"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_u64().unwrap())
+        .collect();
+    let mut order: Vec<u64> = (0..n).collect();
+    order.sort_by_key(|&i| time(i));
+    let want: Vec<u64> = order.iter().map(|i| i % 5).collect();
+    assert_eq!(got, want);
+}
+
+#[test]
 fn call_paths_past_the_bound_go_on_in_one_frame_under_the_known_prefix() {
     let mut names = Names::default();
     let f: Vec<FuncId> = (0..8)
