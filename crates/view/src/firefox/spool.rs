@@ -29,6 +29,15 @@ const HEADER: usize = 12;
 /// Bytes a reader takes from the file at a time.
 const PIECE: usize = 64 * 1024;
 
+/// An error of the temporary file, saying so (the caller names the input
+/// or output file: this is neither).
+fn spool_error(e: io::Error) -> io::Error {
+    io::Error::new(
+        e.kind(),
+        format!("the Firefox export's temporary file (in $TMPDIR or /tmp): {e}"),
+    )
+}
+
 /// The temporary file and where its end is.
 #[derive(Default)]
 pub(super) struct Spool {
@@ -54,7 +63,7 @@ impl Spool {
         if self.file.is_none() {
             // Offset 0 is "no next block": the first block starts after a
             // header's worth of nothing.
-            self.file = Some(tempfile::tempfile()?);
+            self.file = Some(tempfile::tempfile().map_err(spool_error)?);
             self.end = HEADER as u64;
         }
         Ok(self.file.as_ref().expect("made above"))
@@ -90,10 +99,13 @@ impl Spool {
         let mut header = [0u8; HEADER];
         header[8..].copy_from_slice(&len.to_le_bytes());
         let f = self.file.as_ref().expect("made by file()");
-        f.write_all_at(&header, offset)?;
-        f.write_all_at(&s.buf, offset + HEADER as u64)?;
+        f.write_all_at(&header, offset).map_err(spool_error)?;
+        f.write_all_at(&s.buf, offset + HEADER as u64)
+            .map_err(spool_error)?;
         match s.tail {
-            Some(t) => f.write_all_at(&offset.to_le_bytes(), t)?,
+            Some(t) => f
+                .write_all_at(&offset.to_le_bytes(), t)
+                .map_err(spool_error)?,
             None => s.head = Some(offset),
         }
         s.tail = Some(offset);
@@ -171,7 +183,7 @@ impl<'s> Reader<'s> {
                 return Ok(&self.buf);
             };
             let mut header = [0u8; HEADER];
-            f.read_exact_at(&mut header, at)?;
+            f.read_exact_at(&mut header, at).map_err(spool_error)?;
             let next = u64::from_le_bytes(header[..8].try_into().expect("8 bytes"));
             self.next = (next != 0).then_some(next);
             self.left = u64::from(u32::from_le_bytes(header[8..].try_into().expect("4 bytes")));
@@ -183,7 +195,8 @@ impl<'s> Reader<'s> {
             .file
             .as_ref()
             .expect("a block was read")
-            .read_exact_at(&mut self.buf, self.at)?;
+            .read_exact_at(&mut self.buf, self.at)
+            .map_err(spool_error)?;
         self.at += n as u64;
         self.left -= n as u64;
         Ok(&self.buf)
