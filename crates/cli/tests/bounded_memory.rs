@@ -144,7 +144,7 @@ fn readers_hold_a_bounded_part_of_a_trace_section_larger_than_the_bound() {
     eprintln!("export -F chrome: {used} bytes at most at once ({size}-byte trace section)");
 
     // The Firefox Profiler's JSON, as `export -F firefox` makes it (into
-    // a counting output: the profile is about 80 bytes a call, more than a
+    // a counting output: the profile is about 90 bytes a call, more than a
     // GB here). Its growing columns are spooled to a temporary file, which
     // is not memory of the process.
     let mut out = Counted::default();

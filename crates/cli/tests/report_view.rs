@@ -491,37 +491,42 @@ fn firefox_export_is_fxprof_processed_profiles_json_for_real_recordings() {
     let dir = tempdir();
     let d = dir.path();
     // Traced calls, uevents and task-clock samples on the same threads (the
-    // samples come before the calls in the pass: the writer sorts them).
-    let (f, _) = record(
-        d,
-        "tc.data",
-        &[
-            "--requests",
-            "300",
-            "-e",
-            "swtrace//",
-            "-e",
-            "uevent",
-            "-e",
-            "task-clock",
-        ],
-    );
-    let p = firefox_same(&f);
-    assert!(
-        p["threads"].as_array().unwrap().len() >= 3,
-        "worker threads"
-    );
-    assert!(markers_named(&p, "request_start") > 0, "uevent markers");
-    // A thread with task-clock samples besides its two a call: its samples
-    // came out of time order and were sorted.
-    assert!(
-        p["threads"].as_array().unwrap().iter().any(|t| {
-            let calls = t["markers"]["data"].as_array().unwrap();
-            let calls = calls.iter().filter(|d| d["type"] == "Call").count() as u64;
+    // samples come before the calls in the pass: the writer sorts them). A
+    // task-clock sample is 250 us of a thread's CPU time at most once a tick:
+    // a short run may give the workers none, so it is made again longer.
+    let mut requests = 2_000;
+    loop {
+        let (f, _) = record(
+            d,
+            "tc.data",
+            &[
+                "--requests",
+                &requests.to_string(),
+                "-e",
+                "swtrace//",
+                "-e",
+                "uevent",
+                "-e",
+                "task-clock",
+            ],
+        );
+        let p = firefox_same(&f);
+        let threads = p["threads"].as_array().unwrap();
+        assert!(threads.len() >= 3, "worker threads");
+        assert!(markers_named(&p, "request_start") > 0, "uevent markers");
+        // Samples besides a traced thread's two a call: out of time order,
+        // sorted.
+        let sorted = threads.iter().any(|t| {
+            let data = t["markers"]["data"].as_array().unwrap();
+            let calls = data.iter().filter(|d| d["type"] == "Call").count() as u64;
             t["samples"]["length"].as_u64().unwrap() > 2 * calls && calls > 0
-        }),
-        "task-clock samples on a traced thread"
-    );
+        });
+        if sorted {
+            break;
+        }
+        assert!(requests < 32_000, "no task-clock sample on a traced thread");
+        requests *= 4;
+    }
     let (f, _) = record(
         d,
         "pause.data",
@@ -542,8 +547,9 @@ fn firefox_export_is_fxprof_processed_profiles_json_for_real_recordings() {
     );
     let (f, _) = record(d, "snap.data", &["--requests", "20", "-Se"]);
     assert!(markers_named(&firefox_same(&f), "snapshot") > 0);
-    // An AUX area of two pages loses trace: TRUNCATED markers.
-    let (f, _) = record(d, "loss.data", &["--requests", "100", "-m", ",8K"]);
+    // An AUX area of two pages loses trace: TRUNCATED markers (each worker
+    // fills it faster than it is drained when its run is long enough).
+    let (f, _) = record(d, "loss.data", &["--requests", "1000", "-m", ",8K"]);
     assert!(markers_named(&firefox_same(&f), "TRUNCATED") > 0);
     // perf's own cpu-clock samples with callchains (resolved stacks).
     let p = firefox_same(&perfaux_testutil::fixture("perf_data/sleep.data"));

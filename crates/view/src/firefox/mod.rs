@@ -16,19 +16,24 @@
 //! million calls). The format is column-oriented, per thread: the columns
 //! whose length grows with the trace (samples, markers, the string array,
 //! which holds uevent payloads) are appended to as the pass goes, so they
-//! are spooled to an anonymous temporary file ([`spool`]: `$TMPDIR`) and
+//! are spooled to an anonymous temporary file (module `spool`, in
+//! `$TMPDIR`) and
 //! copied into the output at the end. What stays in memory grows with the
 //! program's shape, not the trace: per thread, its name, open calls, frame,
-//! function and stack tables (distinct functions and call paths, both
-//! bounded: see [`tables`]) and a buffer per column; the buffers together
-//! are bounded too ([`spool::BUDGET`]).
+//! function and stack tables (the functions it called, as many as the
+//! view's names; the distinct call paths, bounded: module `tables`) and a
+//! buffer per column, the buffers together bounded too (`spool::BUDGET`).
 //!
-//! The output is the crate's, value for value (the crate stays a
-//! dev-dependency: the tests compare the two on the same events; byte for
-//! byte, as both format numbers with serde_json), with one difference: a
-//! thread whose samples came out of time order is sorted with equal times
-//! in the order they came, where the crate's unstable sort leaves the
-//! order of equal times unspecified.
+//! The output is the crate's byte for byte (both format numbers with
+//! serde_json; the crate stays a dev-dependency, `reference` is its
+//! exporter, and the tests compare the two on the same events and
+//! recordings), with two differences a crafted or very long trace can
+//! bring: marker strings remembered for reuse are bounded (a string seen
+//! again after the bound was reached may be written again: the same
+//! profile, a longer string array) and so are call paths (module `tables`).
+//! And a thread whose samples came out of time order is sorted with equal
+//! times in the order they came, where the crate's unstable sort leaves
+//! the order of equal times unspecified.
 
 mod json;
 mod markers;

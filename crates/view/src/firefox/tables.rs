@@ -68,8 +68,9 @@ pub(super) struct Tables {
     name_index: HashMap<Box<str>, u32>,
     /// Marker strings' (within [`STRING_BYTES`]).
     text_index: HashMap<Box<str>, u32>,
-    /// A function's name's string, by [`FuncId`] (`u32::MAX`: not yet).
-    func_string: Vec<u32>,
+    /// A function's name's string, by [`FuncId`] (a map, not a vector by
+    /// id: a thread of a few functions of a large program holds a few).
+    func_string: FxHashMap<u32, u32>,
     /// String -> frame (frames and functions are one to one here: every
     /// frame is a label of the one category).
     frame_of_string: FxHashMap<u32, u32>,
@@ -122,7 +123,9 @@ impl Tables {
 
     fn add(&mut self, spool: &mut Spool, s: &str) -> io::Result<u32> {
         let i = self.string_count;
-        self.string_count += 1;
+        self.string_count = i
+            .checked_add(1)
+            .ok_or_else(|| io::Error::other("more than 2^32 strings in a thread's profile"))?;
         let mut b = Vec::with_capacity(s.len() + 3);
         str_elem(&mut b, s);
         b.push(b',');
@@ -143,17 +146,11 @@ impl Tables {
         func: FuncId,
         name: &str,
     ) -> io::Result<u32> {
-        let i = func.0 as usize;
-        if let Some(&s) = self.func_string.get(i)
-            && s != u32::MAX
-        {
+        if let Some(&s) = self.func_string.get(&func.0) {
             return Ok(s);
         }
         let s = self.name_string(spool, name)?;
-        if self.func_string.len() <= i {
-            self.func_string.resize(i + 1, u32::MAX);
-        }
-        self.func_string[i] = s;
+        self.func_string.insert(func.0, s);
         Ok(s)
     }
 
