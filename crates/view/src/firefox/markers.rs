@@ -31,8 +31,6 @@ pub(super) struct Markers {
     name: Stream,
     phase: Stream,
     start: Stream,
-    /// One marker's element, before it goes to its column.
-    elem: Vec<u8>,
 }
 
 impl Markers {
@@ -46,17 +44,15 @@ impl Markers {
         data: Data,
     ) -> io::Result<()> {
         self.count += 1;
-        let e = &mut self.elem;
-        e.clear();
         let category = match data {
             Data::Call => TRACE_CATEGORY,
             Data::Info { .. } => MARKER_CATEGORY,
         };
-        u32_elem(e, u32::from(category));
-        e.push(b',');
-        spool.put(&mut self.category, e)?;
-        e.clear();
-        match data {
+        spool.put_with(&mut self.category, |e| {
+            u32_elem(e, u32::from(category));
+            e.push(b',');
+        })?;
+        spool.put_with(&mut self.data, |e| match data {
             Data::Call => e.extend_from_slice(b"{\"type\":\"Call\"},"),
             Data::Info { number, text } => {
                 e.extend_from_slice(b"{\"type\":\"PerfauxEvent\",\"number\":");
@@ -65,24 +61,23 @@ impl Markers {
                 u32_elem(e, text);
                 e.extend_from_slice(b"},");
             }
-        }
-        spool.put(&mut self.data, e)?;
-        e.clear();
-        match end {
-            Some(t) => f64_ms(e, t),
-            None => e.extend_from_slice(b"0.0"),
-        }
-        e.push(b',');
-        spool.put(&mut self.end, e)?;
-        e.clear();
-        u32_elem(e, name);
-        e.push(b',');
-        spool.put(&mut self.name, e)?;
+        })?;
+        spool.put_with(&mut self.end, |e| {
+            match end {
+                Some(t) => f64_ms(e, t),
+                None => e.extend_from_slice(b"0.0"),
+            }
+            e.push(b',');
+        })?;
+        spool.put_with(&mut self.name, |e| {
+            u32_elem(e, name);
+            e.push(b',');
+        })?;
         spool.put(&mut self.phase, if end.is_some() { b"1," } else { b"0," })?;
-        e.clear();
-        f64_ms(e, start);
-        e.push(b',');
-        spool.put(&mut self.start, e)
+        spool.put_with(&mut self.start, |e| {
+            f64_ms(e, start);
+            e.push(b',');
+        })
     }
 
     /// The streams, for the spool's budget.

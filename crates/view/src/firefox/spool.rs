@@ -72,9 +72,20 @@ impl Spool {
     /// Appends `b` to `s`.
     #[inline]
     pub(super) fn put(&mut self, s: &mut Stream, b: &[u8]) -> io::Result<()> {
-        let cap = s.buf.capacity();
-        s.buf.extend_from_slice(b);
-        s.len += b.len() as u64;
+        self.put_with(s, |buf| buf.extend_from_slice(b))
+    }
+
+    /// Appends to `s` what `f` appends to the buffer it is given (formatted
+    /// in place: no copy through a scratch buffer).
+    #[inline]
+    pub(super) fn put_with(
+        &mut self,
+        s: &mut Stream,
+        f: impl FnOnce(&mut Vec<u8>),
+    ) -> io::Result<()> {
+        let (cap, len) = (s.buf.capacity(), s.buf.len());
+        f(&mut s.buf);
+        s.len += (s.buf.len() - len) as u64;
         self.buffered += s.buf.capacity() - cap;
         if s.buf.len() >= BLOCK {
             self.flush(s)?;
