@@ -1,9 +1,10 @@
 //! The readers' memory is bounded whatever the file's size (issue 11): on a
 //! recording whose trace section is several times [`BOUND`], the library
 //! functions the `perfaux` subcommands run (`script --call-trace`, `report`,
-//! `export -F chrome`, `report -D`) never have more than [`BOUND`] bytes
-//! allocated at once, counted by a counting global allocator. Before the
-//! section was read in place, each held all of it (and script a copy more).
+//! `export -F chrome`, `export -F firefox`, `report -D`) never have more
+//! than [`BOUND`] bytes allocated at once, counted by a counting global
+//! allocator. Before the section was read in place, each held all of it
+//! (and script a copy more); the Firefox export held its whole profile.
 //! Plain `perfaux script` on a file with no FINISHED_ROUND (perf's rule
 //! alone would queue every line to the end) holds at most its queue's budget.
 
@@ -17,9 +18,12 @@ use perfaux::export::{ExportArgs, Format, export};
 use perfaux::progress::Progress;
 use perfaux::report::{ViewArgs, report};
 use perfaux::script::script;
+use perfaux::view_input::with_recording;
 use perfaux_perfdata::trace_section::PERFAUX_FEATURE_BIT;
 use perfaux_perfdata::{Feature, PerfDataReader};
 use perfaux_testutil::CountingAlloc;
+use perfaux_view::firefox::FirefoxProfile;
+use perfaux_view::{Filter, walk};
 
 #[global_allocator]
 static A: CountingAlloc = CountingAlloc;
@@ -138,6 +142,30 @@ fn readers_hold_a_bounded_part_of_a_trace_section_larger_than_the_bound() {
         "export -F chrome: {used} bytes at once on a {size}-byte trace section"
     );
     eprintln!("export -F chrome: {used} bytes at most at once ({size}-byte trace section)");
+
+    // The Firefox Profiler's JSON, as `export -F firefox` makes it (into
+    // a counting output: the profile is about 90 bytes a call, more than a
+    // GB here). Its growing columns are spooled to a temporary file, which
+    // is not memory of the process.
+    let mut out = Counted::default();
+    let used = peak(|| {
+        let mut p = FirefoxProfile::new("big.data");
+        with_recording(&f, Filter::default(), |rec| {
+            walk(rec, &mut p).map_err(|e| perfaux::error::CliError::file(&f, e))
+        })
+        .unwrap();
+        p.write(&mut out).unwrap();
+    });
+    assert!(
+        out.bytes > 2 * size,
+        "the profile ({} bytes) has every call",
+        out.bytes
+    );
+    assert!(
+        used < BOUND,
+        "export -F firefox: {used} bytes at once on a {size}-byte trace section"
+    );
+    eprintln!("export -F firefox: {used} bytes at most at once ({size}-byte trace section)");
 
     let mut out = Counted::default();
     let used = peak(|| {

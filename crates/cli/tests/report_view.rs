@@ -401,6 +401,196 @@ fn firefox_export_has_a_call_marker_per_call_and_uevent_markers() {
     assert_eq!(uevents, script_uevents(file));
 }
 
+/// The streaming Firefox writer's profile and fxprof-processed-profile's
+/// (perfaux-view's `firefox::reference`, the exporter it replaced), fed by
+/// one pass over `file`.
+fn firefox_both(file: &std::path::Path) -> (Vec<u8>, Vec<u8>) {
+    use perfaux_view::firefox::FirefoxProfile;
+    use perfaux_view::firefox::reference::ReferenceProfile;
+    let mut ours = FirefoxProfile::new("perfaux: test");
+    let mut theirs = ReferenceProfile::new("perfaux: test");
+    perfaux::view_input::with_recording(file, perfaux_view::Filter::default(), |rec| {
+        let mut both = perfaux_view::Tee(vec![&mut ours, &mut theirs]);
+        perfaux_view::walk(rec, &mut both).map_err(|e| perfaux::error::CliError::file(file, e))
+    })
+    .unwrap();
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    ours.write(&mut a).unwrap();
+    theirs.write(&mut b).unwrap();
+    (a, b)
+}
+
+/// A thread's samples as (time in ns, stack) sorted by both: the crate
+/// sorts a thread's out-of-order samples with an unstable sort, which
+/// leaves samples of equal times in no given order; the writer keeps their
+/// order of arrival. Each delta is ns / 1e6 printed shortest-exact, so the
+/// nanoseconds come back exactly.
+fn samples_by_time(samples: &serde_json::Value) -> Vec<(i64, i64)> {
+    let mut t = 0i64;
+    let mut v: Vec<(i64, i64)> = samples["timeDeltas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(samples["stack"].as_array().unwrap())
+        .map(|(d, s)| {
+            t += (d.as_f64().unwrap() * 1e6).round() as i64;
+            (t, s.as_i64().unwrap_or(-1))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Checks the two profiles of `file`: the same bytes, or (only when a
+/// thread's samples had equal times to sort) the same values but for the
+/// order of those samples. Returns the profile.
+fn firefox_same(file: &std::path::Path) -> serde_json::Value {
+    let (a, b) = firefox_both(file);
+    let mut va: serde_json::Value = serde_json::from_slice(&a).expect("the profile parses");
+    if a == b {
+        eprintln!("{}: the same {} bytes", file.display(), a.len());
+        return va;
+    }
+    let mut vb: serde_json::Value = serde_json::from_slice(&b).unwrap();
+    let threads = va["threads"].as_array().unwrap().len();
+    assert_eq!(threads, vb["threads"].as_array().unwrap().len());
+    for i in 0..threads {
+        let (sa, sb) = (
+            samples_by_time(&va["threads"][i]["samples"]),
+            samples_by_time(&vb["threads"][i]["samples"]),
+        );
+        assert_eq!(sa, sb, "{}: thread {i}'s samples", file.display());
+        for v in [&mut va, &mut vb] {
+            let s = &mut v["threads"][i]["samples"];
+            s["stack"] = serde_json::Value::Null;
+            s["timeDeltas"] = serde_json::Value::Null;
+        }
+    }
+    assert!(va == vb, "{}: the profiles differ", file.display());
+    eprintln!(
+        "{}: the same values, samples of equal times reordered",
+        file.display()
+    );
+    va
+}
+
+/// How many markers of `profile` are named `name`.
+fn markers_named(profile: &serde_json::Value, name: &str) -> usize {
+    let mut n = 0;
+    for t in profile["threads"].as_array().unwrap() {
+        let strings = t["stringArray"].as_array().unwrap();
+        for i in t["markers"]["name"].as_array().unwrap() {
+            n += usize::from(strings[i.as_u64().unwrap() as usize] == name);
+        }
+    }
+    n
+}
+
+#[test]
+fn firefox_export_is_fxprof_processed_profiles_json_for_real_recordings() {
+    let dir = tempdir();
+    let d = dir.path();
+    // Traced calls, uevents and task-clock samples on the same threads (the
+    // samples come before the calls in the pass: the writer sorts them). A
+    // task-clock sample is 250 us of a thread's CPU time at most once a tick:
+    // a short run may give the workers none, so it is made again longer.
+    let mut requests = 2_000;
+    loop {
+        let (f, _) = record(
+            d,
+            "tc.data",
+            &[
+                "--requests",
+                &requests.to_string(),
+                "-e",
+                "swtrace//",
+                "-e",
+                "uevent",
+                "-e",
+                "task-clock",
+            ],
+        );
+        let p = firefox_same(&f);
+        let threads = p["threads"].as_array().unwrap();
+        assert!(threads.len() >= 3, "worker threads");
+        assert!(markers_named(&p, "request_start") > 0, "uevent markers");
+        // Samples besides a traced thread's two a call: out of time order,
+        // sorted.
+        let sorted = threads.iter().any(|t| {
+            let data = t["markers"]["data"].as_array().unwrap();
+            let calls = data.iter().filter(|d| d["type"] == "Call").count() as u64;
+            t["samples"]["length"].as_u64().unwrap() > 2 * calls && calls > 0
+        });
+        if sorted {
+            break;
+        }
+        assert!(requests < 32_000, "no task-clock sample on a traced thread");
+        requests *= 4;
+    }
+    let (f, _) = record(
+        d,
+        "pause.data",
+        &[
+            "--requests",
+            "20",
+            "-e",
+            "swtrace/aux-action=start-paused/",
+            "-e",
+            "probe:serve_request/aux-action=resume/",
+            "-e",
+            "probe:send_response/aux-action=pause/",
+        ],
+    );
+    assert!(
+        markers_named(&firefox_same(&f), "paused") >= 20,
+        "pause markers"
+    );
+    let (f, _) = record(d, "snap.data", &["--requests", "20", "-Se"]);
+    assert!(markers_named(&firefox_same(&f), "snapshot") > 0);
+    // An AUX area of two pages loses trace: TRUNCATED markers (each worker
+    // fills it faster than it is drained when its run is long enough).
+    let (f, _) = record(d, "loss.data", &["--requests", "1000", "-m", ",8K"]);
+    assert!(markers_named(&firefox_same(&f), "TRUNCATED") > 0);
+    // perf's own cpu-clock samples with callchains (resolved stacks).
+    let p = firefox_same(&perfaux_testutil::fixture("perf_data/sleep.data"));
+    assert!(p["threads"][0]["samples"]["length"].as_u64().unwrap() > 0);
+    perfaux_testutil::require_oracle!("perf");
+    let data = d.join("perf.data");
+    let rec = perf(
+        &[
+            "record",
+            "-g",
+            "-e",
+            "cpu-clock",
+            "-F",
+            "20000",
+            "-o",
+            path_str(&data),
+            "--",
+            PERFAUX,
+            "report",
+            "-D",
+            "-i",
+            path_str(&f),
+        ],
+        d,
+    );
+    if rec.code != 0 {
+        perfaux_testutil::skip(&format!("perf record failed here: {}", rec.stderr));
+        return;
+    }
+    let p = firefox_same(&data);
+    let rows = |p: &serde_json::Value| -> u64 {
+        p["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["stackTable"]["length"].as_u64().unwrap())
+            .sum()
+    };
+    assert!(rows(&p) > 5, "perf -g's callchains make call paths");
+}
+
 /// Renders `svg` in headless Chromium into a PNG; `None` when Chromium is absent.
 pub fn render_in_chromium(svg: &std::path::Path, png: &std::path::Path) -> Option<Run> {
     let chromium = ["chromium", "chromium-browser"].into_iter().find(|c| {

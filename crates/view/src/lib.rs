@@ -13,8 +13,9 @@
 //! - [`flame`]: flame graph and flame chart SVGs (inferno);
 //! - [`perfetto`]: Perfetto's TracePacket protobuf (prost), streamed;
 //! - [`chrome`]: Chrome trace-event JSON, streamed;
-//! - [`firefox`]: the Firefox Profiler's processed format
-//!   (fxprof-processed-profile; held in memory by that crate).
+//! - [`firefox`]: the Firefox Profiler's processed format (the JSON of
+//!   fxprof-processed-profile), its growing columns spooled to a temporary
+//!   file.
 //!
 //! # Memory
 //!

@@ -1,14 +1,8 @@
-//! `perfaux export --format firefox`: the Firefox Profiler's processed
-//! format, built with fxprof-processed-profile (samply's crate).
-//!
-//! The Firefox Profiler is sample-based: a perf sample becomes a sample
-//! with its callchain; a traced thread gets a sample at every stack change
-//! (each call and return) with the stack it changed to, so its call tree
-//! and stack chart show the traced calls. Every call is also an interval
-//! marker, every uevent an instant marker with its type and payload, and
-//! losses and pause/resume windows are markers. The crate holds the whole
-//! profile in memory until it is written; this exporter is the one view
-//! whose memory grows with the trace.
+//! The Firefox export as fxprof-processed-profile builds it, in memory:
+//! the oracle the streaming writer ([`super::FirefoxProfile`]) is compared
+//! with (built for tests only, and for other crates' tests with the
+//! `fxprof-oracle` feature). It is the exporter this crate had before the
+//! streaming one.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -97,8 +91,8 @@ struct ThreadState {
     pause_start: Option<u64>,
 }
 
-/// Builds the profile as the pass hands events over.
-pub struct FirefoxProfile {
+/// Builds the profile with the crate as the pass hands events over.
+pub struct ReferenceProfile {
     profile: Profile,
     trace_cat: CategoryHandle,
     marker_cat: CategoryHandle,
@@ -111,7 +105,7 @@ fn ts(ns: u64) -> Timestamp {
     Timestamp::from_nanos_since_reference(ns)
 }
 
-impl FirefoxProfile {
+impl ReferenceProfile {
     /// An empty profile of `product` (the recorded command).
     pub fn new(product: &str) -> Self {
         let mut profile = Profile::new(
@@ -121,7 +115,7 @@ impl FirefoxProfile {
         );
         let trace_cat = profile.add_category("Traced calls", CategoryColor::Blue);
         let marker_cat = profile.add_category("perfaux", CategoryColor::Orange);
-        FirefoxProfile {
+        ReferenceProfile {
             profile,
             trace_cat,
             marker_cat,
@@ -199,7 +193,7 @@ impl FirefoxProfile {
     }
 }
 
-impl Sink for FirefoxProfile {
+impl Sink for ReferenceProfile {
     fn event(&mut self, names: &Names, ev: &ViewEvent<'_>) -> std::io::Result<()> {
         match *ev {
             ViewEvent::Comm { pid, tid, comm } => {
