@@ -84,6 +84,19 @@ fn comm_of(words: [u64; 2]) -> Option<String> {
     (len > 0).then(|| String::from_utf8_lossy(&b[..len]).into_owned())
 }
 
+/// A thread whose events could not be set up (the program's words, as it wrote them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenError {
+    /// The thread.
+    pub tid: u32,
+    /// The index of the event (in [`Options::events`]) whose step failed.
+    pub event: usize,
+    /// The step ([`shared::open_step`]; other values are not one).
+    pub step: u64,
+    /// Its errno.
+    pub errno: i32,
+}
+
 /// A loaded object's executable segment, as the runtime reported it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadedObject {
@@ -282,14 +295,19 @@ impl ProgramSession {
 
     /// Threads whose events could not be opened: (tid, index of the event that failed,
     /// errno).
-    pub fn open_errors(&self) -> Vec<(u32, usize, i32)> {
+    pub fn open_errors(&self) -> Vec<OpenError> {
         let ctl = self.control();
         (0..self.slots.len())
             .filter_map(|i| {
                 let e = ctl.slot_word(i, slot::OPEN_ERROR).load(Ordering::Acquire);
-                let k = (e >> 32).checked_sub(1)? as usize;
+                let event = ((e >> 32) & 0xffff).checked_sub(1)? as usize;
                 let tid = ctl.slot_word(i, slot::TID).load(Ordering::Acquire);
-                Some((tid as u32, k, e as u32 as i32))
+                Some(OpenError {
+                    tid: tid as u32,
+                    event,
+                    step: e >> 48,
+                    errno: e as u32 as i32,
+                })
             })
             .collect()
     }
@@ -640,5 +658,55 @@ impl ProgramSession {
                 })
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The runtime's OPEN_ERROR word (shared::open_error_word) reads back as the thread, event,
+    /// step and errno it was written for; a slot whose word is 0 is no error.
+    #[test]
+    fn open_error_words_read_back_as_written() {
+        let s = ProgramSession::new(&Options {
+            runtime: PathBuf::from("/nonexistent"),
+            slots: 3,
+            data_pages: 1,
+            aux_pages: 1,
+            overwrite: false,
+            events: Vec::new(),
+        })
+        .unwrap();
+        let ctl = s.control();
+        for (i, tid, step, event, errno) in [
+            (0, 41, shared::open_step::OPEN, 0, libc::EINVAL),
+            (2, 43, shared::open_step::ENABLE, 2, libc::ENOMEM),
+        ] {
+            ctl.slot_word(i, slot::TID).store(tid, Ordering::Relaxed);
+            ctl.slot_word(i, slot::OPEN_ERROR).store(
+                shared::open_error_word(step, event, errno),
+                Ordering::Release,
+            );
+        }
+        ctl.slot_word(1, slot::TID).store(42, Ordering::Relaxed);
+        let got = s.open_errors();
+        assert_eq!(
+            got,
+            vec![
+                OpenError {
+                    tid: 41,
+                    event: 0,
+                    step: shared::open_step::OPEN,
+                    errno: libc::EINVAL
+                },
+                OpenError {
+                    tid: 43,
+                    event: 2,
+                    step: shared::open_step::ENABLE,
+                    errno: libc::ENOMEM
+                },
+            ]
+        );
     }
 }

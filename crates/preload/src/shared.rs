@@ -104,8 +104,8 @@ pub mod slot {
     /// transaction ends, so this is how far a thread killed mid-transaction (SIGKILL, `_exit`
     /// from a signal handler, a thread still running at exit) wrote.
     pub const WRITER_HEAD: usize = 32;
-    /// Why the thread's events could not be opened (0: they were): `(index + 1) << 32 |
-    /// errno` of the first event that failed.
+    /// Why the thread's events could not be set up (0: they were): `step << 48 | (index +
+    /// 1) << 32 | errno` of the first event and step ([`super::open_step`]) that failed.
     pub const OPEN_ERROR: usize = 40;
     /// A forked child's thread: the pid of the process that forked it (0 in the program the
     /// recorder spawned and the images it exec'd).
@@ -123,6 +123,26 @@ pub mod slot {
     pub const OPEN_TIME: usize = 88;
     /// Bytes per slot.
     pub const SIZE: usize = 128;
+}
+
+/// The steps of a thread's event setup, as [`slot::OPEN_ERROR`] names the one that failed.
+pub mod open_step {
+    /// perf_event_open.
+    pub const OPEN: u64 = 0;
+    /// Mapping the buffer's user page and data area.
+    pub const MAP_DATA: u64 = 1;
+    /// Mapping the AUX area (or setting its place).
+    pub const MAP_AUX: u64 = 2;
+    /// PERF_EVENT_IOC_SET_OUTPUT of a member into the trace event's buffer.
+    pub const SET_OUTPUT: u64 = 3;
+    /// PERF_EVENT_IOC_ENABLE.
+    pub const ENABLE: u64 = 4;
+}
+
+/// The [`slot::OPEN_ERROR`] word for step `step` ([`open_step`]) of event `event` failing
+/// with `errno`.
+pub fn open_error_word(step: u64, event: usize, errno: i32) -> u64 {
+    step << 48 | ((event as u64 + 1) & 0xffff) << 32 | u64::from(errno as u32)
 }
 
 /// Probe addresses kept (ids beyond are traced, and named by address in the table only if

@@ -12,6 +12,7 @@
 use perfaux_perfdata::record_attrs::uevent_stream_attr;
 use perfaux_perfdata::uevent_sample::UEVENT_EVENT_NAME;
 use perfaux_preload::host::{ProgramEvent, ProgramSession};
+use perfaux_preload::shared::open_step;
 use perfaux_recorder::EventSpec;
 
 use super::attrs::attrs_with;
@@ -96,10 +97,19 @@ pub fn unfound_line(funcs: &[String], prog: &str, when: &str) -> String {
 
 /// The first thread whose events could not be opened, as a line.
 pub fn open_error(session: &ProgramSession, specs: &[EventSpec]) -> Option<String> {
-    let (tid, k, errno) = session.open_errors().into_iter().next()?;
-    let name = specs.get(k).map_or("?", |s| s.name.as_str());
+    let e = session.open_errors().into_iter().next()?;
+    let name = specs.get(e.event).map_or("?", |s| s.name.as_str());
+    let what = match e.step {
+        open_step::OPEN => "open",
+        open_step::MAP_DATA => "map the buffer of",
+        open_step::MAP_AUX => "map the AUX area of",
+        open_step::SET_OUTPUT => "redirect into the trace buffer",
+        open_step::ENABLE => "enable",
+        _ => "set up",
+    };
     Some(format!(
-        "thread {tid}: cannot open event '{name}': {}",
-        std::io::Error::from_raw_os_error(errno)
+        "thread {}: cannot {what} event '{name}': {}",
+        e.tid,
+        std::io::Error::from_raw_os_error(e.errno)
     ))
 }

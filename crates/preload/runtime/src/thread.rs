@@ -7,7 +7,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use perfaux_abi::attr::AttrFlags;
 use perfaux_core::{EventFd, Mmap, Prot, Target, page_size, perf_event_open_attr};
-use perfaux_preload::shared::{Control, HEADER_FDS, MAX_SLOTS, header, slot};
+use perfaux_preload::shared::{
+    Control, HEADER_FDS, MAX_SLOTS, header, open_error_word, open_step, slot,
+};
 use perfaux_ring::RingMemory;
 use perfaux_swtrace::ProbeGuard;
 
@@ -482,33 +484,27 @@ fn open_slot(ctl: &Control, i: usize) -> Option<Traced> {
         let mut attr = e.attr;
         // Enabled once the buffer is mapped.
         attr.flags |= AttrFlags::DISABLED;
-        match perf_event_open_attr(&attr, Target::Thread(tid), -1, group_fd, 0) {
-            Ok(fd) => fds.push(fd),
-            Err(err) => {
-                let word = ((k as u64 + 1) << 32) | u64::from(err.errno as u32);
-                ctl.slot_word(i, slot::OPEN_ERROR)
-                    .store(word, Ordering::Release);
-                return None;
-            }
-        }
+        let opened = perf_event_open_attr(&attr, Target::Thread(tid), -1, group_fd, 0);
+        fds.push(failed(ctl, i, k, open_step::OPEN, opened)?);
     }
     let fd = fds.remove(owner);
-    let data = fd
-        .mmap_over(0, 1 + data_pages, Prot::READ_WRITE, data_mem)
-        .ok()?;
+    let data = fd.mmap_over(0, 1 + data_pages, Prot::READ_WRITE, data_mem);
+    let data = failed(ctl, i, owner, open_step::MAP_DATA, data)?;
     let page = page_size() as u64;
     let aux_off = (1 + data_pages as u64) * page;
-    data.set_aux_area(aux_off, aux_pages as u64 * page).ok()?;
+    let placed = data.set_aux_area(aux_off, aux_pages as u64 * page);
+    failed(ctl, i, owner, open_step::MAP_AUX, placed)?;
     let prot = if ctl.word(header::OVERWRITE).load(Ordering::Acquire) != 0 {
         Prot::READ_ONLY
     } else {
         Prot::READ_WRITE
     };
-    let aux = fd
-        .mmap_over(aux_off / page, aux_pages, prot, aux_mem)
-        .ok()?;
-    for m in &fds {
-        m.set_output(fd.as_raw()).ok()?;
+    let aux = fd.mmap_over(aux_off / page, aux_pages, prot, aux_mem);
+    let aux = failed(ctl, i, owner, open_step::MAP_AUX, aux)?;
+    // The members, in event order without the owner.
+    let members = (0..events.len()).filter(|&k| k != owner);
+    for (m, k) in fds.iter().zip(members.clone()) {
+        failed(ctl, i, k, open_step::SET_OUTPUT, m.set_output(fd.as_raw()))?;
     }
     ctl.slot_word(i, slot::PID)
         .store(crate::fork::pid(), Ordering::Relaxed);
@@ -526,10 +522,10 @@ fn open_slot(ctl: &Control, i: usize) -> Option<Traced> {
     }
     ctl.slot_word(i, slot::STATE)
         .store(slot::TRACING, Ordering::Release);
-    for m in &fds {
-        m.enable(0).ok()?;
+    for (m, k) in fds.iter().zip(members) {
+        failed(ctl, i, k, open_step::ENABLE, m.enable(0))?;
     }
-    fd.enable(0).ok()?;
+    failed(ctl, i, owner, open_step::ENABLE, fd.enable(0))?;
     Some(Traced {
         aux,
         data,
@@ -553,6 +549,25 @@ fn write_comm(ctl: &Control, i: usize) {
     }
     ctl.slot_word(i, slot::OPEN_TIME)
         .store(perfaux_swtrace::clock::monotonic_ns(), Ordering::Relaxed);
+}
+
+/// `r`'s value; or, if it failed, `None` after saying which event `k` and step failed in
+/// slot `i`'s OPEN_ERROR word (the recorder names them and the errno at the end).
+fn failed<T>(
+    ctl: &Control,
+    i: usize,
+    k: usize,
+    step: u64,
+    r: perfaux_core::Result<T>,
+) -> Option<T> {
+    match r {
+        Ok(v) => Some(v),
+        Err(err) => {
+            ctl.slot_word(i, slot::OPEN_ERROR)
+                .store(open_error_word(step, k, err.errno), Ordering::Release);
+            None
+        }
+    }
 }
 
 /// Opens this thread's events if no hook did yet (for a uevent before the first traced call);
