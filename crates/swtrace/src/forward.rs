@@ -10,8 +10,9 @@
 //! The lookup is made once per process, at the first registration of a probe (a cold path that
 //! already takes a lock and allocates), with `dlsym(RTLD_DEFAULT, ...)`. Found, every probe's
 //! hook word keeps [`HOOK_FORWARD`]: its entries take the cold path, which calls the runtime,
-//! and the guard's drop calls the runtime's exit. Not found (no runtime: the common case),
-//! nothing changes and the hot path stays as it is. The runtime turns forwarding off in its own
+//! and the guard's drop calls the runtime's exit. Not found (no runtime: the common case), or
+//! a runtime that does not trace this process ([`ACTIVE_SYMBOL`]), nothing changes and the hot
+//! path stays as it is. The runtime turns forwarding off in its own
 //! copy ([`disable`]) before any of its probes runs, or its probes would call themselves.
 
 use std::sync::atomic::AtomicU8;
@@ -27,9 +28,14 @@ pub const HOOK_FORWARD: u32 = 4;
 pub const ENTER_SYMBOL: &std::ffi::CStr = c"perfaux_preload_probe_enter";
 /// The runtime's return function: `(key)`.
 pub const EXIT_SYMBOL: &std::ffi::CStr = c"perfaux_preload_probe_exit";
+/// The runtime's `() -> active`: whether it traces this process (a runtime preloaded into a
+/// process the recorder does not trace, e.g. one started by posix_spawn, is inactive: its
+/// probes then keep their direct path instead of calling it on every entry).
+pub const ACTIVE_SYMBOL: &std::ffi::CStr = c"perfaux_preload_active";
 
 type EnterFn = unsafe extern "C" fn(usize, usize) -> bool;
 type ExitFn = unsafe extern "C" fn(usize);
+type ActiveFn = unsafe extern "C" fn() -> bool;
 
 const UNKNOWN: u8 = 0;
 const NONE: u8 = 1;
@@ -57,8 +63,16 @@ pub(crate) fn resolve() -> bool {
         // found is the runtime's export of the signature this module names.
         unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) }
     };
-    let (enter, exit) = (lookup(ENTER_SYMBOL), lookup(EXIT_SYMBOL));
-    if enter.is_null() || exit.is_null() {
+    let (enter, exit, active) = (
+        lookup(ENTER_SYMBOL),
+        lookup(EXIT_SYMBOL),
+        lookup(ACTIVE_SYMBOL),
+    );
+    // SAFETY: a non-null `active` is the runtime's export of type ActiveFn, which stays loaded
+    // (it is preloaded); it reads one flag its constructor set before any code of the program.
+    let active = !active.is_null()
+        && unsafe { std::mem::transmute::<*mut libc::c_void, ActiveFn>(active)() };
+    if enter.is_null() || exit.is_null() || !active {
         STATE.store(NONE, Release);
         return false;
     }

@@ -58,6 +58,13 @@ pub extern "C" fn perfaux_preload_probe_enter(key: usize, ip: usize) -> bool {
         .unwrap_or(false)
 }
 
+/// Whether this runtime traces the process (swtrace's `forward` asks once, before it sends a
+/// Rust program's probes here).
+#[unsafe(no_mangle)]
+pub extern "C" fn perfaux_preload_active() -> bool {
+    crate::ACTIVE.load(Ordering::Acquire)
+}
+
 /// A Rust probe's return (for an entry [`perfaux_preload_probe_enter`] took).
 #[unsafe(no_mangle)]
 pub extern "C" fn perfaux_preload_probe_exit(key: usize) {
