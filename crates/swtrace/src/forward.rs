@@ -68,10 +68,13 @@ pub(crate) fn resolve() -> bool {
         lookup(EXIT_SYMBOL),
         lookup(ACTIVE_SYMBOL),
     );
-    // SAFETY: a non-null `active` is the runtime's export of type ActiveFn, which stays loaded
-    // (it is preloaded); it reads one flag its constructor set before any code of the program.
-    let active = !active.is_null()
-        && unsafe { std::mem::transmute::<*mut libc::c_void, ActiveFn>(active)() };
+    let active = !active.is_null() && {
+        // SAFETY: a non-null `active` is the runtime's export of type ActiveFn, which stays
+        // loaded (it is preloaded).
+        let f = unsafe { std::mem::transmute::<*mut libc::c_void, ActiveFn>(active) };
+        // SAFETY: it reads one flag its constructor set before any code of the program ran.
+        unsafe { f() }
+    };
     if enter.is_null() || exit.is_null() || !active {
         STATE.store(NONE, Release);
         return false;
