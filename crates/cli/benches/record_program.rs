@@ -2,7 +2,8 @@
 //! in the same run (issue 9's overhead figure): crates/preload/tests/c/calls.c built with
 //! -finstrument-functions and with -pg, run as `calls 0 30 nojmp` (fib(30) and its leaf
 //! calls on one thread, about four million traced calls), plainly, under perfaux and under
-//! uftrace. The overhead per call is (recorded - plain) / calls; the calls in the trace are
+//! uftrace (and under perfaux with `swtrace/timing=periodic:256/`, the cheapest timing mode).
+//! The overhead per call is (recorded - plain) / calls; the calls in the trace are
 //! counted once per build (`perfaux script --call-trace`) and printed to stderr. Without gcc
 //! nothing is measured; without uftrace its peer is left out (both said on stderr).
 //!
@@ -95,6 +96,19 @@ fn bench(c: &mut Criterion) {
             b.iter(|| {
                 run(perfaux()
                     .args(["record", "-m", ",64M", "-o"])
+                    .arg(&data)
+                    .arg("--")
+                    .arg(&prog)
+                    .args(ARGS))
+            })
+        });
+        // The cheapest timing mode (one timestamp per 256 packets, the others interpolated):
+        // what tracing costs when exact per-call durations are not needed.
+        g.bench_function("perfaux_record_periodic", |b| {
+            b.iter(|| {
+                run(perfaux()
+                    .args(["record", "-e", "swtrace/timing=periodic:256/", "-m", ",64M"])
+                    .arg("-o")
                     .arg(&data)
                     .arg("--")
                     .arg(&prog)
