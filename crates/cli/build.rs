@@ -12,8 +12,40 @@ use std::process::Command;
 /// `__tls_get_addr` at every access (four a traced call, a sixth of the hook path), while a
 /// descriptor of a library loaded at startup (LD_PRELOAD) resolves to a static-TLS offset, one
 /// load through `_dl_tlsdesc_return`. (Stable rustc has no `-Z tls-model=initial-exec`.) An
-/// LLVM that does not know the option gets the build without it (see `main`).
+/// LLVM that does not know the option ([`llvm_takes`]) gets the build without it.
 const TLSDESC: &str = "-Cllvm-args=-enable-tlsdesc";
+
+/// Whether rustc's LLVM takes `flag`: an empty library compiled to an object with it (LLVM
+/// parses its options when it generates code, and fails on one it does not know).
+fn llvm_takes(flag: &str, out: &std::path::Path) -> bool {
+    use std::io::Write;
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let child = Command::new(rustc)
+        .args([
+            "--crate-name",
+            "tlsdesc_probe",
+            "--crate-type",
+            "lib",
+            "--emit",
+            "obj",
+            "-o",
+        ])
+        .arg(out.join("tlsdesc_probe.o"))
+        .arg(flag)
+        .arg("-")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    let Ok(mut child) = child else {
+        return false;
+    };
+    let wrote = child
+        .stdin
+        .take()
+        .is_some_and(|mut i| i.write_all(b"pub fn f() {}\n").is_ok());
+    child.wait().is_ok_and(|s| s.success()) && wrote
+}
 
 fn main() {
     let manifest =
@@ -33,39 +65,48 @@ fn main() {
     let release = std::env::var("PROFILE").is_ok_and(|p| p == "release");
     let target_dir = out.join("preload-target");
     let x86_64 = std::env::var("CARGO_CFG_TARGET_ARCH").is_ok_and(|a| a == "x86_64");
-    let build = |rustflags: &str| {
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let mut cmd = Command::new(cargo);
-        cmd.arg("build")
-            .arg("--manifest-path")
-            .arg(root.join("Cargo.toml"))
-            .args(["-p", "perfaux-preload-runtime", "--locked", "--target-dir"])
-            .arg(&target_dir)
-            // The outer build's settings for this package are not the runtime's.
-            .env("CARGO_ENCODED_RUSTFLAGS", rustflags)
-            .env_remove("RUSTC_WORKSPACE_WRAPPER")
-            .env_remove("CARGO_TARGET_DIR")
-            // Carried in every perfaux binary: without its debug info (symbols stay).
-            .env("CARGO_PROFILE_DEV_STRIP", "debuginfo")
-            .env("CARGO_PROFILE_RELEASE_STRIP", "debuginfo");
-        if release {
-            cmd.arg("--release");
+    let tlsdesc = x86_64 && llvm_takes(TLSDESC, &out);
+    if x86_64 && !tlsdesc {
+        println!(
+            "cargo:warning=the preload runtime is built without TLS descriptors ({TLSDESC} not \
+             available): its hooks call __tls_get_addr"
+        );
+    }
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.arg("build")
+        .arg("--manifest-path")
+        .arg(root.join("Cargo.toml"))
+        .args(["-p", "perfaux-preload-runtime", "--locked", "--target-dir"])
+        .arg(&target_dir)
+        // The outer build's settings for this package are not the runtime's (the user's
+        // RUSTFLAGS and build.rustflags are, and the runtime's own are added to them).
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("RUSTC_WORKSPACE_WRAPPER")
+        .env_remove("CARGO_TARGET_DIR")
+        // Carried in every perfaux binary: without its debug info (symbols stay).
+        .env("CARGO_PROFILE_DEV_STRIP", "debuginfo")
+        .env("CARGO_PROFILE_RELEASE_STRIP", "debuginfo");
+    if tlsdesc {
+        match std::env::var("RUSTFLAGS") {
+            // RUSTFLAGS replaces the configuration's rustflags: the option goes with it.
+            Ok(f) => {
+                cmd.env("RUSTFLAGS", format!("{f} {TLSDESC}"));
+            }
+            // A --config array is appended to the configuration files' build.rustflags.
+            Err(_) => {
+                cmd.arg("--config")
+                    .arg(format!("build.rustflags=[\"{TLSDESC}\"]"));
+            }
         }
-        cmd.status()
-            .expect("running cargo for the preload runtime")
-            .success()
-    };
-    let built_ok = if x86_64 && build(TLSDESC) {
-        true
-    } else {
-        if x86_64 {
-            println!(
-                "cargo:warning=the preload runtime was built without TLS descriptors \
-                 ({TLSDESC} refused): its hooks call __tls_get_addr"
-            );
-        }
-        build("")
-    };
+    }
+    if release {
+        cmd.arg("--release");
+    }
+    let built_ok = cmd
+        .status()
+        .expect("running cargo for the preload runtime")
+        .success();
     assert!(built_ok, "building perfaux-preload-runtime failed");
     let built = target_dir
         .join(if release { "release" } else { "debug" })

@@ -435,7 +435,14 @@ pub(crate) fn next_event_id() -> u64 {
     let shared = SHARED_IDS.load(Ordering::Acquire);
     if !shared.is_null() {
         // SAFETY: set from a `&'static AtomicU64` in share_event_ids.
-        return unsafe { &*shared }.fetch_add(1, Ordering::Relaxed);
+        let counter = unsafe { &*shared };
+        // 0 is no id (a sample_id's unset identifier): a counter that starts there skips it.
+        loop {
+            let id = counter.fetch_add(1, Ordering::Relaxed);
+            if id != 0 {
+                return id;
+            }
+        }
     }
     NEXT.fetch_add(1, Ordering::Relaxed)
 }

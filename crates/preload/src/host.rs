@@ -293,8 +293,7 @@ impl ProgramSession {
             .collect()
     }
 
-    /// Threads whose events could not be opened: (tid, index of the event that failed,
-    /// errno).
+    /// Threads whose events could not be set up: which event and step failed, and why.
     pub fn open_errors(&self) -> Vec<OpenError> {
         let ctl = self.control();
         (0..self.slots.len())

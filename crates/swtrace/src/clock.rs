@@ -247,8 +247,8 @@ pub fn tsc_calibration() -> TscCalibration {
 /// Takes `c`, measured by another process of this machine, as this process's calibration,
 /// unless it has one already; later anchors refine it as they refine their own. `c` is
 /// checked first: a rate of 0, a span of 0, a first pair in this process's future or a rate
-/// more than a factor 2 from what 1 ms of this process's own clocks says is refused (false),
-/// and the process calibrates itself at its first use.
+/// more than a factor 2 from what this process's own clocks say since that pair (when it is
+/// over 1 ms old) is refused (false), and the process calibrates itself at its first use.
 pub fn adopt_tsc_calibration(c: TscCalibration) -> bool {
     if c.rate.mult == 0 || c.rate.shift > 32 || c.span == 0 {
         return false;
@@ -262,8 +262,9 @@ pub fn adopt_tsc_calibration(c: TscCalibration) -> bool {
     // better, measured over `span`).
     let dticks = now.ticks - c.base_ticks;
     let dns = now.ns - c.base_ns;
-    let converted = ((u128::from(dticks) * u128::from(c.rate.mult)) >> c.rate.shift) as u64;
-    if dns > 1_000_000 && (converted > dns.saturating_mul(2) || converted < dns / 2) {
+    let converted = (u128::from(dticks) * u128::from(c.rate.mult)) >> c.rate.shift;
+    let dns = u128::from(dns);
+    if dns > 1_000_000 && (converted > dns * 2 || converted < dns / 2) {
         return false;
     }
     let mut adopted = false;

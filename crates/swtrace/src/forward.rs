@@ -28,9 +28,10 @@ pub const HOOK_FORWARD: u32 = 4;
 pub const ENTER_SYMBOL: &std::ffi::CStr = c"perfaux_preload_probe_enter";
 /// The runtime's return function: `(key)`.
 pub const EXIT_SYMBOL: &std::ffi::CStr = c"perfaux_preload_probe_exit";
-/// The runtime's `() -> active`: whether it traces this process (a runtime preloaded into a
-/// process the recorder does not trace, e.g. one started by posix_spawn, is inactive: its
-/// probes then keep their direct path instead of calling it on every entry).
+/// The runtime's `() -> active`: whether it may trace this process (a runtime preloaded into a
+/// process the recorder does not trace, e.g. one started by posix_spawn, is inactive once its
+/// constructor ran: the probes then keep their direct path instead of calling it on every
+/// entry; asked before that constructor, it says it may).
 pub const ACTIVE_SYMBOL: &std::ffi::CStr = c"perfaux_preload_active";
 
 type EnterFn = unsafe extern "C" fn(usize, usize) -> bool;
@@ -72,7 +73,7 @@ pub(crate) fn resolve() -> bool {
         // SAFETY: a non-null `active` is the runtime's export of type ActiveFn, which stays
         // loaded (it is preloaded).
         let f = unsafe { std::mem::transmute::<*mut libc::c_void, ActiveFn>(active) };
-        // SAFETY: it reads one flag its constructor set before any code of the program ran.
+        // SAFETY: it reads two flags; no precondition.
         unsafe { f() }
     };
     if enter.is_null() || exit.is_null() || !active {

@@ -183,7 +183,8 @@ pub fn record_program(
     }
     // Measured beside the setup (another core spins for it) and handed to the program: no
     // traced process then spins 10 ms to calibrate its TSC clock before its first call.
-    let calibration = std::thread::spawn(perfaux_swtrace::clock::tsc_calibration);
+    let calibration = cfg!(target_arch = "x86_64")
+        .then(|| std::thread::spawn(perfaux_swtrace::clock::tsc_calibration));
     let overwrite = match a.snapshot.as_deref() {
         None => false,
         Some("" | "e") => true,
@@ -231,7 +232,7 @@ pub fn record_program(
     // The file is begun before the program runs: a path that cannot be written is said at once.
     let mut rec =
         Recorder::new(specs, rec_opts, &[], Output::File(a.output.clone())).map_err(rec_err)?;
-    if let Ok(c) = calibration.join() {
+    if let Some(Ok(c)) = calibration.map(std::thread::JoinHandle::join) {
         lock(&session).set_tsc_calibration(c);
     }
     let argv: Vec<OsString> = a.command.iter().map(OsString::from).collect();
@@ -251,7 +252,7 @@ pub fn record_program(
         start_ns,
         slots: Vec::new(),
         objects: 0,
-        pids: vec![pid],
+        pids: vec![(pid, None)],
         exited: Vec::new(),
         tasks: Vec::new(),
         main_exited: Vec::new(),
@@ -358,15 +359,16 @@ struct Sideband {
     slots: Vec<bool>,
     objects: usize,
     /// The processes the recording knows: the program, and each child once its first thread
-    /// is seen (its FORK record written).
-    pids: Vec<u32>,
+    /// is seen (its FORK record written), by pid and fork time (a pid the kernel gave again to
+    /// a later child is another process).
+    pids: Vec<(u32, Option<u64>)>,
     /// The slots whose thread's PERF_RECORD_EXIT is written.
     exited: Vec<bool>,
-    /// (pid, tid) of every traced thread seen: the same pair in a new slot is an image the
-    /// thread exec'd.
-    tasks: Vec<(u32, u32)>,
-    /// The processes whose main thread's PERF_RECORD_EXIT is written.
-    main_exited: Vec<u32>,
+    /// (pid, tid, fork time) of every traced thread seen: the same in a new slot is an image
+    /// the thread exec'd.
+    tasks: Vec<(u32, u32, Option<u64>)>,
+    /// The processes (pid, fork time) whose main thread's PERF_RECORD_EXIT is written.
+    main_exited: Vec<(u32, Option<u64>)>,
 }
 
 impl Sideband {
@@ -402,8 +404,8 @@ impl Sideband {
             let mut comm_ns = self.start_ns;
             if let Some((ppid, ptid, time)) = t.fork {
                 comm_ns = time;
-                if !self.pids.contains(&t.pid) {
-                    self.pids.push(t.pid);
+                if !self.pids.contains(&(t.pid, Some(time))) {
+                    self.pids.push((t.pid, Some(time)));
                     // The child's first thread: tid = pid.
                     let r = task_record(
                         TaskKind::Fork,
@@ -417,11 +419,13 @@ impl Sideband {
             // An exec'd image: its thread's name changed at the exec (COMM_EXEC, as the
             // kernel's perf_event_comm), before its first traced call.
             // (exec makes the calling thread its process's leader: tid = pid.)
-            let exec = t.tid == t.pid && self.tasks.contains(&(t.pid, t.tid));
+            // The same process: the same fork (an exec'd child's image carries its fork).
+            let task = (t.pid, t.tid, t.fork.map(|f| f.2));
+            let exec = t.tid == t.pid && self.tasks.contains(&task);
             if exec && t.open_time != 0 {
                 comm_ns = t.open_time;
             }
-            self.tasks.push((t.pid, t.tid));
+            self.tasks.push(task);
             let name = t.comm.as_deref().unwrap_or(comm);
             let task = (t.pid, t.tid, t.event_id);
             let r = comm_record(task, comm_ns, name, exec, &info, endian)?;
@@ -459,10 +463,11 @@ impl Sideband {
             // A process's main thread lives on through its execs (one task, each image a
             // slot of its own): it exits once.
             if t.tid == t.pid {
-                if self.main_exited.contains(&t.pid) {
+                let process = (t.pid, t.fork.map(|f| f.2));
+                if self.main_exited.contains(&process) {
                     continue;
                 }
-                self.main_exited.push(t.pid);
+                self.main_exited.push(process);
             }
             let (ppid, ptid) = t.fork.map_or((me, me), |(ppid, ptid, _)| (ppid, ptid));
             let time = perfaux_swtrace::clock::monotonic_ns();

@@ -99,17 +99,16 @@ pub fn unfound_line(funcs: &[String], prog: &str, when: &str) -> String {
 pub fn open_error(session: &ProgramSession, specs: &[EventSpec]) -> Option<String> {
     let e = session.open_errors().into_iter().next()?;
     let name = specs.get(e.event).map_or("?", |s| s.name.as_str());
+    let err = std::io::Error::from_raw_os_error(e.errno);
     let what = match e.step {
-        open_step::OPEN => "open",
-        open_step::MAP_DATA => "map the buffer of",
-        open_step::MAP_AUX => "map the AUX area of",
-        open_step::SET_OUTPUT => "redirect into the trace buffer",
-        open_step::ENABLE => "enable",
-        _ => "set up",
+        open_step::OPEN => format!("cannot open event '{name}'"),
+        open_step::MAP_DATA => format!("cannot map the buffer of event '{name}'"),
+        open_step::MAP_AUX => format!("cannot map the AUX area of event '{name}'"),
+        open_step::SET_OUTPUT => {
+            format!("cannot redirect event '{name}' into the trace event's buffer")
+        }
+        open_step::ENABLE => format!("cannot enable event '{name}'"),
+        _ => format!("cannot set up event '{name}'"),
     };
-    Some(format!(
-        "thread {}: cannot {what} event '{name}': {}",
-        e.tid,
-        std::io::Error::from_raw_os_error(e.errno)
-    ))
+    Some(format!("thread {}: {what}: {err}", e.tid))
 }

@@ -58,11 +58,12 @@ pub extern "C" fn perfaux_preload_probe_enter(key: usize, ip: usize) -> bool {
         .unwrap_or(false)
 }
 
-/// Whether this runtime traces the process (swtrace's `forward` asks once, before it sends a
-/// Rust program's probes here).
+/// Whether this runtime may trace the process (swtrace's `forward` asks once, before it sends
+/// a Rust program's probes here): whether it does, once its constructor ran; before that
+/// (a constructor of the program's own libraries reaching a probe first) it may.
 #[unsafe(no_mangle)]
 pub extern "C" fn perfaux_preload_active() -> bool {
-    crate::ACTIVE.load(Ordering::Acquire)
+    !crate::INIT_DONE.load(Ordering::Acquire) || crate::ACTIVE.load(Ordering::Acquire)
 }
 
 /// A Rust probe's return (for an entry [`perfaux_preload_probe_enter`] took).

@@ -32,6 +32,9 @@ use perfaux_preload::shared::{self, Control, header};
 /// child it forked, or an image either exec'd).
 pub(crate) static ACTIVE: AtomicBool = AtomicBool::new(false);
 static CTL: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
+/// Set when the constructor has run, whatever it found: until then [`ACTIVE`] says nothing
+/// (the constructors of the program's own libraries may run first).
+pub(crate) static INIT_DONE: AtomicBool = AtomicBool::new(false);
 
 /// The control area, once mapped.
 pub(crate) fn control() -> Option<Control> {
@@ -42,6 +45,14 @@ pub(crate) fn control() -> Option<Control> {
 
 /// The constructor: maps the control area and reports the loaded objects.
 extern "C" fn init() {
+    /// Marks the constructor done on every way out of it.
+    struct Done;
+    impl Drop for Done {
+        fn drop(&mut self) {
+            INIT_DONE.store(true, Ordering::Release);
+        }
+    }
+    let _done = Done;
     // This copy of swtrace serves the runtime: its probes are the traced program's calls and
     // must not be handed back to the runtime (crate perfaux_swtrace::forward), as a Rust
     // program's own copy does.
@@ -112,7 +123,8 @@ extern "C" fn init() {
 fn adopt_calibration(ctl: &Control) {
     let r = |o| ctl.word(o).load(Ordering::Acquire);
     let rate = r(header::TSC_RATE);
-    if rate == 0 {
+    // mult in bits 0-31, shift in 32-39: other bits set is no rate.
+    if rate == 0 || rate >> 40 != 0 {
         return;
     }
     let _ = perfaux_swtrace::clock::adopt_tsc_calibration(perfaux_swtrace::clock::TscCalibration {

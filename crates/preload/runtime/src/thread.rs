@@ -461,25 +461,42 @@ fn dup_fd(ctl: &Control, off: usize) -> Option<OwnedFd> {
 }
 
 fn open_slot(ctl: &Control, i: usize) -> Option<Traced> {
-    let data_mem = Arc::new(RingMemory::open_shared(dup_fd(ctl, HEADER_FDS + i * 16)?).ok()?);
-    let aux_mem = Arc::new(RingMemory::open_shared(dup_fd(ctl, HEADER_FDS + i * 16 + 8)?).ok()?);
-    let data_pages = data_mem.layout().data_size / page_size();
-    let aux_pages = aux_mem.layout().aux_size / page_size();
     let tid = perfaux_core::thread::gettid();
     ctl.slot_word(i, slot::TID)
         .store(tid as u64, Ordering::Relaxed);
-    // As perf record opens them (ThreadRing::open): each event in order, a member with its
-    // leader's fd as group_fd; the trace event owns the buffer, the others write into it.
     let events = crate::events::all();
+    let einval = || perfaux_core::Error::new(libc::EINVAL, "the recorder's event table");
     let owner = events
         .iter()
-        .position(|e| e.attr.type_ == perfaux_pmus::SWTRACE_TYPE)?;
+        .position(|e| e.attr.type_ == perfaux_pmus::SWTRACE_TYPE)
+        .ok_or_else(einval);
+    let owner = failed(ctl, i, 0, open_step::OPEN, owner)?;
+    // The recorder's memory for the buffer (its descriptors, inherited).
+    let ring = |off: usize, step: u64| {
+        let mem = dup_fd(ctl, off)
+            .ok_or_else(|| {
+                let errno = std::io::Error::last_os_error().raw_os_error();
+                perfaux_core::Error::new(errno.unwrap_or(libc::EBADF), "the ring's memfd")
+            })
+            .and_then(|fd| {
+                RingMemory::open_shared(fd)
+                    .map_err(|_| perfaux_core::Error::new(libc::EINVAL, "the ring's memfd"))
+            });
+        failed(ctl, i, owner, step, mem).map(Arc::new)
+    };
+    let data_mem = ring(HEADER_FDS + i * 16, open_step::MAP_DATA)?;
+    let aux_mem = ring(HEADER_FDS + i * 16 + 8, open_step::MAP_AUX)?;
+    let data_pages = data_mem.layout().data_size / page_size();
+    let aux_pages = aux_mem.layout().aux_size / page_size();
+    // As perf record opens them (ThreadRing::open): each event in order, a member with its
+    // leader's fd as group_fd; the trace event owns the buffer, the others write into it.
     let mut fds: Vec<EventFd> = Vec::with_capacity(events.len());
     for (k, e) in events.iter().enumerate() {
         let group_fd = if e.leader == k {
             -1
         } else {
-            fds.get(e.leader)?.as_raw()
+            let leader = fds.get(e.leader).map(EventFd::as_raw).ok_or_else(einval);
+            failed(ctl, i, k, open_step::OPEN, leader)?
         };
         let mut attr = e.attr;
         // Enabled once the buffer is mapped.
