@@ -311,20 +311,16 @@ fn trace_windows(
         };
         let piece = WINDOW_PIECE.min(usize::try_from(w.len).unwrap_or(usize::MAX));
         let mut dec = Decoder::from_reader(section.window_bytes(&w), w.start(), piece);
-        for ev in dec.by_ref() {
-            // The calls' fields are taken out here, as scalars: handing the
-            // event on by reference made the compiler copy it whole, with
-            // loads wider than the stores the decoder wrote it with (a
-            // store-forwarding stall per event).
-            match ev {
-                TraceEvent::Enter {
-                    id, depth, time, ..
-                } => win.enter(id, depth, time, &funcs, names, sink),
-                TraceEvent::Exit { depth, time, .. } => win.exit(depth, time, names, sink),
-                ev => win.event(&ev, &funcs, names, sink),
-            }
-            .map_err(io)?;
-        }
+        // The decoder calls back from its common ENTER and EXIT paths
+        // separately, so a call's fields stay in registers (through
+        // `Iterator::next` they came back through memory: a store-forwarding
+        // stall per event). The fields are taken out here, as scalars:
+        // handing the event on by reference made the compiler copy it whole.
+        dec.try_each(
+            #[inline(always)]
+            |ev| win.on(ev, &funcs, names, sink),
+        )
+        .map_err(io)?;
         if let Some(e) = dec.take_error() {
             return Err(ViewError(format!(
                 "reading the trace window at file offset {:#x}: {e}",
@@ -446,6 +442,27 @@ impl Window {
             self.first = Some(time);
         }
         time
+    }
+
+    /// Takes one decoded event. Inlined (always) into each of the decoder's
+    /// calls of it, so that a call's fields stay in registers: the closure
+    /// that held this body was compiled out of line and took the event in
+    /// memory.
+    #[inline(always)]
+    fn on(
+        &mut self,
+        ev: TraceEvent,
+        funcs: &ProbeFuncs,
+        names: &mut Names,
+        sink: &mut impl Sink,
+    ) -> std::io::Result<()> {
+        match ev {
+            TraceEvent::Enter {
+                id, depth, time, ..
+            } => self.enter(id, depth, time, funcs, names, sink),
+            TraceEvent::Exit { depth, time, .. } => self.exit(depth, time, names, sink),
+            ev => self.event(&ev, funcs, names, sink),
+        }
     }
 
     /// A call began (the decoder's ENTER at `depth`).
