@@ -51,8 +51,16 @@ pub struct Node {
 pub struct CallTree {
     /// The nodes.
     pub nodes: Vec<Node>,
+    /// Each node's first [`EDGES`] children as (function, node), beside
+    /// `nodes` so that a lookup reads one line, not a node's `children`
+    /// then each child (a chain of dependent loads per call). Node 0 (the
+    /// root, never a child) marks a free slot.
+    edges: Vec<[(FuncId, u32); EDGES]>,
     index: HashMap<(u32, FuncId), u32>,
 }
+
+/// Children per node [`CallTree::child`] finds in the node's `edges`.
+const EDGES: usize = 4;
 
 impl Default for CallTree {
     fn default() -> Self {
@@ -65,6 +73,7 @@ impl Default for CallTree {
                 total: 0,
                 self_time: 0,
             }],
+            edges: vec![[(FuncId(0), 0); EDGES]],
             index: HashMap::default(),
         }
     }
@@ -72,8 +81,20 @@ impl Default for CallTree {
 
 impl CallTree {
     /// The child of `parent` for `func`, made on first use.
-    #[inline]
+    #[inline(always)]
     pub fn child(&mut self, parent: u32, func: FuncId) -> u32 {
+        for &(f, n) in &self.edges[parent as usize] {
+            if n != 0 && f == func {
+                return n;
+            }
+        }
+        self.child_beyond_edges(parent, func)
+    }
+
+    /// [`CallTree::child`] of a node with more than [`EDGES`] children, or
+    /// of a new path.
+    #[inline(never)]
+    fn child_beyond_edges(&mut self, parent: u32, func: FuncId) -> u32 {
         // Most nodes have a handful of children: a scan of them is cheaper
         // than hashing the (parent, function) pair on every call.
         let kids = &self.nodes[parent as usize].children;
@@ -104,6 +125,10 @@ impl CallTree {
             self_time: 0,
         });
         self.nodes[parent as usize].children.push(n);
+        self.edges.push([(FuncId(0), 0); EDGES]);
+        if let Some(e) = self.edges[parent as usize].iter_mut().find(|e| e.1 == 0) {
+            *e = (func, n);
+        }
         self.index.insert((parent, func), n);
         n
     }
@@ -160,7 +185,7 @@ pub struct FuncStats(Vec<FuncStat>);
 
 impl FuncStats {
     /// The function's entry, made on first use.
-    #[inline]
+    #[inline(always)]
     pub fn entry(&mut self, f: FuncId) -> &mut FuncStat {
         let i = f.0 as usize;
         if i >= self.0.len() {
@@ -259,7 +284,7 @@ impl Collector {
     }
 
     /// The thread's state, made on first use.
-    #[inline]
+    #[inline(always)]
     fn thread(&mut self, tid: u32) -> &mut ThreadState {
         let i = match self.current {
             Some((t, i)) if t == tid => i,
