@@ -27,8 +27,9 @@ use crate::ViewError;
 use crate::event::{Call, FuncId, LostKind, Names, Sink, ViewEvent};
 use crate::symbols::Symbolizer;
 
-/// Decodes a uevent sample's RAW data to (type, payload).
-pub type UeventDecode = fn(&RawData<'_>) -> Option<(u32, Vec<u8>)>;
+/// Decodes a uevent sample's RAW data to (type, payload), the payload in
+/// place (the pass copies it only when the ring split it).
+pub type UeventDecode = for<'a> fn(&RawData<'a>) -> Option<(u32, RawData<'a>)>;
 
 /// How the recording's program carries uevents (perfaux: BPF-output samples
 /// of a named event whose RAW data is the uevent body).
@@ -218,6 +219,14 @@ pub fn walk<R: BufRead + std::io::Seek>(
                         .iter()
                         .find(|(_, v)| *v == ty)
                         .map(|(n, _)| *n);
+                    let joined;
+                    let payload = match payload.as_single() {
+                        Some(p) => p,
+                        None => {
+                            joined = payload.to_vec();
+                            &joined
+                        }
+                    };
                     sink.event(
                         &names,
                         &ViewEvent::Uevent {
@@ -226,7 +235,7 @@ pub fn walk<R: BufRead + std::io::Seek>(
                             time,
                             ty,
                             type_name,
-                            payload: &payload,
+                            payload,
                         },
                     )
                     .map_err(io)?;
