@@ -14,7 +14,7 @@ use crate::event::{Call, FuncId, LostKind, Names, Sink, ViewEvent};
 /// One function's calls.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FuncStat {
-    /// Calls that began (each ENTER).
+    /// Calls that began (each ENTER), once [`Collector::finish`] ran.
     pub calls: u64,
     /// Calls whose time is known (entered and returned inside the trace;
     /// only these count in the times).
@@ -38,7 +38,8 @@ pub struct Node {
     pub parent: u32,
     /// Child nodes, in first-seen order.
     pub children: Vec<u32>,
-    /// Calls along this path.
+    /// Calls along this path (in the traced calls' tree: once
+    /// [`Collector::finish`] ran).
     pub calls: u64,
     /// Time inside, ns.
     pub total: u64,
@@ -262,8 +263,23 @@ pub struct Collector {
 }
 
 impl Collector {
-    /// Closes the pause windows still open at the end of the pass.
+    /// Counts each function's calls (the calls of its call tree nodes) and
+    /// closes the pause windows still open at the end of the pass: what the
+    /// statistics say holds once this ran.
     pub fn finish(&mut self) {
+        // The calls still open count as calls of their paths (returned ones
+        // were counted at their return); the pass is over, so are they.
+        for th in &mut self.thread_state {
+            for f in th.stack.drain(..) {
+                self.tree.nodes[f.node as usize].calls += 1;
+            }
+        }
+        for s in &mut self.funcs.0 {
+            s.calls = 0;
+        }
+        for n in &self.tree.nodes[1..] {
+            self.funcs.entry(n.func).calls += n.calls;
+        }
         for (tid, since) in std::mem::take(&mut self.paused_since) {
             let end = self.last_time(tid).unwrap_or(since);
             self.pauses.paused_time += end.saturating_sub(since);
@@ -306,7 +322,9 @@ impl Collector {
 
     #[inline(always)]
     fn enter_call(&mut self, tid: u32, time: u64, func: FuncId) {
-        self.funcs.entry(func).calls += 1;
+        // A node's calls are counted as they return (its line is written
+        // then anyway) and by `finish` for the ones still open; a
+        // function's calls are its nodes' calls, summed by `finish`.
         let i = match self.current {
             Some((t, i)) if t == tid => i,
             _ => self.find_thread(tid),
@@ -314,7 +332,6 @@ impl Collector {
         let st = &mut self.thread_state[i as usize].stack;
         let parent = st.last().map_or(0, |f| f.node);
         let node = self.tree.child(parent, func);
-        self.tree.nodes[node as usize].calls += 1;
         self.thread_state[i as usize].stack.push(Frame {
             node,
             func,
@@ -345,6 +362,7 @@ impl Collector {
                 s.self_time += self_t;
             }
             let n = &mut self.tree.nodes[f.node as usize];
+            n.calls += 1;
             n.total += dur;
             n.self_time += self_t;
         }
@@ -468,6 +486,9 @@ mod tests {
         c.exit(&names, call(1, 30, 1), false).unwrap();
         c.exit(&names, call(2, 50, 1), false).unwrap();
         c.exit(&names, call(1, 100, 0), false).unwrap();
+        // Twice: the counts are made, not added to.
+        c.finish();
+        c.finish();
         let f0 = c.funcs.get(FuncId(0)).unwrap();
         assert_eq!((f0.calls, f0.total, f0.self_time), (1, 100, 80));
         let f1 = c.funcs.get(FuncId(1)).unwrap();
@@ -482,6 +503,29 @@ mod tests {
         assert!(ids.contains(&(vec![FuncId(0)], 100)));
         assert!(ids.contains(&(vec![FuncId(0), FuncId(1)], 20)));
         assert!(ids.contains(&(vec![FuncId(1)], 45)));
+    }
+
+    #[test]
+    fn calls_still_open_at_the_end_count_as_calls_not_in_the_times() {
+        let names = Names::default();
+        let mut c = Collector::default();
+        // f0 [0, -) calling f1 [10, 30] then f1 [40, -): the pass ends.
+        c.enter(&names, call(1, 0, 0)).unwrap();
+        c.enter(&names, call(1, 10, 1)).unwrap();
+        c.exit(&names, call(1, 30, 1), false).unwrap();
+        c.enter(&names, call(1, 40, 1)).unwrap();
+        c.finish();
+        let f0 = *c.funcs.get(FuncId(0)).unwrap();
+        assert_eq!((f0.calls, f0.timed, f0.total), (1, 0, 0));
+        let f1 = *c.funcs.get(FuncId(1)).unwrap();
+        assert_eq!((f1.calls, f1.timed, f1.total), (2, 1, 20));
+        let calls: Vec<(Vec<FuncId>, u64)> = (1..c.tree.nodes.len() as u32)
+            .map(|n| (c.tree.path(n), c.tree.nodes[n as usize].calls))
+            .collect();
+        assert_eq!(
+            calls,
+            [(vec![FuncId(0)], 1), (vec![FuncId(0), FuncId(1)], 2)]
+        );
     }
 
     #[test]
@@ -502,6 +546,8 @@ mod tests {
                 b.event(&names, &call(tid, t, f).exited(closed)).unwrap();
             }
         }
+        a.finish();
+        b.finish();
         let stats = |c: &Collector| c.funcs.iter().map(|(f, s)| (f, *s)).collect::<Vec<_>>();
         assert_eq!(stats(&a), stats(&b));
         assert_eq!(a.tree.nodes.len(), b.tree.nodes.len());
