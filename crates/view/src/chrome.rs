@@ -93,6 +93,18 @@ fn marker_tid(tid: u32) -> u64 {
     (1u64 << 32) | u64::from(tid)
 }
 
+/// "00" to "99": two digits a lookup (a division by 100, not two by 10).
+const PAIRS: [u8; 200] = {
+    let mut p = [0u8; 200];
+    let mut i = 0;
+    while i < 100 {
+        p[2 * i] = b'0' + (i / 10) as u8;
+        p[2 * i + 1] = b'0' + (i % 10) as u8;
+        i += 1;
+    }
+    p
+};
+
 /// `v` in decimal (what `{}` prints), left-aligned in the array, and its
 /// number of digits.
 #[inline(always)]
@@ -239,24 +251,18 @@ impl<W: Write> ChromeWriter<W> {
             let (d, n) = &self.ts_hi_digits;
             b[at..at + 32].copy_from_slice(d);
             at += n;
-            // The last 4 digits, zero-padded.
-            b[at..at + 4].copy_from_slice(&[
-                b'0' + (lo / 1000) as u8,
-                b'0' + (lo / 100 % 10) as u8,
-                b'0' + (lo / 10 % 10) as u8,
-                b'0' + (lo % 10) as u8,
-            ]);
+            // The last 4 digits, zero-padded, two at a time.
+            let (h, l) = ((lo / 100) as usize, (lo % 100) as usize);
+            b[at..at + 2].copy_from_slice(&PAIRS[2 * h..2 * h + 2]);
+            b[at + 2..at + 4].copy_from_slice(&PAIRS[2 * l..2 * l + 2]);
             at += 4;
         }
         // The nanoseconds, three digits (`{:03}`).
         let ns = (c.time % 1000) as u32;
-        b[at..at + 5].copy_from_slice(&[
-            b'.',
-            b'0' + (ns / 100) as u8,
-            b'0' + (ns / 10 % 10) as u8,
-            b'0' + (ns % 10) as u8,
-            b'}',
-        ]);
+        let l = (ns % 100) as usize;
+        b[at..at + 2].copy_from_slice(&[b'.', b'0' + (ns / 100) as u8]);
+        b[at + 2..at + 4].copy_from_slice(&PAIRS[2 * l..2 * l + 2]);
+        b[at + 4] = b'}';
         self.pos = at + 5;
         self.spill()
     }
