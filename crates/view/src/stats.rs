@@ -259,6 +259,10 @@ pub struct Collector {
     /// The thread of the last call (a window is one thread's calls): its
     /// tid and index, so that most calls look up no map.
     current: Option<(u32, u32)>,
+    /// That thread's state, moved out of `thread_state` (whose entry is
+    /// left empty) while it is current: a call reaches its stack without
+    /// going through the table.
+    cur: ThreadState,
     paused_since: HashMap<u32, u64>,
 }
 
@@ -269,7 +273,7 @@ impl Collector {
     pub fn finish(&mut self) {
         // The calls still open count as calls of their paths (returned ones
         // were counted at their return); the pass is over, so are they.
-        for th in &mut self.thread_state {
+        for th in self.thread_state.iter_mut().chain([&mut self.cur]) {
             for f in th.stack.drain(..) {
                 self.tree.nodes[f.node as usize].calls += 1;
             }
@@ -295,29 +299,36 @@ impl Collector {
     }
 
     fn last_time(&self, tid: u32) -> Option<u64> {
+        if matches!(self.current, Some((t, _)) if t == tid) {
+            return self.cur.last_time;
+        }
         let i = *self.thread_index.get(&tid)?;
         self.thread_state[i as usize].last_time
     }
 
-    /// The thread's state, made on first use.
+    /// The thread's state (`cur`), made on first use.
     #[inline(always)]
     fn thread(&mut self, tid: u32) -> &mut ThreadState {
-        let i = match self.current {
-            Some((t, i)) if t == tid => i,
-            _ => self.find_thread(tid),
-        };
-        &mut self.thread_state[i as usize]
+        if !matches!(self.current, Some((t, _)) if t == tid) {
+            self.switch_thread(tid);
+        }
+        &mut self.cur
     }
 
+    /// Puts the current thread's state back and takes `tid`'s out.
     #[cold]
-    fn find_thread(&mut self, tid: u32) -> u32 {
+    #[inline(never)]
+    fn switch_thread(&mut self, tid: u32) {
+        if let Some((_, i)) = self.current {
+            self.thread_state[i as usize] = std::mem::take(&mut self.cur);
+        }
         let n = self.thread_state.len() as u32;
         let i = *self.thread_index.entry(tid).or_insert(n);
         if i == n {
             self.thread_state.push(ThreadState::default());
         }
+        self.cur = std::mem::take(&mut self.thread_state[i as usize]);
         self.current = Some((tid, i));
-        i
     }
 
     #[inline(always)]
@@ -325,14 +336,10 @@ impl Collector {
         // A node's calls are counted as they return (its line is written
         // then anyway) and by `finish` for the ones still open; a
         // function's calls are its nodes' calls, summed by `finish`.
-        let i = match self.current {
-            Some((t, i)) if t == tid => i,
-            _ => self.find_thread(tid),
-        };
-        let st = &mut self.thread_state[i as usize].stack;
-        let parent = st.last().map_or(0, |f| f.node);
+        self.thread(tid);
+        let parent = self.cur.stack.last().map_or(0, |f| f.node);
         let node = self.tree.child(parent, func);
-        self.thread_state[i as usize].stack.push(Frame {
+        self.cur.stack.push(Frame {
             node,
             func,
             start: time,
