@@ -625,23 +625,36 @@ impl Decoder<'_> {
     #[inline]
     pub fn try_each<E>(&mut self, mut f: impl FnMut(Event) -> Result<(), E>) -> Result<(), E> {
         loop {
-            if self.common_due()
-                && let Some(packet) = self.buf.bytes().get(self.pos..).and_then(parse_common)
-            {
-                let at = self.pos;
-                let offset = self.offset(at);
-                match packet {
-                    Packet::Enter { id, delta } if !(self.sparse && delta == 0) => {
-                        self.pos = at + 2;
-                        f(self.enter_event(offset, id, delta))?;
-                        continue;
+            if self.common_due() {
+                // Of what `common_due` checks, the common path changes only the position
+                // (checked against `stop`: the packets before it are held whole) and
+                // `queued` (set when the frame stack reaches its bound): a run of common
+                // packets goes without the other checks.
+                let stop = if self.more {
+                    self.end - LOOKAHEAD
+                } else {
+                    self.end
+                };
+                while self.pos <= stop {
+                    let at = self.pos;
+                    let Some(packet) = self.buf.bytes().get(at..).and_then(parse_common) else {
+                        break;
+                    };
+                    let offset = self.offset(at);
+                    match packet {
+                        Packet::Enter { id, delta } if !(self.sparse && delta == 0) => {
+                            self.pos = at + 2;
+                            f(self.enter_event(offset, id, delta))?;
+                            if self.queued.is_some() {
+                                break;
+                            }
+                        }
+                        Packet::Exit { delta } if !(self.sparse && delta == 0) => {
+                            self.pos = at + 2;
+                            f(self.exit_event(offset, delta))?;
+                        }
+                        _ => break,
                     }
-                    Packet::Exit { delta } if !(self.sparse && delta == 0) => {
-                        self.pos = at + 2;
-                        f(self.exit_event(offset, delta))?;
-                        continue;
-                    }
-                    _ => {}
                 }
             }
             match self.next_queued() {
