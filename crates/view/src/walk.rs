@@ -157,9 +157,16 @@ pub fn walk<R: BufRead + std::io::Seek>(
         }
         let at = r.location.file_offset;
         let idx = r.attr_index;
-        let Some(parsed) = r.parse() else { continue };
-        let parsed =
-            parsed.map_err(|e| ViewError(format!("record at file offset {at:#x}: {e}")))?;
+        // The record is looked at in place: a `Record` is some 700 bytes,
+        // and each move of it was a `memcpy` call.
+        let parsed = r.parse();
+        let parsed = match &parsed {
+            None => continue,
+            Some(Ok(p)) => p,
+            Some(Err(e)) => {
+                return Err(ViewError(format!("record at file offset {at:#x}: {e}")));
+            }
+        };
         let sid = parsed.sample_id().copied().unwrap_or_default();
         let tid = sid.tid.map_or(0, |t| t.tid);
         let time = sid.time.unwrap_or(0);
@@ -177,7 +184,7 @@ pub fn walk<R: BufRead + std::io::Seek>(
             )
             .map_err(io)
         };
-        match &parsed {
+        match parsed {
             Record::Comm(c) => {
                 let comm = String::from_utf8_lossy(&c.comm.until_nul().to_vec()).into_owned();
                 threads.info.insert(c.tid, (c.pid, comm.clone()));
