@@ -45,6 +45,11 @@ pub struct Node {
     pub total: u64,
     /// Time inside minus callees, ns.
     pub self_time: u64,
+    /// The statistics of the calls along this path whose time is known
+    /// (`calls` not used): the functions' statistics are summed from these
+    /// by [`Collector::finish`], so that a return updates one node, not a
+    /// node and its function.
+    timed: FuncStat,
 }
 
 /// The call tree of all threads, merged (node 0 is the root).
@@ -73,6 +78,7 @@ impl Default for CallTree {
                 calls: 0,
                 total: 0,
                 self_time: 0,
+                timed: FuncStat::default(),
             }],
             edges: vec![[(FuncId(0), 0); EDGES]],
             index: HashMap::default(),
@@ -124,6 +130,7 @@ impl CallTree {
             calls: 0,
             total: 0,
             self_time: 0,
+            timed: FuncStat::default(),
         });
         self.nodes[parent as usize].children.push(n);
         self.edges.push([(FuncId(0), 0); EDGES]);
@@ -174,7 +181,6 @@ pub struct PauseStats {
 
 struct Frame {
     node: u32,
-    func: FuncId,
     start: u64,
     child: u64,
 }
@@ -267,7 +273,7 @@ pub struct Collector {
 }
 
 impl Collector {
-    /// Counts each function's calls (the calls of its call tree nodes) and
+    /// Sums each function's statistics from its call tree nodes and
     /// closes the pause windows still open at the end of the pass: what the
     /// statistics say holds once this ran.
     pub fn finish(&mut self) {
@@ -278,11 +284,22 @@ impl Collector {
                 self.tree.nodes[f.node as usize].calls += 1;
             }
         }
-        for s in &mut self.funcs.0 {
-            s.calls = 0;
-        }
+        self.funcs.0.clear();
         for n in &self.tree.nodes[1..] {
-            self.funcs.entry(n.func).calls += n.calls;
+            let s = self.funcs.entry(n.func);
+            s.calls += n.calls;
+            let t = &n.timed;
+            if t.timed > 0 {
+                s.min = if s.timed == 0 {
+                    t.min
+                } else {
+                    s.min.min(t.min)
+                };
+                s.max = s.max.max(t.max);
+                s.timed += t.timed;
+                s.total += t.total;
+                s.self_time += t.self_time;
+            }
         }
         for (tid, since) in std::mem::take(&mut self.paused_since) {
             let end = self.last_time(tid).unwrap_or(since);
@@ -341,7 +358,6 @@ impl Collector {
         let node = self.tree.child(parent, func);
         self.cur.stack.push(Frame {
             node,
-            func,
             start: time,
             child: 0,
         });
@@ -358,20 +374,20 @@ impl Collector {
             if let Some(p) = st.last_mut() {
                 p.child += dur;
             }
+            let n = &mut self.tree.nodes[f.node as usize];
+            n.calls += 1;
+            n.total += dur;
+            n.self_time += self_t;
             // A call the view closed has no known duration: it counts as a
             // call, not in the times.
             if !closed {
-                let s = self.funcs.entry(f.func);
+                let s = &mut n.timed;
                 s.min = if s.timed == 0 { dur } else { s.min.min(dur) };
                 s.max = s.max.max(dur);
                 s.timed += 1;
                 s.total += dur;
                 s.self_time += self_t;
             }
-            let n = &mut self.tree.nodes[f.node as usize];
-            n.calls += 1;
-            n.total += dur;
-            n.self_time += self_t;
         }
     }
 
