@@ -45,11 +45,35 @@ pub struct Node {
     pub total: u64,
     /// Time inside minus callees, ns.
     pub self_time: u64,
-    /// The statistics of the calls along this path whose time is known
-    /// (`calls` not used): the functions' statistics are summed from these
-    /// by [`Collector::finish`], so that a return updates one node, not a
-    /// node and its function.
-    timed: FuncStat,
+    /// What the functions' statistics are summed from by
+    /// [`Collector::finish`] (so that a return updates one node, not a node
+    /// and its function).
+    times: NodeTimes,
+}
+
+/// A node's returns: how many, the shortest and longest of those whose
+/// time is known, and the ones the view closed (no known time: rare, so
+/// the known times' sums are the node's totals less theirs, and a return
+/// adds to the totals only).
+#[derive(Clone, Copy, Debug)]
+struct NodeTimes {
+    returns: u64,
+    min: u64,
+    max: u64,
+    closed: u64,
+    closed_total: u64,
+    closed_self: u64,
+}
+
+impl NodeTimes {
+    const NEW: NodeTimes = NodeTimes {
+        returns: 0,
+        min: u64::MAX,
+        max: 0,
+        closed: 0,
+        closed_total: 0,
+        closed_self: 0,
+    };
 }
 
 /// The call tree of all threads, merged (node 0 is the root).
@@ -78,7 +102,7 @@ impl Default for CallTree {
                 calls: 0,
                 total: 0,
                 self_time: 0,
-                timed: FuncStat::default(),
+                times: NodeTimes::NEW,
             }],
             edges: vec![[(FuncId(0), 0); EDGES]],
             index: HashMap::default(),
@@ -130,7 +154,7 @@ impl CallTree {
             calls: 0,
             total: 0,
             self_time: 0,
-            timed: FuncStat::default(),
+            times: NodeTimes::NEW,
         });
         self.nodes[parent as usize].children.push(n);
         self.edges.push([(FuncId(0), 0); EDGES]);
@@ -277,10 +301,12 @@ impl Collector {
     /// closes the pause windows still open at the end of the pass: what the
     /// statistics say holds once this ran.
     pub fn finish(&mut self) {
-        // The calls still open count as calls of their paths (returned ones
-        // were counted at their return); the pass is over, so are they.
-        for th in self.thread_state.iter_mut().chain([&mut self.cur]) {
-            for f in th.stack.drain(..) {
+        // A path's calls: those that returned, and those still open.
+        for n in &mut self.tree.nodes {
+            n.calls = n.times.returns;
+        }
+        for th in self.thread_state.iter().chain([&self.cur]) {
+            for f in &th.stack {
                 self.tree.nodes[f.node as usize].calls += 1;
             }
         }
@@ -288,17 +314,20 @@ impl Collector {
         for n in &self.tree.nodes[1..] {
             let s = self.funcs.entry(n.func);
             s.calls += n.calls;
-            let t = &n.timed;
-            if t.timed > 0 {
+            let t = &n.times;
+            let timed = t.returns - t.closed;
+            if timed > 0 {
                 s.min = if s.timed == 0 {
                     t.min
                 } else {
                     s.min.min(t.min)
                 };
                 s.max = s.max.max(t.max);
-                s.timed += t.timed;
-                s.total += t.total;
-                s.self_time += t.self_time;
+                s.timed += timed;
+                // The sums wrap as the node's totals do: the difference is
+                // the known times' sum either way.
+                s.total += n.total.wrapping_sub(t.closed_total);
+                s.self_time += n.self_time.wrapping_sub(t.closed_self);
             }
         }
         for (tid, since) in std::mem::take(&mut self.paused_since) {
@@ -375,18 +404,19 @@ impl Collector {
                 p.child += dur;
             }
             let n = &mut self.tree.nodes[f.node as usize];
-            n.calls += 1;
+            n.times.returns += 1;
             n.total += dur;
             n.self_time += self_t;
             // A call the view closed has no known duration: it counts as a
-            // call, not in the times.
-            if !closed {
-                let s = &mut n.timed;
-                s.min = if s.timed == 0 { dur } else { s.min.min(dur) };
-                s.max = s.max.max(dur);
-                s.timed += 1;
-                s.total += dur;
-                s.self_time += self_t;
+            // call, not in the functions' times.
+            if closed {
+                let t = &mut n.times;
+                t.closed += 1;
+                t.closed_total += dur;
+                t.closed_self += self_t;
+            } else {
+                n.times.min = n.times.min.min(dur);
+                n.times.max = n.times.max.max(dur);
             }
         }
     }
@@ -549,6 +579,31 @@ mod tests {
             calls,
             [(vec![FuncId(0)], 1), (vec![FuncId(0), FuncId(1)], 2)]
         );
+    }
+
+    #[test]
+    fn calls_the_view_closed_count_as_calls_not_in_the_functions_times() {
+        let names = Names::default();
+        let mut c = Collector::default();
+        // f0 [0, 100] calling f1 [10, 30) (closed by the view) and f1 [40, 45].
+        c.enter(&names, call(1, 0, 0)).unwrap();
+        c.enter(&names, call(1, 10, 1)).unwrap();
+        c.exit(&names, call(1, 30, 1), true).unwrap();
+        c.enter(&names, call(1, 40, 1)).unwrap();
+        c.exit(&names, call(1, 45, 1), false).unwrap();
+        c.exit(&names, call(1, 100, 0), false).unwrap();
+        c.finish();
+        let f1 = *c.funcs.get(FuncId(1)).unwrap();
+        assert_eq!(
+            (f1.calls, f1.timed, f1.total, f1.self_time, f1.min, f1.max),
+            (2, 1, 5, 5, 5, 5)
+        );
+        // The closed call's time is still its caller's callees' time, and
+        // its path's.
+        let f0 = *c.funcs.get(FuncId(0)).unwrap();
+        assert_eq!((f0.timed, f0.total, f0.self_time), (1, 100, 75));
+        assert_eq!(c.tree.nodes[2].func, FuncId(1));
+        assert_eq!((c.tree.nodes[2].calls, c.tree.nodes[2].total), (2, 25));
     }
 
     #[test]
