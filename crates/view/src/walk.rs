@@ -16,6 +16,7 @@ use std::io::BufRead;
 use perfaux_abi::consts::*;
 use perfaux_abi::raw::RawData;
 use perfaux_abi::records::Record;
+use perfaux_abi::sample::SampleRecord;
 use perfaux_perfdata::trace_reader::{SectionSource, TraceSection};
 use perfaux_perfdata::trace_section::ChunkKind;
 use perfaux_perfdata::{PerfDataReader, UserRecord};
@@ -157,6 +158,89 @@ pub fn walk<R: BufRead + std::io::Seek>(
         }
         let at = r.location.file_offset;
         let idx = r.attr_index;
+        // Samples (the uevents are samples: most of the records) are
+        // decoded as what they are, not wrapped in a `Record`, and looked at
+        // in place (a sample is some 700 bytes: each move of it was a
+        // `memcpy` call). A sample carries its own tid and time.
+        if r.header.type_ == PERF_RECORD_SAMPLE {
+            let Some(info) = r.parse_info else { continue };
+            let body = RawData::new(r.body(), &[]);
+            let parsed = SampleRecord::parse(r.header.misc, body, &info, r.endian);
+            let s = match &parsed {
+                Ok(s) => s,
+                Err(e) => {
+                    let e = e.in_record(PERF_RECORD_SAMPLE);
+                    return Err(ViewError(format!("record at file offset {at:#x}: {e}")));
+                }
+            };
+            if !threads.keep(s.tid.map_or(0, |t| t.tid)) {
+                continue;
+            }
+            let (pid, tid) = s.tid.map_or((0, 0), |t| (t.pid, t.tid));
+            let time = s.time.unwrap_or(0);
+            sum.saw(time);
+            let ev = idx.and_then(|i| ev_names.get(i)).map_or("", String::as_str);
+            if ev == rec.uevents.event_name
+                && let Some((ty, payload)) = s.raw.as_ref().and_then(rec.uevents.decode)
+            {
+                let type_name = rec
+                    .uevents
+                    .type_names
+                    .iter()
+                    .find(|(_, v)| *v == ty)
+                    .map(|(n, _)| *n);
+                let joined;
+                let payload = match payload.as_single() {
+                    Some(p) => p,
+                    None => {
+                        joined = payload.to_vec();
+                        &joined
+                    }
+                };
+                sink.event(
+                    &names,
+                    &ViewEvent::Uevent {
+                        pid,
+                        tid,
+                        time,
+                        ty,
+                        type_name,
+                        payload,
+                    },
+                )
+                .map_err(io)?;
+                continue;
+            }
+            stack.clear();
+            match &s.callchain {
+                Some(cc) if !cc.is_empty() => {
+                    for a in cc.iter() {
+                        // PERF_CONTEXT_* markers are not addresses.
+                        if a < PERF_CONTEXT_MAX_MARKER {
+                            stack.push(sym.resolve(pid, a, &mut names));
+                        }
+                    }
+                }
+                _ => {
+                    if let Some(ip) = s.ip {
+                        stack.push(sym.resolve(pid, ip, &mut names));
+                    }
+                }
+            }
+            sink.event(
+                &names,
+                &ViewEvent::Sample {
+                    pid,
+                    tid,
+                    time,
+                    event: ev,
+                    period: s.period.unwrap_or(1),
+                    stack: &stack,
+                },
+            )
+            .map_err(io)?;
+            continue;
+        }
         // The record is looked at in place: a `Record` is some 700 bytes,
         // and each move of it was a `memcpy` call.
         let parsed = r.parse();
@@ -212,71 +296,6 @@ pub fn walk<R: BufRead + std::io::Seek>(
             }
             Record::Lost(l) => lost(LostKind::Records, l.lost, &mut sum, &names, sink)?,
             Record::LostSamples(l) => lost(LostKind::Samples, l.lost, &mut sum, &names, sink)?,
-            Record::Sample(s) if threads.keep(s.tid.map_or(tid, |t| t.tid)) => {
-                let (pid, tid) = s.tid.map_or((0, tid), |t| (t.pid, t.tid));
-                let time = s.time.unwrap_or(time);
-                sum.saw(time);
-                let ev = idx.and_then(|i| ev_names.get(i)).map_or("", String::as_str);
-                if ev == rec.uevents.event_name
-                    && let Some((ty, payload)) = s.raw.as_ref().and_then(rec.uevents.decode)
-                {
-                    let type_name = rec
-                        .uevents
-                        .type_names
-                        .iter()
-                        .find(|(_, v)| *v == ty)
-                        .map(|(n, _)| *n);
-                    let joined;
-                    let payload = match payload.as_single() {
-                        Some(p) => p,
-                        None => {
-                            joined = payload.to_vec();
-                            &joined
-                        }
-                    };
-                    sink.event(
-                        &names,
-                        &ViewEvent::Uevent {
-                            pid,
-                            tid,
-                            time,
-                            ty,
-                            type_name,
-                            payload,
-                        },
-                    )
-                    .map_err(io)?;
-                    continue;
-                }
-                stack.clear();
-                match &s.callchain {
-                    Some(cc) if !cc.is_empty() => {
-                        for a in cc.iter() {
-                            // PERF_CONTEXT_* markers are not addresses.
-                            if a < PERF_CONTEXT_MAX_MARKER {
-                                stack.push(sym.resolve(pid, a, &mut names));
-                            }
-                        }
-                    }
-                    _ => {
-                        if let Some(ip) = s.ip {
-                            stack.push(sym.resolve(pid, ip, &mut names));
-                        }
-                    }
-                }
-                sink.event(
-                    &names,
-                    &ViewEvent::Sample {
-                        pid,
-                        tid,
-                        time,
-                        event: ev,
-                        period: s.period.unwrap_or(1),
-                        stack: &stack,
-                    },
-                )
-                .map_err(io)?;
-            }
             _ => {}
         }
     }
