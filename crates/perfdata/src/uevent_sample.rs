@@ -46,13 +46,22 @@ pub fn uevent_from_raw(raw: &RawData<'_>) -> Option<(u32, Vec<u8>)> {
 /// that holds it (the views read every uevent; copying each cost two
 /// allocations).
 pub fn uevent_in_raw<'a>(raw: &RawData<'a>) -> Option<(u32, RawData<'a>)> {
+    let word = |b: &[u8], at: usize| Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?));
+    // Contiguous bytes (nearly always) are read in place: the header copied
+    // out byte by byte, and the payload cut by `RawData::slice` (its pieces
+    // returned through memory), were read back with wider loads than their
+    // stores, two store-forwarding stalls per uevent.
+    if let Some(b) = raw.as_single() {
+        let (ty, size) = (word(b, 0)?, word(b, 4)? as usize);
+        let data = b.get(8..8usize.checked_add(size)?)?;
+        return Some((ty, RawData::Single(data)));
+    }
     let mut head = [0u8; 8];
     if raw.copy_to(&mut head) < 8 {
         return None;
     }
-    let ty = u32::from_le_bytes(head[0..4].try_into().ok()?);
-    let size = u32::from_le_bytes(head[4..8].try_into().ok()?) as usize;
-    let data = raw.slice(8, size)?;
+    let (ty, size) = (word(&head, 0)?, word(&head, 4)?);
+    let data = raw.slice(8, size as usize)?;
     Some((ty, data))
 }
 
