@@ -11,7 +11,7 @@ use perfaux_view::{Filter, Recording, UeventFormat};
 
 use crate::error::CliError;
 use crate::workload::UEVENT_TYPES;
-use perfaux_perfdata::uevent_sample::{UEVENT_EVENT_NAME, uevent_from_raw};
+use perfaux_perfdata::uevent_sample::{UEVENT_EVENT_NAME, uevent_in_raw};
 
 /// Opens `path` and hands `f` the recording, ready for [`perfaux_view::walk`].
 pub fn with_recording<T>(
@@ -30,7 +30,7 @@ pub fn with_recording<T>(
         trace: trace.as_ref(),
         uevents: UeventFormat {
             event_name: UEVENT_EVENT_NAME,
-            decode: uevent_from_raw,
+            decode: uevent_in_raw,
             type_names: UEVENT_TYPES,
         },
         filter,

@@ -63,7 +63,14 @@ pub(crate) struct IdMap {
     is_pos: Option<usize>,
     sample_id_all: bool,
     ids: HashMap<u64, usize>,
+    /// `ids` as a list while it holds at most [`FEW_IDS`] (a file has an id
+    /// per event and CPU or thread: a few), scanned instead of hashed:
+    /// every record is looked up, and SipHash was most of the lookup.
+    few: Vec<(u64, usize)>,
 }
+
+/// The most ids [`IdMap`] scans rather than hashes.
+const FEW_IDS: usize = 16;
 
 impl IdMap {
     pub(crate) fn add(&mut self, index: usize, attr: &PerfEventAttr, ids: &[u64]) {
@@ -75,6 +82,10 @@ impl IdMap {
         self.n_attrs = self.n_attrs.max(index + 1);
         for &id in ids {
             self.ids.insert(id, index);
+        }
+        self.few.clear();
+        if self.ids.len() <= FEW_IDS {
+            self.few.extend(self.ids.iter().map(|(&id, &i)| (id, i)));
         }
     }
 
@@ -104,6 +115,9 @@ impl IdMap {
         if id == 0 {
             return Some(0);
         }
+        if self.ids.len() <= FEW_IDS {
+            return self.few.iter().find(|p| p.0 == id).map(|p| p.1);
+        }
         self.ids.get(&id).copied()
     }
 }
@@ -128,5 +142,41 @@ mod tests {
         assert_eq!(is_pos(st | PERF_SAMPLE_STREAM_ID), Some(3));
         assert_eq!(id_pos(PERF_SAMPLE_IP), None);
         assert_eq!(is_pos(PERF_SAMPLE_IP), None);
+    }
+
+    #[test]
+    fn ids_are_found_scanned_or_hashed_alike() {
+        let attr = PerfEventAttr {
+            sample_type: PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP,
+            ..Default::default()
+        };
+        let h = PerfEventHeader {
+            type_: PERF_RECORD_SAMPLE,
+            misc: 0,
+            size: 24,
+        };
+        let sample = |id: u64| {
+            let mut b = vec![0u8; 24];
+            b[8..16].copy_from_slice(&id.to_le_bytes());
+            b
+        };
+        // A few ids (scanned), then past FEW_IDS (hashed); a repeated id
+        // takes its last event, as the map's insert does.
+        for per_event in [2u64, FEW_IDS as u64] {
+            let mut m = IdMap::default();
+            let ids = |e: u64| (1 + e * per_event..1 + (e + 1) * per_event).collect::<Vec<_>>();
+            m.add(0, &attr, &ids(0));
+            m.add(1, &attr, &ids(1));
+            m.add(2, &attr, &[1]);
+            for e in 0..2u64 {
+                for id in ids(e).into_iter().filter(|&id| id != 1) {
+                    let got = m.lookup(h, &sample(id), Endianness::Little);
+                    assert_eq!(got, Some(e as usize), "id {id}");
+                }
+            }
+            assert_eq!(m.lookup(h, &sample(1), Endianness::Little), Some(2));
+            assert_eq!(m.lookup(h, &sample(10_000), Endianness::Little), None);
+            assert_eq!(m.lookup(h, &sample(0), Endianness::Little), Some(0));
+        }
     }
 }

@@ -39,10 +39,29 @@ pub fn uevent_raw(type_: u32, data: &[u8]) -> Vec<u8> {
 /// The uevent type and payload in a sample's RAW data, or `None` if the
 /// bytes are too short for the size they state.
 pub fn uevent_from_raw(raw: &RawData<'_>) -> Option<(u32, Vec<u8>)> {
-    let v = raw.to_vec();
-    let ty = u32::from_le_bytes(v.get(0..4)?.try_into().ok()?);
-    let size = u32::from_le_bytes(v.get(4..8)?.try_into().ok()?) as usize;
-    let data = v.get(8..8usize.checked_add(size)?)?.to_vec();
+    uevent_in_raw(raw).map(|(ty, data)| (ty, data.to_vec()))
+}
+
+/// [`uevent_from_raw`] without copying: the payload is the part of `raw`
+/// that holds it (the views read every uevent; copying each cost two
+/// allocations).
+pub fn uevent_in_raw<'a>(raw: &RawData<'a>) -> Option<(u32, RawData<'a>)> {
+    let word = |b: &[u8], at: usize| Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?));
+    // Contiguous bytes (nearly always) are read in place: the header copied
+    // out byte by byte, and the payload cut by `RawData::slice` (its pieces
+    // returned through memory), were read back with wider loads than their
+    // stores, two store-forwarding stalls per uevent.
+    if let Some(b) = raw.as_single() {
+        let (ty, size) = (word(b, 0)?, word(b, 4)? as usize);
+        let data = b.get(8..8usize.checked_add(size)?)?;
+        return Some((ty, RawData::Single(data)));
+    }
+    let mut head = [0u8; 8];
+    if raw.copy_to(&mut head) < 8 {
+        return None;
+    }
+    let (ty, size) = (word(&head, 0)?, word(&head, 4)?);
+    let data = raw.slice(8, size as usize)?;
     Some((ty, data))
 }
 
@@ -85,5 +104,22 @@ mod tests {
         let mut bad = raw.clone();
         bad[4] = 200;
         assert_eq!(uevent_from_raw(&RawData::new(&bad, &[])), None);
+    }
+
+    #[test]
+    fn a_body_split_anywhere_by_the_ring_reads_the_same() {
+        let raw = uevent_raw(3, b"slow path");
+        for cut in 0..=raw.len() {
+            let (a, b) = raw.split_at(cut);
+            let (ty, data) = uevent_in_raw(&RawData::new(a, b)).unwrap();
+            assert_eq!((ty, data.to_vec()), (3, b"slow path".to_vec()), "cut {cut}");
+            // Too short for its header or its stated size: none.
+            let short = &raw[..cut];
+            assert_eq!(
+                uevent_in_raw(&RawData::new(short, &[])).is_some(),
+                cut >= 8 + 9,
+                "cut {cut}"
+            );
+        }
     }
 }

@@ -169,6 +169,19 @@ fn decoding(c: &mut Criterion) {
     g.bench_function("decode 800k events", |b| {
         b.iter(|| decode::Decoder::new(black_box(stream)).count())
     });
+    // Internal iteration, as the views decode (the event reaches the closure
+    // in registers).
+    g.bench_function("decode 800k events, try_each", |b| {
+        b.iter(|| {
+            let mut n = 0usize;
+            let _ = decode::Decoder::new(black_box(stream)).try_each(|e| {
+                black_box(&e);
+                n += 1;
+                Ok::<_, ()>(())
+            });
+            n
+        })
+    });
     // The same window read in 64 KiB pieces, as the readers decode a trace
     // section from the file.
     g.bench_function("decode 800k events, 64 KiB pieces", |b| {

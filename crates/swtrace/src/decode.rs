@@ -19,6 +19,7 @@ use crate::format::{self, LostKind, Packet, PacketError, SYNC_MAGIC};
 use crate::stream_clock::StreamClock;
 use crate::window::Windows;
 
+mod each;
 mod event;
 
 pub use event::{Event, SkipReason};
@@ -585,12 +586,7 @@ impl Decoder<'_> {
     /// leaves everything else, unchanged, to [`Decoder::next_queued`].
     #[inline(always)]
     fn next_common(&mut self) -> Option<Event> {
-        if !self.ready.is_empty()
-            || !self.held.is_empty()
-            || self.queued.is_some()
-            || !self.synced
-            || (self.more && self.end - self.pos < LOOKAHEAD)
-        {
+        if !self.common_due() {
             return None;
         }
         let at = self.pos;
@@ -607,6 +603,17 @@ impl Decoder<'_> {
             }
             _ => None,
         }
+    }
+
+    /// Whether the next event may be [`Decoder::next_common`]'s: in sync, nothing queued or
+    /// held, no refill due.
+    #[inline(always)]
+    fn common_due(&self) -> bool {
+        self.ready.is_empty()
+            && self.held.is_empty()
+            && self.queued.is_none()
+            && self.synced
+            && !(self.more && self.end - self.pos < LOOKAHEAD)
     }
 
     /// Every event but [`Decoder::next_common`]'s: through the queues of held (untimed) and

@@ -239,7 +239,23 @@ impl TimeConv {
     };
 
     /// Nanoseconds at `ticks`, saturating at the ends of u64.
+    #[inline]
     pub fn to_ns(&self, ticks: u64) -> u64 {
+        // The decoder converts every event: the common case (ticks after the anchor, a
+        // product that fits in 64 bits) without the 128-bit multiply and variable shift,
+        // which were most of the conversion's time. Same result: nothing was cut off.
+        if ticks >= self.anchor_ticks
+            && self.shift < 64
+            && let Some(p) = (ticks - self.anchor_ticks).checked_mul(u64::from(self.mult))
+        {
+            return self.anchor_ns.saturating_add(p >> self.shift);
+        }
+        self.ns_wide(ticks)
+    }
+
+    /// [`TimeConv::to_ns`] in 128 bits.
+    #[inline(never)]
+    fn ns_wide(&self, ticks: u64) -> u64 {
         let mult = u128::from(self.mult);
         if ticks >= self.anchor_ticks {
             let d = (u128::from(ticks - self.anchor_ticks) * mult) >> self.shift;

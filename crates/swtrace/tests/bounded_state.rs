@@ -133,3 +133,32 @@ fn a_limited_decoder_holds_at_most_its_share_of_untimed_events() {
         "16 held: {limited} bytes at once, against {whole} with the default bound"
     );
 }
+
+#[test]
+fn try_each_past_the_frame_bound_gives_the_iterators_events() {
+    // Deeper than the kept frames: the common ENTER path reaches the bound
+    // (a Lost note queued) several times, in memory and read in pieces.
+    const CALLS: usize = 3 * MAX_FRAMES + 7;
+    let bytes = stream(0, CALLS, CALLS, 1, false);
+    let whole: Vec<Event> = Decoder::new(&bytes).collect();
+    assert!(whole.iter().any(|e| matches!(
+        e,
+        Event::Lost {
+            kind: LostKind::Depth,
+            ..
+        }
+    )));
+    for piece in [None, Some(0), Some(4096)] {
+        let mut d = match piece {
+            None => Decoder::new(&bytes),
+            Some(p) => Decoder::from_reader(&bytes[..], 0, p),
+        };
+        let mut each = Vec::new();
+        let done: Result<(), ()> = d.try_each(|e| {
+            each.push(e);
+            Ok(())
+        });
+        assert!(done.is_ok());
+        assert!(each == whole, "pieces {piece:?}");
+    }
+}

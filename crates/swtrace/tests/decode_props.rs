@@ -186,6 +186,88 @@ proptest! {
     }
 }
 
+proptest! {
+    /// `try_each` hands out exactly the iterator's events in order, over a window in memory or
+    /// read in pieces; a callback error stops it at that event, and the decoder goes on from
+    /// the next one.
+    #[test]
+    fn try_each_gives_the_iterators_events(
+        parts in prop::collection::vec(streamish(), 1..8),
+        flips in prop::collection::vec((any::<usize>(), any::<u8>()), 0..4),
+        piece in 0usize..2000,
+        stop in any::<prop::sample::Index>(),
+    ) {
+        let mut bytes = parts.concat();
+        for (at, x) in flips {
+            if !bytes.is_empty() {
+                let i = at % bytes.len();
+                bytes[i] ^= x;
+            }
+        }
+        let whole: Vec<Event> = Decoder::new(&bytes).collect();
+        let mut each = Vec::new();
+        let done: Result<(), ()> = Decoder::new(&bytes).try_each(|e| {
+            each.push(e);
+            Ok(())
+        });
+        prop_assert!(done.is_ok());
+        prop_assert_eq!(&each, &whole);
+
+        let mut dec = Decoder::from_reader(&bytes[..], 0, piece);
+        let mut each = Vec::new();
+        let done: Result<(), ()> = dec.try_each(|e| {
+            each.push(e);
+            Ok(())
+        });
+        prop_assert!(done.is_ok());
+        prop_assert_eq!(&each, &whole);
+
+        // Stopped at event `k`: that event was handed out, the rest come from the decoder.
+        if !whole.is_empty() {
+            let k = stop.index(whole.len());
+            let mut dec = Decoder::new(&bytes);
+            let mut each = Vec::new();
+            let r = dec.try_each(|e| {
+                each.push(e);
+                if each.len() == k + 1 { Err(k) } else { Ok(()) }
+            });
+            prop_assert_eq!(r, Err(k));
+            each.extend(dec);
+            prop_assert_eq!(&each, &whole);
+        }
+    }
+}
+
+proptest! {
+    /// The conversion is `anchor_ns +- ((t - anchor_ticks) * mult) >> shift` computed without
+    /// overflow, saturating at the ends of u64, whichever way it is computed.
+    #[test]
+    fn to_ns_is_the_exact_formula(
+        anchor_ticks in any::<u64>(),
+        anchor_ns in any::<u64>(),
+        mult in any::<u32>(),
+        shift in 0u8..=63,
+        // Near the anchor (the common case) and anywhere.
+        near in any::<u32>(),
+        far in any::<u64>(),
+        pick in 0u8..3,
+    ) {
+        let ticks = match pick {
+            0 => anchor_ticks.saturating_add(u64::from(near)),
+            1 => anchor_ticks.saturating_sub(u64::from(near)),
+            _ => far,
+        };
+        let conv = TimeConv { anchor_ticks, anchor_ns, mult, shift };
+        let d = |a: u64, b: u64| (u128::from(a - b) * u128::from(mult)) >> shift;
+        let want = if ticks >= anchor_ticks {
+            (u128::from(anchor_ns) + d(ticks, anchor_ticks)).min(u128::from(u64::MAX)) as u64
+        } else {
+            u128::from(anchor_ns).saturating_sub(d(anchor_ticks, ticks)) as u64
+        };
+        prop_assert_eq!(conv.to_ns(ticks), want);
+    }
+}
+
 /// A `Read` that hands out at most `most` bytes per call.
 struct Dribble<'a> {
     bytes: &'a [u8],

@@ -14,7 +14,7 @@ use crate::event::{Call, FuncId, LostKind, Names, Sink, ViewEvent};
 /// One function's calls.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FuncStat {
-    /// Calls that began (each ENTER).
+    /// Calls that began (each ENTER), once [`Collector::finish`] ran.
     pub calls: u64,
     /// Calls whose time is known (entered and returned inside the trace;
     /// only these count in the times).
@@ -38,12 +38,42 @@ pub struct Node {
     pub parent: u32,
     /// Child nodes, in first-seen order.
     pub children: Vec<u32>,
-    /// Calls along this path.
+    /// Calls along this path (in the traced calls' tree: once
+    /// [`Collector::finish`] ran).
     pub calls: u64,
     /// Time inside, ns.
     pub total: u64,
     /// Time inside minus callees, ns.
     pub self_time: u64,
+    /// What the functions' statistics are summed from by
+    /// [`Collector::finish`] (so that a return updates one node, not a node
+    /// and its function).
+    times: NodeTimes,
+}
+
+/// A node's returns: how many, the shortest and longest of those whose
+/// time is known, and the ones the view closed (no known time: rare, so
+/// the known times' sums are the node's totals less theirs, and a return
+/// adds to the totals only).
+#[derive(Clone, Copy, Debug)]
+struct NodeTimes {
+    returns: u64,
+    min: u64,
+    max: u64,
+    closed: u64,
+    closed_total: u64,
+    closed_self: u64,
+}
+
+impl NodeTimes {
+    const NEW: NodeTimes = NodeTimes {
+        returns: 0,
+        min: u64::MAX,
+        max: 0,
+        closed: 0,
+        closed_total: 0,
+        closed_self: 0,
+    };
 }
 
 /// The call tree of all threads, merged (node 0 is the root).
@@ -51,8 +81,16 @@ pub struct Node {
 pub struct CallTree {
     /// The nodes.
     pub nodes: Vec<Node>,
+    /// Each node's first [`EDGES`] children as (function, node), beside
+    /// `nodes` so that a lookup reads one line, not a node's `children`
+    /// then each child (a chain of dependent loads per call). Node 0 (the
+    /// root, never a child) marks a free slot.
+    edges: Vec<[(FuncId, u32); EDGES]>,
     index: HashMap<(u32, FuncId), u32>,
 }
+
+/// Children per node [`CallTree::child`] finds in the node's `edges`.
+const EDGES: usize = 4;
 
 impl Default for CallTree {
     fn default() -> Self {
@@ -64,7 +102,9 @@ impl Default for CallTree {
                 calls: 0,
                 total: 0,
                 self_time: 0,
+                times: NodeTimes::NEW,
             }],
+            edges: vec![[(FuncId(0), 0); EDGES]],
             index: HashMap::default(),
         }
     }
@@ -72,8 +112,20 @@ impl Default for CallTree {
 
 impl CallTree {
     /// The child of `parent` for `func`, made on first use.
-    #[inline]
+    #[inline(always)]
     pub fn child(&mut self, parent: u32, func: FuncId) -> u32 {
+        for &(f, n) in &self.edges[parent as usize] {
+            if n != 0 && f == func {
+                return n;
+            }
+        }
+        self.child_beyond_edges(parent, func)
+    }
+
+    /// [`CallTree::child`] of a node with more than [`EDGES`] children, or
+    /// of a new path.
+    #[inline(never)]
+    fn child_beyond_edges(&mut self, parent: u32, func: FuncId) -> u32 {
         // Most nodes have a handful of children: a scan of them is cheaper
         // than hashing the (parent, function) pair on every call.
         let kids = &self.nodes[parent as usize].children;
@@ -102,8 +154,13 @@ impl CallTree {
             calls: 0,
             total: 0,
             self_time: 0,
+            times: NodeTimes::NEW,
         });
         self.nodes[parent as usize].children.push(n);
+        self.edges.push([(FuncId(0), 0); EDGES]);
+        if let Some(e) = self.edges[parent as usize].iter_mut().find(|e| e.1 == 0) {
+            *e = (func, n);
+        }
         self.index.insert((parent, func), n);
         n
     }
@@ -148,7 +205,6 @@ pub struct PauseStats {
 
 struct Frame {
     node: u32,
-    func: FuncId,
     start: u64,
     child: u64,
 }
@@ -160,7 +216,7 @@ pub struct FuncStats(Vec<FuncStat>);
 
 impl FuncStats {
     /// The function's entry, made on first use.
-    #[inline]
+    #[inline(always)]
     pub fn entry(&mut self, f: FuncId) -> &mut FuncStat {
         let i = f.0 as usize;
         if i >= self.0.len() {
@@ -233,12 +289,47 @@ pub struct Collector {
     /// The thread of the last call (a window is one thread's calls): its
     /// tid and index, so that most calls look up no map.
     current: Option<(u32, u32)>,
+    /// That thread's state, moved out of `thread_state` (whose entry is
+    /// left empty) while it is current: a call reaches its stack without
+    /// going through the table.
+    cur: ThreadState,
     paused_since: HashMap<u32, u64>,
 }
 
 impl Collector {
-    /// Closes the pause windows still open at the end of the pass.
+    /// Sums each function's statistics from its call tree nodes and
+    /// closes the pause windows still open at the end of the pass: what the
+    /// statistics say holds once this ran.
     pub fn finish(&mut self) {
+        // A path's calls: those that returned, and those still open.
+        for n in &mut self.tree.nodes {
+            n.calls = n.times.returns;
+        }
+        for th in self.thread_state.iter().chain([&self.cur]) {
+            for f in &th.stack {
+                self.tree.nodes[f.node as usize].calls += 1;
+            }
+        }
+        self.funcs.0.clear();
+        for n in &self.tree.nodes[1..] {
+            let s = self.funcs.entry(n.func);
+            s.calls += n.calls;
+            let t = &n.times;
+            let timed = t.returns - t.closed;
+            if timed > 0 {
+                s.min = if s.timed == 0 {
+                    t.min
+                } else {
+                    s.min.min(t.min)
+                };
+                s.max = s.max.max(t.max);
+                s.timed += timed;
+                // The sums wrap as the node's totals do: the difference is
+                // the known times' sum either way.
+                s.total += n.total.wrapping_sub(t.closed_total);
+                s.self_time += n.self_time.wrapping_sub(t.closed_self);
+            }
+        }
         for (tid, since) in std::mem::take(&mut self.paused_since) {
             let end = self.last_time(tid).unwrap_or(since);
             self.pauses.paused_time += end.saturating_sub(since);
@@ -254,45 +345,48 @@ impl Collector {
     }
 
     fn last_time(&self, tid: u32) -> Option<u64> {
+        if matches!(self.current, Some((t, _)) if t == tid) {
+            return self.cur.last_time;
+        }
         let i = *self.thread_index.get(&tid)?;
         self.thread_state[i as usize].last_time
     }
 
-    /// The thread's state, made on first use.
-    #[inline]
+    /// The thread's state (`cur`), made on first use.
+    #[inline(always)]
     fn thread(&mut self, tid: u32) -> &mut ThreadState {
-        let i = match self.current {
-            Some((t, i)) if t == tid => i,
-            _ => self.find_thread(tid),
-        };
-        &mut self.thread_state[i as usize]
+        if !matches!(self.current, Some((t, _)) if t == tid) {
+            self.switch_thread(tid);
+        }
+        &mut self.cur
     }
 
+    /// Puts the current thread's state back and takes `tid`'s out.
     #[cold]
-    fn find_thread(&mut self, tid: u32) -> u32 {
+    #[inline(never)]
+    fn switch_thread(&mut self, tid: u32) {
+        if let Some((_, i)) = self.current {
+            self.thread_state[i as usize] = std::mem::take(&mut self.cur);
+        }
         let n = self.thread_state.len() as u32;
         let i = *self.thread_index.entry(tid).or_insert(n);
         if i == n {
             self.thread_state.push(ThreadState::default());
         }
+        self.cur = std::mem::take(&mut self.thread_state[i as usize]);
         self.current = Some((tid, i));
-        i
     }
 
     #[inline(always)]
     fn enter_call(&mut self, tid: u32, time: u64, func: FuncId) {
-        self.funcs.entry(func).calls += 1;
-        let i = match self.current {
-            Some((t, i)) if t == tid => i,
-            _ => self.find_thread(tid),
-        };
-        let st = &mut self.thread_state[i as usize].stack;
-        let parent = st.last().map_or(0, |f| f.node);
+        // A node's calls are counted as they return (its line is written
+        // then anyway) and by `finish` for the ones still open; a
+        // function's calls are its nodes' calls, summed by `finish`.
+        self.thread(tid);
+        let parent = self.cur.stack.last().map_or(0, |f| f.node);
         let node = self.tree.child(parent, func);
-        self.tree.nodes[node as usize].calls += 1;
-        self.thread_state[i as usize].stack.push(Frame {
+        self.cur.stack.push(Frame {
             node,
-            func,
             start: time,
             child: 0,
         });
@@ -309,19 +403,21 @@ impl Collector {
             if let Some(p) = st.last_mut() {
                 p.child += dur;
             }
-            // A call the view closed has no known duration: it counts as a
-            // call, not in the times.
-            if !closed {
-                let s = self.funcs.entry(f.func);
-                s.min = if s.timed == 0 { dur } else { s.min.min(dur) };
-                s.max = s.max.max(dur);
-                s.timed += 1;
-                s.total += dur;
-                s.self_time += self_t;
-            }
             let n = &mut self.tree.nodes[f.node as usize];
+            n.times.returns += 1;
             n.total += dur;
             n.self_time += self_t;
+            // A call the view closed has no known duration: it counts as a
+            // call, not in the functions' times.
+            if closed {
+                let t = &mut n.times;
+                t.closed += 1;
+                t.closed_total += dur;
+                t.closed_self += self_t;
+            } else {
+                n.times.min = n.times.min.min(dur);
+                n.times.max = n.times.max.max(dur);
+            }
         }
     }
 
@@ -443,6 +539,9 @@ mod tests {
         c.exit(&names, call(1, 30, 1), false).unwrap();
         c.exit(&names, call(2, 50, 1), false).unwrap();
         c.exit(&names, call(1, 100, 0), false).unwrap();
+        // Twice: the counts are made, not added to.
+        c.finish();
+        c.finish();
         let f0 = c.funcs.get(FuncId(0)).unwrap();
         assert_eq!((f0.calls, f0.total, f0.self_time), (1, 100, 80));
         let f1 = c.funcs.get(FuncId(1)).unwrap();
@@ -457,6 +556,54 @@ mod tests {
         assert!(ids.contains(&(vec![FuncId(0)], 100)));
         assert!(ids.contains(&(vec![FuncId(0), FuncId(1)], 20)));
         assert!(ids.contains(&(vec![FuncId(1)], 45)));
+    }
+
+    #[test]
+    fn calls_still_open_at_the_end_count_as_calls_not_in_the_times() {
+        let names = Names::default();
+        let mut c = Collector::default();
+        // f0 [0, -) calling f1 [10, 30] then f1 [40, -): the pass ends.
+        c.enter(&names, call(1, 0, 0)).unwrap();
+        c.enter(&names, call(1, 10, 1)).unwrap();
+        c.exit(&names, call(1, 30, 1), false).unwrap();
+        c.enter(&names, call(1, 40, 1)).unwrap();
+        c.finish();
+        let f0 = *c.funcs.get(FuncId(0)).unwrap();
+        assert_eq!((f0.calls, f0.timed, f0.total), (1, 0, 0));
+        let f1 = *c.funcs.get(FuncId(1)).unwrap();
+        assert_eq!((f1.calls, f1.timed, f1.total), (2, 1, 20));
+        let calls: Vec<(Vec<FuncId>, u64)> = (1..c.tree.nodes.len() as u32)
+            .map(|n| (c.tree.path(n), c.tree.nodes[n as usize].calls))
+            .collect();
+        assert_eq!(
+            calls,
+            [(vec![FuncId(0)], 1), (vec![FuncId(0), FuncId(1)], 2)]
+        );
+    }
+
+    #[test]
+    fn calls_the_view_closed_count_as_calls_not_in_the_functions_times() {
+        let names = Names::default();
+        let mut c = Collector::default();
+        // f0 [0, 100] calling f1 [10, 30) (closed by the view) and f1 [40, 45].
+        c.enter(&names, call(1, 0, 0)).unwrap();
+        c.enter(&names, call(1, 10, 1)).unwrap();
+        c.exit(&names, call(1, 30, 1), true).unwrap();
+        c.enter(&names, call(1, 40, 1)).unwrap();
+        c.exit(&names, call(1, 45, 1), false).unwrap();
+        c.exit(&names, call(1, 100, 0), false).unwrap();
+        c.finish();
+        let f1 = *c.funcs.get(FuncId(1)).unwrap();
+        assert_eq!(
+            (f1.calls, f1.timed, f1.total, f1.self_time, f1.min, f1.max),
+            (2, 1, 5, 5, 5, 5)
+        );
+        // The closed call's time is still its caller's callees' time, and
+        // its path's.
+        let f0 = *c.funcs.get(FuncId(0)).unwrap();
+        assert_eq!((f0.timed, f0.total, f0.self_time), (1, 100, 75));
+        assert_eq!(c.tree.nodes[2].func, FuncId(1));
+        assert_eq!((c.tree.nodes[2].calls, c.tree.nodes[2].total), (2, 25));
     }
 
     #[test]
@@ -477,6 +624,8 @@ mod tests {
                 b.event(&names, &call(tid, t, f).exited(closed)).unwrap();
             }
         }
+        a.finish();
+        b.finish();
         let stats = |c: &Collector| c.funcs.iter().map(|(f, s)| (f, *s)).collect::<Vec<_>>();
         assert_eq!(stats(&a), stats(&b));
         assert_eq!(a.tree.nodes.len(), b.tree.nodes.len());

@@ -16,6 +16,7 @@ use std::io::BufRead;
 use perfaux_abi::consts::*;
 use perfaux_abi::raw::RawData;
 use perfaux_abi::records::Record;
+use perfaux_abi::sample::SampleRecord;
 use perfaux_perfdata::trace_reader::{SectionSource, TraceSection};
 use perfaux_perfdata::trace_section::ChunkKind;
 use perfaux_perfdata::{PerfDataReader, UserRecord};
@@ -27,8 +28,9 @@ use crate::ViewError;
 use crate::event::{Call, FuncId, LostKind, Names, Sink, ViewEvent};
 use crate::symbols::Symbolizer;
 
-/// Decodes a uevent sample's RAW data to (type, payload).
-pub type UeventDecode = fn(&RawData<'_>) -> Option<(u32, Vec<u8>)>;
+/// Decodes a uevent sample's RAW data to (type, payload), the payload in
+/// place (the pass copies it only when the ring split it).
+pub type UeventDecode = for<'a> fn(&RawData<'a>) -> Option<(u32, RawData<'a>)>;
 
 /// How the recording's program carries uevents (perfaux: BPF-output samples
 /// of a named event whose RAW data is the uevent body).
@@ -156,9 +158,99 @@ pub fn walk<R: BufRead + std::io::Seek>(
         }
         let at = r.location.file_offset;
         let idx = r.attr_index;
-        let Some(parsed) = r.parse() else { continue };
-        let parsed =
-            parsed.map_err(|e| ViewError(format!("record at file offset {at:#x}: {e}")))?;
+        // Samples (the uevents are samples: most of the records) are
+        // decoded as what they are, not wrapped in a `Record`, and looked at
+        // in place (a sample is some 700 bytes: each move of it was a
+        // `memcpy` call). A sample carries its own tid and time.
+        if r.header.type_ == PERF_RECORD_SAMPLE {
+            let Some(info) = r.parse_info else { continue };
+            let body = RawData::new(r.body(), &[]);
+            let parsed = SampleRecord::parse(r.header.misc, body, &info, r.endian);
+            let s = match &parsed {
+                Ok(s) => s,
+                Err(e) => {
+                    let e = e.in_record(PERF_RECORD_SAMPLE);
+                    return Err(ViewError(format!("record at file offset {at:#x}: {e}")));
+                }
+            };
+            if !threads.keep(s.tid.map_or(0, |t| t.tid)) {
+                continue;
+            }
+            let (pid, tid) = s.tid.map_or((0, 0), |t| (t.pid, t.tid));
+            let time = s.time.unwrap_or(0);
+            sum.saw(time);
+            let ev = idx.and_then(|i| ev_names.get(i)).map_or("", String::as_str);
+            if ev == rec.uevents.event_name
+                && let Some((ty, payload)) = s.raw.as_ref().and_then(rec.uevents.decode)
+            {
+                let type_name = rec
+                    .uevents
+                    .type_names
+                    .iter()
+                    .find(|(_, v)| *v == ty)
+                    .map(|(n, _)| *n);
+                let joined;
+                let payload = match payload.as_single() {
+                    Some(p) => p,
+                    None => {
+                        joined = payload.to_vec();
+                        &joined
+                    }
+                };
+                sink.event(
+                    &names,
+                    &ViewEvent::Uevent {
+                        pid,
+                        tid,
+                        time,
+                        ty,
+                        type_name,
+                        payload,
+                    },
+                )
+                .map_err(io)?;
+                continue;
+            }
+            stack.clear();
+            match &s.callchain {
+                Some(cc) if !cc.is_empty() => {
+                    for a in cc.iter() {
+                        // PERF_CONTEXT_* markers are not addresses.
+                        if a < PERF_CONTEXT_MAX_MARKER {
+                            stack.push(sym.resolve(pid, a, &mut names));
+                        }
+                    }
+                }
+                _ => {
+                    if let Some(ip) = s.ip {
+                        stack.push(sym.resolve(pid, ip, &mut names));
+                    }
+                }
+            }
+            sink.event(
+                &names,
+                &ViewEvent::Sample {
+                    pid,
+                    tid,
+                    time,
+                    event: ev,
+                    period: s.period.unwrap_or(1),
+                    stack: &stack,
+                },
+            )
+            .map_err(io)?;
+            continue;
+        }
+        // The record is looked at in place: a `Record` is some 700 bytes,
+        // and each move of it was a `memcpy` call.
+        let parsed = r.parse();
+        let parsed = match &parsed {
+            None => continue,
+            Some(Ok(p)) => p,
+            Some(Err(e)) => {
+                return Err(ViewError(format!("record at file offset {at:#x}: {e}")));
+            }
+        };
         let sid = parsed.sample_id().copied().unwrap_or_default();
         let tid = sid.tid.map_or(0, |t| t.tid);
         let time = sid.time.unwrap_or(0);
@@ -176,7 +268,7 @@ pub fn walk<R: BufRead + std::io::Seek>(
             )
             .map_err(io)
         };
-        match &parsed {
+        match parsed {
             Record::Comm(c) => {
                 let comm = String::from_utf8_lossy(&c.comm.until_nul().to_vec()).into_owned();
                 threads.info.insert(c.tid, (c.pid, comm.clone()));
@@ -204,63 +296,6 @@ pub fn walk<R: BufRead + std::io::Seek>(
             }
             Record::Lost(l) => lost(LostKind::Records, l.lost, &mut sum, &names, sink)?,
             Record::LostSamples(l) => lost(LostKind::Samples, l.lost, &mut sum, &names, sink)?,
-            Record::Sample(s) if threads.keep(s.tid.map_or(tid, |t| t.tid)) => {
-                let (pid, tid) = s.tid.map_or((0, tid), |t| (t.pid, t.tid));
-                let time = s.time.unwrap_or(time);
-                sum.saw(time);
-                let ev = idx.and_then(|i| ev_names.get(i)).map_or("", String::as_str);
-                if ev == rec.uevents.event_name
-                    && let Some((ty, payload)) = s.raw.as_ref().and_then(rec.uevents.decode)
-                {
-                    let type_name = rec
-                        .uevents
-                        .type_names
-                        .iter()
-                        .find(|(_, v)| *v == ty)
-                        .map(|(n, _)| *n);
-                    sink.event(
-                        &names,
-                        &ViewEvent::Uevent {
-                            pid,
-                            tid,
-                            time,
-                            ty,
-                            type_name,
-                            payload: &payload,
-                        },
-                    )
-                    .map_err(io)?;
-                    continue;
-                }
-                stack.clear();
-                match &s.callchain {
-                    Some(cc) if !cc.is_empty() => {
-                        for a in cc.iter() {
-                            // PERF_CONTEXT_* markers are not addresses.
-                            if a < PERF_CONTEXT_MAX_MARKER {
-                                stack.push(sym.resolve(pid, a, &mut names));
-                            }
-                        }
-                    }
-                    _ => {
-                        if let Some(ip) = s.ip {
-                            stack.push(sym.resolve(pid, ip, &mut names));
-                        }
-                    }
-                }
-                sink.event(
-                    &names,
-                    &ViewEvent::Sample {
-                        pid,
-                        tid,
-                        time,
-                        event: ev,
-                        period: s.period.unwrap_or(1),
-                        stack: &stack,
-                    },
-                )
-                .map_err(io)?;
-            }
             _ => {}
         }
     }
@@ -311,20 +346,16 @@ fn trace_windows(
         };
         let piece = WINDOW_PIECE.min(usize::try_from(w.len).unwrap_or(usize::MAX));
         let mut dec = Decoder::from_reader(section.window_bytes(&w), w.start(), piece);
-        for ev in dec.by_ref() {
-            // The calls' fields are taken out here, as scalars: handing the
-            // event on by reference made the compiler copy it whole, with
-            // loads wider than the stores the decoder wrote it with (a
-            // store-forwarding stall per event).
-            match ev {
-                TraceEvent::Enter {
-                    id, depth, time, ..
-                } => win.enter(id, depth, time, &funcs, names, sink),
-                TraceEvent::Exit { depth, time, .. } => win.exit(depth, time, names, sink),
-                ev => win.event(&ev, &funcs, names, sink),
-            }
-            .map_err(io)?;
-        }
+        // The decoder calls back from its common ENTER and EXIT paths
+        // separately, so a call's fields stay in registers (through
+        // `Iterator::next` they came back through memory: a store-forwarding
+        // stall per event). The fields are taken out here, as scalars:
+        // handing the event on by reference made the compiler copy it whole.
+        dec.try_each(
+            #[inline(always)]
+            |ev| win.on(ev, &funcs, names, sink),
+        )
+        .map_err(io)?;
         if let Some(e) = dec.take_error() {
             return Err(ViewError(format!(
                 "reading the trace window at file offset {:#x}: {e}",
@@ -446,6 +477,27 @@ impl Window {
             self.first = Some(time);
         }
         time
+    }
+
+    /// Takes one decoded event. Inlined (always) into each of the decoder's
+    /// calls of it, so that a call's fields stay in registers: the closure
+    /// that held this body was compiled out of line and took the event in
+    /// memory.
+    #[inline(always)]
+    fn on(
+        &mut self,
+        ev: TraceEvent,
+        funcs: &ProbeFuncs,
+        names: &mut Names,
+        sink: &mut impl Sink,
+    ) -> std::io::Result<()> {
+        match ev {
+            TraceEvent::Enter {
+                id, depth, time, ..
+            } => self.enter(id, depth, time, funcs, names, sink),
+            TraceEvent::Exit { depth, time, .. } => self.exit(depth, time, names, sink),
+            ev => self.event(&ev, funcs, names, sink),
+        }
     }
 
     /// A call began (the decoder's ENTER at `depth`).
