@@ -10,28 +10,11 @@
 mod calls;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use calls::*;
 
 const THREADS: u64 = 3;
 const DEPTH: u64 = 5;
-
-fn build(dir: &Path, flags: &[&str], name: &str) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../preload/tests/c/thread_exit.c");
-    let out = dir.join(name);
-    let st = Command::new("gcc")
-        .args(["-O1", "-g", "-pthread"])
-        .args(flags)
-        .arg("-o")
-        .arg(&out)
-        .arg(&src)
-        .status()
-        .expect("gcc");
-    assert!(st.success(), "gcc {flags:?} failed");
-    out
-}
 
 #[test]
 fn pthread_exit_through_traced_frames_keeps_the_program_and_its_calls() {
@@ -45,7 +28,7 @@ fn pthread_exit_through_traced_frames_keeps_the_program_and_its_calls() {
         (&["-pg"][..], "te_pg"),
         (&["-pg", "-mfentry"][..], "te_fentry"),
     ] {
-        let prog = build(dir.path(), flags, name);
+        let prog = build_c(dir.path(), "thread_exit.c", flags, name);
         let (out, data) = record(dir.path(), &prog, &args);
         assert!(
             out.status.success(),

@@ -288,44 +288,11 @@ impl<W: Write> Sink for ChromeWriter<W> {
                 json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": marker_tid(tid),
                     "args": {"name": format!("{comm} {tid}: pause/resume, trace data")}})
             }
-            ViewEvent::Enter {
-                pid,
-                tid,
-                time,
-                func,
-                depth,
-            } => {
-                return self.call(
-                    b'B',
-                    names,
-                    Call {
-                        pid,
-                        tid,
-                        time,
-                        func,
-                        depth,
-                    },
-                );
+            ViewEvent::Enter { .. } => {
+                return ev.call().map_or(Ok(()), |c| self.call(b'B', names, c));
             }
-            ViewEvent::Exit {
-                pid,
-                tid,
-                time,
-                func,
-                depth,
-                ..
-            } => {
-                return self.call(
-                    b'E',
-                    names,
-                    Call {
-                        pid,
-                        tid,
-                        time,
-                        func,
-                        depth,
-                    },
-                );
+            ViewEvent::Exit { .. } => {
+                return ev.call().map_or(Ok(()), |c| self.call(b'E', names, c));
             }
             ViewEvent::Sample {
                 pid,

@@ -240,6 +240,37 @@ impl Call {
     }
 }
 
+impl ViewEvent<'_> {
+    /// The call a [`ViewEvent::Enter`] or [`ViewEvent::Exit`] carries (`None` for the others).
+    #[inline(always)]
+    pub fn call(&self) -> Option<Call> {
+        match *self {
+            ViewEvent::Enter {
+                pid,
+                tid,
+                time,
+                func,
+                depth,
+            }
+            | ViewEvent::Exit {
+                pid,
+                tid,
+                time,
+                func,
+                depth,
+                ..
+            } => Some(Call {
+                pid,
+                tid,
+                time,
+                func,
+                depth,
+            }),
+            _ => None,
+        }
+    }
+}
+
 /// A consumer of the streaming pass.
 pub trait Sink {
     /// Takes one event; `names` resolves its [`FuncId`]s.

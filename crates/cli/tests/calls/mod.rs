@@ -19,7 +19,15 @@ pub fn have(tool: &str) -> bool {
 
 /// `calls.c` compiled with `flags` into `dir`.
 pub fn build_calls(dir: &Path, flags: &[&str], name: &str) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../preload/tests/c/calls.c");
+    build_c(dir, "calls.c", flags, name)
+}
+
+/// The C test program `source` (in crates/preload/tests/c) compiled by gcc with `flags` (and
+/// -O1 -g -pthread) into `dir`.
+pub fn build_c(dir: &Path, source: &str, flags: &[&str], name: &str) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../preload/tests/c")
+        .join(source);
     let out = dir.join(name);
     let st = Command::new("gcc")
         .args(["-O1", "-g", "-pthread"])

@@ -290,39 +290,8 @@ impl Sink for FirefoxProfile {
                 }
                 Ok(())
             }
-            ViewEvent::Enter {
-                pid,
-                tid,
-                time,
-                func,
-                depth,
-            } => self.enter(
-                names,
-                Call {
-                    pid,
-                    tid,
-                    time,
-                    func,
-                    depth,
-                },
-            ),
-            ViewEvent::Exit {
-                pid,
-                tid,
-                time,
-                func,
-                depth,
-                ..
-            } => self.exit(
-                names,
-                Call {
-                    pid,
-                    tid,
-                    time,
-                    func,
-                    depth,
-                },
-            ),
+            ViewEvent::Enter { .. } => ev.call().map_or(Ok(()), |c| self.enter(names, c)),
+            ViewEvent::Exit { .. } => ev.call().map_or(Ok(()), |c| self.exit(names, c)),
             ViewEvent::Sample {
                 pid,
                 tid,
