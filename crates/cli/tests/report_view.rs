@@ -159,26 +159,8 @@ fn call_graph_counts_sum_to_the_calls() {
 fn perf_cpu_clock_samples_resolve_to_symbols() {
     let dir = tempdir();
     let data = dir.path().join("perf.data");
-    let rec = perf(
-        &[
-            "record",
-            "-e",
-            "cpu-clock",
-            "-F",
-            "20000",
-            "-o",
-            path_str(&data),
-            "--",
-            PERFAUX,
-            "report",
-            "-D",
-            "-i",
-            path_str(&record(dir.path(), "w.data", &["--requests", "100"]).0),
-        ],
-        dir.path(),
-    );
-    if rec.code != 0 {
-        perfaux_testutil::skip(&format!("perf record failed here: {}", rec.stderr));
+    let (input, _) = record(dir.path(), "w.data", &["--requests", "100"]);
+    if !perf_samples_report_dump(dir.path(), &data, &input, false) {
         return;
     }
     let r = perfaux(&["report", "-i", path_str(&data), "--sort", "dso,sym"]);
@@ -556,27 +538,7 @@ fn firefox_export_is_fxprof_processed_profiles_json_for_real_recordings() {
     assert!(p["threads"][0]["samples"]["length"].as_u64().unwrap() > 0);
     perfaux_testutil::require_oracle!("perf");
     let data = d.join("perf.data");
-    let rec = perf(
-        &[
-            "record",
-            "-g",
-            "-e",
-            "cpu-clock",
-            "-F",
-            "20000",
-            "-o",
-            path_str(&data),
-            "--",
-            PERFAUX,
-            "report",
-            "-D",
-            "-i",
-            path_str(&f),
-        ],
-        d,
-    );
-    if rec.code != 0 {
-        perfaux_testutil::skip(&format!("perf record failed here: {}", rec.stderr));
+    if !perf_samples_report_dump(d, &data, &f, true) {
         return;
     }
     let p = firefox_same(&data);
@@ -589,6 +551,40 @@ fn firefox_export_is_fxprof_processed_profiles_json_for_real_recordings() {
             .sum()
     };
     assert!(rows(&p) > 5, "perf -g's callchains make call paths");
+}
+
+/// `perf record -e cpu-clock -F 20000` (with `-g` if `callchains`) into `data` of
+/// `perfaux report -D -i input`: perf's own samples of a known program. Whether it recorded
+/// (if not, the test is skipped, said on stderr).
+fn perf_samples_report_dump(
+    dir: &std::path::Path,
+    data: &std::path::Path,
+    input: &std::path::Path,
+    callchains: bool,
+) -> bool {
+    let mut args = vec!["record"];
+    if callchains {
+        args.push("-g");
+    }
+    args.extend([
+        "-e",
+        "cpu-clock",
+        "-F",
+        "20000",
+        "-o",
+        path_str(data),
+        "--",
+        PERFAUX,
+        "report",
+        "-D",
+        "-i",
+        path_str(input),
+    ]);
+    let rec = perf(&args, dir);
+    if rec.code != 0 {
+        perfaux_testutil::skip(&format!("perf record failed here: {}", rec.stderr));
+    }
+    rec.code == 0
 }
 
 /// Renders `svg` in headless Chromium into a PNG; `None` when Chromium is absent.
