@@ -59,8 +59,10 @@ impl<'a> From<&SampleRecord<'a>> for SampleFields<'a> {
 impl<'a> SampleFields<'a> {
     /// Reads a SAMPLE body (the bytes after the header): what
     /// `SampleRecord::parse` would give for these fields, the same error
-    /// where it fails.
-    #[inline]
+    /// where it fails. Inlined (always), so that the fields reach the
+    /// caller in registers: returned through memory, they were read back
+    /// with wider loads than their stores (a store-forwarding stall each).
+    #[inline(always)]
     pub fn parse(
         body: RawData<'a>,
         info: &RecordParseInfo,
@@ -82,8 +84,17 @@ impl<'a> SampleFields<'a> {
                 return Ok(s);
             }
         }
-        // A split or short body, or fields this does not locate: the full
-        // parser, whose errors name the field that is missing.
+        Self::parse_full(body, info, endian)
+    }
+
+    /// A split or short body, or fields [`Self::parse`] does not locate:
+    /// the full parser, whose errors name the field that is missing.
+    #[inline(never)]
+    fn parse_full(
+        body: RawData<'a>,
+        info: &RecordParseInfo,
+        endian: Endianness,
+    ) -> Result<Self, ParseError> {
         SampleRecord::parse(0, body, info, endian).map(|s| Self::from(&s))
     }
 
