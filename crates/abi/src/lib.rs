@@ -18,6 +18,7 @@
 //! - [`records`]: the kernel's record types 1..22 and perfaux's uevent, the
 //!   [`records::Record`] dispatcher and the [`records::EncodeRecord`] writer;
 //! - [`sample`]: PERF_RECORD_SAMPLE for every sample_type bit;
+//! - [`sample_fields`]: the fields of a sample a viewer reads, located by offset;
 //! - [`sample_id`]: the sample_id_all trailer;
 //! - [`read_format`]: the read_format block (READ records, PERF_SAMPLE_READ);
 //! - [`error`]: parse and encode errors;
@@ -78,6 +79,7 @@ pub mod raw;
 pub mod read_format;
 pub mod records;
 pub mod sample;
+pub mod sample_fields;
 pub mod sample_id;
 pub mod sink;
 pub mod user;

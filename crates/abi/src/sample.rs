@@ -422,7 +422,7 @@ impl<'a> SampleRecord<'a> {
 }
 
 /// The fixed head of a sample: IDENTIFIER through PERIOD, one u64 slot each.
-const HEAD_BITS: u64 = PERF_SAMPLE_IDENTIFIER
+pub(crate) const HEAD_BITS: u64 = PERF_SAMPLE_IDENTIFIER
     | PERF_SAMPLE_IP
     | PERF_SAMPLE_TID
     | PERF_SAMPLE_TIME

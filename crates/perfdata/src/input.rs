@@ -43,19 +43,23 @@ impl<R: Read> Input<R> {
     }
 
     /// File offset of the first unconsumed byte.
+    #[inline]
     pub(crate) fn offset(&self) -> u64 {
         self.offset
     }
 
+    #[inline]
     pub(crate) fn available(&self) -> &[u8] {
         &self.buf[self.start..self.end]
     }
 
     /// Bytes the stream may still hold past the window (`None`: unknown).
+    #[inline]
     pub(crate) fn remaining_limit(&self) -> Option<u64> {
         self.limit.map(|l| l.saturating_sub(self.offset))
     }
 
+    #[inline]
     pub(crate) fn consume(&mut self, n: usize) {
         debug_assert!(n <= self.end - self.start);
         self.start += n;

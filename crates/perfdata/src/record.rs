@@ -86,11 +86,13 @@ pub enum UserRecord<'a> {
 
 impl<'a> RawRecord<'a> {
     /// The record body after the 8-byte header.
+    #[inline]
     pub fn body(&self) -> &'a [u8] {
         &self.bytes[PerfEventHeader::SIZE..]
     }
 
     /// Whether this is a record the kernel writes (types below 64).
+    #[inline]
     pub fn is_kernel_record(&self) -> bool {
         self.header.type_ < PERF_RECORD_USER_TYPE_START
     }
