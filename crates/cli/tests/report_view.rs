@@ -63,20 +63,7 @@ fn call_counts_equal_script_call_trace_full_trace() {
 #[test]
 fn call_counts_equal_script_call_trace_paused_and_snapshot() {
     let dir = tempdir();
-    let (f, _) = record(
-        dir.path(),
-        "pause.data",
-        &[
-            "--requests",
-            "20",
-            "-e",
-            "swtrace/aux-action=start-paused/",
-            "-e",
-            "probe:serve_request/aux-action=resume/",
-            "-e",
-            "probe:send_response/aux-action=pause/",
-        ],
-    );
+    let f = record_pause_resume(dir.path());
     check(path_str(&f));
     let r = perfaux(&["report", "-i", path_str(&f)]);
     let windows: u64 = r
@@ -509,20 +496,7 @@ fn firefox_export_is_fxprof_processed_profiles_json_for_real_recordings() {
         assert!(requests < 32_000, "no task-clock sample on a traced thread");
         requests *= 4;
     }
-    let (f, _) = record(
-        d,
-        "pause.data",
-        &[
-            "--requests",
-            "20",
-            "-e",
-            "swtrace/aux-action=start-paused/",
-            "-e",
-            "probe:serve_request/aux-action=resume/",
-            "-e",
-            "probe:send_response/aux-action=pause/",
-        ],
-    );
+    let f = record_pause_resume(d);
     assert!(
         markers_named(&firefox_same(&f), "paused") >= 20,
         "pause markers"
@@ -585,6 +559,26 @@ fn perf_samples_report_dump(
         perfaux_testutil::skip(&format!("perf record failed here: {}", rec.stderr));
     }
     rec.code == 0
+}
+
+/// The built-in workload recorded with tracing paused but inside serve_request ... send_response
+/// (aux-action start-paused, resume, pause): `dir`/pause.data.
+fn record_pause_resume(dir: &std::path::Path) -> std::path::PathBuf {
+    record(
+        dir,
+        "pause.data",
+        &[
+            "--requests",
+            "20",
+            "-e",
+            "swtrace/aux-action=start-paused/",
+            "-e",
+            "probe:serve_request/aux-action=resume/",
+            "-e",
+            "probe:send_response/aux-action=pause/",
+        ],
+    )
+    .0
 }
 
 /// Renders `svg` in headless Chromium into a PNG; `None` when Chromium is absent.
