@@ -417,9 +417,10 @@ impl Sideband {
                 }
             }
             // An exec'd image: its thread's name changed at the exec (COMM_EXEC, as the
-            // kernel's perf_event_comm), before its first traced call.
-            // (exec makes the calling thread its process's leader: tid = pid.)
-            // The same process: the same fork (an exec'd child's image carries its fork).
+            // kernel's perf_event_comm), before its first traced call. It is a thread seen
+            // before in another slot: the same pid and tid (exec makes the calling thread its
+            // process's leader, tid = pid) and the same fork (an exec'd child's image carries
+            // its fork; a later child given the same pid does not).
             let task = (t.pid, t.tid, t.fork.map(|f| f.2));
             let exec = t.tid == t.pid && self.tasks.contains(&task);
             if exec && t.open_time != 0 {
