@@ -260,19 +260,44 @@ fn snapshot_end_and_truncated_stop_are_not_pauses() {
         assert_eq!(why, "(snapshot end)", "thread {tid}");
     }
     // A full trace into an 8 KiB area that fills: each PERF_RECORD_AUX
-    // flagged T ends its thread's trace with `(truncated)`.
-    let (f, _) = record(dir.path(), "tr.data", &["-m", ",8K", "--requests", "300"]);
-    let plain = perfaux(&["script", "-i", path_str(&f)]);
-    let mut truncated: Vec<String> = plain
-        .stdout
-        .lines()
-        .filter(|l| l.contains("PERF_RECORD_AUX") && l.ends_with("[T]"))
-        .map(|l| l.split_whitespace().nth(1).unwrap().to_string())
-        .collect();
+    // flagged T ends its thread's trace with `(truncated)`. The area must fill
+    // on every traced thread (a thread whose trace the recorder drained in time
+    // ends when the recording stops it, which is not this test's case): a run
+    // where one did not is recorded again with more requests.
+    // The tid of each line `what` takes, sorted.
+    let tids_of = |text: &str, what: &dyn Fn(&str) -> bool| -> Vec<String> {
+        let mut v: Vec<String> = text
+            .lines()
+            .filter(|l| what(l))
+            .map(|l| l.split_whitespace().nth(1).unwrap().to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    let mut requests = 300;
+    let (f, truncated) = loop {
+        let (f, _) = record(
+            dir.path(),
+            "tr.data",
+            &["-m", ",8K", "--requests", &requests.to_string()],
+        );
+        let plain = perfaux(&["script", "-i", path_str(&f)]);
+        let truncated = tids_of(&plain.stdout, &|l| {
+            l.contains("PERF_RECORD_AUX") && l.ends_with("[T]")
+        });
+        let mut traced = tids_of(&plain.stdout, &|l| l.contains("PERF_RECORD_ITRACE_START"));
+        traced.dedup();
+        assert!(!traced.is_empty(), "no traced thread:\n{}", plain.stdout);
+        let mut filled = truncated.clone();
+        filled.dedup();
+        if filled == traced || requests >= 300 * 64 {
+            break (f, truncated);
+        }
+        requests *= 4;
+    };
     assert!(!truncated.is_empty(), "the 8 KiB area never filled");
     let mut ends = tr_ends(&f);
     assert!(ends.iter().all(|(_, why)| why == "(truncated)"), "{ends:?}");
-    truncated.sort();
     ends.sort();
     assert_eq!(ends.into_iter().map(|e| e.0).collect::<Vec<_>>(), truncated);
 }
