@@ -301,3 +301,33 @@ fn snapshot_end_and_truncated_stop_are_not_pauses() {
     ends.sort();
     assert_eq!(ends.into_iter().map(|e| e.0).collect::<Vec<_>>(), truncated);
 }
+
+/// A recording with no aux-action pauses nothing: the recorder's stop of each thread's trace
+/// event at the end (a stop from another thread, which the swtrace PMU carries out in the
+/// traced thread's signal handler) ends the trace as a stop, `(stopped)`, and the report
+/// counts no pause window. (It was written as a pause: every thread ended `(paused)` and the
+/// report said "windows: 3".)
+#[test]
+fn the_recordings_final_stop_is_a_stop_not_a_pause() {
+    let dir = tempdir();
+    let (f, _) = record(dir.path(), "plain.data", &["--requests", "20"]);
+    let trace = perfaux(&["script", "--call-trace", "-i", path_str(&f)]);
+    assert_eq!(trace.code, 0, "{}", trace.stderr);
+    let ends: Vec<&str> = trace
+        .stdout
+        .lines()
+        .filter(|l| l.contains(": tr end"))
+        .collect();
+    assert!(!ends.is_empty(), "no trace end in:\n{}", trace.stdout);
+    assert!(
+        ends.iter().all(|l| l.ends_with("tr end   (stopped)")),
+        "{ends:?}"
+    );
+    let report = perfaux(&["report", "-i", path_str(&f)]);
+    assert_eq!(report.code, 0, "{}", report.stderr);
+    assert!(
+        !report.stdout.contains("# pause/resume"),
+        "a pause/resume section in:\n{}",
+        report.stdout
+    );
+}

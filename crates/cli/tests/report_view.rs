@@ -279,13 +279,23 @@ fn perfetto_export_decodes_with_the_official_protos_and_matches_the_call_trace()
                 slices.insert((w[1].to_string(), w[2].to_string()), w[3].parse().unwrap());
             }
             "instant" => {
-                instants.insert(w[1].to_string(), w[2].parse::<u64>().unwrap());
+                // `instant NAME COUNT`, the name may hold spaces.
+                let (name, n) = l["instant ".len()..].rsplit_once(' ').unwrap();
+                instants.insert(name.to_string(), n.parse::<u64>().unwrap());
             }
             _ => {}
         }
     }
     assert_eq!(slices, script_counts_by_tid(file));
-    assert_eq!(instants, script_uevents(file));
+    // The instants: the uevents, and each trace's stop (the recording's end) as the call
+    // trace shows it.
+    let mut want = script_uevents(file);
+    let trace = perfaux(&["script", "--call-trace", "-i", file]);
+    let stops = trace.stdout.matches("tr end   (stopped)").count() as u64;
+    if stops > 0 {
+        want.insert("trace stopped".to_string(), stops);
+    }
+    assert_eq!(instants, want);
     // Payloads are text when printable; threads carry their names.
     assert!(
         py.stdout.contains("payload worker=0 req=0 result="),

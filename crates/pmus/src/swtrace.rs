@@ -506,7 +506,8 @@ fn stop_here(event: &Event, st: &TraceState) -> bool {
     };
     let park = remote::in_remote_call();
     let head = if park {
-        writer::pause();
+        // A stop, not an aux_pause: the stream says STOPPED.
+        writer::park();
         let Some(status) = writer::status() else {
             st.running.store(false, Ordering::Release);
             return true;

@@ -253,8 +253,15 @@ fn counters_nothing_drives_stay_zero_as_in_the_kernel() {
 fn cpu_clock_counts_cpu_time() {
     let (p, k) = count_both(PERF_COUNT_SW_CPU_CLOCK, || burn(5_000_000));
     assert!(p >= 5_000_000, "perfaux counted {p} ns");
+    // The kernel's cpu-clock adds local_clock() time while the task runs, the burn stops on
+    // CLOCK_THREAD_CPUTIME_ID (the task's sum_exec_runtime): two clocks, which in a VM under
+    // load were seen 0.35 % apart (4,982,962 ns for the 5 ms burn). The kernel is the oracle
+    // of what cpu-clock counts, within that.
     if let Some(k) = k {
-        assert!(k >= 5_000_000, "the kernel counted {k} ns");
+        assert!(
+            k >= 5_000_000 - 5_000_000 / 100,
+            "the kernel counted {k} ns"
+        );
     }
 }
 

@@ -11,7 +11,7 @@ use super::lifetime::{existing, thread_trace};
 #[cfg(test)]
 use super::test_points::{Point, at_point};
 use super::thread::{
-    REQ_LIMIT, REQ_OBSERVE, REQ_PAUSE, REQ_RESUME, REQ_UNOBSERVE, TIMING_SPARSE,
+    REQ_LIMIT, REQ_OBSERVE, REQ_PARK, REQ_PAUSE, REQ_RESUME, REQ_UNOBSERVE, TIMING_SPARSE,
     TIMING_UNTIMED_EXITS, TRACING, ThreadTrace,
 };
 use crate::clock::{self, ClockSource};
@@ -26,6 +26,9 @@ impl ThreadTrace {
         }
         if req & REQ_PAUSE != 0 {
             self.pause_now();
+        }
+        if req & REQ_PARK != 0 {
+            self.park_now();
         }
         if req & REQ_RESUME != 0 {
             self.resume_now();
@@ -62,6 +65,30 @@ impl ThreadTrace {
         true
     }
 
+    /// [`pause_now`](Self::pause_now) for a stop: writes STOPPED, not PAUSED (the event was
+    /// stopped, not aux_paused), and marks the writer parked. A writer already paused writes
+    /// nothing (its stream said PAUSED) and stays as it was.
+    pub(super) fn park_now(&self) -> bool {
+        #[cfg(test)]
+        at_point(Point::ControlBefore);
+        if !self.begin() {
+            self.pending.fetch_or(REQ_PARK, Relaxed);
+            return true;
+        }
+        if !self.installed.load(Relaxed) || self.paused.load(Relaxed) {
+            self.end();
+            return false;
+        }
+        if self.mode.load(Relaxed) == TRACING {
+            self.write_boundary(format::STOPPED);
+        }
+        self.parked.store(true, Relaxed);
+        self.paused.store(true, Relaxed);
+        self.update_mode();
+        self.end();
+        true
+    }
+
     pub(super) fn resume_now(&self) -> bool {
         #[cfg(test)]
         at_point(Point::ControlBefore);
@@ -74,9 +101,11 @@ impl ThreadTrace {
             return false;
         }
         self.paused.store(false, Relaxed);
+        // After a park the stream said STOPPED: it starts again with a SYNC alone.
+        let boundary = !self.parked.swap(false, Relaxed);
         self.update_mode();
         if self.mode.load(Relaxed) == TRACING {
-            self.write_resume_sync(true);
+            self.write_resume_sync(boundary);
         }
         self.end();
         true
@@ -209,6 +238,7 @@ fn install_busy(tt: &'static ThreadTrace, config: WriterConfig) -> Result<(), Wr
     tt.reported_full.store(0, Relaxed);
     tt.syncs.store(0, Relaxed);
     tt.paused.store(config.start_paused, Relaxed);
+    tt.parked.store(false, Relaxed);
     tt.track_paused.store(config.track_paused, Relaxed);
     tt.full_stopped.store(false, Relaxed);
     tt.installed.store(true, Relaxed);
@@ -267,8 +297,18 @@ pub fn pause() -> bool {
     existing().is_some_and(ThreadTrace::pause_now)
 }
 
+/// Parks the calling thread's writer for a stop of its event from another thread (`pmu::stop`
+/// in the signal handler that carries it, where the writer cannot be removed): as [`pause`],
+/// but the stream says STOPPED, and the [`resume`] that starts it again writes a SYNC without
+/// RESUMED. A writer already paused stays so, silently. Returns whether the state changed (or
+/// the change was deferred).
+pub fn park() -> bool {
+    existing().is_some_and(ThreadTrace::park_now)
+}
+
 /// Resumes the calling thread's writer (`pmu::start(PERF_EF_RESUME)`): writes a SYNC and
-/// RESUMED. Returns whether the state changed (or the change was deferred).
+/// RESUMED (a SYNC alone after [`park`]). Returns whether the state changed (or the change was
+/// deferred).
 pub fn resume() -> bool {
     existing().is_some_and(ThreadTrace::resume_now)
 }

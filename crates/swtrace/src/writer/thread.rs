@@ -41,6 +41,7 @@ pub(super) const REQ_RESUME: u32 = 2;
 pub(super) const REQ_LIMIT: u32 = 4;
 pub(super) const REQ_OBSERVE: u32 = 8;
 pub(super) const REQ_UNOBSERVE: u32 = 16;
+pub(super) const REQ_PARK: u32 = 32;
 
 /// Everything the probes of one thread touch. Reached through the thread's slot only, by the
 /// thread itself and its signal handlers. `repr(C)` and 64-byte aligned so that every field
@@ -77,6 +78,9 @@ pub(crate) struct ThreadTrace {
     /// null meanwhile (paused without `track_paused`).
     pub(super) observing: AtomicBool,
     pub(super) track_paused: AtomicBool,
+    /// Paused by [`super::park`] (a stop from another thread): the stream said STOPPED, so
+    /// the resume that starts it again writes a SYNC without RESUMED.
+    pub(super) parked: AtomicBool,
     pub(super) shadow_users: AtomicU32,
     pub(super) sync_period: AtomicU64,
     pub(super) on_full: AtomicUsize,
@@ -123,6 +127,7 @@ impl ThreadTrace {
             full_stopped: AtomicBool::new(false),
             observing: AtomicBool::new(false),
             track_paused: AtomicBool::new(false),
+            parked: AtomicBool::new(false),
             shadow_users: AtomicU32::new(0),
             sync_period: AtomicU64::new(u64::from(DEFAULT_SYNC_PERIOD)),
             on_full: AtomicUsize::new(0),
