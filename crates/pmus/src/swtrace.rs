@@ -63,11 +63,12 @@
 //! may have interrupted the thread inside a probe, between the probe's
 //! look at the writer's mode and its packet. Removing the writer there
 //! would pull the AUX memory from under that packet. So a remote stop
-//! *parks* the writer instead: it pauses it (safe at any point: a paused
-//! writer writes nothing and touches no AUX memory), ends the AUX
+//! *parks* the writer instead (`writer::park`): it pauses it (safe at any
+//! point: a paused writer writes nothing and touches no AUX memory), with
+//! STOPPED in the stream, not the PAUSED of an aux_pause, ends the AUX
 //! transaction at the writer's head, and keeps the buffer alive while the
 //! parked writer exists. The next start on the thread re-arms the parked
-//! writer (new transaction, resume), or removes it, which is safe once it
+//! writer (new transaction, a SYNC), or removes it, which is safe once it
 //! is paused, and installs a fresh one. A stop on the thread itself
 //! removes the writer at once.
 
