@@ -252,7 +252,6 @@ pub fn record_program(
         start_ns,
         slots: Vec::new(),
         objects: 0,
-        pids: vec![(pid, None)],
         exited: Vec::new(),
         tasks: Vec::new(),
         main_exited: Vec::new(),
@@ -358,14 +357,10 @@ struct Sideband {
     start_ns: u64,
     slots: Vec<bool>,
     objects: usize,
-    /// The processes the recording knows: the program, and each child once its first thread
-    /// is seen (its FORK record written), by pid and fork time (a pid the kernel gave again to
-    /// a later child is another process).
-    pids: Vec<(u32, Option<u64>)>,
     /// The slots whose thread's PERF_RECORD_EXIT is written.
     exited: Vec<bool>,
     /// (pid, tid, fork time) of every traced thread seen: the same in a new slot is an image
-    /// the thread exec'd.
+    /// the thread exec'd; a child's FORK is written with its first.
     tasks: Vec<(u32, u32, Option<u64>)>,
     /// The processes (pid, fork time) whose main thread's PERF_RECORD_EXIT is written.
     main_exited: Vec<(u32, Option<u64>)>,
@@ -404,9 +399,14 @@ impl Sideband {
             let mut comm_ns = self.start_ns;
             if let Some((ppid, ptid, time)) = t.fork {
                 comm_ns = time;
-                if !self.pids.contains(&(t.pid, Some(time))) {
-                    self.pids.push((t.pid, Some(time)));
-                    // The child's first thread: tid = pid.
+                // The child's first thread (none of its process, by pid and fork time, seen
+                // before: a pid the kernel gave again to a later child is another process):
+                // tid = pid.
+                if !self
+                    .tasks
+                    .iter()
+                    .any(|&(p, _, f)| p == t.pid && f == Some(time))
+                {
                     let r = task_record(
                         TaskKind::Fork,
                         (t.pid, ppid, t.pid, ptid, time),

@@ -43,36 +43,27 @@ impl ThreadTrace {
         }
     }
 
-    /// Control calls check the state only inside the busy section: a handler that ran before
-    /// `begin` may have changed it (module doc, "Signal safety").
+    /// Pauses the writer (`pmu::stop(PERF_EF_PAUSE)`): PAUSED in the stream.
     pub(super) fn pause_now(&self) -> bool {
-        #[cfg(test)]
-        at_point(Point::ControlBefore);
-        if !self.begin() {
-            self.pending.fetch_or(REQ_PAUSE, Relaxed);
-            return true;
-        }
-        if !self.installed.load(Relaxed) || self.paused.load(Relaxed) {
-            self.end();
-            return false;
-        }
-        if self.mode.load(Relaxed) == TRACING {
-            self.write_boundary(format::PAUSED);
-        }
-        self.paused.store(true, Relaxed);
-        self.update_mode();
-        self.end();
-        true
+        self.stop_writing(false)
     }
 
     /// [`pause_now`](Self::pause_now) for a stop: writes STOPPED, not PAUSED (the event was
     /// stopped, not aux_paused), and marks the writer parked. A writer already paused writes
     /// nothing (its stream said PAUSED) and stays as it was.
     pub(super) fn park_now(&self) -> bool {
+        self.stop_writing(true)
+    }
+
+    /// A pause (`park` false) or a park. Control calls check the state only inside the busy
+    /// section: a handler that ran before `begin` may have changed it (module doc, "Signal
+    /// safety").
+    fn stop_writing(&self, park: bool) -> bool {
         #[cfg(test)]
         at_point(Point::ControlBefore);
         if !self.begin() {
-            self.pending.fetch_or(REQ_PARK, Relaxed);
+            self.pending
+                .fetch_or(if park { REQ_PARK } else { REQ_PAUSE }, Relaxed);
             return true;
         }
         if !self.installed.load(Relaxed) || self.paused.load(Relaxed) {
@@ -80,9 +71,13 @@ impl ThreadTrace {
             return false;
         }
         if self.mode.load(Relaxed) == TRACING {
-            self.write_boundary(format::STOPPED);
+            self.write_boundary(if park {
+                format::STOPPED
+            } else {
+                format::PAUSED
+            });
         }
-        self.parked.store(true, Relaxed);
+        self.parked.store(park, Relaxed);
         self.paused.store(true, Relaxed);
         self.update_mode();
         self.end();
