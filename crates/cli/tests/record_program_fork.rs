@@ -163,11 +163,85 @@ fn a_forked_child_that_crashes_keeps_its_calls_up_to_the_crash() {
 /// the child's calls.
 #[test]
 fn an_image_a_forked_child_execs_is_traced_with_uftraces_call_counts() {
+    the_child_image_is_traced_with_uftraces_call_counts("forkexec");
+}
+
+/// `spawnexec`: the same child made by posix_spawn (glibc's runs no fork handler, so the child
+/// is in no table of children when its image starts): traced as perf's inherit and uftrace
+/// trace it, its parent named by its FORK record.
+#[test]
+fn an_image_a_spawned_child_execs_is_traced_with_uftraces_call_counts() {
+    perfaux_testutil::require_oracle!("gcc");
+    perfaux_testutil::require_oracle!("uftrace");
+    the_child_image_is_traced_with_uftraces_call_counts("spawnexec");
+    perfaux_testutil::require_oracle!("perf");
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build_calls(dir.path(), &["-finstrument-functions"], "spawn_fi");
+    let (out, data) = record(dir.path(), &prog, &["1", "4", "spawnexec", "nojmp"]);
+    assert!(out.status.success());
+    let child = child_pid(&out);
+    {
+        let tasks = Command::new("perf")
+            .args(["script", "--show-task-events", "-i"])
+            .arg(&data)
+            .output()
+            .expect("perf script");
+        let text = String::from_utf8_lossy(&tasks.stdout);
+        let fork = text
+            .lines()
+            .find(|l| l.contains(&format!("PERF_RECORD_FORK({child}:{child})")))
+            .unwrap_or_else(|| panic!("no FORK of {child} in {text}"));
+        let parent = out_parent_pid(&data);
+        assert!(
+            fork.contains(&format!("):({parent}:{parent})")),
+            "the spawned child's parent is the program ({parent}): {fork}"
+        );
+    }
+}
+
+/// The pid of the program's main thread: the first call's tid.
+fn out_parent_pid(data: &Path) -> u32 {
+    calls_by_tid(data)[0].0
+}
+
+/// `perfaux record -- sh -c 'prog ...; prog ...'`: a shell (not instrumented) starts the
+/// commands (dash with vfork); each command's image is traced under its own pid, with the
+/// counts uftrace gives one run.
+#[test]
+fn the_commands_a_shell_runs_are_traced() {
     perfaux_testutil::require_oracle!("gcc");
     perfaux_testutil::require_oracle!("uftrace");
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let args = ["1", "4", "forkexec", "nojmp"];
+    let prog = build_calls(d, &["-finstrument-functions"], "shell_fi");
+    let one = uftrace_counts(d, &prog, &["0", "4", "nojmp"]);
+    let p = prog.display();
+    let script = format!("{p} 0 4 nojmp; {p} 0 4 nojmp; true");
+    let (out, data) = record(d, Path::new("/bin/sh"), &["-c", &script]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let all = calls_by_tid(&data);
+    let mut pids: Vec<u32> = all.iter().map(|c| c.0).collect();
+    pids.dedup();
+    assert_eq!(pids.len(), 2, "two commands, two processes: {pids:?}");
+    for pid in pids {
+        assert_eq!(
+            counts(&calls_of(&all, pid)),
+            one,
+            "the command of pid {pid}"
+        );
+    }
+}
+
+fn the_child_image_is_traced_with_uftraces_call_counts(how: &str) {
+    perfaux_testutil::require_oracle!("gcc");
+    perfaux_testutil::require_oracle!("uftrace");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let args = ["1", "4", how, "nojmp"];
     for (flags, name) in FLAVOURS {
         let prog = build_calls(d, flags, name);
         let want = uftrace_counts(d, &prog, &args);

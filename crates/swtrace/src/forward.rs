@@ -29,7 +29,7 @@ pub const ENTER_SYMBOL: &std::ffi::CStr = c"perfaux_preload_probe_enter";
 /// The runtime's return function: `(key)`.
 pub const EXIT_SYMBOL: &std::ffi::CStr = c"perfaux_preload_probe_exit";
 /// The runtime's `() -> active`: whether it may trace this process (a runtime preloaded into a
-/// process the recorder does not trace, e.g. one started by posix_spawn, is inactive once its
+/// process the recorder does not trace, e.g. one whose control area did not map, is inactive once its
 /// constructor ran: the probes then keep their direct path instead of calling it on every
 /// entry; asked before that constructor, it says it may).
 pub const ACTIVE_SYMBOL: &std::ffi::CStr = c"perfaux_preload_active";

@@ -74,15 +74,15 @@ impl Probe {
 #[derive(Debug)]
 pub struct ProbeGuard {
     probe: &'static Probe,
-    depth: u32,
-    epoch: u32,
-    flags: u8,
+    pub(crate) depth: u32,
+    pub(crate) epoch: u32,
+    pub(crate) flags: u8,
     _not_send: PhantomData<*const ()>,
 }
 
 impl ProbeGuard {
     #[inline(always)]
-    fn new(probe: &'static Probe, call: OpenCall) -> ProbeGuard {
+    pub(crate) fn new(probe: &'static Probe, call: OpenCall) -> ProbeGuard {
         // Flat fields, not an OpenCall inside: the guard is built from registers, as when the
         // writer built it (an embedded OpenCall measured four extra moves on the entry).
         ProbeGuard {
@@ -120,6 +120,15 @@ impl Drop for ProbeGuard {
 }
 
 impl ProbeGuard {
+    /// What the drop does, now; the guard is left inert.
+    #[inline(always)]
+    pub(crate) fn drop_now(&mut self) {
+        if self.flags != 0 {
+            self.drop_observed();
+            self.flags = 0;
+        }
+    }
+
     #[inline(always)]
     fn drop_observed(&mut self) {
         if self.flags & (GUARD_OBSERVED | GUARD_LOST) != 0 {

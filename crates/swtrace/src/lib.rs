@@ -63,6 +63,7 @@ pub mod decode;
 pub mod format;
 pub mod forward;
 pub mod guard;
+pub mod lane;
 pub mod probe;
 pub mod registry;
 pub mod shadow;
@@ -75,6 +76,7 @@ pub use calltrace::{CallTrace, CallTraceOptions};
 pub use clock::ClockSource;
 pub use decode::{Decoder, Event, SkipReason, decode, decode_chunks};
 pub use guard::ProbeGuard;
+pub use lane::Lane;
 pub use probe::{Probe, ProbeEvent, ProbeId};
 pub use registry::{
     HookError, HookFn, HookTarget, lookup, probe_by_id, probe_table, set_hook, set_hook_handler,

@@ -112,6 +112,18 @@ pub(crate) fn is_forked_child(ctl: &Control, pid: u64) -> bool {
     true
 }
 
+/// This process is an image exec'd by a descendant made without a fork handler (posix_spawn,
+/// vfork: no entry in the table of children): its parent is `getppid()`, the forking thread is
+/// not known (the parent's main thread stands for it, as perf names a process by its main
+/// thread) and its fork's time is this image's start, the earliest moment the runtime sees.
+pub(crate) fn spawned_descendant() {
+    // SAFETY: getppid has no preconditions.
+    let ppid = unsafe { libc::getppid() } as u64;
+    PPID.store(ppid, Ordering::Relaxed);
+    PTID.store(ppid, Ordering::Relaxed);
+    FORK_TIME.store(perfaux_swtrace::clock::monotonic_ns(), Ordering::Relaxed);
+}
+
 /// This process's pid.
 pub(crate) fn pid() -> u64 {
     PID.load(Ordering::Relaxed)

@@ -1,9 +1,8 @@
 //! The runtime `perfaux record` preloads into a traced program (`libperfaux_preload.so`).
 //!
 //! - [`init`] (an `.init_array` constructor) maps the recorder's control memfd named by
-//!   `PERFAUX_PRELOAD_FD` and reports the loaded objects ([`objects`]); without it, or in a
-//!   process that is neither the one the recorder spawned nor a child a traced process forked
-//!   (nor an image one of them exec'd), every hook returns at once.
+//!   `PERFAUX_PRELOAD_FD` and reports the loaded objects ([`objects`]); without it (a process
+//!   that is no descendant of the recorder's program), every hook returns at once.
 //! - [`hooks`]: the compilers' entry/exit hooks. A function address becomes a swtrace probe the
 //!   first time it is seen ([`intern`]); the probe's guard waits on the thread's return stack
 //!   until the matching exit.
@@ -28,8 +27,8 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 
 use perfaux_preload::shared::{self, Control, header};
 
-/// Set once the control area is mapped and this is the process the recorder spawned (or a
-/// child it forked, or an image either exec'd).
+/// Set once the control area is mapped: this is the process the recorder spawned or a
+/// descendant of it (a forked child, or an image any of them exec'd).
 pub(crate) static ACTIVE: AtomicBool = AtomicBool::new(false);
 static CTL: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
 /// Set when the constructor has run, whatever it found: until then [`ACTIVE`] says nothing
@@ -92,15 +91,16 @@ extern "C" fn init() {
     let r = |o| ctl.word(o).load(Ordering::Acquire);
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() } as u64;
-    if r(header::MAGIC) != shared::MAGIC
-        || r(header::VERSION) != shared::VERSION
-        || (r(header::PID) != pid && !fork::is_forked_child(&ctl, pid))
-    {
-        // Neither the recorder's process nor a child a traced process forked (one started by
-        // posix_spawn or vfork, which run no fork handlers): untraced.
+    if r(header::MAGIC) != shared::MAGIC || r(header::VERSION) != shared::VERSION {
         // SAFETY: p is the mapping made above, used by nothing else.
         unsafe { libc::munmap(p, shared::total_len()) };
         return;
+    }
+    if r(header::PID) != pid && !fork::is_forked_child(&ctl, pid) {
+        // A process the recorder's descendants made without a fork handler (posix_spawn,
+        // vfork: a shell's commands, a build tool's jobs) that exec'd this image: it inherited
+        // the control area as every descendant does, and perf's inherit traces it too.
+        fork::spawned_descendant();
     }
     CTL.store(p.cast(), Ordering::Release);
     adopt_calibration(&ctl);

@@ -11,7 +11,7 @@ use perfaux_preload::shared::{
     Control, HEADER_FDS, MAX_SLOTS, header, open_error_word, open_step, slot,
 };
 use perfaux_ring::RingMemory;
-use perfaux_swtrace::ProbeGuard;
+use perfaux_swtrace::{Lane, Probe, ProbeGuard};
 
 /// Open calls kept per thread; deeper calls are counted and go untraced.
 const STACK_DEPTH: usize = 8192;
@@ -73,6 +73,9 @@ pub(crate) struct Thread {
     /// path's cost when they were).
     head_src: Cell<*const AtomicU64>,
     head_dst: Cell<*const AtomicU64>,
+    /// The thread's writer state, once it traces: the hooks enter and end calls through it
+    /// (swtrace's thread-local reads done once here).
+    lane: Cell<Option<Lane>>,
 }
 
 impl Drop for Thread {
@@ -100,6 +103,7 @@ thread_local! {
             traced: RefCell::new(None),
             head_src: Cell::new(std::ptr::null()),
             head_dst: Cell::new(std::ptr::null()),
+            lane: Cell::new(None),
         }
     };
     /// Set at the thread's first hook (`start`). No destructor, so reading it registers
@@ -144,6 +148,10 @@ impl Thread {
         st.reserve_exact(STACK_DEPTH);
         drop(st);
         self.start_mirror();
+        // SAFETY: used by this thread's hooks only; cleared by the fork handler
+        // (`forget_parents`) before the child's hooks run, and gone with THREAD, whose
+        // destructor runs before the state's (swtrace's pthread key).
+        self.lane.set(unsafe { Lane::current() });
         for f in self.stack.borrow_mut().iter_mut() {
             // The old guard is inert (`forked`): replacing it marks nothing.
             f.guard = f.guard.probe().enter();
@@ -163,6 +171,7 @@ impl Thread {
         }
         self.head_src.set(std::ptr::null());
         self.head_dst.set(std::ptr::null());
+        self.lane.set(None);
         match self.traced.try_borrow_mut() {
             Ok(mut t) => {
                 std::mem::forget(t.take());
@@ -238,7 +247,7 @@ impl Thread {
                 t.overflow.set(t.overflow.get() + 1);
                 return;
             }
-            push_frame(&mut st, key, p.enter(), slot, 0, 0);
+            push_frame(&mut st, key, t.enter_probe(p), slot, 0, 0);
         });
         taken
     }
@@ -276,7 +285,7 @@ impl Thread {
                 unsafe { parent_loc.write(ret) };
                 return;
             };
-            push_frame(&mut st, addr, p.enter(), loc, loc, ret);
+            push_frame(&mut st, addr, t.enter_probe(p), loc, loc, ret);
             // SAFETY: as above.
             unsafe { parent_loc.write(crate::trampoline::return_trampoline_addr()) };
         });
@@ -364,6 +373,9 @@ impl Thread {
         while st.len() > pos + 1 {
             drop(st.pop());
         }
+        if let Some(f) = st.last_mut() {
+            self.end_call(&mut f.guard);
+        }
         let ret = st.pop().map(|f| f.ret);
         if !busy {
             drop(st);
@@ -371,6 +383,23 @@ impl Thread {
         }
         self.busy.set(busy);
         ret
+    }
+
+    /// Enters `p` through the thread's lane (as `p.enter()`).
+    #[inline(always)]
+    fn enter_probe(&self, p: &'static Probe) -> ProbeGuard {
+        match self.lane.get() {
+            Some(lane) => lane.enter(p),
+            None => p.enter(),
+        }
+    }
+
+    /// Ends the call of `guard` through the thread's lane (as its drop), leaving it inert.
+    #[inline(always)]
+    fn end_call(&self, guard: &mut ProbeGuard) {
+        if let Some(lane) = self.lane.get() {
+            lane.end(guard);
+        }
     }
 
     /// Exit from the function at `addr` (or of a forwarded Rust probe's key): ends its newest
@@ -388,6 +417,7 @@ impl Thread {
                 while st.len() > pos + 1 {
                     drop(st.pop());
                 }
+                t.end_call(&mut st[pos].guard);
                 st.truncate(pos);
             }
         });

@@ -3,18 +3,22 @@
  * Usage: calls [threads [depth [how [nojmp]]]]; how: none, segv, abort, hang (in boom), fork (a
  * child that returns through the traced frames), forksegv (a child that crashes in boom after
  * fib(5); the parent goes on), forkstay (a child that calls fib(5), then leaf() until killed,
- * its output on /dev/null; the parent waits for its fib(5) and ends), forkexec (a child that execs itself as `calls 0 4 nojmp`), exec
+ * its output on /dev/null; the parent waits for its fib(5) and ends), forkexec (a child that execs itself as `calls 0 4 nojmp`), spawnexec (the same child
+ * made by posix_spawn), exec
  * (itself again), nojmp (no longjmp; also as a 4th
  * argument). */
 #include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+extern char **environ;
 
 static volatile int sink;
 
@@ -90,6 +94,17 @@ __attribute__((noinline)) void boom(const char *how) {
             execl("/proc/self/exe", "calls", "0", "4", "nojmp", (char *)NULL);
             _exit(127);
         }
+        int st;
+        waitpid(pid, &st, 0);
+        printf("forked %d\n", (int)pid);
+        fflush(stdout);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) abort();
+    } else if (strcmp(how, "spawnexec") == 0) {
+        /* posix_spawn (glibc: clone with CLONE_VFORK, no fork handlers run), as shells and
+         * build tools start their commands. */
+        char *argv[] = {"calls", "0", "4", "nojmp", NULL};
+        pid_t pid;
+        if (posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv, environ) != 0) abort();
         int st;
         waitpid(pid, &st, 0);
         printf("forked %d\n", (int)pid);

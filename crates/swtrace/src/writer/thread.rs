@@ -49,13 +49,15 @@ pub(super) const REQ_PARK: u32 = 32;
 /// stack's depth and innermost frames start the second (the order is checked by a test).
 #[repr(C, align(64))]
 pub(crate) struct ThreadTrace {
-    // Hot line: 5 x 1 + 4 x 4 + 5 x 8 = 61 bytes.
+    // Hot line: 6 x 1 + 4 x 4 + 5 x 8 = 62 bytes.
     pub(super) mode: AtomicU8,
     pub(super) busy: AtomicU8,
     pub(super) clock_tsc: AtomicBool,
     pub(super) installed: AtomicBool,
     /// [`TIMING_UNTIMED_EXITS`] and [`TIMING_SPARSE`] bits.
     pub(super) timing: AtomicU8,
+    /// The slot points here ([`crate::Lane`]'s test of the slot, without its thread-local).
+    pub(crate) live: AtomicBool,
     pub(super) epoch: AtomicU32,
     pub(super) pending: AtomicU32,
     pub(super) ts_countdown: AtomicU32,
@@ -119,6 +121,7 @@ impl ThreadTrace {
             pending: AtomicU32::new(0),
             clock_tsc: AtomicBool::new(false),
             timing: AtomicU8::new(0),
+            live: AtomicBool::new(false),
             ts_countdown: AtomicU32::new(0),
             ts_every: AtomicU32::new(1),
             shadow: ShadowStack::new(),
@@ -227,6 +230,7 @@ impl ThreadTrace {
         let live = self.observing.load(Relaxed) && !idle_pause;
         #[cfg(test)]
         at_point(Point::SlotDecided);
+        self.live.store(live, Relaxed);
         SLOT.with(|s| s.set(if live { self } else { ptr::null() }));
     }
 
