@@ -29,10 +29,36 @@ pub fn demangle(name: &str) -> String {
 }
 
 impl Symbolizer {
-    /// Reads the symbol tables of `objects` (an unreadable file names nothing).
-    pub fn new(objects: &[LoadedObject]) -> Symbolizer {
+    /// Names for `addrs` from the symbol tables of `objects` (an unreadable file names
+    /// nothing). Only the objects whose executable mapping holds one of the addresses are read
+    /// (the others too if an address is left without a name), and only the symbols that cover
+    /// an address are demangled: the recording's end waits for this, and a C library's
+    /// thousands of symbols named nothing a probe needs.
+    pub fn for_addrs(objects: &[LoadedObject], addrs: &[u64]) -> Symbolizer {
+        let wanted: std::collections::BTreeSet<u64> = addrs.iter().copied().collect();
+        let holds = |o: &LoadedObject| {
+            wanted
+                .range(o.start..o.start.saturating_add(o.len))
+                .next()
+                .is_some()
+        };
+        let (first, rest): (Vec<&LoadedObject>, Vec<&LoadedObject>) =
+            objects.iter().partition(|o| holds(o));
         let mut s = Symbolizer::default();
         let mut seen = std::collections::BTreeSet::new();
+        s.read(&first, &wanted, &mut seen);
+        if wanted.iter().any(|&a| s.name(a).is_none()) {
+            s.read(&rest, &wanted, &mut seen);
+        }
+        s
+    }
+
+    fn read(
+        &mut self,
+        objects: &[&LoadedObject],
+        wanted: &std::collections::BTreeSet<u64>,
+        seen: &mut std::collections::BTreeSet<(std::path::PathBuf, u64)>,
+    ) {
         for o in objects {
             if !seen.insert((o.path.clone(), o.base)) {
                 continue;
@@ -47,12 +73,13 @@ impl Symbolizer {
                 if sym.kind() != SymbolKind::Text || sym.address() == 0 {
                     return;
                 }
-                let Ok(name) = sym.name() else { return };
                 let start = sym.address().wrapping_add(o.base);
                 let end = start.saturating_add(sym.size().max(1));
-                s.funcs
-                    .entry(start)
-                    .or_insert_with(|| (end, demangle(name)));
+                if self.funcs.contains_key(&start) || wanted.range(start..end).next().is_none() {
+                    return;
+                }
+                let Ok(name) = sym.name() else { return };
+                self.funcs.insert(start, (end, demangle(name)));
             };
             let mut any = false;
             for sym in file.symbols() {
@@ -65,7 +92,6 @@ impl Symbolizer {
                 }
             }
         }
-        s
     }
 
     /// The function containing `addr`, if a symbol covers it.

@@ -130,19 +130,35 @@ impl FileOutput {
 
     /// Puts the finished file in place: `<output>` becomes `<output>.old`
     /// if it exists, the temporary becomes `<output>`.
+    ///
+    /// The file is synced to disk before it gets its name, so that a name always means a
+    /// whole recording; the previous output is renamed meanwhile (replacing an older `.old`
+    /// frees its blocks, which takes as long as the sync), and renamed back if the sync fails.
     pub fn commit(mut self, file: File) -> Result<()> {
-        file.sync_all()
-            .map_err(out_err(&self.path, "cannot write the output to disk"))?;
-        if std::fs::symlink_metadata(&self.path).is_ok() {
-            let mut old = self.path.clone().into_os_string();
-            old.push(".old");
-            std::fs::rename(&self.path, &old).map_err(out_err(
+        let mut old = self.path.clone().into_os_string();
+        old.push(".old");
+        let old = PathBuf::from(old);
+        let (synced, moved) = std::thread::scope(|s| {
+            let sync = s.spawn(|| file.sync_all());
+            let moved = std::fs::symlink_metadata(&self.path)
+                .is_ok()
+                .then(|| std::fs::rename(&self.path, &old));
+            let synced = sync
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("the sync thread panicked")));
+            (synced, moved)
+        });
+        if let Err(e) = synced {
+            if let Some(Ok(())) = moved {
+                let _ = std::fs::rename(&old, &self.path);
+            }
+            return Err(out_err(&self.path, "cannot write the output to disk")(e));
+        }
+        if let Some(Err(e)) = moved {
+            return Err(out_err(
                 &self.path,
-                format!(
-                    "cannot rename the previous output to {}",
-                    Path::new(&old).display()
-                ),
-            ))?;
+                format!("cannot rename the previous output to {}", old.display()),
+            )(e));
         }
         match &self.temp {
             Some(temp) => std::fs::rename(temp, &self.path)

@@ -541,8 +541,13 @@ impl Recorder {
         }
         self.drain()?;
         self.wakeups.stop();
+        // Unmapping the rings frees what the traced threads wrote (megabytes of pages): on
+        // another thread, beside the file's writing and syncing, which wait for the disk.
         let rings = std::mem::take(&mut self.rings);
-        drop(rings);
+        let unmapped = std::thread::Builder::new()
+            .name("perfaux-unmap".into())
+            .spawn(move || drop(rings))
+            .ok();
         let Recorder { sink, .. } = self;
         let Sink {
             writer,
@@ -607,6 +612,9 @@ impl Recorder {
                 })?;
                 summary.file_size = pos;
             }
+        }
+        if let Some(h) = unmapped {
+            let _ = h.join();
         }
         Ok(summary)
     }

@@ -298,7 +298,8 @@ pub fn record_program(
         std::thread::sleep(Duration::from_millis(1));
     };
     let end = ProgramEnd(status);
-    let session = lock(&session);
+    let shared = session;
+    let session = lock(&shared);
     // The program is gone, and its threads with it (children may still run: theirs stay open).
     let threads = session.threads();
     let gone: Vec<_> = threads.iter().filter(|t| t.pid == pid).collect();
@@ -318,8 +319,10 @@ pub fn record_program(
             "record: nothing traced in '{prog}'{how}: {NO_HOOKS}"
         )));
     }
-    let syms = Symbolizer::new(&session.objects());
-    let table = ProbeTable::from_entries(session.probes().into_iter().map(|(id, addr)| {
+    let probes = session.probes();
+    let addrs: Vec<u64> = probes.iter().map(|&(_, addr)| addr).collect();
+    let syms = Symbolizer::for_addrs(&session.objects(), &addrs);
+    let table = ProbeTable::from_entries(probes.into_iter().map(|(id, addr)| {
         ProbeInfo {
             id,
             name: syms
@@ -331,6 +334,9 @@ pub fn record_program(
         }
     }));
     drop(session);
+    // The recorder's rings hold the session's memory now: it is unmapped with them, beside
+    // the file's writing (Recorder::finish).
+    drop(shared);
     rec.set_probe_table(table.to_bytes());
     let recorded = rec.finish().map_err(rec_err)?;
     if let Some(l) = failed {
