@@ -199,6 +199,47 @@ fn an_image_a_spawned_child_execs_is_traced_with_uftraces_call_counts() {
     }
 }
 
+/// `closefds`: the child puts a file of its own under every inherited descriptor number above
+/// 2 (as a shell or Python's `close_fds` leaves other files there), then execs the program:
+/// the image is traced through the recorder's descriptors (/proc), with uftrace's counts for
+/// its run, and the file under the old numbers is left as it was (never taken for a memfd).
+#[test]
+fn an_image_started_with_its_descriptors_replaced_is_traced() {
+    perfaux_testutil::require_oracle!("gcc");
+    perfaux_testutil::require_oracle!("uftrace");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let scratch = d.join("scratch");
+    let bytes: Vec<u8> = (0..1 << 20).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(&scratch, &bytes).unwrap();
+    for (flags, name) in FLAVOURS {
+        let prog = build_calls(d, flags, name);
+        let want_child = uftrace_counts(d, &prog, &["0", "4", "nojmp"]);
+        let data = d.join(format!("{name}.closefds.data"));
+        let out = Command::new(env!("CARGO_BIN_EXE_perfaux"))
+            .current_dir(d)
+            .env("CALLS_SCRATCH", &scratch)
+            .args(["record", "-o"])
+            .arg(&data)
+            .arg("--")
+            .arg(&prog)
+            .args(["1", "4", "closefds", "nojmp"])
+            .output()
+            .expect("perfaux record");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let theirs = calls_of(&calls_by_tid(&data), child_pid(&out));
+        assert_eq!(counts(&theirs), want_child, "{name}: the exec'd image's");
+        assert!(
+            std::fs::read(&scratch).unwrap() == bytes,
+            "{name}: the file under the inherited numbers was written"
+        );
+    }
+}
+
 /// The pid of the program's main thread: the first call's tid.
 fn out_parent_pid(data: &Path) -> u32 {
     calls_by_tid(data)[0].0

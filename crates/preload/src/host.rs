@@ -226,8 +226,8 @@ impl ProgramSession {
         w(header::OVERWRITE, u64::from(opts.overwrite));
         w(header::NEXT_EVENT_ID, 1);
         for (i, r) in s.slots.iter().enumerate() {
-            w(HEADER_FDS + i * 16, s.fd_of(&r._fds.0) as u64);
-            w(HEADER_FDS + i * 16 + 8, s.fd_of(&r._fds.1) as u64);
+            w(HEADER_FDS + i * 16, s.fd_word_of(&r._fds.0));
+            w(HEADER_FDS + i * 16 + 8, s.fd_word_of(&r._fds.1));
         }
         Ok(s)
     }
@@ -315,6 +315,15 @@ impl ProgramSession {
         m.shared_fd().map_or(-1, |f| f.as_raw_fd())
     }
 
+    /// The memfd's header word: its number and inode ([`shared::fd_word`]).
+    fn fd_word_of(&self, m: &RingMemory) -> u64 {
+        let ino = m
+            .shared_fd()
+            .and_then(|f| rustix::fs::fstat(f).ok())
+            .map_or(0, |st| st.st_ino);
+        shared::fd_word(self.fd_of(m), ino)
+    }
+
     fn control(&self) -> Control {
         // SAFETY: ctl_map maps total_len() bytes, page aligned, and lives as long as self;
         // the Controls made here do not outlive self.
@@ -342,7 +351,11 @@ impl ProgramSession {
         let mut cmd = Command::new(prog);
         cmd.args(args)
             .env("LD_PRELOAD", preload)
-            .env(shared::ENV_CTL_FD, self.ctl_fd.as_raw_fd().to_string());
+            .env(shared::ENV_CTL_FD, self.ctl_fd.as_raw_fd().to_string())
+            .env(
+                shared::ENV_FD_DIR,
+                format!("/proc/{}/fd", std::process::id()),
+            );
         let in_child = move || -> std::io::Result<()> {
             for &fd in &fds {
                 // SAFETY: the descriptors are this session's, open until the spawn returns.

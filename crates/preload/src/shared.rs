@@ -11,7 +11,8 @@
 //! - header at 0: `MAGIC`, `VERSION`, `nslots`, `data_pages`, `aux_pages`, `pid`,
 //!   `max_probe_id`, `overwrite`, the recorder's TSC calibration (`tsc_*`), the next event id,
 //!   then `nslots`
-//!   pairs of ring fd numbers (data, AUX) from `HEADER_FDS`;
+//!   pairs of ring memfd words (data, AUX: descriptor and inode, [`fd_word`]) from
+//!   `HEADER_FDS`;
 //! - slots from `slots_offset()`: per slot `state`, `tid`, `event_id`, `pid`, `writer_head`,
 //!   `open_error`, and for a forked child's threads `ppid`, `ptid`, `fork_time` (`slot::SIZE`
 //!   bytes each);
@@ -34,9 +35,25 @@ use std::sync::atomic::AtomicU64;
 /// "PFXPRELD".
 pub const MAGIC: u64 = u64::from_le_bytes(*b"PFXPRELD");
 /// Bumped on any layout change.
-pub const VERSION: u64 = 7;
+pub const VERSION: u64 = 8;
 /// The environment variable naming the control memfd's descriptor in the program.
 pub const ENV_CTL_FD: &str = "PERFAUX_PRELOAD_FD";
+/// The environment variable naming the recorder's descriptor directory (`/proc/PID/fd`): a
+/// descendant that closed the inherited descriptors (a shell's or Python's `close_fds`)
+/// opens the recorder's memfds there, by the numbers they have in the recorder.
+pub const ENV_FD_DIR: &str = "PERFAUX_PRELOAD_FD_DIR";
+
+/// A ring memfd's word in the header: its descriptor number (the same in the recorder and
+/// in the program, which inherits it) in bits 0-31, the low 32 bits of its inode in bits
+/// 32-63, by which the program tells the recorder's memfd from a file that took its number.
+pub fn fd_word(fd: i32, ino: u64) -> u64 {
+    u64::from(fd as u32) | (ino & 0xffff_ffff) << 32
+}
+
+/// The (descriptor, low 32 bits of the inode) of a [`fd_word`].
+pub fn fd_word_parts(w: u64) -> (i32, u32) {
+    (w as u32 as i32, (w >> 32) as u32)
+}
 
 /// Offsets of the header words.
 pub mod header {

@@ -18,6 +18,7 @@ mod events;
 mod fork;
 mod hooks;
 mod intern;
+mod memfds;
 mod objects;
 mod thread;
 mod trampoline;
@@ -72,17 +73,23 @@ extern "C" fn init() {
     // The trace PMU is a driver outside the core: register the drivers before
     // any thread opens its event (the constructor runs on the only thread).
     perfaux_pmus::register();
-    // SAFETY: a fresh shared mapping of the descriptor; the kernel checks the fd and length.
+    memfds::remember_fd_dir();
+    let Some(ctl_fd) = memfds::control(fd) else {
+        return;
+    };
+    // SAFETY: a fresh shared mapping of the control memfd, whose size is total_len (checked);
+    // the mapping outlives the descriptor, closed below.
     let p = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
             shared::total_len(),
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_SHARED,
-            fd,
+            std::os::fd::AsRawFd::as_raw_fd(&ctl_fd),
             0,
         )
     };
+    drop(ctl_fd);
     if p == libc::MAP_FAILED {
         return;
     }

@@ -1,7 +1,7 @@
 //! A traced thread: its slot, its trace event over the slot's memory, and its return stack.
 
 use std::cell::{Cell, RefCell};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -483,11 +483,7 @@ fn open(ctl: &Control) -> Option<Traced> {
 }
 
 fn dup_fd(ctl: &Control, off: usize) -> Option<OwnedFd> {
-    let fd = i32::try_from(ctl.word(off).load(Ordering::Acquire)).ok()?;
-    // SAFETY: F_DUPFD_CLOEXEC on a descriptor number; an invalid one fails with EBADF.
-    let new = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
-    // SAFETY: a fresh descriptor we own.
-    (new >= 0).then(|| unsafe { OwnedFd::from_raw_fd(new) })
+    crate::memfds::ring(ctl.word(off).load(Ordering::Acquire))
 }
 
 fn open_slot(ctl: &Control, i: usize) -> Option<Traced> {

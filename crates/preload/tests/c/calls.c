@@ -4,7 +4,8 @@
  * child that returns through the traced frames), forksegv (a child that crashes in boom after
  * fib(5); the parent goes on), forkstay (a child that calls fib(5), then leaf() until killed,
  * its output on /dev/null; the parent waits for its fib(5) and ends), forkexec (a child that execs itself as `calls 0 4 nojmp`), spawnexec (the same child
- * made by posix_spawn), exec
+ * made by posix_spawn), closefds (the same child after it put a file under every inherited
+ * descriptor number), exec
  * (itself again), nojmp (no longjmp; also as a 4th
  * argument). */
 #include <fcntl.h>
@@ -105,6 +106,25 @@ __attribute__((noinline)) void boom(const char *how) {
         char *argv[] = {"calls", "0", "4", "nojmp", NULL};
         pid_t pid;
         if (posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv, environ) != 0) abort();
+        int st;
+        waitpid(pid, &st, 0);
+        printf("forked %d\n", (int)pid);
+        fflush(stdout);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) abort();
+    } else if (strcmp(how, "closefds") == 0) {
+        /* A child that replaces every inherited descriptor above 2 with the file named by
+         * CALLS_SCRATCH (as a shell or Python's close_fds leaves other files under those
+         * numbers), then execs itself as `calls 0 4 nojmp`. */
+        pid_t pid = fork();
+        if (pid == 0) {
+            const char *path = getenv("CALLS_SCRATCH");
+            int f = path ? open(path, O_RDWR) : -1;
+            if (f < 0) _exit(126);
+            for (int fd = 3; fd < 1024; fd++)
+                if (fd != f) dup2(f, fd);
+            execl("/proc/self/exe", "calls", "0", "4", "nojmp", (char *)NULL);
+            _exit(127);
+        }
         int st;
         waitpid(pid, &st, 0);
         printf("forked %d\n", (int)pid);
