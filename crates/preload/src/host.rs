@@ -385,6 +385,14 @@ impl ProgramSession {
         }
     }
 
+    /// Says in the control area that the recording has ended: threads and images of the
+    /// program's descendants that start later are not traced.
+    pub fn close(&self) {
+        self.control()
+            .word(header::CLOSED)
+            .store(1, Ordering::Release);
+    }
+
     /// Sends `sig` to the program (if it still runs).
     pub fn kill(&mut self, sig: i32) {
         if let Some(c) = &self.child {

@@ -67,8 +67,8 @@ pub mod header {
     pub const DATA_PAGES: usize = 24;
     /// AUX pages of each slot's AUX ring.
     pub const AUX_PAGES: usize = 32;
-    /// The pid of the program the recorder spawned (an image exec'd by another process is not
-    /// traced; the children the program forks are, without exec).
+    /// The pid of the program the recorder spawned (its descendants find their own fork's
+    /// words in the table of children, or are spawned ones: see the runtime's `init`).
     pub const PID: usize = 40;
     /// The highest swtrace probe id written into the probe table so far: an image the process
     /// exec'd starts its own ids above it (see the runtime's `init`), so ids stay unique in
@@ -92,6 +92,9 @@ pub mod header {
     /// traced process draws its events' ids here (perfaux-core `share_event_ids`), so a
     /// forked child's and an exec'd image's ids are not its parent's or its old image's.
     pub const NEXT_EVENT_ID: usize = 96;
+    /// Non-zero once the recording has ended (the program the user started is gone): a thread
+    /// or an image that starts later is not traced (a descendant may outlive the recording).
+    pub const CLOSED: usize = 104;
 }
 /// The first (data fd, AUX fd) pair.
 pub const HEADER_FDS: usize = 128;

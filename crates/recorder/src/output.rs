@@ -132,39 +132,45 @@ impl FileOutput {
     /// if it exists, the temporary becomes `<output>`.
     ///
     /// The file is synced to disk before it gets its name, so that a name always means a
-    /// whole recording; the previous output is renamed meanwhile (replacing an older `.old`
-    /// frees its blocks, which takes as long as the sync), and renamed back if the sync fails.
+    /// whole recording. Meanwhile the older `<output>.old`, which this replaces, is removed
+    /// (freeing its blocks takes as long as the sync); after the sync the previous output
+    /// becomes `.old` and the new file `<output>` at once, the previous output renamed back
+    /// if the new one cannot take its name.
     pub fn commit(mut self, file: File) -> Result<()> {
         let mut old = self.path.clone().into_os_string();
         old.push(".old");
         let old = PathBuf::from(old);
-        let (synced, moved) = std::thread::scope(|s| {
+        let previous = std::fs::symlink_metadata(&self.path).is_ok();
+        let synced = std::thread::scope(|s| {
             let sync = s.spawn(|| file.sync_all());
-            let moved = std::fs::symlink_metadata(&self.path)
-                .is_ok()
-                .then(|| std::fs::rename(&self.path, &old));
-            let synced = sync
-                .join()
-                .unwrap_or_else(|_| Err(io::Error::other("the sync thread panicked")));
-            (synced, moved)
-        });
-        if let Err(e) = synced {
-            if let Some(Ok(())) = moved {
-                let _ = std::fs::rename(&old, &self.path);
+            if previous {
+                // Gone in a moment anyway (replaced below); an error shows at the rename.
+                let _ = std::fs::remove_file(&old);
             }
-            return Err(out_err(&self.path, "cannot write the output to disk")(e));
-        }
-        if let Some(Err(e)) = moved {
-            return Err(out_err(
+            sync.join()
+                .unwrap_or_else(|_| Err(io::Error::other("the sync thread panicked")))
+        });
+        synced.map_err(out_err(&self.path, "cannot write the output to disk"))?;
+        if previous {
+            std::fs::rename(&self.path, &old).map_err(out_err(
                 &self.path,
                 format!("cannot rename the previous output to {}", old.display()),
-            )(e));
+            ))?;
         }
-        match &self.temp {
-            Some(temp) => std::fs::rename(temp, &self.path)
-                .map_err(out_err(&self.path, "cannot put the output in place"))?,
-            None => link_unnamed(&file, &self.path)
-                .map_err(out_err(&self.path, "cannot put the output in place"))?,
+        let placed = match &self.temp {
+            Some(temp) => std::fs::rename(temp, &self.path),
+            None => link_unnamed(&file, &self.path),
+        };
+        if let Err(e) = placed {
+            let what = if previous && std::fs::rename(&old, &self.path).is_err() {
+                format!(
+                    "cannot put the output in place (the previous output is {})",
+                    old.display()
+                )
+            } else {
+                "cannot put the output in place".to_owned()
+            };
+            return Err(out_err(&self.path, what)(e));
         }
         self.committed = true;
         Ok(())

@@ -300,6 +300,7 @@ pub fn record_program(
     let end = ProgramEnd(status);
     let shared = session;
     let session = lock(&shared);
+    session.close();
     // The program is gone, and its threads with it (children may still run: theirs stay open).
     let threads = session.threads();
     let gone: Vec<_> = threads.iter().filter(|t| t.pid == pid).collect();

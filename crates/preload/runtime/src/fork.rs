@@ -29,7 +29,7 @@
 //! fork in a threaded program).
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use perfaux_preload::shared::{Control, MAX_CHILDREN, child, slot};
 
@@ -40,6 +40,9 @@ static PID: AtomicU64 = AtomicU64::new(0);
 static PPID: AtomicU64 = AtomicU64::new(0);
 static PTID: AtomicU64 = AtomicU64::new(0);
 static FORK_TIME: AtomicU64 = AtomicU64::new(0);
+/// This image belongs to a process made without a fork handler, not yet in the table of
+/// children.
+static SPAWNED: AtomicBool = AtomicBool::new(false);
 /// Object entries written before this process was forked (its parent's, which it inherits).
 static OBJECTS_AT_FORK: AtomicU64 = AtomicU64::new(0);
 
@@ -68,6 +71,8 @@ extern "C" fn in_child() {
     // core's view of the thread (its tid, pid and events).
     perfaux_swtrace::writer::forget_after_fork();
     perfaux_core::thread::forget_after_fork();
+    // Its own fork's entry is written below; a spawned parent's is not its own.
+    SPAWNED.store(false, Ordering::Relaxed);
     let ptid = FORKER.try_with(Cell::get).unwrap_or(0);
     PPID.store(PID.load(Ordering::Relaxed), Ordering::Relaxed);
     PTID.store(ptid as u64, Ordering::Relaxed);
@@ -77,19 +82,7 @@ extern "C" fn in_child() {
     if let Some(ctl) = crate::control() {
         let n = ctl.object_count().load(Ordering::Acquire);
         OBJECTS_AT_FORK.store(n, Ordering::Relaxed);
-        let i = ctl.child_count().fetch_add(1, Ordering::AcqRel) as usize;
-        if i < MAX_CHILDREN {
-            let w = |o, v: &AtomicU64| {
-                ctl.child_word(i, o)
-                    .store(v.load(Ordering::Relaxed), Ordering::Relaxed)
-            };
-            w(child::PPID, &PPID);
-            w(child::PTID, &PTID);
-            w(child::FORK_TIME, &FORK_TIME);
-            // Stored last, Release: a reader that sees the pid sees the entry whole.
-            ctl.child_word(i, child::PID)
-                .store(PID.load(Ordering::Relaxed), Ordering::Release);
-        }
+        add_child(&ctl, PID.load(Ordering::Relaxed));
     }
     crate::thread::forked();
 }
@@ -122,6 +115,32 @@ pub(crate) fn spawned_descendant() {
     PPID.store(ppid, Ordering::Relaxed);
     PTID.store(ppid, Ordering::Relaxed);
     FORK_TIME.store(perfaux_swtrace::clock::monotonic_ns(), Ordering::Relaxed);
+    SPAWNED.store(true, Ordering::Relaxed);
+}
+
+/// A spawned descendant ([`spawned_descendant`]) that traces goes into the table of
+/// children as a forked child does, so that an image it execs next is the same process (one
+/// FORK, one EXIT); one that never traces takes no entry.
+pub(crate) fn register_spawned(ctl: &Control) {
+    if SPAWNED.swap(false, Ordering::Relaxed) {
+        add_child(ctl, PID.load(Ordering::Relaxed));
+    }
+}
+
+/// Writes this process's fork words into the next entry of the table of children.
+fn add_child(ctl: &Control, pid: u64) {
+    let i = ctl.child_count().fetch_add(1, Ordering::AcqRel) as usize;
+    if i < MAX_CHILDREN {
+        let w = |o, v: &AtomicU64| {
+            ctl.child_word(i, o)
+                .store(v.load(Ordering::Relaxed), Ordering::Relaxed)
+        };
+        w(child::PPID, &PPID);
+        w(child::PTID, &PTID);
+        w(child::FORK_TIME, &FORK_TIME);
+        // Stored last, Release: a reader that sees the pid sees the entry whole.
+        ctl.child_word(i, child::PID).store(pid, Ordering::Release);
+    }
 }
 
 /// This process's pid.

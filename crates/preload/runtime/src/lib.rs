@@ -74,31 +74,15 @@ extern "C" fn init() {
     // any thread opens its event (the constructor runs on the only thread).
     perfaux_pmus::register();
     memfds::remember_fd_dir();
-    let Some(ctl_fd) = memfds::control(fd) else {
+    let Some(p) = memfds::control_candidates(fd).find_map(|f| map_control(&f)) else {
         return;
     };
-    // SAFETY: a fresh shared mapping of the control memfd, whose size is total_len (checked);
-    // the mapping outlives the descriptor, closed below.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            shared::total_len(),
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED,
-            std::os::fd::AsRawFd::as_raw_fd(&ctl_fd),
-            0,
-        )
-    };
-    drop(ctl_fd);
-    if p == libc::MAP_FAILED {
-        return;
-    }
     // SAFETY: p maps total_len() bytes, page aligned, never unmapped.
     let ctl = unsafe { Control::new(p.cast()) };
     let r = |o| ctl.word(o).load(Ordering::Acquire);
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() } as u64;
-    if r(header::MAGIC) != shared::MAGIC || r(header::VERSION) != shared::VERSION {
+    if recording_closed(&ctl) {
         // SAFETY: p is the mapping made above, used by nothing else.
         unsafe { libc::munmap(p, shared::total_len()) };
         return;
@@ -116,13 +100,61 @@ extern "C" fn init() {
     let ids: &'static AtomicU64 = unsafe { &*std::ptr::from_ref(ctl.word(header::NEXT_EVENT_ID)) };
     perfaux_core::share_event_ids(ids);
     fork::install();
-    intern::skip_used_ids(&ctl);
     // Before any object is reported (which resolves the probe events' functions) and any
     // probe is made.
     events::load(&ctl);
-    objects::report_all(&ctl);
-    crash::install();
     ACTIVE.store(true, Ordering::Release);
+}
+
+/// Maps the control memfd candidate `f` (its size checked: total_len); the mapping if it holds
+/// this runtime's magic and version (it outlives the descriptor).
+fn map_control(f: &std::os::fd::OwnedFd) -> Option<*mut libc::c_void> {
+    // SAFETY: a fresh shared mapping of a memfd whose size is total_len (checked by the
+    // caller's candidates).
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            shared::total_len(),
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            std::os::fd::AsRawFd::as_raw_fd(f),
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return None;
+    }
+    // SAFETY: p maps total_len() bytes, page aligned.
+    let ctl = unsafe { Control::new(p.cast()) };
+    let r = |o| ctl.word(o).load(Ordering::Acquire);
+    if r(header::MAGIC) == shared::MAGIC && r(header::VERSION) == shared::VERSION {
+        return Some(p);
+    }
+    // SAFETY: p is the mapping made above, used by nothing else.
+    unsafe { libc::munmap(p, shared::total_len()) };
+    None
+}
+
+/// What a process does once it traces, at its first thread's first hook (a descendant that
+/// never calls a hook, a shell or a compiler the recording runs, costs the recording
+/// nothing: no object entries, no probe ids, no signal handlers): skips the probe ids an
+/// earlier image used, reports the loaded objects (before the thread's slot says it traces:
+/// the recorder then checks the probe events' functions) and installs the crash handlers.
+/// A forked child inherits it done, as it inherits the objects and handlers.
+pub(crate) fn start_process(ctl: &Control) {
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    STARTED.call_once(|| {
+        fork::register_spawned(ctl);
+        intern::skip_used_ids(ctl);
+        objects::report_all(ctl);
+        crash::install();
+    });
+}
+
+/// Whether the recording has ended (the recorder's `CLOSED` word): a thread or image that
+/// starts after it is not traced (nobody would read it).
+pub(crate) fn recording_closed(ctl: &Control) -> bool {
+    ctl.word(header::CLOSED).load(Ordering::Acquire) != 0
 }
 
 /// The recorder's TSC calibration, if it wrote one (and it passes swtrace's checks), instead

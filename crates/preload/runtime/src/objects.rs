@@ -1,7 +1,7 @@
 //! The loaded objects, written into the control area for the recorder (its MMAP2 records and
-//! symbols), because /proc/PID/maps is gone once a crashed program is reaped. Written at init
-//! and again whenever a hook sees a function outside every object written so far (code a
-//! `dlopen` brought in). A new object's symbols are searched for the functions of the
+//! symbols), because /proc/PID/maps is gone once a crashed program is reaped. Written at the
+//! process's first hook and again whenever a hook sees a function outside every object
+//! written so far (code a `dlopen` brought in). A new object's symbols are searched for the functions of the
 //! `probe:FUNC` events ([`crate::events::resolve_object`]).
 
 use std::sync::atomic::Ordering;

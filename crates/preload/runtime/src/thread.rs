@@ -463,6 +463,10 @@ fn push_frame(
 
 /// Claims a slot and opens this thread's events, the trace event over the slot's memory.
 fn open(ctl: &Control) -> Option<Traced> {
+    if crate::recording_closed(ctl) {
+        return None;
+    }
+    crate::start_process(ctl);
     let nslots = (ctl.word(header::NSLOTS).load(Ordering::Acquire) as usize).min(MAX_SLOTS);
     let i = (0..nslots).find(|&i| {
         ctl.slot_word(i, slot::STATE)
@@ -482,7 +486,7 @@ fn open(ctl: &Control) -> Option<Traced> {
     t
 }
 
-fn dup_fd(ctl: &Control, off: usize) -> Option<OwnedFd> {
+fn dup_fd(ctl: &Control, off: usize) -> Result<OwnedFd, i32> {
     crate::memfds::ring(ctl.word(off).load(Ordering::Acquire))
 }
 
@@ -497,13 +501,10 @@ fn open_slot(ctl: &Control, i: usize) -> Option<Traced> {
         .position(|e| e.attr.type_ == perfaux_pmus::SWTRACE_TYPE)
         .ok_or_else(einval);
     let owner = failed(ctl, i, 0, open_step::OPEN, owner)?;
-    // The recorder's memory for the buffer (its descriptors, inherited).
+    // The recorder's memory for the buffer (its descriptors: inherited, or through /proc).
     let ring = |off: usize, step: u64| {
         let mem = dup_fd(ctl, off)
-            .ok_or_else(|| {
-                let errno = std::io::Error::last_os_error().raw_os_error();
-                perfaux_core::Error::new(errno.unwrap_or(libc::EBADF), "the ring's memfd")
-            })
+            .map_err(|errno| perfaux_core::Error::new(errno, "the ring's memfd"))
             .and_then(|fd| {
                 RingMemory::open_shared(fd)
                     .map_err(|_| perfaux_core::Error::new(libc::EINVAL, "the ring's memfd"))

@@ -4,10 +4,11 @@
  * child that returns through the traced frames), forksegv (a child that crashes in boom after
  * fib(5); the parent goes on), forkstay (a child that calls fib(5), then leaf() until killed,
  * its output on /dev/null; the parent waits for its fib(5) and ends), forkexec (a child that execs itself as `calls 0 4 nojmp`), spawnexec (the same child
- * made by posix_spawn), closefds (the same child after it put a file under every inherited
- * descriptor number), exec
+ * made by posix_spawn), closefds (the same child after it put other files, sealed memfds
+ * among them, under every inherited descriptor number), exec
  * (itself again), nojmp (no longjmp; also as a 4th
  * argument). */
+#define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -16,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -112,16 +115,29 @@ __attribute__((noinline)) void boom(const char *how) {
         fflush(stdout);
         if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) abort();
     } else if (strcmp(how, "closefds") == 0) {
-        /* A child that replaces every inherited descriptor above 2 with the file named by
-         * CALLS_SCRATCH (as a shell or Python's close_fds leaves other files under those
-         * numbers), then execs itself as `calls 0 4 nojmp`. */
+        /* A child that puts other files under every inherited descriptor number above 2 (as
+         * a shell or Python's close_fds may leave them), then execs itself as
+         * `calls 0 4 nojmp`: under each open one a memfd of the same size, sealed like the
+         * recorder's and against writes; under the others the file named by CALLS_SCRATCH. */
         pid_t pid = fork();
         if (pid == 0) {
             const char *path = getenv("CALLS_SCRATCH");
             int f = path ? open(path, O_RDWR) : -1;
             if (f < 0) _exit(126);
-            for (int fd = 3; fd < 1024; fd++)
-                if (fd != f) dup2(f, fd);
+            for (int fd = 3; fd < 1024; fd++) {
+                struct stat st;
+                if (fd == f) continue;
+                if (fstat(fd, &st) == 0 && st.st_size > 0) {
+                    int m = memfd_create("impostor", MFD_ALLOW_SEALING);
+                    if (m < 0 || ftruncate(m, st.st_size) != 0 ||
+                        fcntl(m, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) != 0)
+                        _exit(125);
+                    dup2(m, fd);
+                    close(m);
+                } else {
+                    dup2(f, fd);
+                }
+            }
             execl("/proc/self/exe", "calls", "0", "4", "nojmp", (char *)NULL);
             _exit(127);
         }
