@@ -25,9 +25,24 @@ fn hash(addr: usize) -> usize {
 }
 
 /// The probe of the function at `addr` (`None` if the table is full or another thread is
-/// making it right now).
-#[inline]
+/// making it right now). Inline for the common case, a function already made and first in
+/// its probe sequence (two loads); the search and the making out of line.
+#[inline(always)]
 pub(crate) fn probe_for(addr: usize) -> Option<&'static Probe> {
+    let i = hash(addr);
+    if KEYS[i].load(Ordering::Acquire) == addr && addr != 0 {
+        let p = PROBES[i].load(Ordering::Acquire);
+        if !p.is_null() {
+            // SAFETY: published pointers come from Box::leak in `make` and are never freed.
+            return Some(unsafe { &*p });
+        }
+    }
+    probe_search(addr)
+}
+
+#[cold]
+#[inline(never)]
+fn probe_search(addr: usize) -> Option<&'static Probe> {
     if addr == 0 {
         return None;
     }
