@@ -4,8 +4,11 @@
 //! calls on one thread, about four million traced calls), plainly, under perfaux and under
 //! uftrace (and under perfaux with `swtrace/timing=periodic:256/`, the cheapest timing mode).
 //! The overhead per call is (recorded - plain) / calls; the calls in the trace are
-//! counted once per build (`perfaux script --call-trace`) and printed to stderr. Without gcc
-//! nothing is measured; without uftrace its peer is left out (both said on stderr).
+//! counted once per build (`perfaux script --call-trace`) and printed to stderr. Each run is
+//! also made with fib(25) (`*_fib25`, about a tenth of the calls): the difference between the
+//! two depths over the difference in calls is the marginal cost of a call, without what a
+//! recording costs once (start, calibration, the file's end). Without gcc nothing is
+//! measured; without uftrace its peer is left out (both said on stderr).
 //!
 //! `record_program_snapshots`: the flight recorder (`-S`, 64 KiB areas, so that what each
 //! snapshot writes stays small beside the run) on the -finstrument-functions build, alone and
@@ -20,6 +23,8 @@ use std::process::{Command, Stdio};
 use criterion::{Criterion, criterion_group, criterion_main};
 
 const ARGS: [&str; 3] = ["0", "30", "nojmp"];
+/// The shallower run of the marginal cost.
+const ARGS_25: [&str; 3] = ["0", "25", "nojmp"];
 
 fn run(c: &mut Command) {
     let st = c
@@ -48,15 +53,15 @@ fn perfaux() -> Command {
     Command::new(env!("CARGO_BIN_EXE_perfaux"))
 }
 
-/// The calls in a perfaux recording of `prog`.
-fn traced_calls(dir: &Path, prog: &Path) -> usize {
+/// The calls in a perfaux recording of `prog` run with `args`.
+fn traced_calls(dir: &Path, prog: &Path, args: &[&str]) -> usize {
     let data = dir.join("count.data");
     run(perfaux()
         .args(["record", "-m", ",64M", "-o"])
         .arg(&data)
         .arg("--")
         .arg(prog)
-        .args(ARGS));
+        .args(args));
     let out = perfaux()
         .args(["script", "--call-trace", "-i"])
         .arg(&data)
@@ -84,48 +89,53 @@ fn bench(c: &mut Criterion) {
             return;
         };
         eprintln!(
-            "record_program{flag}: {} calls in the trace",
-            traced_calls(dir.path(), &prog)
+            "record_program{flag}: {} calls in the trace, {} with fib(25)",
+            traced_calls(dir.path(), &prog, &ARGS),
+            traced_calls(dir.path(), &prog, &ARGS_25)
         );
         let data = dir.path().join("b.data");
         let udir = dir.path().join("u.data");
         let mut g = c.benchmark_group(format!("record_program{flag}"));
         g.sample_size(10);
-        g.bench_function("plain", |b| b.iter(|| run(Command::new(&prog).args(ARGS))));
-        g.bench_function("perfaux_record", |b| {
-            b.iter(|| {
-                run(perfaux()
-                    .args(["record", "-m", ",64M", "-o"])
-                    .arg(&data)
-                    .arg("--")
-                    .arg(&prog)
-                    .args(ARGS))
-            })
-        });
-        // The cheapest timing mode (one timestamp per 256 packets, the others interpolated):
-        // what tracing costs when exact per-call durations are not needed.
-        g.bench_function("perfaux_record_periodic", |b| {
-            b.iter(|| {
-                run(perfaux()
-                    .args(["record", "-e", "swtrace/timing=periodic:256/", "-m", ",64M"])
-                    .arg("-o")
-                    .arg(&data)
-                    .arg("--")
-                    .arg(&prog)
-                    .args(ARGS))
-            })
-        });
-        if have_uftrace {
-            g.bench_function("uftrace_record", |b| {
+        for (suffix, args) in [("", ARGS), ("_fib25", ARGS_25)] {
+            g.bench_function(format!("plain{suffix}"), |b| {
+                b.iter(|| run(Command::new(&prog).args(args)))
+            });
+            g.bench_function(format!("perfaux_record{suffix}"), |b| {
                 b.iter(|| {
-                    run(Command::new("uftrace")
-                        .arg("record")
-                        .arg("-d")
-                        .arg(&udir)
+                    run(perfaux()
+                        .args(["record", "-m", ",64M", "-o"])
+                        .arg(&data)
+                        .arg("--")
                         .arg(&prog)
-                        .args(ARGS))
+                        .args(args))
                 })
             });
+            // The cheapest timing mode (one timestamp per 256 packets, the others
+            // interpolated): what tracing costs when exact per-call durations are not needed.
+            g.bench_function(format!("perfaux_record_periodic{suffix}"), |b| {
+                b.iter(|| {
+                    run(perfaux()
+                        .args(["record", "-e", "swtrace/timing=periodic:256/", "-m", ",64M"])
+                        .arg("-o")
+                        .arg(&data)
+                        .arg("--")
+                        .arg(&prog)
+                        .args(args))
+                })
+            });
+            if have_uftrace {
+                g.bench_function(format!("uftrace_record{suffix}"), |b| {
+                    b.iter(|| {
+                        run(Command::new("uftrace")
+                            .arg("record")
+                            .arg("-d")
+                            .arg(&udir)
+                            .arg(&prog)
+                            .args(args))
+                    })
+                });
+            }
         }
         g.finish();
     }
