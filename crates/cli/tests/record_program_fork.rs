@@ -286,6 +286,35 @@ fn the_commands_a_shell_runs_are_traced() {
     }
 }
 
+/// A shell that runs 250 uninstrumented commands (each loads five objects or so) before the
+/// program: they take no entry of the control area's object table (512 entries), so the
+/// program's objects are still written and its functions named, with uftrace's counts.
+#[test]
+fn commands_that_call_no_hook_leave_the_recording_alone() {
+    perfaux_testutil::require_oracle!("gcc");
+    perfaux_testutil::require_oracle!("uftrace");
+    let dash = Path::new("/bin/dash");
+    if !dash.exists() {
+        perfaux_testutil::skip("dash not found");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let prog = build_calls(d, &["-finstrument-functions"], "quiet_fi");
+    let want = uftrace_counts(d, &prog, &["0", "4", "nojmp"]);
+    let script = format!(
+        "i=0; while [ $i -lt 250 ]; do /bin/true; i=$((i+1)); done; {} 0 4 nojmp",
+        prog.display()
+    );
+    let (out, data) = record(d, dash, &["-c", &script]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(counts(&call_trace(&data)), want);
+}
+
 fn the_child_image_is_traced_with_uftraces_call_counts(how: &str) {
     perfaux_testutil::require_oracle!("gcc");
     perfaux_testutil::require_oracle!("uftrace");
