@@ -242,6 +242,17 @@ fn an_image_started_with_its_descriptors_replaced_is_traced() {
     }
 }
 
+/// dash (Debian's /bin/sh), which starts its commands with vfork, so that no fork handler runs
+/// (bash forks them); `None`, said as a skip, without it.
+fn dash() -> Option<&'static Path> {
+    let dash = Path::new("/bin/dash");
+    if !dash.exists() {
+        perfaux_testutil::skip("dash not found");
+        return None;
+    }
+    Some(dash)
+}
+
 /// The pid of the program's main thread: the first call's tid.
 fn out_parent_pid(data: &Path) -> u32 {
     calls_by_tid(data)[0].0
@@ -254,13 +265,7 @@ fn out_parent_pid(data: &Path) -> u32 {
 fn the_commands_a_shell_runs_are_traced() {
     perfaux_testutil::require_oracle!("gcc");
     perfaux_testutil::require_oracle!("uftrace");
-    // dash (Debian's /bin/sh) starts its commands with vfork, so no fork handler runs; bash
-    // forks them.
-    let dash = Path::new("/bin/dash");
-    if !dash.exists() {
-        perfaux_testutil::skip("dash not found");
-        return;
-    }
+    let Some(dash) = dash() else { return };
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let prog = build_calls(d, &["-finstrument-functions"], "shell_fi");
@@ -293,11 +298,7 @@ fn the_commands_a_shell_runs_are_traced() {
 fn commands_that_call_no_hook_leave_the_recording_alone() {
     perfaux_testutil::require_oracle!("gcc");
     perfaux_testutil::require_oracle!("uftrace");
-    let dash = Path::new("/bin/dash");
-    if !dash.exists() {
-        perfaux_testutil::skip("dash not found");
-        return;
-    }
+    let Some(dash) = dash() else { return };
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let prog = build_calls(d, &["-finstrument-functions"], "quiet_fi");

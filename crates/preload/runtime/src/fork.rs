@@ -131,13 +131,10 @@ pub(crate) fn register_spawned(ctl: &Control) {
 fn add_child(ctl: &Control, pid: u64) {
     let i = ctl.child_count().fetch_add(1, Ordering::AcqRel) as usize;
     if i < MAX_CHILDREN {
-        let w = |o, v: &AtomicU64| {
-            ctl.child_word(i, o)
-                .store(v.load(Ordering::Relaxed), Ordering::Relaxed)
-        };
-        w(child::PPID, &PPID);
-        w(child::PTID, &PTID);
-        w(child::FORK_TIME, &FORK_TIME);
+        store_fork_words(
+            |o| ctl.child_word(i, o),
+            [child::PPID, child::PTID, child::FORK_TIME],
+        );
         // Stored last, Release: a reader that sees the pid sees the entry whole.
         ctl.child_word(i, child::PID).store(pid, Ordering::Release);
     }
@@ -156,11 +153,15 @@ pub(crate) fn objects_at_fork() -> usize {
 /// Writes the fork's words into slot `i` (a thread of a forked child), before the slot is
 /// published.
 pub(crate) fn write_slot(ctl: &Control, i: usize) {
-    let w = |o, v: &AtomicU64| {
-        ctl.slot_word(i, o)
-            .store(v.load(Ordering::Relaxed), Ordering::Relaxed)
-    };
-    w(slot::PPID, &PPID);
-    w(slot::PTID, &PTID);
-    w(slot::FORK_TIME, &FORK_TIME);
+    store_fork_words(
+        |o| ctl.slot_word(i, o),
+        [slot::PPID, slot::PTID, slot::FORK_TIME],
+    );
+}
+
+/// Stores PPID, PTID and FORK_TIME into the words at offsets `at` (in that order) of an entry.
+fn store_fork_words<'a>(word: impl Fn(usize) -> &'a AtomicU64, at: [usize; 3]) {
+    for (off, v) in at.into_iter().zip([&PPID, &PTID, &FORK_TIME]) {
+        word(off).store(v.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
 }

@@ -40,6 +40,16 @@ __attribute__((noinline)) void *worker(void *arg) {
     return NULL;
 }
 
+/* Waits for child `pid`, says its pid ("forked PID"), aborts unless it exited with 0.
+ * Untraced, so that the modes that use it have the call counts they had. */
+__attribute__((no_instrument_function)) static void wait_child(pid_t pid) {
+    int st;
+    waitpid(pid, &st, 0);
+    printf("forked %d\n", (int)pid);
+    fflush(stdout);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) abort();
+}
+
 static jmp_buf jb;
 
 __attribute__((noinline)) void dive(int n) {
@@ -98,22 +108,14 @@ __attribute__((noinline)) void boom(const char *how) {
             execl("/proc/self/exe", "calls", "0", "4", "nojmp", (char *)NULL);
             _exit(127);
         }
-        int st;
-        waitpid(pid, &st, 0);
-        printf("forked %d\n", (int)pid);
-        fflush(stdout);
-        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) abort();
+        wait_child(pid);
     } else if (strcmp(how, "spawnexec") == 0) {
         /* posix_spawn (glibc: clone with CLONE_VFORK, no fork handlers run), as shells and
          * build tools start their commands. */
         char *argv[] = {"calls", "0", "4", "nojmp", NULL};
         pid_t pid;
         if (posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv, environ) != 0) abort();
-        int st;
-        waitpid(pid, &st, 0);
-        printf("forked %d\n", (int)pid);
-        fflush(stdout);
-        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) abort();
+        wait_child(pid);
     } else if (strcmp(how, "closefds") == 0) {
         /* A child that puts other files under every inherited descriptor number above 2 (as
          * a shell or Python's close_fds may leave them), then execs itself as
@@ -141,11 +143,7 @@ __attribute__((noinline)) void boom(const char *how) {
             execl("/proc/self/exe", "calls", "0", "4", "nojmp", (char *)NULL);
             _exit(127);
         }
-        int st;
-        waitpid(pid, &st, 0);
-        printf("forked %d\n", (int)pid);
-        fflush(stdout);
-        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) abort();
+        wait_child(pid);
     } else if (strcmp(how, "exec") == 0) {
         /* The new image is traced again: same process, same recording. */
         execl("/proc/self/exe", "calls", "0", "4", (char *)NULL);
