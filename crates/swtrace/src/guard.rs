@@ -120,6 +120,13 @@ impl Drop for ProbeGuard {
 }
 
 impl ProbeGuard {
+    /// Marks the return now, as the drop would; the guard is left inert (its drop then does
+    /// nothing), for code that keeps guards in place on a stack of its own.
+    #[inline(always)]
+    pub fn end_in_place(&mut self) {
+        self.drop_now();
+    }
+
     /// What the drop does, now; the guard is left inert.
     #[inline(always)]
     pub(crate) fn drop_now(&mut self) {

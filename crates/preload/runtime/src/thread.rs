@@ -397,8 +397,9 @@ impl Thread {
     /// Ends the call of `guard` through the thread's lane (as its drop), leaving it inert.
     #[inline(always)]
     fn end_call(&self, guard: &mut ProbeGuard) {
-        if let Some(lane) = self.lane.get() {
-            lane.end(guard);
+        match self.lane.get() {
+            Some(lane) => lane.end(guard),
+            None => guard.end_in_place(),
         }
     }
 
@@ -411,14 +412,19 @@ impl Thread {
                 return;
             }
             let mut st = t.stack.borrow_mut();
-            if let Some(pos) = st.iter().rposition(|f| f.addr == addr && f.parent_loc == 0) {
-                // Innermost first; the call itself ends in place (`truncate` drops it where it
-                // lies: popping it copied the frame out first).
+            let ends = |f: &Frame| f.addr == addr && f.parent_loc == 0;
+            // The innermost call, nearly always; else a search (frames a longjmp skipped).
+            let top = st.len().checked_sub(1).filter(|&i| ends(&st[i]));
+            if let Some(pos) = top.or_else(|| st.iter().rposition(ends)) {
+                // Innermost first; the call itself ends in place (popping it copied the frame
+                // out first), its guard inert.
                 while st.len() > pos + 1 {
                     drop(st.pop());
                 }
                 t.end_call(&mut st[pos].guard);
-                st.truncate(pos);
+                // SAFETY: shrinking: the frame left out is not dropped, which skips only its
+                // guard's drop, a no-op for an inert guard (and a leak of nothing otherwise).
+                unsafe { st.set_len(pos) };
             }
         });
     }
