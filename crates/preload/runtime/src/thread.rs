@@ -117,14 +117,35 @@ impl Thread {
     /// one), after opening the thread's event on its first hook.
     #[inline(always)]
     fn guarded(&self, f: impl FnOnce(&Thread)) {
-        if self.busy.replace(true) {
+        if !self.begin_hook() {
             return;
+        }
+        let tracing = self.state.get() == TRACING;
+        if tracing {
+            f(self);
+        }
+        self.end_hook(tracing);
+    }
+
+    /// [`Thread::guarded`]'s start: false if this thread is inside a hook already. The hook
+    /// paths of every traced call use it with their bodies written inline (`#[inline(always)]`
+    /// functions, not a closure, which the compiler kept out of line: a call and six saved
+    /// registers more on each entry and return).
+    #[inline(always)]
+    fn begin_hook(&self) -> bool {
+        if self.busy.replace(true) {
+            return false;
         }
         if self.state.get() == UNTRIED {
             self.start();
         }
-        if self.state.get() == TRACING {
-            f(self);
+        true
+    }
+
+    /// [`Thread::guarded`]'s end: the head mirrored if the thread traced, the section left.
+    #[inline(always)]
+    fn end_hook(&self, tracing: bool) {
+        if tracing {
             self.mirror_head();
         }
         self.busy.set(false);
@@ -231,25 +252,33 @@ impl Thread {
     /// Entry into the function at `addr`, ended by the exit of `key`.
     #[inline(always)]
     fn enter_as(&self, addr: usize, key: usize, slot: usize) -> bool {
-        let mut taken = false;
-        self.guarded(|t| {
-            let mut st = t.stack.borrow_mut();
-            if slot != 0 && t.overflow.get() == 0 {
-                while st.last().is_some_and(|f| f.slot != 0 && f.slot <= slot) {
-                    drop(st.pop());
-                }
-            }
-            let Some(p) = crate::intern::probe_for(addr) else {
-                return;
-            };
-            taken = true;
-            if st.len() >= STACK_DEPTH || t.overflow.get() > 0 {
-                t.overflow.set(t.overflow.get() + 1);
-                return;
-            }
-            push_frame(&mut st, key, t.enter_probe(p), slot, 0, 0);
-        });
+        if !self.begin_hook() {
+            return false;
+        }
+        let tracing = self.state.get() == TRACING;
+        let taken = tracing && self.enter_traced(addr, key, slot);
+        self.end_hook(tracing);
         taken
+    }
+
+    /// [`Thread::enter_as`] inside the hook section of a tracing thread.
+    #[inline(always)]
+    fn enter_traced(&self, addr: usize, key: usize, slot: usize) -> bool {
+        let mut st = self.stack.borrow_mut();
+        if slot != 0 && self.overflow.get() == 0 {
+            while st.last().is_some_and(|f| f.slot != 0 && f.slot <= slot) {
+                drop(st.pop());
+            }
+        }
+        let Some(p) = crate::intern::probe_for(addr) else {
+            return false;
+        };
+        if st.len() >= STACK_DEPTH || self.overflow.get() > 0 {
+            self.overflow.set(self.overflow.get() + 1);
+            return true;
+        }
+        push_frame(&mut st, key, self.enter_probe(p), slot, 0, 0);
+        true
     }
 
     /// -pg / -mfentry entry into the function at `addr` whose return address is at
@@ -406,27 +435,38 @@ impl Thread {
     /// Exit from the function at `addr` (or of a forwarded Rust probe's key): ends its newest
     /// open call and every call opened after it (frames a longjmp skipped).
     pub(crate) fn exit(&self, addr: usize) {
-        self.guarded(|t| {
-            if t.overflow.get() > 0 {
-                t.overflow.set(t.overflow.get() - 1);
-                return;
+        if !self.begin_hook() {
+            return;
+        }
+        let tracing = self.state.get() == TRACING;
+        if tracing {
+            self.exit_traced(addr);
+        }
+        self.end_hook(tracing);
+    }
+
+    /// [`Thread::exit`] inside the hook section of a tracing thread.
+    #[inline(always)]
+    fn exit_traced(&self, addr: usize) {
+        if self.overflow.get() > 0 {
+            self.overflow.set(self.overflow.get() - 1);
+            return;
+        }
+        let mut st = self.stack.borrow_mut();
+        let ends = |f: &Frame| f.addr == addr && f.parent_loc == 0;
+        // The innermost call, nearly always; else a search (frames a longjmp skipped).
+        let top = st.len().checked_sub(1).filter(|&i| ends(&st[i]));
+        if let Some(pos) = top.or_else(|| st.iter().rposition(ends)) {
+            // Innermost first; the call itself ends in place (popping it copied the frame out
+            // first), its guard inert.
+            while st.len() > pos + 1 {
+                drop(st.pop());
             }
-            let mut st = t.stack.borrow_mut();
-            let ends = |f: &Frame| f.addr == addr && f.parent_loc == 0;
-            // The innermost call, nearly always; else a search (frames a longjmp skipped).
-            let top = st.len().checked_sub(1).filter(|&i| ends(&st[i]));
-            if let Some(pos) = top.or_else(|| st.iter().rposition(ends)) {
-                // Innermost first; the call itself ends in place (popping it copied the frame
-                // out first), its guard inert.
-                while st.len() > pos + 1 {
-                    drop(st.pop());
-                }
-                t.end_call(&mut st[pos].guard);
-                // SAFETY: shrinking: the frame left out is not dropped, which skips only its
-                // guard's drop, a no-op for an inert guard (and a leak of nothing otherwise).
-                unsafe { st.set_len(pos) };
-            }
-        });
+            self.end_call(&mut st[pos].guard);
+            // SAFETY: shrinking: the frame left out is not dropped, which skips only its
+            // guard's drop, a no-op for an inert guard (and a leak of nothing otherwise).
+            unsafe { st.set_len(pos) };
+        }
     }
 }
 
