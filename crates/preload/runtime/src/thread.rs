@@ -434,6 +434,7 @@ impl Thread {
 
     /// Exit from the function at `addr` (or of a forwarded Rust probe's key): ends its newest
     /// open call and every call opened after it (frames a longjmp skipped).
+    #[inline(always)]
     pub(crate) fn exit(&self, addr: usize) {
         if !self.begin_hook() {
             return;
