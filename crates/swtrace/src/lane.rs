@@ -51,7 +51,7 @@ impl Lane {
         if probe.hook.load(Relaxed) != 0 || !t.live.load(Relaxed) {
             return probe.enter();
         }
-        ProbeGuard::new(probe, t.enter(probe, 0))
+        ProbeGuard::new(probe, t.enter_with::<true>(probe, 0))
     }
 
     /// Marks the return of `guard`'s call on the lane's thread, as its drop would; the guard
@@ -60,7 +60,7 @@ impl Lane {
     pub fn end(&self, guard: &mut ProbeGuard) {
         if guard.flags == GUARD_OBSERVED {
             guard.flags = 0;
-            self.trace().exit(OpenCall {
+            self.trace().exit_with::<true>(OpenCall {
                 depth: guard.depth,
                 epoch: guard.epoch,
                 flags: GUARD_OBSERVED,

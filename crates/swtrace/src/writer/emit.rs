@@ -20,6 +20,19 @@ impl ThreadTrace {
     /// it under the entry (module doc, "Signal safety").
     #[inline(always)]
     pub(crate) fn enter(&self, probe: &'static Probe, flags: u8) -> OpenCall {
+        self.enter_with::<false>(probe, flags)
+    }
+
+    /// [`ThreadTrace::enter`] with the ENTER written inline when `INLINE`: for a caller that
+    /// is one entry site of every call ([`crate::Lane`], the compilers' hooks), where the
+    /// out-of-line call's saved registers cost more than the code it adds; a probe's own
+    /// entry, inlined at every probe, stays small.
+    #[inline(always)]
+    pub(crate) fn enter_with<const INLINE: bool>(
+        &self,
+        probe: &'static Probe,
+        flags: u8,
+    ) -> OpenCall {
         #[cfg(test)]
         at_point(Point::EnterBefore);
         if !self.begin() {
@@ -31,7 +44,12 @@ impl ThreadTrace {
         let depth = if mode >= PAUSED {
             self.shadow.push(probe)
         } else if mode == TRACING {
-            self.trace_enter(probe)
+            if INLINE {
+                self.emit_event(probe.current_id());
+                self.shadow.push(probe)
+            } else {
+                self.trace_enter(probe)
+            }
         } else {
             self.count_lost_full();
             self.shadow.push(probe)
@@ -62,6 +80,13 @@ impl ThreadTrace {
     /// One probe return, wholly inside the busy section (as [`ThreadTrace::enter`]).
     #[inline(always)]
     pub(crate) fn exit(&self, guard: OpenCall) {
+        self.exit_with::<false>(guard)
+    }
+
+    /// [`ThreadTrace::exit`], the EXIT written inline when `INLINE` (as
+    /// [`ThreadTrace::enter_with`]).
+    #[inline(always)]
+    pub(crate) fn exit_with<const INLINE: bool>(&self, guard: OpenCall) {
         #[cfg(test)]
         at_point(Point::ExitBefore);
         if !self.begin() {
@@ -80,7 +105,11 @@ impl ThreadTrace {
                 let mode = self.mode.load(Relaxed);
                 if mode < PAUSED {
                     if mode == TRACING {
-                        self.trace_exit();
+                        if INLINE {
+                            self.emit_event(0);
+                        } else {
+                            self.trace_exit();
+                        }
                     } else {
                         self.count_lost_full();
                     }
