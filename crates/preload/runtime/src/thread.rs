@@ -288,36 +288,52 @@ impl Thread {
     ///
     /// # Safety
     /// `parent_loc` is the live return-address slot of the calling function's frame.
+    #[inline(always)]
     pub(crate) unsafe fn enter_hijack(&self, addr: usize, parent_loc: *mut usize) {
-        self.guarded(|t| {
-            let mut st = t.stack.borrow_mut();
-            let loc = parent_loc as usize;
-            let trampoline = crate::trampoline::return_trampoline_addr();
-            // SAFETY: the caller's contract: the slot is live and ours to rewrite until the
-            // function returns through it.
-            let mut ret = unsafe { parent_loc.read() };
-            while let Some(f) = st.pop_if(|f| f.slot != 0 && f.slot <= loc) {
-                // A tail call (jmp) from a hijacked function reuses its slot, which still
-                // holds the trampoline: the real return address is that frame's.
-                if f.parent_loc == loc && ret == trampoline {
-                    ret = f.ret;
-                }
-                drop(f);
+        if !self.begin_hook() {
+            return;
+        }
+        let tracing = self.state.get() == TRACING;
+        if tracing {
+            // SAFETY: the caller's contract.
+            unsafe { self.enter_hijack_traced(addr, parent_loc) };
+        }
+        self.end_hook(tracing);
+    }
+
+    /// [`Thread::enter_hijack`] inside the hook section of a tracing thread.
+    ///
+    /// # Safety
+    /// As [`Thread::enter_hijack`].
+    #[inline(always)]
+    unsafe fn enter_hijack_traced(&self, addr: usize, parent_loc: *mut usize) {
+        let mut st = self.stack.borrow_mut();
+        let loc = parent_loc as usize;
+        let trampoline = crate::trampoline::return_trampoline_addr();
+        // SAFETY: the caller's contract: the slot is live and ours to rewrite until the
+        // function returns through it.
+        let mut ret = unsafe { parent_loc.read() };
+        while let Some(f) = st.pop_if(|f| f.slot != 0 && f.slot <= loc) {
+            // A tail call (jmp) from a hijacked function reuses its slot, which still
+            // holds the trampoline: the real return address is that frame's.
+            if f.parent_loc == loc && ret == trampoline {
+                ret = f.ret;
             }
-            if ret == trampoline {
-                return;
-            }
-            let p = crate::intern::probe_for(addr);
-            let Some(p) = p.filter(|_| st.len() < STACK_DEPTH) else {
-                // Untraced; the slot may have held the trampoline for a popped frame.
-                // SAFETY: as above.
-                unsafe { parent_loc.write(ret) };
-                return;
-            };
-            push_frame(&mut st, addr, t.enter_probe(p), loc, loc, ret);
+            drop(f);
+        }
+        if ret == trampoline {
+            return;
+        }
+        let p = crate::intern::probe_for(addr);
+        let Some(p) = p.filter(|_| st.len() < STACK_DEPTH) else {
+            // Untraced; the slot may have held the trampoline for a popped frame.
             // SAFETY: as above.
-            unsafe { parent_loc.write(crate::trampoline::return_trampoline_addr()) };
-        });
+            unsafe { parent_loc.write(ret) };
+            return;
+        };
+        push_frame(&mut st, addr, self.enter_probe(p), loc, loc, ret);
+        // SAFETY: as above.
+        unsafe { parent_loc.write(crate::trampoline::return_trampoline_addr()) };
     }
 
     /// Before an exception unwinds the stack (crate::unwind): every open call's hijacked return
@@ -402,10 +418,15 @@ impl Thread {
         while st.len() > pos + 1 {
             drop(st.pop());
         }
-        if let Some(f) = st.last_mut() {
+        let ret = st.last_mut().map(|f| {
             self.end_call(&mut f.guard);
+            f.ret
+        });
+        if let Some(len) = st.len().checked_sub(1) {
+            // SAFETY: shrinking by the frame just ended, whose guard is inert: only its no-op
+            // drop is skipped (popping it copied the whole frame out first).
+            unsafe { st.set_len(len) };
         }
-        let ret = st.pop().map(|f| f.ret);
         if !busy {
             drop(st);
             self.mirror_head();
