@@ -234,6 +234,22 @@ impl ProgramSession {
 
     /// Hands the program this process's TSC calibration (before [`Self::spawn`]): the runtime
     /// of every traced process adopts it instead of spinning 10 ms to calibrate its own.
+    /// Says that a TSC calibration is on its way ([`ProgramSession::set_tsc_calibration`], or
+    /// [`ProgramSession::tsc_calibration_failed`]): the program may start before it.
+    pub fn tsc_calibration_pending(&self) {
+        self.control()
+            .word(header::TSC_PENDING)
+            .store(1, Ordering::Release);
+    }
+
+    /// No calibration comes: each traced process measures its own.
+    pub fn tsc_calibration_failed(&self) {
+        self.control()
+            .word(header::TSC_PENDING)
+            .store(0, Ordering::Release);
+    }
+
+    /// Hands the recorder's TSC calibration to the traced processes (and ends a pending one).
     pub fn set_tsc_calibration(&self, c: perfaux_swtrace::clock::TscCalibration) {
         let ctl = self.control();
         let w = |o: usize, v: u64| ctl.word(o).store(v, Ordering::Relaxed);
@@ -244,6 +260,7 @@ impl ProgramSession {
             u64::from(c.rate.mult) | u64::from(c.rate.shift) << 32,
             Ordering::Release,
         );
+        ctl.word(header::TSC_PENDING).store(0, Ordering::Release);
     }
 
     /// Writes the event table the runtime opens each thread's events from.

@@ -95,6 +95,9 @@ pub mod header {
     /// Non-zero once the recording has ended (the program the user started is gone): a thread
     /// or an image that starts later is not traced (a descendant may outlive the recording).
     pub const CLOSED: usize = 104;
+    /// Non-zero while the recorder still measures the TSC calibration it hands over (the
+    /// program starts meanwhile): a process waits for it at its first hook, not at its start.
+    pub const TSC_PENDING: usize = 112;
 }
 /// The first (data fd, AUX fd) pair.
 pub const HEADER_FDS: usize = 128;

@@ -181,8 +181,9 @@ pub fn record_program(
              perf.data, docs/PERF-COMPAT.md): record to a file with -o FILE",
         ));
     }
-    // Measured beside the setup (another core spins for it) and handed to the program: no
-    // traced process then spins 10 ms to calibrate its TSC clock before its first call.
+    // Measured beside the setup and the program's start (another core spins for it) and handed
+    // to the program: no traced process then spins 10 ms to calibrate its TSC clock before its
+    // first call.
     let calibration = cfg!(target_arch = "x86_64")
         .then(|| std::thread::spawn(perfaux_swtrace::clock::tsc_calibration));
     let overwrite = match a.snapshot.as_deref() {
@@ -232,8 +233,8 @@ pub fn record_program(
     // The file is begun before the program runs: a path that cannot be written is said at once.
     let mut rec =
         Recorder::new(specs, rec_opts, &[], Output::File(a.output.clone())).map_err(rec_err)?;
-    if let Some(Ok(c)) = calibration.map(std::thread::JoinHandle::join) {
-        lock(&session).set_tsc_calibration(c);
+    if calibration.is_some() {
+        lock(&session).tsc_calibration_pending();
     }
     let argv: Vec<OsString> = a.command.iter().map(OsString::from).collect();
     let prog = a.command[0].clone();
@@ -241,6 +242,13 @@ pub fn record_program(
     let pid = lock(&session)
         .spawn(&argv, &runtime)
         .map_err(|e| CliError::msg(format!("record: cannot run '{prog}': {e}")))?;
+    // The program starts while the calibration ends (its loading and first steps take some of
+    // the 10 ms); its first hook waits for what is left.
+    match calibration.map(std::thread::JoinHandle::join) {
+        Some(Ok(c)) => lock(&session).set_tsc_calibration(c),
+        Some(Err(_)) => lock(&session).tsc_calibration_failed(),
+        None => {}
+    }
     if verbose {
         eprintln!("perfaux record: tracing {prog} (pid {pid})");
     }

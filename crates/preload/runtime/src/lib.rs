@@ -144,6 +144,7 @@ fn map_control(f: &std::os::fd::OwnedFd) -> Option<*mut libc::c_void> {
 pub(crate) fn start_process(ctl: &Control) {
     static STARTED: std::sync::Once = std::sync::Once::new();
     STARTED.call_once(|| {
+        wait_for_calibration(ctl);
         fork::register_spawned(ctl);
         intern::skip_used_ids(ctl);
         objects::report_all(ctl);
@@ -155,6 +156,18 @@ pub(crate) fn start_process(ctl: &Control) {
 /// starts after it is not traced (nobody would read it).
 pub(crate) fn recording_closed(ctl: &Control) -> bool {
     ctl.word(header::CLOSED).load(Ordering::Acquire) != 0
+}
+
+/// Waits, at most 200 ms, for the recorder's TSC calibration if it is still being measured
+/// (the program started beside it), then adopts it: before this process's clock is first
+/// used (its first thread's events open after this).
+fn wait_for_calibration(ctl: &Control) {
+    let pending = || ctl.word(header::TSC_PENDING).load(Ordering::Acquire) != 0;
+    let start = std::time::Instant::now();
+    while pending() && start.elapsed() < std::time::Duration::from_millis(200) {
+        std::thread::sleep(std::time::Duration::from_micros(100));
+    }
+    adopt_calibration(ctl);
 }
 
 /// The recorder's TSC calibration, if it wrote one (and it passes swtrace's checks), instead
