@@ -232,8 +232,6 @@ impl ProgramSession {
         Ok(s)
     }
 
-    /// Hands the program this process's TSC calibration (before [`Self::spawn`]): the runtime
-    /// of every traced process adopts it instead of spinning 10 ms to calibrate its own.
     /// Says that a TSC calibration is on its way ([`ProgramSession::set_tsc_calibration`], or
     /// [`ProgramSession::tsc_calibration_failed`]): the program may start before it.
     pub fn tsc_calibration_pending(&self) {
@@ -249,7 +247,9 @@ impl ProgramSession {
             .store(0, Ordering::Release);
     }
 
-    /// Hands the recorder's TSC calibration to the traced processes (and ends a pending one).
+    /// Hands the recorder's TSC calibration to the traced processes (and ends a pending one):
+    /// the runtime of every traced process adopts it instead of spinning 10 ms to calibrate
+    /// its own.
     pub fn set_tsc_calibration(&self, c: perfaux_swtrace::clock::TscCalibration) {
         let ctl = self.control();
         let w = |o: usize, v: u64| ctl.word(o).store(v, Ordering::Relaxed);

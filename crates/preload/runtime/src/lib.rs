@@ -143,8 +143,10 @@ fn map_control(f: &std::os::fd::OwnedFd) -> Option<*mut libc::c_void> {
 /// A forked child inherits it done, as it inherits the objects and handlers.
 pub(crate) fn start_process(ctl: &Control) {
     static STARTED: std::sync::Once = std::sync::Once::new();
+    // Outside the Once: a thread that forks while another waits here must not leave its child
+    // a Once still running (each waiting thread polls on its own; the adoption happens once).
+    wait_for_calibration(ctl);
     STARTED.call_once(|| {
-        wait_for_calibration(ctl);
         fork::register_spawned(ctl);
         intern::skip_used_ids(ctl);
         objects::report_all(ctl);
