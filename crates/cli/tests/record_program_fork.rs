@@ -180,23 +180,15 @@ fn an_image_a_spawned_child_execs_is_traced_with_uftraces_call_counts() {
     let (out, data) = record(dir.path(), &prog, &["1", "4", "spawnexec", "nojmp"]);
     assert!(out.status.success());
     let child = child_pid(&out);
-    {
-        let tasks = Command::new("perf")
-            .args(["script", "--show-task-events", "-i"])
-            .arg(&data)
-            .output()
-            .expect("perf script");
-        let text = String::from_utf8_lossy(&tasks.stdout);
-        let fork = text
-            .lines()
-            .find(|l| l.contains(&format!("PERF_RECORD_FORK({child}:{child})")))
-            .unwrap_or_else(|| panic!("no FORK of {child} in {text}"));
-        let parent = out_parent_pid(&data);
-        assert!(
-            fork.contains(&format!("):({parent}:{parent})")),
-            "the spawned child's parent is the program ({parent}): {fork}"
-        );
-    }
+    let forked = format!("PERF_RECORD_FORK({child}:{child})");
+    let fork = perf_line(&data, &["script", "--show-task-events"], &forked, |l| {
+        l.contains(&forked)
+    });
+    let parent = out_parent_pid(&data);
+    assert!(
+        fork.contains(&format!("):({parent}:{parent})")),
+        "the spawned child's parent is the program ({parent}): {fork}"
+    );
 }
 
 /// `closefds`: the child puts other files under every inherited descriptor number above 2 (as

@@ -37,16 +37,9 @@ fn program_transactions_end_at_the_aux_watermark_the_file_records() {
         String::from_utf8_lossy(&out.stderr)
     );
 
-    let evlist = Command::new("perf")
-        .args(["evlist", "-v", "-i"])
-        .arg(&data)
-        .output()
-        .expect("perf evlist");
-    let text = String::from_utf8_lossy(&evlist.stdout);
-    let line = text
-        .lines()
-        .find(|l| l.starts_with("swtrace"))
-        .unwrap_or_else(|| panic!("no swtrace event in perf evlist -v:\n{text}"));
+    let line = perf_line(&data, &["evlist", "-v"], "swtrace event", |l| {
+        l.starts_with("swtrace")
+    });
     assert!(
         line.contains(&format!("aux_watermark: {WATERMARK}")),
         "the file's swtrace attr: {line}"

@@ -173,3 +173,19 @@ pub fn uftrace_counts_of(
     }
     m
 }
+
+/// The first line of `perf ARGS -i data`'s output that `pick` takes (a panic naming `what`
+/// and showing the output if none does).
+pub fn perf_line(data: &Path, args: &[&str], what: &str, pick: impl Fn(&str) -> bool) -> String {
+    let out = Command::new("perf")
+        .args(args)
+        .arg("-i")
+        .arg(data)
+        .output()
+        .expect("perf");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find(|l| pick(l))
+        .map(str::to_owned)
+        .unwrap_or_else(|| panic!("no {what} in perf {args:?}:\n{text}"))
+}
