@@ -38,6 +38,16 @@ pub enum FeatureBody<'a> {
         /// How many bytes `tail` gives.
         tail_len: u64,
     },
+    /// `head`, then room for `len` bytes that the caller writes into the file after
+    /// [`PerfDataWriter::finish_reserving`], at the offset it returns: a section kept in
+    /// another file, which the caller copies into place inside the kernel
+    /// (`copy_file_range`) instead of through this writer's buffers.
+    Reserved {
+        /// The first bytes of the section.
+        head: Vec<u8>,
+        /// The bytes left for the caller.
+        len: u64,
+    },
 }
 
 impl FeatureBody<'_> {
@@ -45,6 +55,7 @@ impl FeatureBody<'_> {
         match self {
             FeatureBody::Bytes(b) => b.len() as u64,
             FeatureBody::Stream { head, tail_len, .. } => head.len() as u64 + tail_len,
+            FeatureBody::Reserved { head, len } => head.len() as u64 + len,
         }
     }
 }
@@ -390,7 +401,18 @@ impl<W: Write + Seek> PerfDataWriter<W> {
 
     /// [`Self::finish`] with further feature sections known only now; they
     /// replace computed sections of the same number.
-    pub fn finish_with(mut self, late: Vec<(Feature, FeatureBody<'_>)>) -> Result<W> {
+    pub fn finish_with(self, late: Vec<(Feature, FeatureBody<'_>)>) -> Result<W> {
+        self.finish_reserving(late).map(|(w, _)| w)
+    }
+
+    /// [`Self::finish_with`], also returning where the room of each
+    /// [`FeatureBody::Reserved`] section starts in the file (its head before it), for the
+    /// caller to fill.
+    pub fn finish_reserving(
+        mut self,
+        late: Vec<(Feature, FeatureBody<'_>)>,
+    ) -> Result<(W, Vec<(Feature, u64)>)> {
+        let mut reserved = Vec::new();
         let e = self.opts.endian;
         let data = FileSection {
             offset: self.data_offset,
@@ -440,6 +462,20 @@ impl<W: Write + Seek> PerfDataWriter<W> {
                 } => {
                     self.out.put(&head)?;
                     copy_exact(&mut self.out, tail, tail_len, f)?;
+                }
+                FeatureBody::Reserved { head, len } => {
+                    self.out.put(&head)?;
+                    self.out.flush()?;
+                    let at = self.out.pos;
+                    let after = at.checked_add(len).ok_or_else(|| {
+                        Error::write(format!("feature {}: {len} bytes reserved", f.name()))
+                    })?;
+                    self.out
+                        .w
+                        .seek(SeekFrom::Start(after))
+                        .map_err(|err| Error::io(after, err))?;
+                    self.out.pos = after;
+                    reserved.push((f, at));
                 }
             }
         }
@@ -492,7 +528,7 @@ impl<W: Write + Seek> PerfDataWriter<W> {
         w.seek(SeekFrom::Start(end))
             .map_err(|err| Error::io(end, err))?;
         w.flush().map_err(|err| Error::io(end, err))?;
-        Ok(w)
+        Ok((w, reserved))
     }
 }
 

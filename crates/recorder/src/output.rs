@@ -177,6 +177,44 @@ impl FileOutput {
     }
 }
 
+/// Copies the first `len` bytes of `src` into `dst` at offset `at`, inside the kernel
+/// (`copy_file_range`: the trace kept beside the output goes into place without passing
+/// through user memory), else by reads and writes (a kernel or file system that refuses it).
+pub(crate) fn copy_into(src: &File, dst: &File, at: u64, len: u64) -> io::Result<()> {
+    let (mut from, mut to, mut left) = (0u64, at, len);
+    while left > 0 {
+        let want = usize::try_from(left.min(1 << 30)).unwrap_or(1 << 30);
+        match rustix::fs::copy_file_range(src, Some(&mut from), dst, Some(&mut to), want) {
+            Ok(0) => break,
+            Ok(n) => left -= n as u64,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(_) => break,
+        }
+    }
+    copy_by_reads(src, dst, (from, to, left), len)
+}
+
+/// [`copy_into`]'s fallback: `left` bytes of `src` at `from` to `dst` at `to`, by reads and
+/// writes (`len`, the whole copy's length, for the error).
+fn copy_by_reads(src: &File, dst: &File, at: (u64, u64, u64), len: u64) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let (mut from, mut to, mut left) = at;
+    let mut buf = vec![0u8; if left > 0 { 1 << 20 } else { 0 }];
+    while left > 0 {
+        let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+        let n = src.read_at(&mut buf[..want], from)?;
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!("the trace kept beside the output ended {left} bytes short of {len}"),
+            ));
+        }
+        dst.write_all_at(&buf[..n], to)?;
+        (from, to, left) = (from + n as u64, to + n as u64, left - n as u64);
+    }
+    Ok(())
+}
+
 /// Gives the unnamed file `file` the name `path` (linkat through
 /// /proc/self/fd, which needs no capability, unlike AT_EMPTY_PATH).
 fn link_unnamed(file: &File, path: &Path) -> io::Result<()> {
@@ -242,6 +280,33 @@ mod tests {
                 .is_symlink()
         );
         assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 3);
+    }
+
+    /// The trace's copy into place, inside the kernel and by reads and writes: the bytes land
+    /// at the offset, the file's other bytes untouched; a short source is an error.
+    #[test]
+    fn copy_into_places_the_bytes_at_the_offset() {
+        use std::os::unix::fs::FileExt;
+        let src = tempfile::tempfile().unwrap();
+        let bytes: Vec<u8> = (0..(3 << 20) + 17).map(|i: u32| (i % 251) as u8).collect();
+        src.write_all_at(&bytes, 0).unwrap();
+        for by_reads in [false, true] {
+            let dst = tempfile::tempfile().unwrap();
+            dst.write_all_at(b"before", 0).unwrap();
+            let len = bytes.len() as u64 - 5;
+            if by_reads {
+                copy_by_reads(&src, &dst, (0, 4096, len), len).unwrap();
+            } else {
+                copy_into(&src, &dst, 4096, len).unwrap();
+            }
+            let mut got = vec![0u8; 4096 + len as usize];
+            dst.read_exact_at(&mut got, 0).unwrap();
+            assert_eq!(&got[..6], b"before");
+            assert!(got[6..4096].iter().all(|&b| b == 0));
+            assert!(got[4096..] == bytes[..len as usize], "by reads: {by_reads}");
+            let short = copy_by_reads(&src, &dst, (0, 0, bytes.len() as u64 + 1), 9);
+            assert_eq!(short.unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
+        }
     }
 
     #[test]

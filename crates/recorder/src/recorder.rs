@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -569,37 +569,37 @@ impl Recorder {
         let head = chunks.section_prefix(&probe_table);
         let tail_len = chunks.len();
         let has_chunks = !chunks.is_empty();
-        let mut scratch = chunks
+        let scratch = chunks
             .into_inner()
             .map_err(scratch_err("writing trace bytes"))?
             .into_inner()
             .map_err(|e| scratch_err("writing trace bytes")(e.into_error()))?;
-        scratch
-            .seek(SeekFrom::Start(0))
-            .map_err(scratch_err("reading trace bytes back"))?;
         match writer {
             Writer::File(w, out) => {
                 let mut late = Vec::new();
                 if has_chunks || !probe_table.is_empty() {
                     late.push((
                         Feature(PERFAUX_FEATURE_BIT),
-                        FeatureBody::Stream {
+                        FeatureBody::Reserved {
                             head,
-                            tail: &mut scratch,
-                            tail_len,
+                            len: tail_len,
                         },
                     ));
                 }
-                let buf = w
-                    .finish_with(late)
-                    .map_err(|source| RecordError::PerfData {
-                        path: path.clone(),
-                        what: "finishing the file",
-                        source,
-                    })?;
+                let (buf, reserved) =
+                    w.finish_reserving(late)
+                        .map_err(|source| RecordError::PerfData {
+                            path: path.clone(),
+                            what: "finishing the file",
+                            source,
+                        })?;
                 let file = buf
                     .into_inner()
                     .map_err(|e| scratch_err("writing the output")(e.into_error()))?;
+                for (_, at) in reserved {
+                    crate::output::copy_into(&scratch, &file, at, tail_len)
+                        .map_err(scratch_err("copying the trace into the output"))?;
+                }
                 summary.file_size = file.metadata().map(|m| m.len()).unwrap_or(0);
                 out.commit(file)?;
             }
