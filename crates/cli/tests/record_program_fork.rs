@@ -209,17 +209,9 @@ fn an_image_started_with_its_descriptors_replaced_is_traced() {
     for (flags, name) in FLAVOURS {
         let prog = build_calls(d, flags, name);
         let want_child = uftrace_counts(d, &prog, &["0", "4", "nojmp"]);
-        let data = d.join(format!("{name}.closefds.data"));
-        let out = Command::new(env!("CARGO_BIN_EXE_perfaux"))
-            .current_dir(d)
-            .env("CALLS_SCRATCH", &scratch)
-            .args(["record", "-o"])
-            .arg(&data)
-            .arg("--")
-            .arg(&prog)
-            .args(["1", "4", "closefds", "nojmp"])
-            .output()
-            .expect("perfaux record");
+        let args = ["1", "4", "closefds", "nojmp"];
+        let env = [("CALLS_SCRATCH", scratch.as_path())];
+        let (out, data) = record_with(d, &prog, &args, &[], &env);
         assert!(
             out.status.success(),
             "{}",

@@ -20,17 +20,9 @@ fn program_transactions_end_at_the_aux_watermark_the_file_records() {
     perfaux_testutil::require_oracle!("perf");
     let dir = tempfile::tempdir().unwrap();
     let prog = build_calls(dir.path(), &["-finstrument-functions"], "calls_fi");
-    let data = dir.path().join("wm.data");
     // fib(30): about 4 million calls, about 19 MiB of trace in a 32 MiB area.
-    let out = Command::new(PERFAUX)
-        .current_dir(dir.path())
-        .args(["record", "-m", ",32M", "-o"])
-        .arg(&data)
-        .arg("--")
-        .arg(&prog)
-        .args(["0", "30", "nojmp"])
-        .output()
-        .expect("perfaux record");
+    let args = ["0", "30", "nojmp"];
+    let (out, data) = record_with(dir.path(), &prog, &args, &["-m", ",32M"], &[]);
     assert!(
         out.status.success(),
         "{}",

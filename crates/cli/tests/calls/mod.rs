@@ -42,6 +42,17 @@ pub fn build_c(dir: &Path, source: &str, flags: &[&str], name: &str) -> PathBuf 
 }
 
 pub fn record(dir: &Path, prog: &Path, args: &[&str]) -> (Output, PathBuf) {
+    record_with(dir, prog, args, &[], &[])
+}
+
+/// [`record`] with `perfaux record` options `opts` and the environment `env`.
+pub fn record_with(
+    dir: &Path,
+    prog: &Path,
+    args: &[&str],
+    opts: &[&str],
+    env: &[(&str, &Path)],
+) -> (Output, PathBuf) {
     let data = dir.join(format!(
         "{}.data",
         prog.file_name().unwrap().to_string_lossy()
@@ -49,7 +60,9 @@ pub fn record(dir: &Path, prog: &Path, args: &[&str]) -> (Output, PathBuf) {
     // In `dir`: a -pg program writes gmon.out where it runs.
     let out = Command::new(PERFAUX)
         .current_dir(dir)
+        .envs(env.iter().copied())
         .arg("record")
+        .args(opts)
         .arg("-o")
         .arg(&data)
         .arg("--")
