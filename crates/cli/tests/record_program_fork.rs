@@ -300,6 +300,51 @@ fn commands_that_call_no_hook_leave_the_recording_alone() {
     assert_eq!(counts(&call_trace(&data)), want);
 }
 
+/// More traced processes than the recording has slots (a shell running the program 70
+/// times): the recording succeeds, every process that got a slot is traced whole, and the
+/// ones that found none are counted and said, never dropped in silence.
+#[test]
+fn threads_beyond_the_slots_are_counted_and_said() {
+    perfaux_testutil::require_oracle!("gcc");
+    perfaux_testutil::require_oracle!("uftrace");
+    let Some(dash) = dash() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let prog = build_calls(d, &["-finstrument-functions"], "many_fi");
+    let runs = 70;
+    let script = format!(
+        "i=0; while [ $i -lt {runs} ]; do {} 0 2 nojmp > /dev/null; i=$((i+1)); done",
+        prog.display()
+    );
+    let (out, data) = record(d, dash, &["-c", &script]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let all = calls_by_tid(&data);
+    let mut pids: Vec<u32> = all.iter().map(|c| c.0).collect();
+    pids.sort_unstable();
+    pids.dedup();
+    let untraced: usize = err
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("perfaux record: warning: ")?
+                .split(' ')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no count of untraced threads in {err}"));
+    assert!(untraced > 0, "{err}");
+    assert_eq!(
+        pids.len() + untraced,
+        runs,
+        "traced and untraced processes: {err}"
+    );
+    let one = uftrace_counts(d, &prog, &["0", "2", "nojmp"]);
+    for pid in pids {
+        assert_eq!(counts(&calls_of(&all, pid)), one, "process {pid}");
+    }
+}
+
 fn the_child_image_is_traced_with_uftraces_call_counts(how: &str) {
     perfaux_testutil::require_oracle!("gcc");
     perfaux_testutil::require_oracle!("uftrace");

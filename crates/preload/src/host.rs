@@ -423,6 +423,11 @@ impl ProgramSession {
         self.slots.len()
     }
 
+    /// Threads of the program that found every slot taken and went untraced.
+    pub fn threads_without_slot(&self) -> u64 {
+        self.control().word(header::NO_SLOT).load(Ordering::Acquire)
+    }
+
     /// Whether a thread of the program claimed slot `i`.
     pub fn slot_claimed(&self, i: usize) -> bool {
         i < self.slots.len()

@@ -98,6 +98,9 @@ pub mod header {
     /// Non-zero while the recorder still measures the TSC calibration it hands over (the
     /// program starts meanwhile): a process waits for it at its first hook, not at its start.
     pub const TSC_PENDING: usize = 112;
+    /// Threads that found every slot taken (a slot serves one thread for the whole
+    /// recording): not traced, counted here for the recorder to say.
+    pub const NO_SLOT: usize = 120;
 }
 /// The first (data fd, AUX fd) pair.
 pub const HEADER_FDS: usize = 128;

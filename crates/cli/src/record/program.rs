@@ -47,7 +47,8 @@ use crate::cli::{RecordArgs, parse_mmap_pages};
 use crate::error::CliError;
 use crate::events::resolve_events;
 
-/// Threads of the program that can be traced at once.
+/// Threads of the program (of all its processes) that can be traced in one recording: a slot
+/// serves one thread for the whole recording (later ones are counted and said).
 const SLOTS: usize = 64;
 /// Data pages per traced thread (its AUX records and ITRACE_START).
 const DATA_PAGES: usize = 16;
@@ -314,6 +315,7 @@ pub fn record_program(
     let gone: Vec<_> = threads.iter().filter(|t| t.pid == pid).collect();
     seen.write_exits(&mut rec, &gone)?;
     let missing = unfound(&session, &table);
+    let without_slot = session.threads_without_slot();
     let failed = (!missing.is_empty())
         .then(|| unfound_line(&missing, &prog, ""))
         .or_else(|| open_error(&session, rec.events()));
@@ -348,6 +350,13 @@ pub fn record_program(
     drop(shared);
     rec.set_probe_table(table.to_bytes());
     let recorded = rec.finish().map_err(rec_err)?;
+    if without_slot > 0 {
+        eprintln!(
+            "perfaux record: warning: {without_slot} thread(s) of the program's processes were not \
+             traced: the recording's {SLOTS} slots were all taken (a slot serves one thread for \
+             the whole recording)"
+        );
+    }
     if let Some(l) = failed {
         // The program ran: what it recorded is kept (its run cannot be had again), and the
         // recording says it lacks what was asked for, failing as a record that could not open

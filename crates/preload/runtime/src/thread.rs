@@ -545,7 +545,11 @@ fn open(ctl: &Control) -> Option<Traced> {
                 Ordering::Acquire,
             )
             .is_ok()
-    })?;
+    });
+    let Some(i) = i else {
+        ctl.word(header::NO_SLOT).fetch_add(1, Ordering::AcqRel);
+        return None;
+    };
     let t = open_slot(ctl, i);
     if t.is_none() {
         ctl.slot_word(i, slot::STATE)
