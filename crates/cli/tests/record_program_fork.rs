@@ -247,29 +247,18 @@ fn out_parent_pid(data: &Path) -> u32 {
 /// uftrace gives one run.
 #[test]
 fn the_commands_a_shell_runs_are_traced() {
-    perfaux_testutil::require_oracle!("gcc");
-    perfaux_testutil::require_oracle!("uftrace");
-    let Some(dash) = dash() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let prog = build_calls(d, &["-finstrument-functions"], "shell_fi");
-    let one = uftrace_counts(d, &prog, &["0", "4", "nojmp"]);
-    let p = prog.display();
-    let script = format!("{p} 0 4 nojmp; {p} 0 4 nojmp; true");
-    let (out, data) = record(d, dash, &["-c", &script]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let all = calls_by_tid(&data);
-    let mut pids: Vec<u32> = all.iter().map(|c| c.0).collect();
-    pids.dedup();
+    let Some(sh) = in_dash("shell_fi", &["0", "4", "nojmp"], |p| {
+        format!("{p} 0 4 nojmp; {p} 0 4 nojmp; true")
+    }) else {
+        return;
+    };
+    let all = calls_by_tid(&sh.data);
+    let pids = tids(&all);
     assert_eq!(pids.len(), 2, "two commands, two processes: {pids:?}");
     for pid in pids {
         assert_eq!(
             counts(&calls_of(&all, pid)),
-            one,
+            sh.one,
             "the command of pid {pid}"
         );
     }
@@ -280,24 +269,12 @@ fn the_commands_a_shell_runs_are_traced() {
 /// program's objects are still written and its functions named, with uftrace's counts.
 #[test]
 fn commands_that_call_no_hook_leave_the_recording_alone() {
-    perfaux_testutil::require_oracle!("gcc");
-    perfaux_testutil::require_oracle!("uftrace");
-    let Some(dash) = dash() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let prog = build_calls(d, &["-finstrument-functions"], "quiet_fi");
-    let want = uftrace_counts(d, &prog, &["0", "4", "nojmp"]);
-    let script = format!(
-        "i=0; while [ $i -lt 250 ]; do /bin/true; i=$((i+1)); done; {} 0 4 nojmp",
-        prog.display()
-    );
-    let (out, data) = record(d, dash, &["-c", &script]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(counts(&call_trace(&data)), want);
+    let Some(sh) = in_dash("quiet_fi", &["0", "4", "nojmp"], |p| {
+        format!("i=0; while [ $i -lt 250 ]; do /bin/true; i=$((i+1)); done; {p} 0 4 nojmp")
+    }) else {
+        return;
+    };
+    assert_eq!(counts(&call_trace(&sh.data)), sh.one);
 }
 
 /// More traced processes than the recording has slots (a shell running the program 70
@@ -305,24 +282,15 @@ fn commands_that_call_no_hook_leave_the_recording_alone() {
 /// ones that found none are counted and said, never dropped in silence.
 #[test]
 fn threads_beyond_the_slots_are_counted_and_said() {
-    perfaux_testutil::require_oracle!("gcc");
-    perfaux_testutil::require_oracle!("uftrace");
-    let Some(dash) = dash() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let prog = build_calls(d, &["-finstrument-functions"], "many_fi");
     let runs = 70;
-    let script = format!(
-        "i=0; while [ $i -lt {runs} ]; do {} 0 2 nojmp > /dev/null; i=$((i+1)); done",
-        prog.display()
-    );
-    let (out, data) = record(d, dash, &["-c", &script]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    let all = calls_by_tid(&data);
-    let mut pids: Vec<u32> = all.iter().map(|c| c.0).collect();
-    pids.sort_unstable();
-    pids.dedup();
+    let Some(sh) = in_dash("many_fi", &["0", "2", "nojmp"], |p| {
+        format!("i=0; while [ $i -lt {runs} ]; do {p} 0 2 nojmp > /dev/null; i=$((i+1)); done")
+    }) else {
+        return;
+    };
+    let all = calls_by_tid(&sh.data);
+    let pids = tids(&all);
+    let err = &sh.stderr;
     let untraced: usize = err
         .lines()
         .find_map(|l| {
@@ -339,10 +307,50 @@ fn threads_beyond_the_slots_are_counted_and_said() {
         runs,
         "traced and untraced processes: {err}"
     );
-    let one = uftrace_counts(d, &prog, &["0", "2", "nojmp"]);
     for pid in pids {
-        assert_eq!(counts(&calls_of(&all, pid)), one, "process {pid}");
+        assert_eq!(counts(&calls_of(&all, pid)), sh.one, "process {pid}");
     }
+}
+
+/// The threads with calls, each once (the shell tests' programs are single-threaded: their
+/// pids).
+fn tids(calls: &[(u32, String)]) -> Vec<u32> {
+    let mut t: Vec<u32> = calls.iter().map(|c| c.0).collect();
+    t.sort_unstable();
+    t.dedup();
+    t
+}
+
+/// A recording of a dash script: its data and stderr, and uftrace's counts of one run of
+/// the program.
+struct Shell {
+    _dir: tempfile::TempDir,
+    data: std::path::PathBuf,
+    stderr: String,
+    one: BTreeMap<String, u64>,
+}
+
+/// Builds calls.c as `name` (-finstrument-functions), has uftrace count one run with
+/// `args`, and records dash running `script(program path)`; `None` (a visible skip) without
+/// gcc, uftrace or dash.
+fn in_dash(name: &str, args: &[&str], script: impl Fn(&str) -> String) -> Option<Shell> {
+    if !perfaux_testutil::oracle("gcc") || !perfaux_testutil::oracle("uftrace") {
+        return None;
+    }
+    let dash = dash()?;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let prog = build_calls(d, &["-finstrument-functions"], name);
+    let one = uftrace_counts(d, &prog, args);
+    let (out, data) = record(d, dash, &["-c", &script(&prog.display().to_string())]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    Some(Shell {
+        _dir: dir,
+        data,
+        stderr,
+        one,
+    })
 }
 
 fn the_child_image_is_traced_with_uftraces_call_counts(how: &str) {
