@@ -113,24 +113,10 @@ thread_local! {
 }
 
 impl Thread {
-    /// Runs `f` unless this thread is already inside a hook (a signal handler that interrupted
-    /// one), after opening the thread's event on its first hook.
-    #[inline(always)]
-    fn guarded(&self, f: impl FnOnce(&Thread)) {
-        if !self.begin_hook() {
-            return;
-        }
-        let tracing = self.state.get() == TRACING;
-        if tracing {
-            f(self);
-        }
-        self.end_hook(tracing);
-    }
-
-    /// [`Thread::guarded`]'s start: false if this thread is inside a hook already. The hook
-    /// paths of every traced call use it with their bodies written inline (`#[inline(always)]`
-    /// functions, not a closure, which the compiler kept out of line: a call and six saved
-    /// registers more on each entry and return).
+    /// A hook's start: false if this thread is inside a hook already (a signal handler that
+    /// interrupted one); opens the thread's events on its first hook. Each hook's body follows
+    /// inline (`#[inline(always)]` functions: a closure passed in was kept out of line, a
+    /// call and six saved registers more on each entry and return).
     #[inline(always)]
     fn begin_hook(&self) -> bool {
         if self.busy.replace(true) {
@@ -142,7 +128,7 @@ impl Thread {
         true
     }
 
-    /// [`Thread::guarded`]'s end: the head mirrored if the thread traced, the section left.
+    /// A hook's end: the head mirrored if the thread traced, the section left.
     #[inline(always)]
     fn end_hook(&self, tracing: bool) {
         if tracing {
@@ -397,7 +383,7 @@ impl Thread {
     /// (its slot was `sp - 8`). Ends that call (and frames a longjmp left below it) and returns
     /// the original return address; `None` if no frame has that slot.
     pub(crate) fn exit_hijacked(&self, sp: usize) -> Option<usize> {
-        // Not `guarded`: a hijacked return must find its address even inside a hook.
+        // No `begin_hook`: a hijacked return must find its address even inside a hook.
         let mut st = self.stack.try_borrow_mut().ok()?;
         let loc = sp - 8;
         let pos = st.iter().rposition(|f| f.parent_loc == loc)?;
@@ -691,7 +677,9 @@ fn failed<T>(
 pub(crate) fn ensure_traced() -> bool {
     THREAD
         .try_with(|t| {
-            t.guarded(|_| {});
+            if t.begin_hook() {
+                t.end_hook(t.state.get() == TRACING);
+            }
             t.state.get() == TRACING
         })
         .unwrap_or(false)
