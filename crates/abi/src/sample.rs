@@ -362,12 +362,10 @@ impl<'a> SampleRecord<'a> {
             self.read = Some(ReadFormat::parse(r, info.read_format)?);
         }
         if st & PERF_SAMPLE_CALLCHAIN != 0 {
-            let nr = r.u64("callchain nr")?;
-            self.callchain = Some(Array::parse(r, nr, (), "callchain ips")?);
+            self.callchain = Some(parse_callchain(r)?);
         }
         if st & PERF_SAMPLE_RAW != 0 {
-            let size = r.u32("raw size")?;
-            self.raw = Some(r.bytes(size as usize, "raw data")?);
+            self.raw = Some(parse_raw(r)?);
         }
         if st & PERF_SAMPLE_BRANCH_STACK != 0 {
             let nr = r.u64("branch nr")?;
@@ -596,6 +594,18 @@ impl EncodeRecord for SampleRecord<'_> {
             sink.put_zeros(size - d.len());
         }
     }
+}
+
+/// PERF_SAMPLE_CALLCHAIN: `u64 nr; u64 ips[nr]`.
+pub(crate) fn parse_callchain<'a>(r: &mut RawReader<'a>) -> Result<Array<'a, u64>, ParseError> {
+    let nr = r.u64("callchain nr")?;
+    Array::parse(r, nr, (), "callchain ips")
+}
+
+/// PERF_SAMPLE_RAW: `u32 size; char data[size]`.
+pub(crate) fn parse_raw<'a>(r: &mut RawReader<'a>) -> Result<RawData<'a>, ParseError> {
+    let size = r.u32("raw size")?;
+    r.bytes(size as usize, "raw data")
 }
 
 #[cfg(test)]

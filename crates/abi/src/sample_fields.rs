@@ -17,7 +17,7 @@ use crate::endian::Endianness;
 use crate::error::ParseError;
 use crate::parse_info::RecordParseInfo;
 use crate::raw::{RawData, RawReader};
-use crate::sample::{HEAD_BITS, SampleRecord};
+use crate::sample::{HEAD_BITS, SampleRecord, parse_callchain, parse_raw};
 use crate::sample_id::PidTid;
 
 /// The sample_type bits [`SampleFields::parse`] locates by offset: the
@@ -162,12 +162,10 @@ impl<'a> SampleFields<'a> {
         let r = &mut RawReader::new(body, endian);
         r.skip(head_len, "sample head")?;
         if st & PERF_SAMPLE_CALLCHAIN != 0 {
-            let nr = r.u64("callchain nr")?;
-            self.callchain = Some(Array::parse(r, nr, (), "callchain ips")?);
+            self.callchain = Some(parse_callchain(r)?);
         }
         if st & PERF_SAMPLE_RAW != 0 {
-            let size = r.u32("raw size")?;
-            self.raw = Some(r.bytes(size as usize, "raw data")?);
+            self.raw = Some(parse_raw(r)?);
         }
         Ok(())
     }
