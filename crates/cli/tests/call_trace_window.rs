@@ -44,20 +44,7 @@ fn call_trace_holds_exactly_the_calls_inside_resume_pause_windows() {
     let dir = tempdir();
     let requests = 66; // two slow paths per worker (requests 0 and 64)
     let n = requests.to_string();
-    let (f, _) = record(
-        dir.path(),
-        "win.data",
-        &[
-            "--requests",
-            &n,
-            "-e",
-            "swtrace/aux-action=start-paused/",
-            "-e",
-            "probe:serve_request/aux-action=resume/",
-            "-e",
-            "probe:send_response/aux-action=pause/",
-        ],
-    );
+    let (f, _) = record_windows(dir.path(), "win.data", &n);
     let r = perfaux(&["script", "--call-trace", "-i", path_str(&f)]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let mut by_tid: BTreeMap<u32, Vec<(usize, String)>> = BTreeMap::new();

@@ -244,20 +244,7 @@ fn aux_sample() {
 fn pause_resume_with_aux_action() {
     require_oracle!("perf");
     let dir = tempdir();
-    let (f, r) = record(
-        dir.path(),
-        "pr.data",
-        &[
-            "--requests",
-            "10",
-            "-e",
-            "swtrace/aux-action=start-paused/",
-            "-e",
-            "probe:serve_request/aux-action=resume/",
-            "-e",
-            "probe:send_response/aux-action=pause/",
-        ],
-    );
+    let (f, r) = record_windows(dir.path(), "pr.data", "10");
     let cap = parse_captured(&r.stderr);
     assert!(cap.aux_bytes > 0);
     let dump = judged_by_perf(&f, cap);

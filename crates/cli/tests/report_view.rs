@@ -574,21 +574,7 @@ fn perf_samples_report_dump(
 /// The built-in workload recorded with tracing paused but inside serve_request ... send_response
 /// (aux-action start-paused, resume, pause): `dir`/pause.data.
 fn record_pause_resume(dir: &std::path::Path) -> std::path::PathBuf {
-    record(
-        dir,
-        "pause.data",
-        &[
-            "--requests",
-            "20",
-            "-e",
-            "swtrace/aux-action=start-paused/",
-            "-e",
-            "probe:serve_request/aux-action=resume/",
-            "-e",
-            "probe:send_response/aux-action=pause/",
-        ],
-    )
-    .0
+    record_windows(dir, "pause.data", "20").0
 }
 
 /// Renders `svg` in headless Chromium into a PNG; `None` when Chromium is absent.

@@ -51,6 +51,25 @@ pub fn record(dir: &Path, name: &str, args: &[&str]) -> (PathBuf, Run) {
     (out, r)
 }
 
+/// Records the built-in workload's `requests` requests into `dir/name` with tracing paused
+/// but inside serve_request ... send_response (aux-action start-paused, resume, pause).
+pub fn record_windows(dir: &Path, name: &str, requests: &str) -> (PathBuf, Run) {
+    record(
+        dir,
+        name,
+        &[
+            "--requests",
+            requests,
+            "-e",
+            "swtrace/aux-action=start-paused/",
+            "-e",
+            "probe:serve_request/aux-action=resume/",
+            "-e",
+            "probe:send_response/aux-action=pause/",
+        ],
+    )
+}
+
 /// The numbers of `[ perfaux record: Captured and wrote X MB FILE (N records,
 /// B bytes of AUX, L lost, S snapshots, D dropped pause/resume) ]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
