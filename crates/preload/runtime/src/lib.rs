@@ -94,7 +94,6 @@ extern "C" fn init() {
         fork::spawned_descendant();
     }
     CTL.store(p.cast(), Ordering::Release);
-    adopt_calibration(&ctl);
     // SAFETY: the word lies in the control mapping made above, which is never unmapped: it
     // lives as long as the process.
     let ids: &'static AtomicU64 = unsafe { &*std::ptr::from_ref(ctl.word(header::NEXT_EVENT_ID)) };
