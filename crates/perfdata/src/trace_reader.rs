@@ -19,7 +19,10 @@ use std::io::{self, Read};
 
 use perfaux_swtrace::window::{Window, WindowChunk, Windows};
 
-use crate::trace_section::{AuxDataError, CHUNK_HEADER, ChunkHeader, ChunkKind, MAGIC};
+use crate::trace_section::{
+    AuxDataError, CHUNK_HEADER, CHUNKS_FIRST_HEAD, ChunkHeader, ChunkKind, MAGIC,
+    MAGIC_CHUNKS_FIRST, check_chunks_first_table,
+};
 
 /// Bytes read by position, without a shared cursor.
 pub trait ReadAt {
@@ -155,13 +158,38 @@ impl<S: ReadAt> TraceSection<S> {
             nr_chunks: 0,
             first_chunk: offset,
         };
-        let mut head = [0u8; 16];
-        sec.read_field(&mut head[..8], offset, "magic")?;
-        if &head[..8] != MAGIC {
-            return Err(err(offset, "magic is not \"PFXAUX01\"".into()));
+        let mut magic = [0u8; 8];
+        sec.read_field(&mut magic, offset, "magic")?;
+        let (n, count_at) = if &magic == MAGIC {
+            sec.open_table_first()?
+        } else if &magic == MAGIC_CHUNKS_FIRST {
+            sec.open_chunks_first()?
+        } else {
+            return Err(err(
+                offset,
+                "magic is not \"PFXAUX01\" nor \"PFXAUX02\"".into(),
+            ));
+        };
+        let end = sec.end;
+        // Each chunk needs at least its header: a count beyond that is corrupt.
+        if n > (end - sec.first_chunk) / CHUNK_HEADER as u64 {
+            return Err(err(
+                count_at,
+                format!("chunk count {n} does not fit the section"),
+            ));
         }
-        sec.read_field(&mut head[8..], offset + 8, "probe table length")?;
-        let tlen = u64::from_le_bytes(head[8..].try_into().unwrap_or_default());
+        sec.nr_chunks = n;
+        Ok(sec)
+    }
+
+    /// The table-first form after its magic: reads the table; the chunk count and its
+    /// offset. The chunks follow the count.
+    fn open_table_first(&mut self) -> Result<(u64, u64), AuxDataError> {
+        let err = |at: u64, what: String| AuxDataError { offset: at, what };
+        let (offset, end) = (self.offset, self.end);
+        let mut len = [0u8; 8];
+        self.read_field(&mut len, offset + 8, "probe table length")?;
+        let tlen = u64::from_le_bytes(len);
         let at = offset + 16;
         let left = end - at;
         if tlen > left {
@@ -170,15 +198,7 @@ impl<S: ReadAt> TraceSection<S> {
                 format!("probe table length {tlen} exceeds the {left} bytes left"),
             ));
         }
-        if tlen > MAX_PROBE_TABLE {
-            return Err(err(
-                offset + 8,
-                format!("probe table length {tlen} exceeds the {MAX_PROBE_TABLE}-byte limit"),
-            ));
-        }
-        let mut table = vec![0u8; tlen as usize];
-        sec.read_field(&mut table, at, "probe table")?;
-        sec.probe_table = table;
+        self.read_table(offset + 8, at, tlen)?;
         // Padding to 8 bytes, from the section's start, then the count.
         let count_at = offset + (16 + tlen).next_multiple_of(8);
         if count_at > end {
@@ -193,18 +213,43 @@ impl<S: ReadAt> TraceSection<S> {
             ));
         }
         let mut n = [0u8; 8];
-        sec.read_field(&mut n, count_at, "chunk count")?;
-        let n = u64::from_le_bytes(n);
-        sec.first_chunk = count_at + 8;
-        // Each chunk needs at least its header: a count beyond that is corrupt.
-        if n > (end - sec.first_chunk) / CHUNK_HEADER as u64 {
-            return Err(err(
-                count_at,
-                format!("chunk count {n} does not fit the section"),
-            ));
+        self.read_field(&mut n, count_at, "chunk count")?;
+        self.first_chunk = count_at + 8;
+        Ok((u64::from_le_bytes(n), count_at))
+    }
+
+    /// The chunks-first form after its magic: reads the table, then ends the section where
+    /// it begins (the chunks lie before it); the chunk count and its offset.
+    fn open_chunks_first(&mut self) -> Result<(u64, u64), AuxDataError> {
+        let offset = self.offset;
+        let mut head = [0u8; 24];
+        self.read_field(&mut head, offset + 8, "head")?;
+        let word =
+            |k: usize| u64::from_le_bytes(head[k * 8..k * 8 + 8].try_into().unwrap_or_default());
+        let (n, table_at, tlen) = (word(0), word(1), word(2));
+        let (table_at, tlen) = check_chunks_first_table(table_at, tlen, self.end - offset)
+            .map_err(|what| AuxDataError {
+                offset: offset + 16,
+                what,
+            })?;
+        self.read_table(offset + 24, offset + table_at, tlen)?;
+        self.end = offset + table_at;
+        self.first_chunk = offset + CHUNKS_FIRST_HEAD;
+        Ok((n, offset + 8))
+    }
+
+    /// Reads the probe table of `tlen` bytes at `at` (its length field at `len_at`).
+    fn read_table(&mut self, len_at: u64, at: u64, tlen: u64) -> Result<(), AuxDataError> {
+        if tlen > MAX_PROBE_TABLE {
+            return Err(AuxDataError {
+                offset: len_at,
+                what: format!("probe table length {tlen} exceeds the {MAX_PROBE_TABLE}-byte limit"),
+            });
         }
-        sec.nr_chunks = n;
-        Ok(sec)
+        let mut table = vec![0u8; tlen as usize];
+        self.read_field(&mut table, at, "probe table")?;
+        self.probe_table = table;
+        Ok(())
     }
 
     /// Reads `buf.len()` bytes of the section at file offset `at`, checking
@@ -475,10 +520,22 @@ mod tests {
         }
     }
 
+    /// The section in both its forms, table first and chunks first.
+    fn forms(d: &AuxData) -> [Vec<u8>; 2] {
+        [d.to_bytes(), d.to_bytes_chunks_first()]
+    }
+
     #[test]
     fn chunks_read_in_place_are_the_parsed_ones() {
         let d = sample();
-        let sec = TraceSection::in_memory(d.to_bytes(), 0x100).unwrap();
+        for b in forms(&d) {
+            chunks_read_in_place_are(&d, b);
+        }
+    }
+
+    fn chunks_read_in_place_are(d: &AuxData, b: Vec<u8>) {
+        assert_eq!(AuxData::parse(&b, 0x100).as_ref(), Ok(d));
+        let sec = TraceSection::in_memory(b, 0x100).unwrap();
         assert_eq!(sec.probe_table(), &d.probe_table[..]);
         let entries: Vec<ChunkEntry> = sec.chunks().map(Result::unwrap).collect();
         assert_eq!(entries.len(), d.chunks.len());
@@ -500,7 +557,12 @@ mod tests {
     #[test]
     fn every_truncation_gives_the_chunks_before_it_then_an_error_inside_the_section() {
         let d = sample();
-        let b = d.to_bytes();
+        for b in forms(&d) {
+            truncations_fail_inside(&b);
+        }
+    }
+
+    fn truncations_fail_inside(b: &[u8]) {
         for cut in 0..b.len() {
             let whole = AuxData::parse(&b[..cut], 0x100);
             let got = TraceSection::in_memory(b[..cut].to_vec(), 0x100).and_then(|s| {
@@ -523,7 +585,12 @@ mod tests {
     #[test]
     fn a_bad_chunk_is_named_after_the_good_ones() {
         let d = sample();
-        let mut b = d.to_bytes();
+        for b in forms(&d) {
+            a_bad_third_chunk_is_named(b);
+        }
+    }
+
+    fn a_bad_third_chunk_is_named(mut b: Vec<u8>) {
         let sec = TraceSection::in_memory(b.clone(), 0).unwrap();
         let third = sec.chunks().nth(2).unwrap().unwrap();
         let at = third.header_offset as usize + 24;
@@ -540,12 +607,27 @@ mod tests {
     #[test]
     fn a_chunk_count_beyond_the_section_is_refused() {
         let d = sample();
-        let b = d.to_bytes();
+        let [table_first, chunks_first] = forms(&d);
         let count_at = (16 + d.probe_table.len()).next_multiple_of(8);
+        for (mut bad, count_at) in [(table_first, count_at), (chunks_first, 8)] {
+            bad[count_at..count_at + 8].copy_from_slice(&(u64::MAX / 2).to_le_bytes());
+            let e = TraceSection::in_memory(bad, 0).unwrap_err();
+            assert_eq!(e.offset, count_at as u64);
+            assert!(e.what.contains("does not fit"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_chunks_first_table_outside_the_section_is_refused_before_any_chunk() {
+        let b = sample().to_bytes_chunks_first();
         let mut bad = b.clone();
-        bad[count_at..count_at + 8].copy_from_slice(&(u64::MAX / 2).to_le_bytes());
-        let e = TraceSection::in_memory(bad, 0).unwrap_err();
-        assert_eq!(e.offset, count_at as u64);
-        assert!(e.what.contains("does not fit"), "{e}");
+        bad[16..24].copy_from_slice(&(b.len() as u64 + 8).to_le_bytes());
+        let e = TraceSection::in_memory(bad, 0x100).unwrap_err();
+        assert_eq!(e.offset, 0x110);
+        assert!(e.what.contains("probe table offset"), "{e}");
+        let mut big = b.clone();
+        big[24..32].copy_from_slice(&(MAX_PROBE_TABLE + 8).to_le_bytes());
+        let e = TraceSection::in_memory(big, 0).unwrap_err();
+        assert!(e.what.contains("probe table length"), "{e}");
     }
 }

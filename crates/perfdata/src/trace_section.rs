@@ -16,13 +16,28 @@
 //!
 //! # Byte format (feature bit [`PERFAUX_FEATURE_BIT`], little-endian)
 //!
+//! Two forms, told apart by their magic; readers take both.
+//!
 //! ```text
-//! magic      "PFXAUX01"                    8 bytes
-//! table_len  u64                           length of the probe table
-//! table      perfaux-swtrace's probe table ("SWTPROBE", see perfaux_swtrace::table)
-//! pad        zeros to a multiple of 8
-//! nr_chunks  u64
-//! chunk[nr_chunks]:
+//! table first ("PFXAUX01"), assembled when the recording ends:
+//!   magic      "PFXAUX01"                    8 bytes
+//!   table_len  u64                           length of the probe table
+//!   table      perfaux-swtrace's probe table ("SWTPROBE", see perfaux_swtrace::table)
+//!   pad        zeros to a multiple of 8
+//!   nr_chunks  u64
+//!   chunk[nr_chunks]
+//!
+//! chunks first ("PFXAUX02"), written in place while recording (the chunks stream into
+//! the output file as they are drained; the head is filled in at the end):
+//!   magic      "PFXAUX02"                    8 bytes
+//!   nr_chunks  u64
+//!   table_at   u64   offset of the probe table from the section's start
+//!                    (32 + the chunks' bytes; a multiple of 8)
+//!   table_len  u64
+//!   chunk[nr_chunks]
+//!   table      table_len bytes, then zeros to a multiple of 8
+//!
+//! chunk:
 //!   event_id   u64   sample id of the AUX event the bytes came from
 //!   cpu        u32   CPU the event counted on, or u32::MAX (per-thread event)
 //!   tid        u32   thread the event observed
@@ -47,8 +62,12 @@
 //!
 //! A recorder writes the section without holding the trace in memory:
 //! [`ChunkStream`] appends each chunk (header, bytes, padding) to any
-//! `Write` as it is drained, and [`ChunkStream::section_prefix`] gives the
-//! bytes that go before the chunks once their number is known.
+//! `Write` as it is drained. Into a file of its own, the table-first form:
+//! [`ChunkStream::section_prefix`] gives the bytes that go before the chunks
+//! once their number is known. Straight into the output, the chunks-first
+//! form: the chunks start [`CHUNKS_FIRST_HEAD`] bytes into the section, and
+//! [`probe_table_tail`] and [`ChunkStream::chunks_first_head`] are written
+//! after and before them at the end, so that the trace is never copied.
 
 use std::fmt;
 use std::io::{self, Write};
@@ -57,7 +76,14 @@ use std::io::{self, Write};
 /// 6.1, PMU_CAPS) and simpleperf's (128 up), below the 256-bit table's end.
 pub const PERFAUX_FEATURE_BIT: u32 = 250;
 
+/// The table-first form's magic.
 pub(crate) const MAGIC: &[u8; 8] = b"PFXAUX01";
+/// The chunks-first form's magic.
+pub(crate) const MAGIC_CHUNKS_FIRST: &[u8; 8] = b"PFXAUX02";
+
+/// Bytes of the chunks-first form before its first chunk (magic, chunk count, table
+/// offset, table length).
+pub const CHUNKS_FIRST_HEAD: u64 = 32;
 
 /// What a chunk of trace bytes is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -206,6 +232,17 @@ impl<W: Write> ChunkStream<W> {
         section_prefix(probe_table, self.chunks)
     }
 
+    /// The chunks-first form's head for these chunks, followed by [`probe_table_tail`] of a
+    /// table of `table_len` bytes.
+    pub fn chunks_first_head(&self, table_len: u64) -> [u8; CHUNKS_FIRST_HEAD as usize] {
+        let mut h = [0u8; CHUNKS_FIRST_HEAD as usize];
+        h[..8].copy_from_slice(MAGIC_CHUNKS_FIRST);
+        h[8..16].copy_from_slice(&self.chunks.to_le_bytes());
+        h[16..24].copy_from_slice(&(CHUNKS_FIRST_HEAD + self.len).to_le_bytes());
+        h[24..].copy_from_slice(&table_len.to_le_bytes());
+        h
+    }
+
     /// The sink, flushed.
     pub fn into_inner(mut self) -> io::Result<W> {
         self.sink.flush()?;
@@ -220,6 +257,13 @@ fn section_prefix(probe_table: &[u8], chunks: u64) -> Vec<u8> {
     v.extend_from_slice(probe_table);
     pad8(&mut v);
     v.extend_from_slice(&chunks.to_le_bytes());
+    v
+}
+
+/// What follows the chunks in the chunks-first form: the table, padded to 8 bytes.
+pub fn probe_table_tail(probe_table: &[u8]) -> Vec<u8> {
+    let mut v = probe_table.to_vec();
+    pad8(&mut v);
     v
 }
 
@@ -261,15 +305,33 @@ fn pad8(v: &mut Vec<u8>) {
 }
 
 impl AuxData {
-    /// The section's bytes.
+    /// The section's bytes, table first.
     pub fn to_bytes(&self) -> Vec<u8> {
+        let chunks = self.chunk_bytes();
+        let mut out = section_prefix(&self.probe_table, self.chunks.len() as u64);
+        out.extend_from_slice(&chunks.sink);
+        out
+    }
+
+    /// The section's bytes, chunks first (as a recorder writes it in place).
+    pub fn to_bytes_chunks_first(&self) -> Vec<u8> {
+        let chunks = self.chunk_bytes();
+        let mut out = chunks
+            .chunks_first_head(self.probe_table.len() as u64)
+            .to_vec();
+        out.extend_from_slice(&chunks.sink);
+        out.extend_from_slice(&probe_table_tail(&self.probe_table));
+        out
+    }
+
+    /// The chunks, streamed into memory.
+    fn chunk_bytes(&self) -> ChunkStream<Vec<u8>> {
         let total: usize = self
             .chunks
             .iter()
             .map(|c| CHUNK_HEADER + c.bytes.len() + 8)
             .sum();
-        let mut v = Vec::with_capacity(total);
-        let mut s = ChunkStream::new(&mut v);
+        let mut s = ChunkStream::new(Vec::with_capacity(total));
         for c in &self.chunks {
             let h = ChunkHeader {
                 event_id: c.event_id,
@@ -282,9 +344,7 @@ impl AuxData {
             // Writing to a Vec cannot fail.
             let _ = s.push(&h, &[&c.bytes]);
         }
-        let mut out = section_prefix(&self.probe_table, self.chunks.len() as u64);
-        out.extend_from_slice(&v);
-        out
+        s
     }
 
     /// Decodes the section found at file offset `file_offset`.
@@ -294,17 +354,28 @@ impl AuxData {
             at: 0,
             base: file_offset,
         };
-        if r.take(8, "magic")? != MAGIC {
-            return Err(r.err(0, "magic is not \"PFXAUX01\""));
-        }
-        let tlen = r.len("probe table length")?;
-        let probe_table = r.take(tlen, "probe table")?.to_vec();
-        r.align8("probe table padding")?;
-        let n = r.u64("chunk count")?;
+        let (probe_table, n, count_at) = match r.take(8, "magic")? {
+            m if m == MAGIC => {
+                let tlen = r.len("probe table length")?;
+                let table = r.take(tlen, "probe table")?.to_vec();
+                r.align8("probe table padding")?;
+                let count_at = r.at;
+                (table, r.u64("chunk count")?, count_at)
+            }
+            m if m == MAGIC_CHUNKS_FIRST => {
+                let n = r.u64("chunk count")?;
+                let (table_at, tlen) = r.chunks_first_table()?;
+                let table = b[table_at..table_at + tlen].to_vec();
+                // The chunks end where the table begins.
+                r.b = &b[..table_at];
+                (table, n, 8)
+            }
+            _ => return Err(r.err(0, "magic is not \"PFXAUX01\" nor \"PFXAUX02\"")),
+        };
         // Each chunk needs at least its header: a count beyond that is corrupt.
         if n > (r.b.len() - r.at) as u64 / CHUNK_HEADER as u64 {
             return Err(r.err(
-                r.at - 8,
+                count_at,
                 format!("chunk count {n} does not fit the section"),
             ));
         }
@@ -384,10 +455,48 @@ impl<'a> Cursor<'a> {
         Ok(n as usize)
     }
 
+    /// The chunks-first form's table offset and length (after its magic and chunk count),
+    /// checked: the table lies after the head, 8-aligned, inside the section.
+    fn chunks_first_table(&mut self) -> Result<(usize, usize), AuxDataError> {
+        let at = self.at;
+        let table_at = self.u64("probe table offset")?;
+        let tlen = self.u64("probe table length")?;
+        let size = self.b.len() as u64;
+        let (table_at, tlen) =
+            check_chunks_first_table(table_at, tlen, size).map_err(|what| self.err(at, what))?;
+        Ok((table_at as usize, tlen as usize))
+    }
+
     fn align8(&mut self, what: &str) -> Result<(), AuxDataError> {
         let pad = self.at.next_multiple_of(8) - self.at;
         self.take(pad, what).map(|_| ())
     }
+}
+
+/// A chunks-first head's table offset and length against a section of `size` bytes:
+/// both, or what is wrong with them.
+pub(crate) fn check_chunks_first_table(
+    table_at: u64,
+    tlen: u64,
+    size: u64,
+) -> Result<(u64, u64), String> {
+    if table_at < CHUNKS_FIRST_HEAD || !table_at.is_multiple_of(8) || table_at > size {
+        return Err(format!(
+            "probe table offset {table_at} is not an 8-byte boundary between the head's \
+             {CHUNKS_FIRST_HEAD} bytes and the section's end ({size})"
+        ));
+    }
+    if tlen
+        .checked_next_multiple_of(8)
+        .is_none_or(|padded| padded > size - table_at)
+    {
+        return Err(format!(
+            "probe table length {tlen} (padded to 8 bytes) exceeds the {} bytes after its \
+             offset",
+            size - table_at
+        ));
+    }
+    Ok((table_at, tlen))
 }
 
 #[cfg(test)]
@@ -473,5 +582,85 @@ mod tests {
         let e = AuxData::parse(&b, 0).unwrap_err();
         assert_eq!(e.offset, 8);
         assert!(e.to_string().contains("probe table length"));
+    }
+
+    #[test]
+    fn the_chunks_first_form_reads_as_the_table_first_one() {
+        let d = sample();
+        let b = d.to_bytes_chunks_first();
+        assert_eq!(&b[..8], b"PFXAUX02");
+        assert_eq!(b.len() % 8, 0);
+        assert_eq!(AuxData::parse(&b, 0x100).unwrap(), d);
+        let empty = AuxData::default();
+        assert_eq!(
+            AuxData::parse(&empty.to_bytes_chunks_first(), 0).unwrap(),
+            empty
+        );
+    }
+
+    #[test]
+    fn a_section_streamed_chunks_first_equals_the_whole_one() {
+        let d = sample();
+        let mut s = ChunkStream::new(Vec::new());
+        for c in &d.chunks {
+            let h = ChunkHeader {
+                event_id: c.event_id,
+                cpu: c.cpu,
+                tid: c.tid,
+                aux_offset: c.aux_offset,
+                kind: c.kind,
+                flags: c.flags,
+            };
+            s.push(&h, &[&c.bytes]).unwrap();
+        }
+        let mut out = s.chunks_first_head(d.probe_table.len() as u64).to_vec();
+        out.extend_from_slice(&s.into_inner().unwrap());
+        out.extend_from_slice(&probe_table_tail(&d.probe_table));
+        assert_eq!(out, d.to_bytes_chunks_first());
+    }
+
+    #[test]
+    fn every_truncation_of_the_chunks_first_form_is_an_error_inside_the_section() {
+        let b = sample().to_bytes_chunks_first();
+        for cut in 0..b.len() {
+            let e = AuxData::parse(&b[..cut], 0x100).unwrap_err();
+            assert!(
+                e.offset >= 0x100 && e.offset <= 0x100 + cut as u64,
+                "cut {cut}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_chunks_first_table_outside_the_section_is_refused() {
+        let b = sample().to_bytes_chunks_first();
+        for (at, tlen, says) in [
+            (8u64, 0u64, "probe table offset 8"),
+            (b.len() as u64 + 8, 0, "probe table offset"),
+            (36, 0, "probe table offset 36"),
+            (32, b.len() as u64, "probe table length"),
+            (32, u64::MAX, "probe table length"),
+        ] {
+            let mut c = b.clone();
+            c[16..24].copy_from_slice(&at.to_le_bytes());
+            c[24..32].copy_from_slice(&tlen.to_le_bytes());
+            let e = AuxData::parse(&c, 0).unwrap_err();
+            assert_eq!(e.offset, 16, "{at} {tlen}: {e}");
+            assert!(e.what.contains(says), "{at} {tlen}: {e}");
+        }
+        // A table offset inside the chunks leaves them no room: the count is refused.
+        let mut c = b.clone();
+        c[16..24].copy_from_slice(&40u64.to_le_bytes());
+        c[24..32].copy_from_slice(&0u64.to_le_bytes());
+        let e = AuxData::parse(&c, 0).unwrap_err();
+        assert_eq!(e.offset, 8, "{e}");
+        assert!(e.what.contains("chunk count 2"), "{e}");
+        // One that cuts a chunk's bytes: that chunk's size is refused.
+        let mut c = b.clone();
+        c[16..24].copy_from_slice(&(32u64 + 56 + 40).to_le_bytes());
+        c[24..32].copy_from_slice(&0u64.to_le_bytes());
+        let e = AuxData::parse(&c, 0).unwrap_err();
+        assert_eq!(e.offset, 32 + 56 + 24, "{e}");
+        assert!(e.what.contains("size"), "{e}");
     }
 }

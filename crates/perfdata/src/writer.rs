@@ -38,24 +38,24 @@ pub enum FeatureBody<'a> {
         /// How many bytes `tail` gives.
         tail_len: u64,
     },
-    /// `head`, then room for `len` bytes that the caller writes into the file after
-    /// [`PerfDataWriter::finish_reserving`], at the offset it returns: a section kept in
-    /// another file, which the caller copies into place inside the kernel
-    /// (`copy_file_range`) instead of through this writer's buffers.
-    Reserved {
-        /// The first bytes of the section.
-        head: Vec<u8>,
-        /// The bytes left for the caller.
+    /// A section the caller wrote into the final file itself, `len` bytes at `offset`
+    /// (in the room [`PerfDataWriter::finish_around`] leaves before the data): the writer
+    /// writes only its entry in the feature table.
+    Placed {
+        /// File offset of the section in the final file.
+        offset: u64,
+        /// Its length.
         len: u64,
     },
 }
 
 impl FeatureBody<'_> {
+    /// Bytes the writer lays out for the section after the feature table.
     fn len(&self) -> u64 {
         match self {
             FeatureBody::Bytes(b) => b.len() as u64,
             FeatureBody::Stream { head, tail_len, .. } => head.len() as u64 + tail_len,
-            FeatureBody::Reserved { head, len } => head.len() as u64 + len,
+            FeatureBody::Placed { .. } => 0,
         }
     }
 }
@@ -361,6 +361,11 @@ impl<W: Write + Seek> PerfDataWriter<W> {
         self.out.pos
     }
 
+    /// File offset of the data section's start (the end of the attrs).
+    pub fn data_offset(&self) -> u64 {
+        self.data_offset
+    }
+
     /// Writes one complete record (`header.size` bytes, in the writer's byte
     /// order); returns its file offset. AUXTRACE records go through
     /// [`Self::write_record_with_payload`] or [`Self::write_auxtrace`].
@@ -402,20 +407,28 @@ impl<W: Write + Seek> PerfDataWriter<W> {
     /// [`Self::finish`] with further feature sections known only now; they
     /// replace computed sections of the same number.
     pub fn finish_with(self, late: Vec<(Feature, FeatureBody<'_>)>) -> Result<W> {
-        self.finish_reserving(late).map(|(w, _)| w)
+        self.finish_inner(late, 0)
     }
 
-    /// [`Self::finish_with`], also returning where the room of each
-    /// [`FeatureBody::Reserved`] section starts in the file (its head before it), for the
-    /// caller to fill.
-    pub fn finish_reserving(
-        mut self,
-        late: Vec<(Feature, FeatureBody<'_>)>,
-    ) -> Result<(W, Vec<(Feature, u64)>)> {
-        let mut reserved = Vec::new();
+    /// [`Self::finish_with`] for a final file with `room` bytes of the caller's between the
+    /// attrs and the data section (a section it writes in place while recording, given here
+    /// as [`FeatureBody::Placed`] at [`Self::data_offset`]): the offsets this writes (the
+    /// data section's, the feature table's, the late ids', the AUXTRACE index's) are those
+    /// of the final file, where everything this output holds from `data_offset` on lies
+    /// `room` bytes further. The caller moves it there: the final file is this output's
+    /// first `data_offset` bytes, its own `room` bytes, then the rest of this output.
+    pub fn finish_around(self, late: Vec<(Feature, FeatureBody<'_>)>, room: u64) -> Result<W> {
+        self.finish_inner(late, room)
+    }
+
+    fn finish_inner(mut self, late: Vec<(Feature, FeatureBody<'_>)>, room: u64) -> Result<W> {
         let e = self.opts.endian;
+        let moved = |off: u64| {
+            off.checked_add(room)
+                .ok_or_else(|| Error::write(format!("{room} bytes of room before the data")))
+        };
         let data = FileSection {
-            offset: self.data_offset,
+            offset: moved(self.data_offset)?,
             size: self.out.pos - self.data_offset,
         };
         let mut sections: BTreeMap<Feature, FeatureBody<'_>> =
@@ -429,7 +442,7 @@ impl<W: Write + Seek> PerfDataWriter<W> {
             let mut b = SectionBuf::new(e);
             b.u64(self.auxtrace_index.len() as u64);
             for ent in &self.auxtrace_index {
-                b.u64(ent.file_offset).u64(ent.sz);
+                b.u64(moved(ent.file_offset)?).u64(ent.sz);
             }
             sections.insert(Feature::AUXTRACE, FeatureBody::Bytes(b.bytes));
         }
@@ -442,13 +455,17 @@ impl<W: Write + Seek> PerfDataWriter<W> {
         let mut off = table_at + (sections.len() * FileSection::SIZE) as u64;
         let mut table = Vec::new();
         for body in sections.values() {
-            table.extend_from_slice(
-                &FileSection {
-                    offset: off,
+            let entry = match body {
+                FeatureBody::Placed { offset, len } => FileSection {
+                    offset: *offset,
+                    size: *len,
+                },
+                _ => FileSection {
+                    offset: moved(off)?,
                     size: body.len(),
-                }
-                .to_bytes(e),
-            );
+                },
+            };
+            table.extend_from_slice(&entry.to_bytes(e));
             off += body.len();
         }
         self.out.put(&table)?;
@@ -463,20 +480,7 @@ impl<W: Write + Seek> PerfDataWriter<W> {
                     self.out.put(&head)?;
                     copy_exact(&mut self.out, tail, tail_len, f)?;
                 }
-                FeatureBody::Reserved { head, len } => {
-                    self.out.put(&head)?;
-                    self.out.flush()?;
-                    let at = self.out.pos;
-                    let after = at.checked_add(len).ok_or_else(|| {
-                        Error::write(format!("feature {}: {len} bytes reserved", f.name()))
-                    })?;
-                    self.out
-                        .w
-                        .seek(SeekFrom::Start(after))
-                        .map_err(|err| Error::io(after, err))?;
-                    self.out.pos = after;
-                    reserved.push((f, at));
-                }
+                FeatureBody::Placed { .. } => {}
             }
         }
         // Late ids go after the features: perf finds the feature table
@@ -485,7 +489,7 @@ impl<W: Write + Seek> PerfDataWriter<W> {
             let mut v = Vec::with_capacity(self.events.len());
             for ev in &self.events {
                 v.push(FileSection {
-                    offset: self.out.pos,
+                    offset: moved(self.out.pos)?,
                     size: 8 * ev.ids.len() as u64,
                 });
                 for &id in &ev.ids {
@@ -528,7 +532,7 @@ impl<W: Write + Seek> PerfDataWriter<W> {
         w.seek(SeekFrom::Start(end))
             .map_err(|err| Error::io(end, err))?;
         w.flush().map_err(|err| Error::io(end, err))?;
-        Ok((w, reserved))
+        Ok(w)
     }
 }
 

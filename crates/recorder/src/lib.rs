@@ -15,10 +15,10 @@
 //! let summary = r.finish()?;                    // last drain, trace section, rename
 //! ```
 //!
-//! Memory is bounded by the rings: records go to the output as they are
-//! drained and trace bytes (full trace and snapshots) to an unnamed file
-//! beside it, copied into the trace section when the recording ends. The
-//! output appears only complete ([`output`]).
+//! Memory is bounded by the rings: trace bytes (full trace and snapshots) go
+//! into the output's trace section as they are drained ([`in_place`]), and
+//! records to an unnamed file beside it, moved after the section when the
+//! recording ends. The output appears only complete ([`output`]).
 //!
 //! # The seam for rings that arrive while recording
 //!
@@ -32,6 +32,7 @@
 #![warn(missing_docs)]
 
 pub mod error;
+mod in_place;
 pub mod output;
 pub mod pmus;
 pub mod recorder;

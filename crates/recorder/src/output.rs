@@ -12,9 +12,10 @@
 //! through. Until [`FileOutput::commit`], dropping the output removes the
 //! temporary, so a failure leaves nothing behind.
 //!
-//! The trace section's chunks stream to an unnamed file (`O_TMPFILE`) in
-//! the same directory: it has no name to leave behind and it counts
-//! against the same disk as the output.
+//! The trace section's chunks go straight into the output
+//! ([`crate::in_place`]); the records stream to an unnamed file (`O_TMPFILE`)
+//! in the same directory, moved after the trace at the end: it has no name to
+//! leave behind and it counts against the same disk as the output.
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -177,11 +178,11 @@ impl FileOutput {
     }
 }
 
-/// Copies the first `len` bytes of `src` into `dst` at offset `at`, inside the kernel
-/// (`copy_file_range`: the trace kept beside the output goes into place without passing
+/// Copies `len` bytes of `src` at `from` into `dst` at `to`, inside the kernel
+/// (`copy_file_range`: the records kept beside the output go into place without passing
 /// through user memory), else by reads and writes (a kernel or file system that refuses it).
-pub(crate) fn copy_into(src: &File, dst: &File, at: u64, len: u64) -> io::Result<()> {
-    let (mut from, mut to, mut left) = (0u64, at, len);
+pub(crate) fn copy_range(src: &File, from: u64, dst: &File, to: u64, len: u64) -> io::Result<()> {
+    let (mut from, mut to, mut left) = (from, to, len);
     while left > 0 {
         let want = usize::try_from(left.min(1 << 30)).unwrap_or(1 << 30);
         match rustix::fs::copy_file_range(src, Some(&mut from), dst, Some(&mut to), want) {
@@ -194,7 +195,7 @@ pub(crate) fn copy_into(src: &File, dst: &File, at: u64, len: u64) -> io::Result
     copy_by_reads(src, dst, (from, to, left), len)
 }
 
-/// [`copy_into`]'s fallback: `left` bytes of `src` at `from` to `dst` at `to`, by reads and
+/// [`copy_range`]'s fallback: `left` bytes of `src` at `from` to `dst` at `to`, by reads and
 /// writes (`len`, the whole copy's length, for the error).
 fn copy_by_reads(src: &File, dst: &File, at: (u64, u64, u64), len: u64) -> io::Result<()> {
     use std::os::unix::fs::FileExt;
@@ -206,7 +207,7 @@ fn copy_by_reads(src: &File, dst: &File, at: (u64, u64, u64), len: u64) -> io::R
         if n == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
-                format!("the trace kept beside the output ended {left} bytes short of {len}"),
+                format!("the records kept beside the output ended {left} bytes short of {len}"),
             ));
         }
         dst.write_all_at(&buf[..n], to)?;
@@ -282,10 +283,10 @@ mod tests {
         assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 3);
     }
 
-    /// The trace's copy into place, inside the kernel and by reads and writes: the bytes land
-    /// at the offset, the file's other bytes untouched; a short source is an error.
+    /// The records' copy into place, inside the kernel and by reads and writes: the bytes
+    /// land at the offset, the file's other bytes untouched; a short source is an error.
     #[test]
-    fn copy_into_places_the_bytes_at_the_offset() {
+    fn copy_range_places_the_bytes_at_the_offset() {
         use std::os::unix::fs::FileExt;
         let src = tempfile::tempfile().unwrap();
         let bytes: Vec<u8> = (0..(3 << 20) + 17).map(|i: u32| (i % 251) as u8).collect();
@@ -293,17 +294,20 @@ mod tests {
         for by_reads in [false, true] {
             let dst = tempfile::tempfile().unwrap();
             dst.write_all_at(b"before", 0).unwrap();
-            let len = bytes.len() as u64 - 5;
+            let len = bytes.len() as u64 - 5 - 3;
             if by_reads {
-                copy_by_reads(&src, &dst, (0, 4096, len), len).unwrap();
+                copy_by_reads(&src, &dst, (3, 4096, len), len).unwrap();
             } else {
-                copy_into(&src, &dst, 4096, len).unwrap();
+                copy_range(&src, 3, &dst, 4096, len).unwrap();
             }
             let mut got = vec![0u8; 4096 + len as usize];
             dst.read_exact_at(&mut got, 0).unwrap();
             assert_eq!(&got[..6], b"before");
             assert!(got[6..4096].iter().all(|&b| b == 0));
-            assert!(got[4096..] == bytes[..len as usize], "by reads: {by_reads}");
+            assert!(
+                got[4096..] == bytes[3..3 + len as usize],
+                "by reads: {by_reads}"
+            );
             let short = copy_by_reads(&src, &dst, (0, 0, bytes.len() as u64 + 1), 9);
             assert_eq!(short.unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
         }

@@ -17,13 +17,16 @@ use perfaux_abi::raw::RawData;
 use perfaux_abi::records::Record;
 use perfaux_perfdata::Feature;
 use perfaux_perfdata::record_attrs::{file_attr, finished_round};
-use perfaux_perfdata::trace_section::{ChunkHeader, ChunkStream, PERFAUX_FEATURE_BIT};
+use perfaux_perfdata::trace_section::{
+    CHUNKS_FIRST_HEAD, ChunkHeader, ChunkStream, PERFAUX_FEATURE_BIT, probe_table_tail,
+};
 use perfaux_perfdata::uevent_sample::uevent_sample;
 use perfaux_perfdata::writer::{
     FeatureBody, PerfDataWriter, PerfPipeWriter, WriterEvent, WriterOptions,
 };
 
 use crate::error::{RecordError, Result};
+use crate::in_place::InPlace;
 use crate::output::FileOutput;
 use crate::ring::{AuxBytes, Ring, ThreadRing, default_watermarks};
 use crate::wakeups::Wakeups;
@@ -109,7 +112,8 @@ enum Writer {
 /// conversion, the file.
 struct Sink {
     writer: Writer,
-    chunks: ChunkStream<BufWriter<File>>,
+    /// The trace section's chunks, into the output in place (file mode).
+    chunks: ChunkStream<BufWriter<InPlace>>,
     open_info: Vec<RecordParseInfo>,
     file_info: Vec<RecordParseInfo>,
     spec_of: HashMap<u64, usize>,
@@ -302,18 +306,21 @@ impl Recorder {
             endian,
             ..WriterOptions::default()
         };
-        let (writer, path, scratch) = match output {
+        let (writer, path, trace) = match output {
             Output::File(path) => {
                 let (out, file) = FileOutput::create(&path)?;
-                let scratch = out.scratch()?;
+                let records = out.scratch()?;
                 let w =
-                    PerfDataWriter::new(BufWriter::with_capacity(1 << 20, file), wevents, wopts)
+                    PerfDataWriter::new(BufWriter::with_capacity(1 << 20, records), wevents, wopts)
                         .map_err(|source| RecordError::PerfData {
                             path: path.clone(),
                             what: "beginning the file",
                             source,
                         })?;
-                (Writer::File(Box::new(w), out), path, scratch)
+                // The trace section starts where the data would (the records move after it
+                // at the end), its chunks after the head that is filled in then.
+                let trace = InPlace::new(file, w.data_offset() + CHUNKS_FIRST_HEAD);
+                (Writer::File(Box::new(w), out), path, trace)
             }
             Output::Pipe(w) => {
                 let path = PathBuf::from("-");
@@ -327,6 +334,7 @@ impl Recorder {
                         e.name
                     )));
                 }
+                // No AUX area, so no chunk comes: an unnamed file only for the type's sake.
                 let scratch = tempfile::tempfile().map_err(|source| RecordError::Output {
                     path: path.clone(),
                     what: "cannot create scratch space".into(),
@@ -339,7 +347,7 @@ impl Recorder {
                         source,
                     }
                 })?;
-                (Writer::Pipe(w), path, scratch)
+                (Writer::Pipe(w), path, InPlace::new(scratch, 0))
             }
         };
         let mut wakeups = Wakeups::default();
@@ -350,7 +358,7 @@ impl Recorder {
         }
         let sink = Sink {
             writer,
-            chunks: ChunkStream::new(BufWriter::with_capacity(1 << 20, scratch)),
+            chunks: ChunkStream::new(BufWriter::with_capacity(1 << 20, trace)),
             open_info: events
                 .iter()
                 .map(|e| RecordParseInfo::new(&e.open))
@@ -556,7 +564,7 @@ impl Recorder {
             path,
             ..
         } = sink;
-        let scratch_err = |what: &str| {
+        let out_err = |what: &str| {
             let path = path.clone();
             let what = what.to_string();
             move |source| RecordError::Output { path, what, source }
@@ -566,41 +574,66 @@ impl Recorder {
             .probe_table
             .take()
             .unwrap_or_else(crate::pmus::probe_table);
-        let head = chunks.section_prefix(&probe_table);
-        let tail_len = chunks.len();
-        let has_chunks = !chunks.is_empty();
-        let scratch = chunks
+        let has_section = !chunks.is_empty() || !probe_table.is_empty();
+        let head = chunks.chunks_first_head(probe_table.len() as u64);
+        let chunks_len = chunks.len();
+        let mut trace = chunks
             .into_inner()
-            .map_err(scratch_err("writing trace bytes"))?
+            .map_err(out_err("writing trace bytes"))?
             .into_inner()
-            .map_err(|e| scratch_err("writing trace bytes")(e.into_error()))?;
+            .map_err(|e| out_err("writing trace bytes")(e.into_error()))?;
         match writer {
             Writer::File(w, out) => {
+                let at = w.data_offset();
                 let mut late = Vec::new();
-                if has_chunks || !probe_table.is_empty() {
+                let mut room = 0;
+                if has_section {
+                    trace
+                        .write_all(&probe_table_tail(&probe_table))
+                        .map_err(out_err("writing the probe table"))?;
+                    room = trace.position() - at;
+                    debug_assert_eq!(
+                        room,
+                        CHUNKS_FIRST_HEAD + chunks_len + {
+                            probe_table.len().next_multiple_of(8) as u64
+                        }
+                    );
                     late.push((
                         Feature(PERFAUX_FEATURE_BIT),
-                        FeatureBody::Reserved {
-                            head,
-                            len: tail_len,
+                        FeatureBody::Placed {
+                            offset: at,
+                            len: room,
                         },
                     ));
                 }
-                let (buf, reserved) =
-                    w.finish_reserving(late)
-                        .map_err(|source| RecordError::PerfData {
-                            path: path.clone(),
-                            what: "finishing the file",
-                            source,
-                        })?;
-                let file = buf
-                    .into_inner()
-                    .map_err(|e| scratch_err("writing the output")(e.into_error()))?;
-                for (_, at) in reserved {
-                    crate::output::copy_into(&scratch, &file, at, tail_len)
-                        .map_err(scratch_err("copying the trace into the output"))?;
+                let file = trace.into_file();
+                if has_section {
+                    use std::os::unix::fs::FileExt;
+                    file.write_all_at(&head, at)
+                        .map_err(out_err("writing the trace section's head"))?;
                 }
-                summary.file_size = file.metadata().map(|m| m.len()).unwrap_or(0);
+                let records = w
+                    .finish_around(late, room)
+                    .map_err(|source| RecordError::PerfData {
+                        path: path.clone(),
+                        what: "finishing the file",
+                        source,
+                    })?
+                    .into_inner()
+                    .map_err(|e| out_err("writing the output")(e.into_error()))?;
+                // The final file: the records file's head (header, ids, attrs), the trace
+                // section in place, then the rest of the records file (data, features).
+                let len = records
+                    .metadata()
+                    .map_err(out_err("reading the records kept beside the output"))?
+                    .len();
+                let moved = crate::output::copy_range(&records, 0, &file, 0, at).and_then(|()| {
+                    crate::output::copy_range(&records, at, &file, at + room, len - at)
+                });
+                moved.map_err(out_err("moving the records into the output"))?;
+                summary.file_size = len + room;
+                file.set_len(summary.file_size)
+                    .map_err(out_err("writing the output"))?;
                 out.commit(file)?;
             }
             Writer::Pipe(w) => {
