@@ -36,7 +36,7 @@ fn the_trace_section_lies_between_the_attrs_and_the_data() {
     assert!(s.aux_bytes > 20 * 200 * 31 * 2, "{} bytes", s.aux_bytes);
 
     let mut reader = PerfDataReader::open(&out).unwrap();
-    let DataFormat::File(h) = reader.metadata().format.clone() else {
+    let DataFormat::File(h) = reader.metadata().format else {
         panic!("a file-mode perf.data");
     };
     let sec = reader
