@@ -72,6 +72,9 @@ pub struct TracedThread {
     pub comm: Option<String>,
     /// When it opened its events (CLOCK_MONOTONIC ns; 0: not written).
     pub open_time: u64,
+    /// How many threads had the slot before it ([`ProgramSession::recycle_slot`]): a slot
+    /// and generation name one thread.
+    pub generation: u64,
 }
 
 /// A slot's COMM words as a name: the bytes before the first NUL (the program's words: at
@@ -159,6 +162,11 @@ pub struct ProgramSession {
     ctl_map: MmapRaw,
     ctl_fd: OwnedFd,
     slots: Vec<SlotRings>,
+    /// Per slot: threads that had it before the current one.
+    generations: Vec<u64>,
+    /// Per slot: the AUX position where the current thread's trace starts (its ring goes on
+    /// from where the last thread's ended): snapshots of its area reach no further back.
+    aux_start: Vec<u64>,
     child: Option<Child>,
     overwrite: bool,
     events: usize,
@@ -211,6 +219,8 @@ impl ProgramSession {
         let s = ProgramSession {
             ctl_map,
             ctl_fd,
+            generations: vec![0; slots.len()],
+            aux_start: vec![0; slots.len()],
             slots,
             child: None,
             overwrite: opts.overwrite,
@@ -418,6 +428,11 @@ impl ProgramSession {
         }
     }
 
+    /// Whether the AUX areas run in overwrite mode (`-S`).
+    pub fn overwrite(&self) -> bool {
+        self.overwrite
+    }
+
     /// Slots there are.
     pub fn slot_count(&self) -> usize {
         self.slots.len()
@@ -426,6 +441,14 @@ impl ProgramSession {
     /// Threads of the program that found every slot taken and went untraced.
     pub fn threads_without_slot(&self) -> u64 {
         self.control().word(header::NO_SLOT).load(Ordering::Acquire)
+    }
+
+    /// Whether an object the program's processes loaded found the object table full (its
+    /// MMAP2 record and symbols are missing: its functions are named by address). The
+    /// program's count word says so; only said, never relied on.
+    pub fn objects_table_full(&self) -> bool {
+        let n = self.control().object_count().load(Ordering::Acquire);
+        n > MAX_OBJECTS as u64
     }
 
     /// Whether a thread of the program claimed slot `i`.
@@ -598,8 +621,11 @@ impl ProgramSession {
         let head_word = ctl.slot_word(i, slot::WRITER_HEAD);
         let head = head_word.load(Ordering::Acquire);
         let size = r.aux.aux_size();
-        let mut from = head.saturating_sub(size);
-        if head == from {
+        // Not before the thread's own first byte (a recycled slot's area holds its last
+        // thread's trace below it).
+        let start = self.aux_start[i];
+        let mut from = head.saturating_sub(size).max(start);
+        if head <= from {
             return Ok(0);
         }
         let mut bytes = Vec::with_capacity((head - from) as usize);
@@ -615,10 +641,48 @@ impl ProgramSession {
         sink(Drained::Snapshot {
             slot: i,
             offset: from,
-            wrapped: head > size,
+            wrapped: head - start > size,
             bytes: &bytes,
         })?;
         Ok(1)
+    }
+
+    /// Gives slot `i`, whose thread ended cleanly (ENDED: its events closed and unmapped) and
+    /// whose ring was drained since (in overwrite mode: its last snapshot taken), to the next
+    /// thread that needs one: its words are cleared and it is FREE again. Its rings go on
+    /// from where this thread's ended (each thread's event starts at the user page's heads),
+    /// so the recorder's consumers keep their places. Whether the slot was ENDED and is free
+    /// now.
+    pub fn recycle_slot(&mut self, i: usize) -> bool {
+        if i >= self.slots.len() {
+            return false;
+        }
+        let ctl = self.control();
+        let state = ctl.slot_word(i, slot::STATE);
+        if state.load(Ordering::Acquire) != slot::ENDED {
+            return false;
+        }
+        let aux = &self.slots[i].aux;
+        // Full trace: all of it was taken, up to the consumer's tail. Overwrite: the heads the
+        // thread published (its words, only a bound for later snapshots of this area).
+        self.aux_start[i] = if self.overwrite {
+            aux.aux_head()
+                .max(ctl.slot_word(i, slot::WRITER_HEAD).load(Ordering::Acquire))
+        } else {
+            aux.tail()
+        };
+        let (data, aux) = &self.slots[i]._fds;
+        data.restore_layout_fields();
+        aux.restore_layout_fields();
+        for off in (slot::TID..slot::SIZE).step_by(8) {
+            ctl.slot_word(i, off).store(0, Ordering::Relaxed);
+        }
+        for k in 0..self.events {
+            ctl.slot_event_id(i, k).store(0, Ordering::Relaxed);
+        }
+        self.generations[i] += 1;
+        state.store(slot::FREE, Ordering::Release);
+        true
     }
 
     /// The threads that claimed a slot and opened their event.
@@ -657,6 +721,7 @@ impl ProgramSession {
                     ended: state == slot::ENDED,
                     comm: comm_of([w(slot::COMM), w(slot::COMM + 8)]),
                     open_time: w(slot::OPEN_TIME),
+                    generation: self.generations[i],
                 })
             })
             .collect()

@@ -98,8 +98,9 @@ pub mod header {
     /// Non-zero while the recorder still measures the TSC calibration it hands over (the
     /// program starts meanwhile): a process waits for it at its first hook, not at its start.
     pub const TSC_PENDING: usize = 112;
-    /// Threads that found every slot taken (a slot serves one thread for the whole
-    /// recording): not traced, counted here for the recorder to say.
+    /// Threads that found every slot taken (as many threads traced at once as there are
+    /// slots; a slot whose thread ended goes to the next): not traced, counted here for the
+    /// recorder to say.
     pub const NO_SLOT: usize = 120;
 }
 /// The first (data fd, AUX fd) pair.
@@ -115,7 +116,9 @@ pub mod slot {
     pub const CLAIMED: u64 = 1;
     /// The thread's event is open and enabled; `tid` and `event_id` are written.
     pub const TRACING: u64 = 2;
-    /// The thread ended cleanly (its event was disabled and closed).
+    /// The thread ended cleanly (its events were disabled, unmapped and closed: it writes
+    /// the slot's memory no more). The recorder takes the slot's last bytes and makes it FREE
+    /// for the next thread (the host's `recycle_slot`).
     pub const ENDED: u64 = 3;
     /// Word offsets within a slot.
     pub const STATE: usize = 0;

@@ -240,6 +240,8 @@ pub struct Recorder {
     probe_table: Option<Vec<u8>>,
     /// When the last FINISHED_ROUND went out ([`ROUND_INTERVAL`]).
     last_round: Option<std::time::Instant>,
+    /// The dropped pauses and resumes of the rings let go of ([`Ring::retired`]).
+    retired_dropped_pause_resume: u64,
 }
 
 /// Least time between two FINISHED_ROUNDs the drain writes. perf sorts a round's records
@@ -379,6 +381,7 @@ impl Recorder {
             enabled: false,
             probe_table: None,
             last_round: None,
+            retired_dropped_pause_resume: 0,
         })
     }
 
@@ -501,8 +504,17 @@ impl Recorder {
         }
         // The events' own counts: this recording's, whatever else the
         // process records.
-        self.sink.summary.dropped_pause_resume =
-            self.rings.iter().map(|r| r.dropped_pause_resume()).sum();
+        // A program that makes threads all its life leaves no ring behind per thread.
+        for r in self.rings.iter().filter(|r| r.retired()) {
+            self.retired_dropped_pause_resume += r.dropped_pause_resume();
+        }
+        self.rings.retain(|r| !r.retired());
+        self.sink.summary.dropped_pause_resume = self.retired_dropped_pause_resume
+            + self
+                .rings
+                .iter()
+                .map(|r| r.dropped_pause_resume())
+                .sum::<u64>();
         let n = self.sink.summary.records - before;
         if n > 0 || aux {
             self.sink.summary.wakeups += 1;

@@ -60,6 +60,12 @@ pub trait Ring: Send {
     /// another was in progress (its `aux_in_pause_resume` guard), summed;
     /// 0 without an AUX event.
     fn dropped_pause_resume(&self) -> u64;
+    /// Whether the ring is done for good (its thread ended and its last bytes were taken):
+    /// the recorder lets go of it after a drain. Its count of dropped pauses and resumes
+    /// is kept.
+    fn retired(&self) -> bool {
+        false
+    }
 }
 
 /// A thread's events, opened and mapped by the recorder.

@@ -346,6 +346,19 @@ impl RingMemory {
         self.aux
     }
 
+    /// Writes the layout into the user page again, as [`RingMemory::shared`] did (the next
+    /// user of shared memory another process had: its `set_aux_area` wrote `aux_offset` and
+    /// `aux_size` into a data-only ring's page, which [`RingMemory::open_shared`] would then
+    /// read as an AUX area). The heads and tails are left: the ring goes on from them.
+    pub fn restore_layout_fields(&self) {
+        self.write_layout_fields();
+        if self.layout.aux_size == 0 {
+            let o = crate::sync::Ordering::Relaxed;
+            self.user_word(offsets::AUX_OFFSET).store(0, o);
+            self.user_word(offsets::AUX_SIZE).store(0, o);
+        }
+    }
+
     /// Writes `data_offset`, `data_size`, `aux_offset` and `aux_size` into
     /// the user page, as `perf_mmap()` (and the AUX mmap) leave them.
     fn write_layout_fields(&self) {

@@ -172,3 +172,28 @@ fn a_reader_refuses_a_memfd_whose_size_is_not_sealed() {
     let err = RingMemory::open_shared(fd).unwrap_err();
     assert!(matches!(err, RingError::UserPage { field, .. } if field.contains("F_SEAL_SHRINK")));
 }
+
+/// A data-only ring whose user wrote an AUX area's place into its page (as perfaux-core's
+/// `set_aux_area` does) opens again as created once its creator restores the layout; the
+/// heads are kept, so the next user's ring goes on from them.
+#[test]
+fn a_restored_layout_opens_again_as_created() {
+    let mem = RingMemory::shared(RingLayout::new(2, 0).unwrap()).unwrap();
+    let fd = || dup(mem.shared_fd().unwrap());
+    let user = RingMemory::open_shared(fd()).unwrap();
+    let page = perfaux_ring::layout::page_size() as u64;
+    user.user_word(offsets::AUX_OFFSET)
+        .store(3 * page, Ordering::Relaxed);
+    user.user_word(offsets::AUX_SIZE)
+        .store(4 * page, Ordering::Relaxed);
+    user.user_word(offsets::DATA_HEAD)
+        .store(4096, Ordering::Relaxed);
+    assert!(RingMemory::open_shared(fd()).is_err());
+    mem.restore_layout_fields();
+    let again = RingMemory::open_shared(fd()).unwrap();
+    assert_eq!(again.layout(), mem.layout());
+    assert_eq!(
+        again.user_word(offsets::DATA_HEAD).load(Ordering::Relaxed),
+        4096
+    );
+}

@@ -35,6 +35,7 @@ use perfaux_abi::records::{
 };
 use perfaux_abi::sample_id::{CpuRes, PidTid, SampleId};
 use perfaux_preload::host::{LoadedObject, Options, ProgramSession, TracedThread};
+use perfaux_preload::shared::MAX_OBJECTS;
 use perfaux_preload::symbols::Symbolizer;
 use perfaux_recorder::{Output, Recorder, RecorderOptions, default_watermarks};
 use perfaux_swtrace::{ProbeInfo, ProbeTable};
@@ -260,6 +261,8 @@ pub fn record_program(
     let mut seen = Sideband {
         start_ns,
         slots: Vec::new(),
+        retiring: Vec::new(),
+        traced: 0,
         objects: 0,
         exited: Vec::new(),
         tasks: Vec::new(),
@@ -276,7 +279,7 @@ pub fn record_program(
             ended.store(true, Ordering::Release);
         }
         seen.add_new(&mut rec, &session, &ended, pid, &comm)?;
-        if !functions_checked && seen.slots.iter().any(|&s| s) {
+        if !functions_checked && seen.traced > 0 {
             // A traced thread means the runtime's init resolved the probe functions in the
             // objects loaded at start: say at once if one is missing (a dlopen may still
             // bring it; the recording fails at the end if none does).
@@ -316,10 +319,11 @@ pub fn record_program(
     seen.write_exits(&mut rec, &gone)?;
     let missing = unfound(&session, &table);
     let without_slot = session.threads_without_slot();
+    let objects_full = session.objects_table_full();
     let failed = (!missing.is_empty())
         .then(|| unfound_line(&missing, &prog, ""))
         .or_else(|| open_error(&session, rec.events()));
-    if session.threads().is_empty() {
+    if seen.traced == 0 {
         // Dropping the recorder unmade leaves no file and the previous one in place.
         drop(rec);
         let how = end
@@ -353,8 +357,15 @@ pub fn record_program(
     if without_slot > 0 {
         eprintln!(
             "perfaux record: warning: {without_slot} thread(s) of the program's processes were not \
-             traced: the recording's {SLOTS} slots were all taken (a slot serves one thread for \
-             the whole recording)"
+             traced: they started while the recording's {SLOTS} slots were all taken by running \
+             threads (a slot goes to another thread when its thread ends)"
+        );
+    }
+    if objects_full {
+        eprintln!(
+            "perfaux record: warning: the recording's table of {MAX_OBJECTS} loaded objects \
+             filled up (about 4 a process): the objects loaded after that were not recorded, \
+             and their functions are named by address"
         );
     }
     if let Some(l) = failed {
@@ -379,10 +390,15 @@ fn lock(s: &Mutex<ProgramSession>) -> std::sync::MutexGuard<'_, ProgramSession> 
 struct Sideband {
     /// When the program was started (the time of its threads' COMM records).
     start_ns: u64,
-    slots: Vec<bool>,
+    /// Per slot, the generation of the thread whose ring the recorder has (`None`: none yet).
+    slots: Vec<Option<u64>>,
+    /// Per slot, its ring's retiring flag ([`SlotRing`]): set once its thread ended.
+    retiring: Vec<Option<Arc<AtomicBool>>>,
+    /// Threads traced so far.
+    traced: usize,
     objects: usize,
-    /// The slots whose thread's PERF_RECORD_EXIT is written.
-    exited: Vec<bool>,
+    /// Per slot, the generation of the thread whose PERF_RECORD_EXIT is written.
+    exited: Vec<Option<u64>>,
     /// (pid, tid, fork time) of every traced thread seen: the same in a new slot is an image
     /// the thread exec'd; a child's FORK is written with its first.
     tasks: Vec<(u32, u32, Option<u64>)>,
@@ -405,7 +421,8 @@ impl Sideband {
     ) -> Result<(), CliError> {
         let (threads, objects) = {
             let s = lock(session);
-            self.slots.resize(s.slot_count(), false);
+            self.slots.resize(s.slot_count(), None);
+            self.retiring.resize(s.slot_count(), None);
             (s.threads(), s.objects())
         };
         let info = *rec.file_info();
@@ -416,10 +433,11 @@ impl Sideband {
         }
         self.objects = self.objects.max(objects.len());
         for t in &threads {
-            if self.slots[t.slot] {
+            if self.slots[t.slot] == Some(t.generation) {
                 continue;
             }
-            self.slots[t.slot] = true;
+            self.slots[t.slot] = Some(t.generation);
+            self.traced += 1;
             let mut comm_ns = self.start_ns;
             if let Some((ppid, ptid, time)) = t.fork {
                 comm_ns = time;
@@ -455,17 +473,28 @@ impl Sideband {
             let task = (t.pid, t.tid, t.event_id);
             let r = comm_record(task, comm_ns, name, exec, &info, endian)?;
             rec.write_record(&r).map_err(rec_err)?;
+            let retiring = Arc::new(AtomicBool::new(false));
             let ring = SlotRing::new(
                 session.clone(),
                 t.slot,
                 t.tid as i32,
                 t.event_id,
                 ended.clone(),
+                retiring.clone(),
             );
             rec.add_ring(Box::new(ring), &t.ids).map_err(rec_err)?;
+            self.retiring[t.slot] = Some(retiring);
         }
         let ended: Vec<_> = threads.iter().filter(|t| t.ended).collect();
-        self.write_exits(rec, &ended)
+        self.write_exits(rec, &ended)?;
+        // The ended threads' rings take their last bytes at the next drain, which then gives
+        // their slots to the threads that come.
+        for t in ended {
+            if let Some(r) = &self.retiring[t.slot] {
+                r.store(true, Ordering::Release);
+            }
+        }
+        Ok(())
     }
 
     /// PERF_RECORD_EXIT for each of `threads` not yet given one, timed now (within a drain
@@ -479,12 +508,13 @@ impl Sideband {
     ) -> Result<(), CliError> {
         let info = *rec.file_info();
         let me = std::process::id();
-        self.exited.resize(self.slots.len(), false);
+        self.exited.resize(self.slots.len(), None);
         for t in threads {
-            if !self.slots.get(t.slot).copied().unwrap_or(false) || self.exited[t.slot] {
+            let this = Some(t.generation);
+            if self.slots.get(t.slot).copied().flatten() != this || self.exited[t.slot] == this {
                 continue;
             }
-            self.exited[t.slot] = true;
+            self.exited[t.slot] = this;
             // A process's main thread lives on through its execs (one task, each image a
             // slot of its own): it exits once.
             if t.tid == t.pid {

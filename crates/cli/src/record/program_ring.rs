@@ -24,6 +24,12 @@ pub struct SlotRing {
     ended: Arc<AtomicBool>,
     /// The unpublished bytes were taken (they are copied, not consumed: once only).
     unpublished_taken: bool,
+    /// Set by the recording loop once it saw the thread end (its slot ENDED): the next drain
+    /// takes the thread's last bytes (in overwrite mode, its last snapshot) and gives the
+    /// slot to the next thread.
+    retiring: Arc<AtomicBool>,
+    /// The slot went to the next thread: this ring reads nothing more.
+    retired: bool,
 }
 
 impl SlotRing {
@@ -34,6 +40,7 @@ impl SlotRing {
         tid: i32,
         event_id: u64,
         ended: Arc<AtomicBool>,
+        retiring: Arc<AtomicBool>,
     ) -> SlotRing {
         SlotRing {
             session,
@@ -42,6 +49,8 @@ impl SlotRing {
             event_id,
             ended,
             unpublished_taken: false,
+            retiring,
+            retired: false,
         }
     }
 
@@ -113,6 +122,9 @@ impl Ring for SlotRing {
     }
 
     fn read_records(&mut self, f: &mut RecordFn<'_>) -> perfaux_recorder::Result<()> {
+        if self.retired {
+            return Ok(());
+        }
         self.read(
             |s, i, sink| s.drain_slot_records(i, sink),
             |d| match d {
@@ -122,14 +134,28 @@ impl Ring for SlotRing {
         )
     }
 
+    /// The recorder drains a ring's records before its AUX bytes: a retiring ring's last
+    /// drain ends here, and its slot goes to the next thread.
     fn read_aux(&mut self, f: &mut AuxFn<'_>) -> perfaux_recorder::Result<()> {
+        if self.retired {
+            return Ok(());
+        }
         let unpublished = self.ended.load(Ordering::Acquire) && !self.unpublished_taken;
+        let retiring = self.retiring.load(Ordering::Acquire);
         let id = self.event_id;
         self.read(
             |s, i, sink| {
-                let n = s.drain_slot_aux(i, sink)?;
+                let mut n = s.drain_slot_aux(i, sink)?;
                 if unpublished {
-                    return Ok(n + s.drain_unpublished_slot(i, sink)?);
+                    n += s.drain_unpublished_slot(i, sink)?;
+                }
+                if retiring {
+                    // Overwrite mode: the thread's newest trace, as a snapshot at its end
+                    // would have it (full trace: drained above, nothing is taken here).
+                    if s.overwrite() {
+                        n += s.snapshot_slot(i, sink)?;
+                    }
+                    s.recycle_slot(i);
                 }
                 Ok(n)
             },
@@ -139,10 +165,14 @@ impl Ring for SlotRing {
             },
         )?;
         self.unpublished_taken |= unpublished;
+        self.retired = retiring;
         Ok(())
     }
 
     fn snapshot(&mut self, f: &mut AuxFn<'_>) -> perfaux_recorder::Result<()> {
+        if self.retired {
+            return Ok(());
+        }
         let id = self.event_id;
         self.read(
             |s, i, sink| s.snapshot_slot(i, sink),
@@ -161,6 +191,10 @@ impl Ring for SlotRing {
     /// The program's events live in its own perf core: their counts stay there.
     fn dropped_pause_resume(&self) -> u64 {
         0
+    }
+
+    fn retired(&self) -> bool {
+        self.retired
     }
 
     /// No wakeup crosses the process boundary: the recording loop polls.

@@ -16,27 +16,38 @@ use perfaux_swtrace::{Lane, Probe, ProbeGuard};
 /// Open calls kept per thread; deeper calls are counted and go untraced.
 const STACK_DEPTH: usize = 8192;
 
-/// The thread's event and mappings. Fields drop in order: the mappings before the event.
+/// The thread's events and mappings over its slot's memory.
 struct Traced {
-    aux: Mmap,
-    data: Mmap,
-    /// The other events (probes, samplers, the uevent stream), redirected into this buffer.
-    members: Vec<EventFd>,
-    fd: EventFd,
+    /// `None` once dropped (or forgotten by a forked child).
+    events: Option<TracedEvents>,
     slot: usize,
 }
 
+/// Fields drop in order: the mappings (held for their life) before the events.
+struct TracedEvents {
+    _aux: Mmap,
+    _data: Mmap,
+    /// The other events (probes, samplers, the uevent stream), redirected into this buffer.
+    members: Vec<EventFd>,
+    fd: EventFd,
+}
+
 impl Drop for Traced {
+    /// The events are disabled (the trace's last PERF_RECORD_AUX written, aux_head published),
+    /// unmapped and closed; only then is the slot ENDED: the recorder takes its last bytes and
+    /// gives the slot to the next thread, so nothing of this one may write its memory after.
     fn drop(&mut self) {
-        for m in &self.members {
-            let _ = m.disable(0);
+        if let Some(ev) = self.events.take() {
+            for m in &ev.members {
+                let _ = m.disable(0);
+            }
+            let _ = ev.fd.disable(0);
+            drop(ev);
         }
-        let _ = self.fd.disable(0);
         if let Some(ctl) = crate::control() {
             ctl.slot_word(self.slot, slot::STATE)
                 .store(slot::ENDED, Ordering::Release);
         }
-        let _ = (&self.aux, &self.data);
     }
 }
 
@@ -629,10 +640,12 @@ fn open_slot(ctl: &Control, i: usize) -> Option<Traced> {
     }
     failed(ctl, i, owner, open_step::ENABLE, fd.enable(0))?;
     Some(Traced {
-        aux,
-        data,
-        members: fds,
-        fd,
+        events: Some(TracedEvents {
+            _aux: aux,
+            _data: data,
+            members: fds,
+            fd,
+        }),
         slot: i,
     })
 }
@@ -691,9 +704,9 @@ pub(crate) fn ensure_traced() -> bool {
 pub(crate) fn end_transaction_here() {
     let _ = THREAD.try_with(|t| {
         if let Ok(tr) = t.traced.try_borrow()
-            && let Some(tr) = &*tr
+            && let Some(ev) = tr.as_ref().and_then(|tr| tr.events.as_ref())
         {
-            let _ = tr.fd.disable(0);
+            let _ = ev.fd.disable(0);
         }
     });
 }

@@ -6,7 +6,9 @@
  * its output on /dev/null; the parent waits for its fib(5) and ends), forkexec (a child that execs itself as `calls 0 4 nojmp`), spawnexec (the same child
  * made by posix_spawn), closefds (the same child after it put other files, sealed memfds
  * among them, under every inherited descriptor number), exec
- * (itself again), nojmp (no longjmp; also as a 4th
+ * (itself again), serial (the threads made one after another, each joined before the next,
+ * any number), together (all the threads alive at once: each waits for the others after its
+ * calls, any number), nojmp (no longjmp; also as a 4th
  * argument). */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -157,11 +159,43 @@ __attribute__((noinline)) void boom(const char *how) {
 
 __attribute__((noinline)) void on_the_way(const char *how) { boom(how); }
 
+static pthread_barrier_t all_here;
+
+/* A worker of "together": its calls, then it waits until every worker made them. */
+__attribute__((noinline)) void *together_worker(void *arg) {
+    worker(arg);
+    pthread_barrier_wait(&all_here);
+    return NULL;
+}
+
+/* Threads for "serial" and "together", any number. Untraced, as the waits are. */
+__attribute__((no_instrument_function)) static int many_threads(const char *how, int threads) {
+    if (strcmp(how, "serial") == 0) {
+        for (int i = 0; i < threads; i++) {
+            pthread_t t;
+            if (pthread_create(&t, NULL, worker, (void *)20L) != 0) abort();
+            pthread_join(t, NULL);
+        }
+        return 1;
+    }
+    if (strcmp(how, "together") == 0) {
+        pthread_t *t = calloc(threads, sizeof *t);
+        if (!t || pthread_barrier_init(&all_here, NULL, threads) != 0) abort();
+        for (int i = 0; i < threads; i++)
+            if (pthread_create(&t[i], NULL, together_worker, (void *)20L) != 0) abort();
+        for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
+        free(t);
+        return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     int threads = argc > 1 ? atoi(argv[1]) : 2;
     int depth = argc > 2 ? atoi(argv[2]) : 12;
     const char *crash = argc > 3 ? argv[3] : "none";
     pthread_t t[64];
+    if (many_threads(crash, threads)) threads = 0;
     if (threads > 64) threads = 64;
     for (int i = 0; i < threads; i++) pthread_create(&t[i], NULL, worker, (void *)(long)(100 * (i + 1)));
     for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
