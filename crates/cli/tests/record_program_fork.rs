@@ -278,11 +278,11 @@ fn commands_that_call_no_hook_leave_the_recording_alone() {
 }
 
 /// More processes, one after another, than the recording has slots (a shell running the
-/// program 100 times, each run's thread ending before the next begins): a slot whose thread
+/// program 90 times, each run's thread ending before the next begins): a slot whose thread
 /// ended goes to the next, so every run is traced whole, and no thread is said untraced.
 #[test]
 fn every_run_of_a_shell_loop_longer_than_the_slots_is_traced() {
-    let runs = 100;
+    let runs = 90;
     let Some(sh) = in_dash("many_fi", &["0", "2", "nojmp"], |p| {
         format!("i=0; while [ $i -lt {runs} ]; do {p} 0 2 nojmp > /dev/null; i=$((i+1)); done")
     }) else {

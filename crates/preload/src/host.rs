@@ -619,7 +619,12 @@ impl ProgramSession {
         let ctl = self.control();
         let r = &mut self.slots[i];
         let head_word = ctl.slot_word(i, slot::WRITER_HEAD);
-        let head = head_word.load(Ordering::Acquire);
+        let mut head = head_word.load(Ordering::Acquire);
+        if ctl.slot_word(i, slot::STATE).load(Ordering::Acquire) == slot::ENDED {
+            // The thread's end wrote past its last mirrored head (its writer's LOST and
+            // STOPPED packets) and published it.
+            head = head.max(r.aux.aux_head());
+        }
         let size = r.aux.aux_size();
         // Not before the thread's own first byte (a recycled slot's area holds its last
         // thread's trace below it).
@@ -659,7 +664,10 @@ impl ProgramSession {
         }
         let ctl = self.control();
         let state = ctl.slot_word(i, slot::STATE);
-        if state.load(Ordering::Acquire) != slot::ENDED {
+        // A thread whose events failed keeps its slot: its error is said at the end.
+        if state.load(Ordering::Acquire) != slot::ENDED
+            || ctl.slot_word(i, slot::OPEN_ERROR).load(Ordering::Acquire) != 0
+        {
             return false;
         }
         let aux = &self.slots[i].aux;

@@ -349,16 +349,24 @@ pub fn record_program(
         }
     }));
     drop(session);
-    // The recorder's rings hold the session's memory now: it is unmapped with them, beside
-    // the file's writing (Recorder::finish).
-    drop(shared);
+    // The session's memory (megabytes of pages the threads wrote) is unmapped beside the
+    // file's writing: by the recorder's rings that still hold it (Recorder::finish), or here,
+    // on a thread, once the rings let go of it (the retired ones did already).
+    let unmapped = std::thread::Builder::new()
+        .name("perfaux-unmap".into())
+        .spawn(move || drop(shared))
+        .ok();
     rec.set_probe_table(table.to_bytes());
     let recorded = rec.finish().map_err(rec_err)?;
+    if let Some(h) = unmapped {
+        let _ = h.join();
+    }
     if without_slot > 0 {
         eprintln!(
             "perfaux record: warning: {without_slot} thread(s) of the program's processes were not \
-             traced: they started while the recording's {SLOTS} slots were all taken by running \
-             threads (a slot goes to another thread when its thread ends)"
+             traced: they started while the recording's {SLOTS} slots were all held (a slot \
+             goes to another thread once its thread ended; not after an exec, an _exit or a \
+             crash)"
         );
     }
     if objects_full {
@@ -438,7 +446,13 @@ impl Sideband {
             }
             self.slots[t.slot] = Some(t.generation);
             self.traced += 1;
-            let mut comm_ns = self.start_ns;
+            // A thread of the program's start is named from then on; one in a slot another
+            // thread had (a tid the kernel may have given before) from when it began.
+            let mut comm_ns = if t.generation > 0 && t.open_time != 0 {
+                t.open_time
+            } else {
+                self.start_ns
+            };
             if let Some((ppid, ptid, time)) = t.fork {
                 comm_ns = time;
                 // The child's first thread (none of its process, by pid and fork time, seen

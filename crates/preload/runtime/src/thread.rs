@@ -18,9 +18,13 @@ const STACK_DEPTH: usize = 8192;
 
 /// The thread's events and mappings over its slot's memory.
 struct Traced {
-    /// `None` once dropped (or forgotten by a forked child).
+    /// `None` once dropped.
     events: Option<TracedEvents>,
     slot: usize,
+    /// The process that opened them: a forked child that kept its parent's (a fork from a
+    /// signal handler that interrupted the thread's start) neither closes them nor ends the
+    /// parent's slot, which the parent's thread still writes.
+    pid: i32,
 }
 
 /// Fields drop in order: the mappings (held for their life) before the events.
@@ -37,6 +41,11 @@ impl Drop for Traced {
     /// unmapped and closed; only then is the slot ENDED: the recorder takes its last bytes and
     /// gives the slot to the next thread, so nothing of this one may write its memory after.
     fn drop(&mut self) {
+        // SAFETY: getpid has no preconditions.
+        if self.pid != unsafe { libc::getpid() } {
+            std::mem::forget(self.events.take());
+            return;
+        }
         if let Some(ev) = self.events.take() {
             for m in &ev.members {
                 let _ = m.disable(0);
@@ -533,17 +542,7 @@ fn open(ctl: &Control) -> Option<Traced> {
     }
     crate::start_process(ctl);
     let nslots = (ctl.word(header::NSLOTS).load(Ordering::Acquire) as usize).min(MAX_SLOTS);
-    let i = (0..nslots).find(|&i| {
-        ctl.slot_word(i, slot::STATE)
-            .compare_exchange(
-                slot::FREE,
-                slot::CLAIMED,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            )
-            .is_ok()
-    });
-    let Some(i) = i else {
+    let Some(i) = claim_slot(ctl, nslots) else {
         ctl.word(header::NO_SLOT).fetch_add(1, Ordering::AcqRel);
         return None;
     };
@@ -553,6 +552,39 @@ fn open(ctl: &Control) -> Option<Traced> {
             .store(slot::ENDED, Ordering::Release);
     }
     t
+}
+
+/// How long a thread waits for the recorder to free a slot whose thread ended.
+const SLOT_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Claims a FREE slot. If none is, but a slot's thread ended (the recorder frees it at its next
+/// drain, a millisecond or so: a program that makes short threads one after another can end
+/// them faster), waits for it, up to [`SLOT_WAIT`]; not when every slot's thread still runs.
+fn claim_slot(ctl: &Control, nslots: usize) -> Option<usize> {
+    let start = std::time::Instant::now();
+    loop {
+        let claimed = (0..nslots).find(|&i| {
+            ctl.slot_word(i, slot::STATE)
+                .compare_exchange(
+                    slot::FREE,
+                    slot::CLAIMED,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                )
+                .is_ok()
+        });
+        if claimed.is_some() {
+            return claimed;
+        }
+        let to_be_freed = (0..nslots).any(|i| {
+            let w = |o| ctl.slot_word(i, o).load(Ordering::Acquire);
+            w(slot::STATE) == slot::ENDED && w(slot::EVENT_ID) != 0 && w(slot::OPEN_ERROR) == 0
+        });
+        if !to_be_freed || start.elapsed() >= SLOT_WAIT || crate::recording_closed(ctl) {
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
 }
 
 fn dup_fd(ctl: &Control, off: usize) -> Result<OwnedFd, i32> {
@@ -647,6 +679,8 @@ fn open_slot(ctl: &Control, i: usize) -> Option<Traced> {
             fd,
         }),
         slot: i,
+        // SAFETY: getpid has no preconditions.
+        pid: unsafe { libc::getpid() },
     })
 }
 
