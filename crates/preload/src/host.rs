@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use memmap2::MmapRaw;
 use perfaux_abi::Endianness;
@@ -16,8 +17,8 @@ use perfaux_abi::attr::PerfEventAttr;
 use perfaux_ring::{AuxMmap, PerfMmap, RingLayout, RingMemory};
 
 use crate::shared::{
-    self, ATTR_MAX, Control, FUNC_MAX, HEADER_FDS, MAX_EVENTS, MAX_OBJECTS, MAX_PROBES, MAX_SLOTS,
-    event, header, object, slot,
+    self, ATTR_MAX, Control, FUNC_MAX, HEADER_FDS, MAX_EVENTS, MAX_PROBES, MAX_SLOTS, event,
+    header, object, slot,
 };
 
 /// How to trace the program.
@@ -157,6 +158,12 @@ struct SlotRings {
     _fds: (Arc<RingMemory>, Arc<RingMemory>),
 }
 
+/// The most loaded objects a recording takes (the recorder's memory stays bounded whatever
+/// the program writes into the ring).
+pub const MAX_TAKEN_OBJECTS: usize = 1 << 20;
+/// How long an incomplete object entry may hold up the ring while later ones are claimed.
+pub const STUCK_OBJECT: Duration = Duration::from_secs(1);
+
 /// One traced program: the memory it writes into, and the program.
 pub struct ProgramSession {
     ctl_map: MmapRaw,
@@ -164,6 +171,12 @@ pub struct ProgramSession {
     slots: Vec<SlotRings>,
     /// Per slot: threads that had it before the current one.
     generations: Vec<u64>,
+    /// The loaded objects taken from the ring so far, and how many (this process's count,
+    /// never the program's word).
+    objects: Vec<LoadedObject>,
+    objects_taken: u64,
+    /// Since when the ring's next entry is waited for (see [`Self::take_objects`]).
+    object_stuck_since: Option<Instant>,
     /// Per slot: the AUX position where the current thread's trace starts (its ring goes on
     /// from where the last thread's ended): snapshots of its area reach no further back.
     aux_start: Vec<u64>,
@@ -220,6 +233,9 @@ impl ProgramSession {
             ctl_map,
             ctl_fd,
             generations: vec![0; slots.len()],
+            objects: Vec::new(),
+            objects_taken: 0,
+            object_stuck_since: None,
             aux_start: vec![0; slots.len()],
             slots,
             child: None,
@@ -443,12 +459,11 @@ impl ProgramSession {
         self.control().word(header::NO_SLOT).load(Ordering::Acquire)
     }
 
-    /// Whether an object the program's processes loaded found the object table full (its
-    /// MMAP2 record and symbols are missing: its functions are named by address). The
-    /// program's count word says so; only said, never relied on.
-    pub fn objects_table_full(&self) -> bool {
-        let n = self.control().object_count().load(Ordering::Acquire);
-        n > MAX_OBJECTS as u64
+    /// Objects the program's processes loaded that found the ring of objects full for
+    /// [`shared::OBJECT_WAIT`] (their MMAP2 records and symbols are missing: their functions
+    /// are named by address). The program's count; only said, never relied on.
+    pub fn objects_lost(&self) -> u64 {
+        self.control().objects_lost().load(Ordering::Acquire)
     }
 
     /// Whether a thread of the program claimed slot `i`.
@@ -746,39 +761,62 @@ impl ProgramSession {
             .collect()
     }
 
-    /// The loaded objects the runtime reported (complete entries only).
-    pub fn objects(&self) -> Vec<LoadedObject> {
+    /// Takes the object entries the program's processes completed since the last call, in
+    /// order, up to the first one still being written, and gives their places back to the
+    /// ring; at most a ring's worth a call, and [`MAX_TAKEN_OBJECTS`] in all (whatever the
+    /// program writes there). An entry still incomplete [`STUCK_OBJECT`] after it was first
+    /// waited for, with later ones claimed, is passed over: its process died between claiming
+    /// and finishing it (an `exit` or `execve` of another of its threads, a SIGKILL), and the
+    /// ring must not stop there.
+    pub fn take_objects(&mut self) {
         use std::os::unix::ffi::OsStrExt;
         let ctl = self.control();
-        let n = (ctl.object_count().load(Ordering::Acquire) as usize).min(MAX_OBJECTS);
-        // Up to the first entry still being written: callers take the list's new tail by
-        // position (`skip(seen)`), so a later complete entry must not stand in its place.
-        (0..n)
-            .map_while(|i| {
-                let off = Control::object_offset(i);
-                let w = |o| ctl.word(off + o).load(Ordering::Acquire);
-                if w(object::DONE) == 0 {
-                    return None;
+        for _ in 0..shared::MAX_OBJECTS {
+            let n = self.objects_taken;
+            if self.objects.len() >= MAX_TAKEN_OBJECTS {
+                break;
+            }
+            let off = Control::object_offset(n);
+            let w = |o| ctl.word(off + o).load(Ordering::Acquire);
+            if w(object::DONE) != n + 1 {
+                let later = ctl.object_count().load(Ordering::Acquire) > n + 1;
+                let since = *self.object_stuck_since.get_or_insert_with(Instant::now);
+                if !later || since.elapsed() < STUCK_OBJECT {
+                    break;
                 }
-                let len = (w(object::PATH_LEN) as usize).min(shared::PATH_MAX);
-                let path = ctl.read_bytes(off + object::PATH, len);
-                Some(LoadedObject {
-                    base: w(object::BASE),
-                    start: w(object::START),
-                    len: w(object::LEN),
-                    pgoff: w(object::PGOFF),
-                    time: w(object::TIME),
-                    pid: u32::try_from(w(object::PID)).unwrap_or(0),
-                    path: PathBuf::from(std::ffi::OsStr::from_bytes(&path)),
-                })
-            })
-            .collect()
+                self.object_stuck_since = None;
+                self.objects_taken = n + 1;
+                ctl.objects_taken().store(n + 1, Ordering::Release);
+                continue;
+            }
+            self.object_stuck_since = None;
+            let len = (w(object::PATH_LEN) as usize).min(shared::PATH_MAX);
+            let path = ctl.read_bytes(off + object::PATH, len);
+            self.objects.push(LoadedObject {
+                base: w(object::BASE),
+                start: w(object::START),
+                len: w(object::LEN),
+                pgoff: w(object::PGOFF),
+                time: w(object::TIME),
+                pid: u32::try_from(w(object::PID)).unwrap_or(0),
+                path: PathBuf::from(std::ffi::OsStr::from_bytes(&path)),
+            });
+            self.objects_taken = n + 1;
+            // Read whole before the place is given back (Release: the next writer's Acquire).
+            ctl.objects_taken().store(n + 1, Ordering::Release);
+        }
+    }
+
+    /// The objects taken so far ([`Self::take_objects`]), in the order they were reported.
+    pub fn objects(&self) -> &[LoadedObject] {
+        &self.objects
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::shared::ObjectEntry;
 
     /// The runtime's OPEN_ERROR word (shared::open_error_word) reads back as the thread, event,
     /// step and errno it was written for; a slot whose word is 0 is no error.
@@ -823,5 +861,114 @@ mod tests {
                 },
             ]
         );
+    }
+
+    /// The ring of loaded objects: a process claims and writes entries while the recorder
+    /// takes them, past the ring's size many times; a full ring refuses claims until the
+    /// recorder takes; an entry claimed but not yet complete stops the taking there, and the
+    /// ones after it are taken once it is.
+    #[test]
+    fn objects_come_through_the_ring_in_order_past_its_size() {
+        let mut s = ProgramSession::new(&Options {
+            runtime: PathBuf::from("/nonexistent"),
+            slots: 1,
+            data_pages: 1,
+            aux_pages: 1,
+            overwrite: false,
+            events: Vec::new(),
+        })
+        .unwrap();
+        let ctl = s.control();
+        let entry = |k: u64, path: &'static [u8]| ObjectEntry {
+            base: k << 20,
+            start: (k << 20) + 4096,
+            len: 8192,
+            pgoff: 4096,
+            time: k,
+            pid: 100 + k,
+            path,
+        };
+        let total = 3 * shared::MAX_OBJECTS as u64 + 5;
+        let mut written = 0;
+        while written < total {
+            // Fill the ring, then let the recorder take.
+            while let Some(n) = ctl.try_claim_object() {
+                assert_eq!(n, written);
+                ctl.write_object(n, &entry(n, b"/lib/x.so"));
+                written += 1;
+                if written == total {
+                    break;
+                }
+            }
+            if written < total {
+                assert_eq!(
+                    ctl.object_count().load(Ordering::Relaxed)
+                        - ctl.objects_taken().load(Ordering::Relaxed),
+                    shared::MAX_OBJECTS as u64,
+                    "a full ring refuses"
+                );
+            }
+            s.take_objects();
+        }
+        assert_eq!(s.objects().len() as u64, total);
+        for (k, o) in s.objects().iter().enumerate() {
+            let k = k as u64;
+            assert_eq!((o.base, o.time, o.pid), (k << 20, k, (100 + k) as u32));
+            assert_eq!(o.path, PathBuf::from("/lib/x.so"));
+        }
+        // Claimed but not complete: nothing after it is taken until it is.
+        let a = ctl.try_claim_object().unwrap();
+        let b = ctl.try_claim_object().unwrap();
+        ctl.write_object(b, &entry(b, b"/b"));
+        s.take_objects();
+        assert_eq!(s.objects().len() as u64, total);
+        ctl.write_object(a, &entry(a, b"/a"));
+        s.take_objects();
+        let last: Vec<_> = s.objects()[total as usize..]
+            .iter()
+            .map(|o| o.path.clone())
+            .collect();
+        assert_eq!(last, [PathBuf::from("/a"), PathBuf::from("/b")]);
+    }
+
+    /// A full ring: a claim that may not wait, or made after the recording ended, fails at
+    /// once and is counted; an entry a dead process claimed and never finished holds the ring
+    /// up only for [`STUCK_OBJECT`], then the ones after it are taken.
+    #[test]
+    fn a_stuck_or_full_ring_costs_a_claim_no_wait_and_is_counted() {
+        let mut s = ProgramSession::new(&Options {
+            runtime: PathBuf::from("/nonexistent"),
+            slots: 1,
+            data_pages: 1,
+            aux_pages: 1,
+            overwrite: false,
+            events: Vec::new(),
+        })
+        .unwrap();
+        let ctl = s.control();
+        let entry = ObjectEntry {
+            base: 0,
+            start: 4096,
+            len: 4096,
+            pgoff: 0,
+            time: 1,
+            pid: 7,
+            path: b"/x",
+        };
+        let dead = ctl.try_claim_object().unwrap();
+        while let Some(n) = ctl.try_claim_object() {
+            ctl.write_object(n, &entry);
+        }
+        assert_eq!(ctl.claim_object(false), None);
+        ctl.word(header::CLOSED).store(1, Ordering::Release);
+        assert_eq!(ctl.claim_object(true), None);
+        ctl.word(header::CLOSED).store(0, Ordering::Release);
+        assert_eq!(s.objects_lost(), 2);
+        s.take_objects();
+        assert!(s.objects().is_empty(), "held up by entry {dead}");
+        std::thread::sleep(STUCK_OBJECT);
+        s.take_objects();
+        assert_eq!(s.objects().len(), shared::MAX_OBJECTS - 1);
+        assert!(ctl.try_claim_object().is_some());
     }
 }

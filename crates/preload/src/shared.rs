@@ -18,9 +18,10 @@
 //!   bytes each);
 //! - probes from `probes_offset()`: `MAX_PROBES` words, word `id - 1` holds the function
 //!   address of swtrace probe `id` (0: not written);
-//! - objects from `objects_offset()`: the count word, then `MAX_OBJECTS` entries of
-//!   `OBJECT_SIZE` bytes: `done`, `base`, `start`, `len`, `pgoff`, `path_len`, `time`, `pid`,
-//!   path bytes;
+//! - objects from `objects_offset()`: the count word (entries claimed), the recorder's taken
+//!   word, the lost word, then a ring of `MAX_OBJECTS` entries of `OBJECT_SIZE` bytes:
+//!   `done`, `base`, `start`, `len`, `pgoff`, `path_len`, `time`, `pid`, path bytes (see
+//!   [`Control::claim_object`]);
 //! - events from `events_offset()`: the count word, then `MAX_EVENTS` entries of
 //!   `EVENT_SIZE` bytes (the recorder's `-e` events, see [`event`]), written by the recorder
 //!   before the program starts;
@@ -30,12 +31,12 @@
 //!   [`child::SIZE`] bytes (`pid`, stored last, `ppid`, `ptid`, `fork_time`), which the
 //!   runtime writes in each child it forks: an image a child execs finds its pid there.
 
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// "PFXPRELD".
 pub const MAGIC: u64 = u64::from_le_bytes(*b"PFXPRELD");
 /// Bumped on any layout change.
-pub const VERSION: u64 = 8;
+pub const VERSION: u64 = 9;
 /// The environment variable naming the control memfd's descriptor in the program.
 pub const ENV_CTL_FD: &str = "PERFAUX_PRELOAD_FD";
 /// The environment variable naming the recorder's descriptor directory (`/proc/PID/fd`): a
@@ -177,16 +178,39 @@ pub fn open_error_word(step: u64, event: usize, errno: i32) -> u64 {
 /// Probe addresses kept (ids beyond are traced, and named by address in the table only if
 /// the recorder can find them: not).
 pub const MAX_PROBES: usize = 1 << 16;
-/// Loaded objects kept.
+/// Entries of the ring of loaded objects (the recorder takes them as they come: any number
+/// in a recording, at most this many not yet taken).
 pub const MAX_OBJECTS: usize = 512;
+/// How long a process waits for room in a full ring of objects.
+pub const OBJECT_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
 /// Longest object path kept.
 pub const PATH_MAX: usize = 4096 - 64;
 /// Bytes per object entry.
 pub const OBJECT_SIZE: usize = 4096;
 
+/// A loaded object's executable segment, as a process writes it ([`Control::write_object`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ObjectEntry<'a> {
+    /// The load bias (`dlpi_addr`).
+    pub base: u64,
+    /// Start of the segment (page aligned).
+    pub start: u64,
+    /// Its length.
+    pub len: u64,
+    /// Its file offset (page aligned).
+    pub pgoff: u64,
+    /// When it was found (CLOCK_MONOTONIC ns).
+    pub time: u64,
+    /// The process.
+    pub pid: u64,
+    /// The file (at most [`PATH_MAX`] bytes kept).
+    pub path: &'a [u8],
+}
+
 /// Word offsets within an object entry.
 pub mod object {
-    /// Non-zero once the entry is complete (stored last).
+    /// The entry's number + 1 once it is complete (stored last, Release): tells it from the
+    /// entry a ring's turn before in the same place.
     pub const DONE: usize = 0;
     /// The load bias (`dlpi_addr`): symbol value + base = run-time address.
     pub const BASE: usize = 8;
@@ -369,15 +393,80 @@ impl Control {
         self.word(children_offset() + 4096 + i * child::SIZE + off)
     }
 
-    /// The object count word.
+    /// The object entries claimed so far (the program's word).
     pub fn object_count(&self) -> &AtomicU64 {
         self.word(objects_offset())
     }
 
-    /// The byte offset of object entry `i`.
-    pub fn object_offset(i: usize) -> usize {
-        assert!(i < MAX_OBJECTS);
-        objects_offset() + 4096 + i * OBJECT_SIZE
+    /// The object entries the recorder took so far (its word; the program only reads it).
+    pub fn objects_taken(&self) -> &AtomicU64 {
+        self.word(objects_offset() + 8)
+    }
+
+    /// Objects a process could not write: the ring stayed full (the recorder did not take
+    /// entries for [`OBJECT_WAIT`]).
+    pub fn objects_lost(&self) -> &AtomicU64 {
+        self.word(objects_offset() + 16)
+    }
+
+    /// The byte offset of object entry `n` (the ring's place `n % MAX_OBJECTS`).
+    pub fn object_offset(n: u64) -> usize {
+        objects_offset() + 4096 + (n % MAX_OBJECTS as u64) as usize * OBJECT_SIZE
+    }
+
+    /// Claims the next object entry for the calling process to write (then its `DONE` word,
+    /// [`object::DONE`], last), if the ring has room: the recorder took the entry a turn
+    /// before it. Its number, or `None` while the ring is full.
+    pub fn try_claim_object(&self) -> Option<u64> {
+        let count = self.object_count();
+        let mut n = count.load(Ordering::Acquire);
+        loop {
+            let taken = self.objects_taken().load(Ordering::Acquire);
+            if n >= taken.saturating_add(MAX_OBJECTS as u64) {
+                return None;
+            }
+            match count.compare_exchange_weak(n, n + 1, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return Some(n),
+                Err(now) => n = now,
+            }
+        }
+    }
+
+    /// Writes object entry `n` (claimed with [`Control::claim_object`]), its `DONE` word last.
+    pub fn write_object(&self, n: u64, o: &ObjectEntry<'_>) {
+        let off = Control::object_offset(n);
+        let w = |f: usize, v: u64| self.word(off + f).store(v, Ordering::Relaxed);
+        let path = &o.path[..o.path.len().min(PATH_MAX)];
+        w(object::BASE, o.base);
+        w(object::START, o.start);
+        w(object::LEN, o.len);
+        w(object::PGOFF, o.pgoff);
+        w(object::PATH_LEN, path.len() as u64);
+        w(object::TIME, o.time);
+        w(object::PID, o.pid);
+        self.write_bytes(off + object::PATH, path);
+        self.word(off + object::DONE)
+            .store(n + 1, Ordering::Release);
+    }
+
+    /// [`Control::try_claim_object`], waiting up to [`OBJECT_WAIT`] for the recorder to take
+    /// entries of a full ring (it does at each pass of its loop, a millisecond apart); `None`
+    /// (counted in [`Control::objects_lost`]) if it does not. No wait once `may_wait` is
+    /// false (the caller's process waited in vain before: the recorder is stuck or gone) or
+    /// the recording has ended (nobody takes entries any more).
+    pub fn claim_object(&self, may_wait: bool) -> Option<u64> {
+        let start = std::time::Instant::now();
+        loop {
+            if let Some(n) = self.try_claim_object() {
+                return Some(n);
+            }
+            let closed = self.word(header::CLOSED).load(Ordering::Acquire) != 0;
+            if !may_wait || closed || start.elapsed() >= OBJECT_WAIT {
+                self.objects_lost().fetch_add(1, Ordering::AcqRel);
+                return None;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
     }
 
     /// Copies `len` bytes at `off` out (clamped to the area).

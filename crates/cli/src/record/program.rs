@@ -35,7 +35,7 @@ use perfaux_abi::records::{
 };
 use perfaux_abi::sample_id::{CpuRes, PidTid, SampleId};
 use perfaux_preload::host::{LoadedObject, Options, ProgramSession, TracedThread};
-use perfaux_preload::shared::MAX_OBJECTS;
+use perfaux_preload::shared::{MAX_OBJECTS, OBJECT_WAIT};
 use perfaux_preload::symbols::Symbolizer;
 use perfaux_recorder::{Output, Recorder, RecorderOptions, default_watermarks};
 use perfaux_swtrace::{ProbeInfo, ProbeTable};
@@ -311,15 +311,18 @@ pub fn record_program(
     };
     let end = ProgramEnd(status);
     let shared = session;
-    let session = lock(&shared);
+    let mut session = lock(&shared);
     session.close();
+    // The objects reported since the last pass (a descendant still running) are recorded and
+    // named too.
+    seen.write_objects(&mut rec, &mut session, pid)?;
     // The program is gone, and its threads with it (children may still run: theirs stay open).
     let threads = session.threads();
     let gone: Vec<_> = threads.iter().filter(|t| t.pid == pid).collect();
     seen.write_exits(&mut rec, &gone)?;
     let missing = unfound(&session, &table);
     let without_slot = session.threads_without_slot();
-    let objects_full = session.objects_table_full();
+    let objects_lost = session.objects_lost();
     let failed = (!missing.is_empty())
         .then(|| unfound_line(&missing, &prog, ""))
         .or_else(|| open_error(&session, rec.events()));
@@ -336,7 +339,7 @@ pub fn record_program(
     }
     let probes = session.probes();
     let addrs: Vec<u64> = probes.iter().map(|&(_, addr)| addr).collect();
-    let syms = Symbolizer::for_addrs(&session.objects(), &addrs);
+    let syms = Symbolizer::for_addrs(session.objects(), &addrs);
     let table = ProbeTable::from_entries(probes.into_iter().map(|(id, addr)| {
         ProbeInfo {
             id,
@@ -369,11 +372,12 @@ pub fn record_program(
              crash)"
         );
     }
-    if objects_full {
+    if objects_lost > 0 {
         eprintln!(
-            "perfaux record: warning: the recording's table of {MAX_OBJECTS} loaded objects \
-             filled up (about 4 a process): the objects loaded after that were not recorded, \
-             and their functions are named by address"
+            "perfaux record: warning: {objects_lost} object(s) the program's processes loaded \
+             were not recorded (the ring of {MAX_OBJECTS} loaded objects stayed full for {} ms, \
+             or a process loaded more than 1024): their functions are named by address",
+            OBJECT_WAIT.as_millis()
         );
     }
     if let Some(l) = failed {
@@ -404,6 +408,7 @@ struct Sideband {
     retiring: Vec<Option<Arc<AtomicBool>>>,
     /// Threads traced so far.
     traced: usize,
+    /// The session's objects whose MMAP2 is written.
     objects: usize,
     /// Per slot, the generation of the thread whose PERF_RECORD_EXIT is written.
     exited: Vec<Option<u64>>,
@@ -427,19 +432,15 @@ impl Sideband {
         pid: u32,
         comm: &str,
     ) -> Result<(), CliError> {
-        let (threads, objects) = {
-            let s = lock(session);
+        let threads = {
+            let mut s = lock(session);
             self.slots.resize(s.slot_count(), None);
             self.retiring.resize(s.slot_count(), None);
-            (s.threads(), s.objects())
+            self.write_objects(rec, &mut s, pid)?;
+            s.threads()
         };
         let info = *rec.file_info();
         let endian = Endianness::NATIVE;
-        for o in objects.iter().skip(self.objects) {
-            let r = mmap2_record(if o.pid != 0 { o.pid } else { pid }, o, &info, endian)?;
-            rec.write_record(&r).map_err(rec_err)?;
-        }
-        self.objects = self.objects.max(objects.len());
         for t in &threads {
             if self.slots[t.slot] == Some(t.generation) {
                 continue;
@@ -507,6 +508,29 @@ impl Sideband {
             if let Some(r) = &self.retiring[t.slot] {
                 r.store(true, Ordering::Release);
             }
+        }
+        Ok(())
+    }
+
+    /// Takes the objects the program's processes reported since the last call and writes
+    /// their MMAP2 records (`pid`: the program's, for an entry that names no process).
+    fn write_objects(
+        &mut self,
+        rec: &mut Recorder,
+        session: &mut ProgramSession,
+        pid: u32,
+    ) -> Result<(), CliError> {
+        session.take_objects();
+        let info = *rec.file_info();
+        for o in session.objects().get(self.objects..).unwrap_or_default() {
+            let r = mmap2_record(
+                if o.pid != 0 { o.pid } else { pid },
+                o,
+                &info,
+                Endianness::NATIVE,
+            )?;
+            rec.write_record(&r).map_err(rec_err)?;
+            self.objects += 1;
         }
         Ok(())
     }

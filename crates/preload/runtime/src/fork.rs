@@ -43,8 +43,6 @@ static FORK_TIME: AtomicU64 = AtomicU64::new(0);
 /// This image belongs to a process made without a fork handler, not yet in the table of
 /// children.
 static SPAWNED: AtomicBool = AtomicBool::new(false);
-/// Object entries written before this process was forked (its parent's, which it inherits).
-static OBJECTS_AT_FORK: AtomicU64 = AtomicU64::new(0);
 
 thread_local! {
     /// The tid of the thread that calls fork, taken before the fork (the child's copy of it is
@@ -80,8 +78,6 @@ extern "C" fn in_child() {
     PID.store(unsafe { libc::getpid() } as u64, Ordering::Relaxed);
     FORK_TIME.store(perfaux_swtrace::clock::monotonic_ns(), Ordering::Relaxed);
     if let Some(ctl) = crate::control() {
-        let n = ctl.object_count().load(Ordering::Acquire);
-        OBJECTS_AT_FORK.store(n, Ordering::Relaxed);
         add_child(&ctl, PID.load(Ordering::Relaxed));
     }
     crate::thread::forked();
@@ -143,11 +139,6 @@ fn add_child(ctl: &Control, pid: u64) {
 /// This process's pid.
 pub(crate) fn pid() -> u64 {
     PID.load(Ordering::Relaxed)
-}
-
-/// How many object entries this process inherited at its fork (0 in the spawned program).
-pub(crate) fn objects_at_fork() -> usize {
-    OBJECTS_AT_FORK.load(Ordering::Relaxed) as usize
 }
 
 /// Writes the fork's words into slot `i` (a thread of a forked child), before the slot is

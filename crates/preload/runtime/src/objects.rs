@@ -1,49 +1,65 @@
-//! The loaded objects, written into the control area for the recorder (its MMAP2 records and
-//! symbols), because /proc/PID/maps is gone once a crashed program is reaped. Written at the
-//! process's first hook and again whenever a hook sees a function outside every object
-//! written so far (code a `dlopen` brought in). A new object's symbols are searched for the functions of the
-//! `probe:FUNC` events ([`crate::events::resolve_object`]).
+//! The loaded objects, written into the control area's ring for the recorder (its MMAP2
+//! records and symbols), because /proc/PID/maps is gone once a crashed program is reaped.
+//! Written at the process's first hook and again whenever a hook sees a function outside
+//! every object written so far (code a `dlopen` brought in). A new object's symbols are
+//! searched for the functions of the `probe:FUNC` events ([`crate::events::resolve_object`]).
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-use perfaux_preload::shared::{Control, MAX_OBJECTS, PATH_MAX, object};
+use perfaux_preload::shared::{Control, ObjectEntry, PATH_MAX};
 
-/// Whether entry `i` is one of this process's objects: written by it, or before it was forked
-/// (a child has its parent's objects; those another process loads later are not its own).
-fn mine(ctl: &Control, i: usize) -> bool {
-    i < crate::fork::objects_at_fork()
-        || ctl
-            .word(Control::object_offset(i) + object::PID)
-            .load(Ordering::Acquire)
-            == crate::fork::pid()
-}
+/// Executable segments this process reported (or its parent did before forking it: a child
+/// has its parent's mappings), kept here: the shared ring is the recorder's, which takes its
+/// entries away.
+const REPORTED_MAX: usize = 1024;
+static REPORTED_START: [AtomicU64; REPORTED_MAX] = [const { AtomicU64::new(0) }; REPORTED_MAX];
+static REPORTED_END: [AtomicU64; REPORTED_MAX] = [const { AtomicU64::new(0) }; REPORTED_MAX];
+/// Entries of the two arrays written whole (stored after them, Release). Only the loader's
+/// `dl_iterate_phdr` callback appends: glibc runs the callbacks under its `dl_load_write_lock`,
+/// one thread at a time, and a signal handler's hook on the same thread does not get here
+/// (the runtime's per-thread busy flag).
+static REPORTED: AtomicUsize = AtomicUsize::new(0);
+/// This process waited for room in the ring in vain once: the recorder is stuck (an entry a
+/// dying process claimed and never finished) or gone; it does not wait again (the wait holds
+/// the loader's lock).
+static RING_STUCK: AtomicBool = AtomicBool::new(false);
 
-/// Whether `addr` lies in an executable segment of this process already written.
-fn covered(ctl: &Control, addr: usize) -> bool {
-    let n = (ctl.object_count().load(Ordering::Acquire) as usize).min(MAX_OBJECTS);
-    (0..n).any(|i| {
-        let off = Control::object_offset(i);
-        let w = |o| ctl.word(off + o).load(Ordering::Acquire);
-        let (start, len) = (w(object::START), w(object::LEN));
-        w(object::DONE) != 0
-            && (start..start.saturating_add(len)).contains(&(addr as u64))
-            && mine(ctl, i)
+/// The reported segments' (start, end).
+fn reported() -> impl Iterator<Item = (u64, u64)> {
+    let n = REPORTED.load(Ordering::Acquire).min(REPORTED_MAX);
+    (0..n).map(|i| {
+        (
+            REPORTED_START[i].load(Ordering::Relaxed),
+            REPORTED_END[i].load(Ordering::Relaxed),
+        )
     })
 }
 
-fn known_start(ctl: &Control, start: u64) -> bool {
-    let n = (ctl.object_count().load(Ordering::Acquire) as usize).min(MAX_OBJECTS);
-    (0..n).any(|i| {
-        ctl.word(Control::object_offset(i) + object::START)
-            .load(Ordering::Acquire)
-            == start
-            && mine(ctl, i)
-    })
+/// Keeps a reported segment; false past [`REPORTED_MAX`] (the segment is then not reported:
+/// unkept, it would be reported again at every rescan).
+fn keep(start: u64, end: u64) -> bool {
+    let n = REPORTED.load(Ordering::Relaxed);
+    if n >= REPORTED_MAX {
+        return false;
+    }
+    REPORTED_START[n].store(start, Ordering::Relaxed);
+    REPORTED_END[n].store(end, Ordering::Relaxed);
+    REPORTED.store(n + 1, Ordering::Release);
+    true
+}
+
+/// Whether `addr` lies in an executable segment this process reported.
+fn covered(addr: usize) -> bool {
+    reported().any(|(start, end)| (start..end).contains(&(addr as u64)))
+}
+
+fn known_start(start: u64) -> bool {
+    reported().any(|(s, _)| s == start)
 }
 
 /// Makes sure the object holding `addr` is written (rescans the loaded objects if not).
 pub(crate) fn cover(ctl: &Control, addr: usize) {
-    if !covered(ctl, addr) {
+    if !covered(addr) {
         report_all(ctl);
     }
 }
@@ -103,25 +119,33 @@ unsafe extern "C" fn one(
         }
         let vaddr = info.dlpi_addr.wrapping_add(ph.p_vaddr);
         let start = vaddr & !(page - 1);
-        if known_start(ctl, start) {
+        if known_start(start) {
             continue;
         }
-        let i = ctl.object_count().fetch_add(1, Ordering::AcqRel) as usize;
-        if i >= MAX_OBJECTS {
-            return 1;
+        let len = (vaddr - start) + ph.p_memsz;
+        let time = perfaux_swtrace::clock::monotonic_ns();
+        if !keep(start, start.saturating_add(len)) {
+            ctl.objects_lost().fetch_add(1, Ordering::AcqRel);
+            continue;
         }
-        let off = Control::object_offset(i);
-        let w = |o: usize, v: u64| ctl.word(off + o).store(v, Ordering::Relaxed);
-        w(object::BASE, info.dlpi_addr);
-        w(object::START, start);
-        w(object::LEN, (vaddr - start) + ph.p_memsz);
-        w(object::PGOFF, ph.p_offset & !(page - 1));
-        w(object::PATH_LEN, path.len() as u64);
-        w(object::TIME, perfaux_swtrace::clock::monotonic_ns());
-        w(object::PID, crate::fork::pid());
-        ctl.write_bytes(off + object::PATH, path);
-        ctl.word(off + object::DONE).store(1, Ordering::Release);
         new = true;
+        // A full ring the recorder does not empty: the object goes unnamed (counted).
+        let Some(n) = ctl.claim_object(!RING_STUCK.load(Ordering::Relaxed)) else {
+            RING_STUCK.store(true, Ordering::Relaxed);
+            continue;
+        };
+        ctl.write_object(
+            n,
+            &ObjectEntry {
+                base: info.dlpi_addr,
+                start,
+                len,
+                pgoff: ph.p_offset & !(page - 1),
+                time,
+                pid: crate::fork::pid(),
+                path,
+            },
+        );
     }
     if new {
         // A new object: the probe events' functions may be in it.
