@@ -23,6 +23,11 @@ fn build(name: &str) -> Option<(tempfile::TempDir, std::path::PathBuf)> {
     Some((dir, prog))
 }
 
+/// calls.c's arguments for `threads` threads made the way `how` says.
+fn args_of(threads: usize, how: &str) -> [String; 4] {
+    [threads.to_string(), "2".into(), how.into(), "nojmp".into()]
+}
+
 /// The threads with calls, and each one's call counts.
 fn by_thread(calls: &[(u32, String)]) -> BTreeMap<u32, BTreeMap<String, u64>> {
     let mut m: BTreeMap<u32, BTreeMap<String, u64>> = BTreeMap::new();
@@ -42,12 +47,7 @@ fn threads_made_one_after_another_past_the_slots_are_all_traced() {
     };
     let d = dir.path();
     let threads = 3 * SLOTS;
-    let args = [
-        threads.to_string(),
-        "2".into(),
-        "serial".into(),
-        "nojmp".into(),
-    ];
+    let args = args_of(threads, "serial");
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let want = uftrace_counts(d, &prog, &args);
     assert_eq!(want.get("worker"), Some(&(threads as u64)), "{want:?}");
@@ -89,12 +89,7 @@ fn threads_beyond_the_slots_at_once_are_counted_and_said() {
     };
     let d = dir.path();
     let threads = SLOTS + 16;
-    let args = [
-        threads.to_string(),
-        "2".into(),
-        "together".into(),
-        "nojmp".into(),
-    ];
+    let args = args_of(threads, "together");
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (out, data) = record(d, &prog, &args);
     let err = String::from_utf8_lossy(&out.stderr);

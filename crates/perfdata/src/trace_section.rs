@@ -144,6 +144,20 @@ pub struct AuxChunk {
     pub bytes: Vec<u8>,
 }
 
+impl AuxChunk {
+    /// Its header fields.
+    pub fn header(&self) -> ChunkHeader {
+        ChunkHeader {
+            event_id: self.event_id,
+            cpu: self.cpu,
+            tid: self.tid,
+            aux_offset: self.aux_offset,
+            kind: self.kind,
+            flags: self.flags,
+        }
+    }
+}
+
 /// A chunk's header fields, without its bytes (for [`ChunkStream`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChunkHeader {
@@ -333,16 +347,8 @@ impl AuxData {
             .sum();
         let mut s = ChunkStream::new(Vec::with_capacity(total));
         for c in &self.chunks {
-            let h = ChunkHeader {
-                event_id: c.event_id,
-                cpu: c.cpu,
-                tid: c.tid,
-                aux_offset: c.aux_offset,
-                kind: c.kind,
-                flags: c.flags,
-            };
             // Writing to a Vec cannot fail.
-            let _ = s.push(&h, &[&c.bytes]);
+            let _ = s.push(&c.header(), &[&c.bytes]);
         }
         s
     }
@@ -537,17 +543,19 @@ mod tests {
         assert_eq!(AuxData::parse(&b, 0x100).unwrap(), d);
     }
 
+    /// In both forms. Cuts that fall in a chunk's trailing padding still hold all the data
+    /// only when the padding is zero-length, never here.
     #[test]
     fn every_truncation_is_an_error_with_an_offset_inside_the_section() {
-        let b = sample().to_bytes();
-        for cut in 0..b.len() {
-            // Cuts that fall in a chunk's trailing padding still hold all
-            // the data only when the padding is zero-length, never here.
-            let e = AuxData::parse(&b[..cut], 0x100).unwrap_err();
-            assert!(
-                e.offset >= 0x100 && e.offset <= 0x100 + cut as u64,
-                "cut {cut}: {e}"
-            );
+        let d = sample();
+        for b in [d.to_bytes(), d.to_bytes_chunks_first()] {
+            for cut in 0..b.len() {
+                let e = AuxData::parse(&b[..cut], 0x100).unwrap_err();
+                assert!(
+                    e.offset >= 0x100 && e.offset <= 0x100 + cut as u64,
+                    "cut {cut}: {e}"
+                );
+            }
         }
     }
 
@@ -556,16 +564,8 @@ mod tests {
         let d = sample();
         let mut s = ChunkStream::new(Vec::new());
         for c in &d.chunks {
-            let h = ChunkHeader {
-                event_id: c.event_id,
-                cpu: c.cpu,
-                tid: c.tid,
-                aux_offset: c.aux_offset,
-                kind: c.kind,
-                flags: c.flags,
-            };
             let (a, b) = c.bytes.split_at(c.bytes.len() / 2);
-            s.push(&h, &[a, b]).unwrap();
+            s.push(&c.header(), &[a, b]).unwrap();
         }
         let mut out = s.section_prefix(&d.probe_table);
         let len = s.len();
@@ -603,32 +603,12 @@ mod tests {
         let d = sample();
         let mut s = ChunkStream::new(Vec::new());
         for c in &d.chunks {
-            let h = ChunkHeader {
-                event_id: c.event_id,
-                cpu: c.cpu,
-                tid: c.tid,
-                aux_offset: c.aux_offset,
-                kind: c.kind,
-                flags: c.flags,
-            };
-            s.push(&h, &[&c.bytes]).unwrap();
+            s.push(&c.header(), &[&c.bytes]).unwrap();
         }
         let mut out = s.chunks_first_head(d.probe_table.len() as u64).to_vec();
         out.extend_from_slice(&s.into_inner().unwrap());
         out.extend_from_slice(&probe_table_tail(&d.probe_table));
         assert_eq!(out, d.to_bytes_chunks_first());
-    }
-
-    #[test]
-    fn every_truncation_of_the_chunks_first_form_is_an_error_inside_the_section() {
-        let b = sample().to_bytes_chunks_first();
-        for cut in 0..b.len() {
-            let e = AuxData::parse(&b[..cut], 0x100).unwrap_err();
-            assert!(
-                e.offset >= 0x100 && e.offset <= 0x100 + cut as u64,
-                "cut {cut}: {e}"
-            );
-        }
     }
 
     #[test]

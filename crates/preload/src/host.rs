@@ -818,19 +818,24 @@ mod tests {
     use super::*;
     use crate::shared::ObjectEntry;
 
-    /// The runtime's OPEN_ERROR word (shared::open_error_word) reads back as the thread, event,
-    /// step and errno it was written for; a slot whose word is 0 is no error.
-    #[test]
-    fn open_error_words_read_back_as_written() {
-        let s = ProgramSession::new(&Options {
+    /// A session of `slots` slots, one page a ring, no program.
+    fn session(slots: usize) -> ProgramSession {
+        ProgramSession::new(&Options {
             runtime: PathBuf::from("/nonexistent"),
-            slots: 3,
+            slots,
             data_pages: 1,
             aux_pages: 1,
             overwrite: false,
             events: Vec::new(),
         })
-        .unwrap();
+        .unwrap()
+    }
+
+    /// The runtime's OPEN_ERROR word (shared::open_error_word) reads back as the thread, event,
+    /// step and errno it was written for; a slot whose word is 0 is no error.
+    #[test]
+    fn open_error_words_read_back_as_written() {
+        let s = session(3);
         let ctl = s.control();
         for (i, tid, step, event, errno) in [
             (0, 41, shared::open_step::OPEN, 0, libc::EINVAL),
@@ -869,15 +874,7 @@ mod tests {
     /// ones after it are taken once it is.
     #[test]
     fn objects_come_through_the_ring_in_order_past_its_size() {
-        let mut s = ProgramSession::new(&Options {
-            runtime: PathBuf::from("/nonexistent"),
-            slots: 1,
-            data_pages: 1,
-            aux_pages: 1,
-            overwrite: false,
-            events: Vec::new(),
-        })
-        .unwrap();
+        let mut s = session(1);
         let ctl = s.control();
         let entry = |k: u64, path: &'static [u8]| ObjectEntry {
             base: k << 20,
@@ -936,15 +933,7 @@ mod tests {
     /// up only for [`STUCK_OBJECT`], then the ones after it are taken.
     #[test]
     fn a_stuck_or_full_ring_costs_a_claim_no_wait_and_is_counted() {
-        let mut s = ProgramSession::new(&Options {
-            runtime: PathBuf::from("/nonexistent"),
-            slots: 1,
-            data_pages: 1,
-            aux_pages: 1,
-            overwrite: false,
-            events: Vec::new(),
-        })
-        .unwrap();
+        let mut s = session(1);
         let ctl = s.control();
         let entry = ObjectEntry {
             base: 0,

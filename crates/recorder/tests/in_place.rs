@@ -2,10 +2,10 @@
 //! after the attrs, the data section right after it, and the file reads whole (perfaux's
 //! reader and perf 6.1).
 
-use perfaux_perfdata::record_attrs::base_attr;
+mod common;
+
 use perfaux_perfdata::trace_section::PERFAUX_FEATURE_BIT;
 use perfaux_perfdata::{DataFormat, Feature, PerfDataReader};
-use perfaux_recorder::{EventSpec, Output, Recorder, RecorderOptions, pmus};
 
 fn work(n: u32) -> u32 {
     let _probe = perfaux_swtrace::probe!("in_place_work");
@@ -15,15 +15,7 @@ fn work(n: u32) -> u32 {
 #[test]
 fn the_trace_section_lies_between_the_attrs_and_the_data() {
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("in-place.data");
-    let me = perfaux_core::thread::gettid();
-    let trace = EventSpec::new("swtrace//", base_attr(pmus::SWTRACE_TYPE, 0), 0);
-    let opts = RecorderOptions {
-        data_size: 64 << 10,
-        aux_size: 64 << 10,
-        overwrite: false,
-    };
-    let mut rec = Recorder::new(vec![trace], opts, &[me], Output::File(out.clone())).unwrap();
+    let (out, mut rec) = common::swtrace_recorder(dir.path(), "in-place.data", 64 << 10);
     rec.enable().unwrap();
     // Several drains: several chunks, each written where the last ended.
     for _ in 0..20 {
@@ -71,15 +63,7 @@ fn the_trace_section_lies_between_the_attrs_and_the_data() {
     }
     assert_eq!(records, s.records);
     perfaux_testutil::require_oracle!("perf");
-    let o = std::process::Command::new("perf")
-        .args(["report", "-D", "-i"])
-        .arg(&out)
-        .env("HOME", dir.path())
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(String::from_utf8_lossy(&o.stderr).trim(), "");
-    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stdout = common::perf_report_d(&out, dir.path());
     let aux = stdout
         .lines()
         .filter(|l| l.contains("PERF_RECORD_AUX "))

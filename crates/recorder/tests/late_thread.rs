@@ -5,10 +5,10 @@
 
 use std::sync::mpsc;
 
-use perfaux_perfdata::record_attrs::base_attr;
+mod common;
+
 use perfaux_perfdata::trace_section::PERFAUX_FEATURE_BIT;
 use perfaux_perfdata::{Feature, PerfDataReader};
-use perfaux_recorder::{EventSpec, Output, Recorder, RecorderOptions, pmus};
 
 fn late_work(n: u32) -> u32 {
     let _probe = perfaux_swtrace::probe!("late_work");
@@ -18,15 +18,7 @@ fn late_work(n: u32) -> u32 {
 #[test]
 fn a_thread_added_while_recording_is_traced_and_its_ids_are_in_the_file() {
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("late.data");
-    let me = perfaux_core::thread::gettid();
-    let trace = EventSpec::new("swtrace//", base_attr(pmus::SWTRACE_TYPE, 0), 0);
-    let opts = RecorderOptions {
-        data_size: 64 << 10,
-        aux_size: 256 << 10,
-        overwrite: false,
-    };
-    let mut rec = Recorder::new(vec![trace], opts, &[me], Output::File(out.clone())).unwrap();
+    let (out, mut rec) = common::swtrace_recorder(dir.path(), "late.data", 256 << 10);
     rec.enable().unwrap();
     late_work(5);
     rec.drain().unwrap();
@@ -85,12 +77,5 @@ fn a_thread_added_while_recording_is_traced_and_its_ids_are_in_the_file() {
         assert!(attrs[0].ids.contains(&c.header.event_id));
     }
     perfaux_testutil::require_oracle!("perf");
-    let o = std::process::Command::new("perf")
-        .args(["report", "-D", "-i"])
-        .arg(&out)
-        .env("HOME", dir.path())
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(String::from_utf8_lossy(&o.stderr).trim(), "");
+    common::perf_report_d(&out, dir.path());
 }
