@@ -118,3 +118,83 @@ fn threads_beyond_the_slots_at_once_are_counted_and_said() {
         assert_eq!(w.get("leaf"), Some(&(20 + 89)), "{w:?}");
     }
 }
+
+/// More children than slots, and than the ring of forked children holds, one after another,
+/// each traced before it execs an instrumented image (a test driver running its tests): the
+/// old image's slot is freed when the new image's thread appears (exec ends the old image's
+/// threads without their destructors), so every image is traced whole, with uftrace's call
+/// counts, and no thread is said untraced.
+#[test]
+fn the_images_of_more_children_than_slots_are_all_traced() {
+    let Some((dir, prog)) = build("forkexecs_fi") else {
+        return;
+    };
+    let d = dir.path();
+    // Past the ring of 1024 forked children (crates/preload/src/shared.rs MAX_CHILDREN).
+    let children = 1024 + SLOTS;
+    let args = args_of(children, "forkexecs");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let image = uftrace_counts(d, &prog, &["0", "2", "nojmp"]);
+    let (out, data) = record(d, &prog, &args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("not traced"), "{stderr}");
+    let per = by_thread(&calls_by_tid(&data));
+    // Each child's thread: the calls open at the fork (main, on_the_way, boom: entered again
+    // in its trace) and its leaf() before the exec, then the image's calls.
+    let mut child = image.clone();
+    for f in ["main", "on_the_way", "boom", "leaf"] {
+        *child.entry(f.to_owned()).or_insert(0) += 1;
+    }
+    let children_traced = per.values().filter(|c| **c == child).count();
+    assert_eq!(children_traced, children, "{stderr}\n{per:?}");
+    assert_eq!(per.len(), children + 1, "the children and the parent");
+
+    // -S: each old image's newest trace is taken as it goes (its last snapshot), the new
+    // image's as it ends.
+    let children = 2 * SLOTS;
+    let args = args_of(children, "forkexecs");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (out, data) = record_with(d, &prog, &args, &["-S", "-m", ",256K"], &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("not traced"), "{stderr}");
+    let per = by_thread(&calls_by_tid(&data));
+    let children_traced = per.values().filter(|c| **c == child).count();
+    assert_eq!(children_traced, children, "-S: {stderr}\n{per:?}");
+}
+
+/// An exec'd image whose worker is traced before its main thread (crates/preload/tests/c/
+/// exec_workers.c): the main thread's arrival frees only the old image's slot, never the
+/// worker's, whose 200 calls all stay in its trace; the new image's main thread is traced.
+#[test]
+fn an_exec_frees_only_the_old_images_slots() {
+    if !perfaux_testutil::oracle("gcc") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let prog = build_c(
+        d,
+        "exec_workers.c",
+        &["-finstrument-functions"],
+        "exec_workers",
+    );
+    let (out, data) = record(d, &prog, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let per = by_thread(&calls_by_tid(&data));
+    let worker = per
+        .values()
+        .find(|c| c.contains_key("worker"))
+        .unwrap_or_else(|| panic!("no worker in {per:?}"));
+    assert_eq!(worker.get("leaf"), Some(&200), "{per:?}");
+    let main: BTreeMap<String, u64> = per
+        .values()
+        .flat_map(|c| c.iter())
+        .filter(|(f, _)| ["first", "second"].contains(&f.as_str()))
+        .map(|(f, n)| (f.clone(), *n))
+        .collect();
+    assert_eq!(main.get("first"), Some(&1), "the old image: {per:?}");
+    assert_eq!(main.get("second"), Some(&1), "the new image: {per:?}");
+}

@@ -73,6 +73,10 @@ pub struct TracedThread {
     pub comm: Option<String>,
     /// When it opened its events (CLOCK_MONOTONIC ns; 0: not written).
     pub open_time: u64,
+    /// When its process image began (CLOCK_MONOTONIC ns; a forked child's is its parent's;
+    /// 0: not written): a thread of the same process with a later one runs in an image the
+    /// process exec'd since, which ended this thread.
+    pub image_time: u64,
     /// How many threads had the slot before it ([`ProgramSession::recycle_slot`]): a slot
     /// and generation name one thread.
     pub generation: u64,
@@ -667,6 +671,22 @@ impl ProgramSession {
         Ok(1)
     }
 
+    /// Marks slot `i` ENDED for a thread that is gone without saying so: its process image
+    /// exec'd (which ends every thread of the old image; the recorder saw the new image's
+    /// thread, the same task, in another slot), so nothing writes the slot any more. Its last
+    /// bytes are taken before ([`Self::drain_unpublished_slot`]); then
+    /// [`Self::recycle_slot`] frees it. Only a TRACING slot is marked.
+    pub fn end_gone_slot(&mut self, i: usize) {
+        if i < self.slots.len() {
+            let _ = self.control().slot_word(i, slot::STATE).compare_exchange(
+                slot::TRACING,
+                slot::ENDED,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            );
+        }
+    }
+
     /// Gives slot `i`, whose thread ended cleanly (ENDED: its events closed and unmapped) and
     /// whose ring was drained since (in overwrite mode: its last snapshot taken), to the next
     /// thread that needs one: its words are cleared and it is FREE again. Its rings go on
@@ -685,15 +705,11 @@ impl ProgramSession {
         {
             return false;
         }
-        let aux = &self.slots[i].aux;
-        // Full trace: all of it was taken, up to the consumer's tail. Overwrite: the heads the
-        // thread published (its words, only a bound for later snapshots of this area).
-        self.aux_start[i] = if self.overwrite {
-            aux.aux_head()
-                .max(ctl.slot_word(i, slot::WRITER_HEAD).load(Ordering::Acquire))
-        } else {
-            aux.tail()
-        };
+        // The next thread's writer starts at the aux_head its page holds (published when the
+        // last one ended; a thread gone with its image left it where it last published, and
+        // its bytes above were taken): its snapshots reach no further back. (The program's
+        // word: it only bounds reads of this process's own mapping.)
+        self.aux_start[i] = self.slots[i].aux.aux_head();
         let (data, aux) = &self.slots[i]._fds;
         data.restore_layout_fields();
         aux.restore_layout_fields();
@@ -744,6 +760,7 @@ impl ProgramSession {
                     ended: state == slot::ENDED,
                     comm: comm_of([w(slot::COMM), w(slot::COMM + 8)]),
                     open_time: w(slot::OPEN_TIME),
+                    image_time: w(slot::IMAGE_TIME),
                     generation: self.generations[i],
                 })
             })
@@ -959,5 +976,49 @@ mod tests {
         s.take_objects();
         assert_eq!(s.objects().len(), shared::MAX_OBJECTS - 1);
         assert!(ctl.try_claim_object().is_some());
+    }
+
+    /// The ring of forked children: the newest entry of a pid is found, past the ring's size;
+    /// an entry written over a turn later is not; one being written is passed over.
+    #[test]
+    fn children_are_found_by_pid_in_the_ring_newest_first() {
+        let s = session(1);
+        let ctl = s.control();
+        let child = |pid: u64, k: u64| shared::ChildEntry {
+            pid,
+            ppid: 1,
+            ptid: 2,
+            fork_time: k,
+        };
+        let n = 3 * shared::MAX_CHILDREN as u64 + 7;
+        for k in 0..n {
+            // pids 1000..1099 come round again and again.
+            ctl.push_child(&child(1000 + k % 100, k));
+        }
+        let newest = |pid: u64| (0..n).rev().find(|k| 1000 + k % 100 == pid).unwrap();
+        for pid in [1000, 1042, 1099] {
+            assert_eq!(ctl.find_child(pid), Some(child(pid, newest(pid))));
+        }
+        assert_eq!(ctl.find_child(999), None);
+        // A pid seen only a turn before: written over.
+        ctl.push_child(&child(5, n));
+        for k in 0..shared::MAX_CHILDREN as u64 {
+            ctl.push_child(&child(6, n + 1 + k));
+        }
+        assert_eq!(ctl.find_child(5), None);
+        // The newest entry's place being written (its seq 0): the one before it is found.
+        let last = ctl.child_count().load(Ordering::Relaxed) - 1;
+        ctl.push_child(&child(6, 0));
+        let torn = ctl.child_count().load(Ordering::Relaxed) - 1;
+        assert_eq!(torn, last + 1);
+        let seq_off = shared::children_offset()
+            + 4096
+            + (torn % shared::MAX_CHILDREN as u64) as usize * shared::child::SIZE
+            + shared::child::SEQ;
+        ctl.word(seq_off).store(0, Ordering::Relaxed);
+        assert_eq!(
+            ctl.find_child(6).map(|c| c.fork_time),
+            Some(n + shared::MAX_CHILDREN as u64)
+        );
     }
 }

@@ -27,16 +27,17 @@
 //!   before the program starts;
 //! - per-slot event ids from `slot_ids_offset()`: `MAX_EVENTS` words per slot, the sample id
 //!   of each event the slot's thread opened, in event order;
-//! - forked children from `children_offset()`: the count word, then `MAX_CHILDREN` entries of
-//!   [`child::SIZE`] bytes (`pid`, stored last, `ppid`, `ptid`, `fork_time`), which the
-//!   runtime writes in each child it forks: an image a child execs finds its pid there.
+//! - forked children from `children_offset()`: the count word, then a ring of `MAX_CHILDREN`
+//!   entries of [`child::SIZE`] bytes (`pid`, `ppid`, `ptid`, `fork_time`, `seq`), which the
+//!   runtime writes in each child it forks: an image a child execs finds its pid there
+//!   ([`Control::push_child`], [`Control::find_child`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// "PFXPRELD".
 pub const MAGIC: u64 = u64::from_le_bytes(*b"PFXPRELD");
 /// Bumped on any layout change.
-pub const VERSION: u64 = 9;
+pub const VERSION: u64 = 10;
 /// The environment variable naming the control memfd's descriptor in the program.
 pub const ENV_CTL_FD: &str = "PERFAUX_PRELOAD_FD";
 /// The environment variable naming the recorder's descriptor directory (`/proc/PID/fd`): a
@@ -151,6 +152,10 @@ pub mod slot {
     /// When the thread opened its events (CLOCK_MONOTONIC ns): the time of an exec'd image's
     /// PERF_RECORD_COMM.
     pub const OPEN_TIME: usize = 88;
+    /// When the thread's process image began (CLOCK_MONOTONIC ns at the runtime's
+    /// constructor; a forked child's is its parent's): an exec'd image's threads have a later
+    /// one than the threads the exec ended, which the recorder frees.
+    pub const IMAGE_TIME: usize = 96;
     /// Bytes per slot.
     pub const SIZE: usize = 128;
 }
@@ -259,12 +264,14 @@ pub mod event {
     pub const FUNC: usize = ATTR + super::ATTR_MAX;
 }
 
-/// Forked children kept (an image a child beyond them execs is not traced).
+/// Forked children kept: the newest, in a ring (a child whose entry 1024 later forks wrote
+/// over before it exec'd is taken for a spawned process: one FORK more, its old image's
+/// slots not freed at the exec).
 pub const MAX_CHILDREN: usize = 1024;
 
 /// Offsets within a forked child's entry.
 pub mod child {
-    /// The child's pid (stored last: non-zero once the entry is complete).
+    /// The child's pid.
     pub const PID: usize = 0;
     /// Its parent's pid.
     pub const PPID: usize = 8;
@@ -272,8 +279,24 @@ pub mod child {
     pub const PTID: usize = 16;
     /// When it began (CLOCK_MONOTONIC ns).
     pub const FORK_TIME: usize = 24;
+    /// The entry's number + 1 while it is whole, 0 while it is written (a sequence lock:
+    /// the ring's next turn writes over the place).
+    pub const SEQ: usize = 32;
     /// Bytes per entry.
-    pub const SIZE: usize = 32;
+    pub const SIZE: usize = 40;
+}
+
+/// A forked child's entry ([`Control::push_child`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChildEntry {
+    /// The child's pid.
+    pub pid: u64,
+    /// Its parent's pid.
+    pub ppid: u64,
+    /// The tid of the parent's thread that forked it.
+    pub ptid: u64,
+    /// When it began (CLOCK_MONOTONIC ns).
+    pub fork_time: u64,
 }
 
 /// Where the slots start.
@@ -387,10 +410,51 @@ impl Control {
         self.word(children_offset())
     }
 
-    /// The word `off` of forked child entry `i`.
-    pub fn child_word(&self, i: usize, off: usize) -> &AtomicU64 {
-        assert!(i < MAX_CHILDREN);
-        self.word(children_offset() + 4096 + i * child::SIZE + off)
+    /// The word `off` of forked child entry `n` (the ring's place `n % MAX_CHILDREN`).
+    fn child_word(&self, n: u64, off: usize) -> &AtomicU64 {
+        let place = (n % MAX_CHILDREN as u64) as usize;
+        self.word(children_offset() + 4096 + place * child::SIZE + off)
+    }
+
+    /// Writes a forked child's entry into the next place of the ring (over the entry a turn
+    /// before).
+    pub fn push_child(&self, c: &ChildEntry) {
+        let n = self.child_count().fetch_add(1, Ordering::AcqRel);
+        let seq = self.child_word(n, child::SEQ);
+        seq.store(0, Ordering::Relaxed);
+        std::sync::atomic::fence(Ordering::Release);
+        for (off, v) in [
+            (child::PID, c.pid),
+            (child::PPID, c.ppid),
+            (child::PTID, c.ptid),
+            (child::FORK_TIME, c.fork_time),
+        ] {
+            self.child_word(n, off).store(v, Ordering::Relaxed);
+        }
+        seq.store(n + 1, Ordering::Release);
+    }
+
+    /// The newest whole entry of child `pid` among the ring's (an entry being written, or
+    /// written over while it was read, is passed over).
+    pub fn find_child(&self, pid: u64) -> Option<ChildEntry> {
+        let count = self.child_count().load(Ordering::Acquire);
+        (count.saturating_sub(MAX_CHILDREN as u64)..count)
+            .rev()
+            .find_map(|n| {
+                let seq = self.child_word(n, child::SEQ);
+                if seq.load(Ordering::Acquire) != n + 1 {
+                    return None;
+                }
+                let w = |off| self.child_word(n, off).load(Ordering::Relaxed);
+                let c = ChildEntry {
+                    pid: w(child::PID),
+                    ppid: w(child::PPID),
+                    ptid: w(child::PTID),
+                    fork_time: w(child::FORK_TIME),
+                };
+                std::sync::atomic::fence(Ordering::Acquire);
+                (seq.load(Ordering::Relaxed) == n + 1 && c.pid == pid).then_some(c)
+            })
     }
 
     /// The object entries claimed so far (the program's word).

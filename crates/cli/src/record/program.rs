@@ -22,7 +22,7 @@ use std::fs::File;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::ExitStatus;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -41,7 +41,7 @@ use perfaux_recorder::{Output, Recorder, RecorderOptions, default_watermarks};
 use perfaux_swtrace::{ProbeInfo, ProbeTable};
 
 use super::program_events::{open_error, program_events, unfound, unfound_line};
-use super::program_ring::SlotRing;
+use super::program_ring::{self, SlotRing};
 use super::session::{is_stdout, rec_err};
 use super::{DEFAULT_AUX_SIZE, RecordSummary, aux_sample_size, signals};
 use crate::cli::{RecordArgs, parse_mmap_pages};
@@ -262,6 +262,7 @@ pub fn record_program(
         start_ns,
         slots: Vec::new(),
         retiring: Vec::new(),
+        slot_task: Vec::new(),
         traced: 0,
         objects: 0,
         exited: Vec::new(),
@@ -368,7 +369,7 @@ pub fn record_program(
         eprintln!(
             "perfaux record: warning: {without_slot} thread(s) of the program's processes were not \
              traced: they started while the recording's {SLOTS} slots were all held (a slot \
-             goes to another thread once its thread ended; not after an exec, an _exit or a \
+             goes to another thread once its thread ended or exec'd; not after an _exit or a \
              crash)"
         );
     }
@@ -404,8 +405,10 @@ struct Sideband {
     start_ns: u64,
     /// Per slot, the generation of the thread whose ring the recorder has (`None`: none yet).
     slots: Vec<Option<u64>>,
-    /// Per slot, its ring's retiring flag ([`SlotRing`]): set once its thread ended.
-    retiring: Vec<Option<Arc<AtomicBool>>>,
+    /// Per slot, its ring's retiring word ([`SlotRing`]): set once its thread ended.
+    retiring: Vec<Option<Arc<AtomicU8>>>,
+    /// Per slot, the thread whose ring the recorder has.
+    slot_task: Vec<Option<SlotTask>>,
     /// Threads traced so far.
     traced: usize,
     /// The session's objects whose MMAP2 is written.
@@ -418,6 +421,10 @@ struct Sideband {
     /// The processes (pid, fork time) whose main thread's PERF_RECORD_EXIT is written.
     main_exited: Vec<(u32, Option<u64>)>,
 }
+
+/// A registered thread's pid, tid, fork ([`TracedThread::fork`]) and image time
+/// ([`TracedThread::image_time`]).
+type SlotTask = (u32, u32, Option<(u32, u32, u64)>, u64);
 
 impl Sideband {
     /// Hands the recorder the rings of threads that appeared, and writes COMM for each and
@@ -432,15 +439,21 @@ impl Sideband {
         pid: u32,
         comm: &str,
     ) -> Result<(), CliError> {
-        let threads = {
+        let mut threads = {
             let mut s = lock(session);
             self.slots.resize(s.slot_count(), None);
             self.retiring.resize(s.slot_count(), None);
+            self.slot_task.resize(s.slot_count(), None);
             self.write_objects(rec, &mut s, pid)?;
             s.threads()
         };
+        // In the order the threads began, not of their slots (recycled, a later thread's may
+        // come first): of a task seen twice in one pass, the first is the image it exec'd
+        // from. (The program's words: they only order what is registered.)
+        threads.sort_by_key(|t| t.open_time);
         let info = *rec.file_info();
         let endian = Endianness::NATIVE;
+        let mut news = Vec::new();
         for t in &threads {
             if self.slots[t.slot] == Some(t.generation) {
                 continue;
@@ -483,12 +496,13 @@ impl Sideband {
             if exec && t.open_time != 0 {
                 comm_ns = t.open_time;
             }
+            news.push(t);
             self.tasks.push(task);
             let name = t.comm.as_deref().unwrap_or(comm);
             let task = (t.pid, t.tid, t.event_id);
             let r = comm_record(task, comm_ns, name, exec, &info, endian)?;
             rec.write_record(&r).map_err(rec_err)?;
-            let retiring = Arc::new(AtomicBool::new(false));
+            let retiring = Arc::new(AtomicU8::new(program_ring::RUNNING));
             let ring = SlotRing::new(
                 session.clone(),
                 t.slot,
@@ -499,6 +513,11 @@ impl Sideband {
             );
             rec.add_ring(Box::new(ring), &t.ids).map_err(rec_err)?;
             self.retiring[t.slot] = Some(retiring);
+            self.slot_task[t.slot] = Some((t.pid, t.tid, t.fork, t.image_time));
+        }
+        // After every new thread is in: the old image's may have come in this same pass.
+        for t in news {
+            self.gone_with_old_image(rec, t)?;
         }
         let ended: Vec<_> = threads.iter().filter(|t| t.ended).collect();
         self.write_exits(rec, &ended)?;
@@ -506,7 +525,57 @@ impl Sideband {
         // their slots to the threads that come.
         for t in ended {
             if let Some(r) = &self.retiring[t.slot] {
-                r.store(true, Ordering::Release);
+                r.store(program_ring::ENDED, Ordering::Release);
+            }
+        }
+        Ok(())
+    }
+
+    /// The threads of `t`'s process that ran in an image older than `t`'s: the process exec'd
+    /// since, which ended them all (its main thread lives on in the new image) without their
+    /// destructors. Their rings take their last bytes, past the last published head too, at
+    /// the next drain, and their slots go to the next threads; the threads other than the
+    /// main one get their PERF_RECORD_EXIT, as the kernel writes it at the exec.
+    fn gone_with_old_image(
+        &mut self,
+        rec: &mut Recorder,
+        t: &TracedThread,
+    ) -> Result<(), CliError> {
+        if t.image_time == 0 {
+            return Ok(());
+        }
+        let info = *rec.file_info();
+        let me = std::process::id();
+        self.exited.resize(self.slots.len(), None);
+        for j in 0..self.slot_task.len() {
+            let Some((pid, tid, fork, image_time)) = self.slot_task[j] else {
+                continue;
+            };
+            let same_process = pid == t.pid && fork.map(|f| f.2) == t.fork.map(|f| f.2);
+            if j == t.slot || !same_process || image_time >= t.image_time {
+                continue;
+            }
+            let Some(r) = &self.retiring[j] else {
+                continue;
+            };
+            if r.compare_exchange(
+                program_ring::RUNNING,
+                program_ring::GONE,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_err()
+            {
+                continue;
+            }
+            self.slot_task[j] = None;
+            if tid != pid && self.exited[j] != self.slots[j] {
+                self.exited[j] = self.slots[j];
+                let (ppid, ptid) = fork.map_or((me, me), |(ppid, ptid, _)| (ppid, ptid));
+                let time = perfaux_swtrace::clock::monotonic_ns();
+                let task = (pid, ppid, tid, ptid, time);
+                let r = task_record(TaskKind::Exit, task, &info, Endianness::NATIVE)?;
+                rec.write_record(&r).map_err(rec_err)?;
             }
         }
         Ok(())

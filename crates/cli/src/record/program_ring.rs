@@ -3,7 +3,7 @@
 //! and files it as it does its own threads' rings, while the bytes are read by
 //! perfaux-preload's host side, which trusts nothing the program wrote.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 use perfaux_abi::consts::PERF_AUX_FLAG_OVERWRITE;
@@ -12,6 +12,13 @@ use perfaux_preload::host::{Drained, ProgramSession};
 use perfaux_recorder::ring::{AuxBytes, AuxFn, RecordFn};
 use perfaux_recorder::{RecordError, Ring};
 use perfaux_ring::Wakeup;
+
+/// [`SlotRing`]'s `retiring`: the thread runs.
+pub const RUNNING: u8 = 0;
+/// [`SlotRing`]'s `retiring`: the thread ended cleanly (its slot is ENDED).
+pub const ENDED: u8 = 1;
+/// [`SlotRing`]'s `retiring`: the thread is gone with its process image (an exec).
+pub const GONE: u8 = 2;
 
 /// The ring of the program's thread that claimed `slot`.
 pub struct SlotRing {
@@ -24,10 +31,12 @@ pub struct SlotRing {
     ended: Arc<AtomicBool>,
     /// The unpublished bytes were taken (they are copied, not consumed: once only).
     unpublished_taken: bool,
-    /// Set by the recording loop once it saw the thread end (its slot ENDED): the next drain
-    /// takes the thread's last bytes (in overwrite mode, its last snapshot) and gives the
-    /// slot to the next thread.
-    retiring: Arc<AtomicBool>,
+    /// Set by the recording loop once it saw the thread end ([`ENDED`]: its slot ENDED;
+    /// [`GONE`]: its process image exec'd, which ended every thread of the old image without
+    /// a word): the next drain takes the thread's last bytes (those past its last published
+    /// head too, for a thread gone; in overwrite mode, its last snapshot) and gives the slot
+    /// to the next thread.
+    retiring: Arc<AtomicU8>,
     /// The slot went to the next thread: this ring reads nothing more.
     retired: bool,
 }
@@ -40,7 +49,7 @@ impl SlotRing {
         tid: i32,
         event_id: u64,
         ended: Arc<AtomicBool>,
-        retiring: Arc<AtomicBool>,
+        retiring: Arc<AtomicU8>,
     ) -> SlotRing {
         SlotRing {
             session,
@@ -140,8 +149,9 @@ impl Ring for SlotRing {
         if self.retired {
             return Ok(());
         }
-        let unpublished = self.ended.load(Ordering::Acquire) && !self.unpublished_taken;
         let retiring = self.retiring.load(Ordering::Acquire);
+        let unpublished =
+            (self.ended.load(Ordering::Acquire) || retiring == GONE) && !self.unpublished_taken;
         let id = self.event_id;
         self.read(
             |s, i, sink| {
@@ -149,11 +159,14 @@ impl Ring for SlotRing {
                 if unpublished {
                     n += s.drain_unpublished_slot(i, sink)?;
                 }
-                if retiring {
+                if retiring != RUNNING {
                     // Overwrite mode: the thread's newest trace, as a snapshot at its end
                     // would have it (full trace: drained above, nothing is taken here).
                     if s.overwrite() {
                         n += s.snapshot_slot(i, sink)?;
+                    }
+                    if retiring == GONE {
+                        s.end_gone_slot(i);
                     }
                     s.recycle_slot(i);
                 }
@@ -165,7 +178,7 @@ impl Ring for SlotRing {
             },
         )?;
         self.unpublished_taken |= unpublished;
-        self.retired = retiring;
+        self.retired = retiring != RUNNING;
         Ok(())
     }
 

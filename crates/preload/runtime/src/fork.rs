@@ -31,7 +31,7 @@
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use perfaux_preload::shared::{Control, MAX_CHILDREN, child, slot};
+use perfaux_preload::shared::{ChildEntry, Control, slot};
 
 /// This process's pid (set at init, and again in a forked child).
 static PID: AtomicU64 = AtomicU64::new(0);
@@ -87,17 +87,12 @@ extern "C" fn in_child() {
 /// its fork's words are taken from its entry (the newest with that pid), so that its threads'
 /// slots carry them as the child's did.
 pub(crate) fn is_forked_child(ctl: &Control, pid: u64) -> bool {
-    let n = (ctl.child_count().load(Ordering::Acquire) as usize).min(MAX_CHILDREN);
-    let Some(i) = (0..n)
-        .rev()
-        .find(|&i| ctl.child_word(i, child::PID).load(Ordering::Acquire) == pid)
-    else {
+    let Some(c) = ctl.find_child(pid) else {
         return false;
     };
-    let r = |o| ctl.child_word(i, o).load(Ordering::Relaxed);
-    PPID.store(r(child::PPID), Ordering::Relaxed);
-    PTID.store(r(child::PTID), Ordering::Relaxed);
-    FORK_TIME.store(r(child::FORK_TIME), Ordering::Relaxed);
+    PPID.store(c.ppid, Ordering::Relaxed);
+    PTID.store(c.ptid, Ordering::Relaxed);
+    FORK_TIME.store(c.fork_time, Ordering::Relaxed);
     true
 }
 
@@ -125,15 +120,12 @@ pub(crate) fn register_spawned(ctl: &Control) {
 
 /// Writes this process's fork words into the next entry of the table of children.
 fn add_child(ctl: &Control, pid: u64) {
-    let i = ctl.child_count().fetch_add(1, Ordering::AcqRel) as usize;
-    if i < MAX_CHILDREN {
-        store_fork_words(
-            |o| ctl.child_word(i, o),
-            [child::PPID, child::PTID, child::FORK_TIME],
-        );
-        // Stored last, Release: a reader that sees the pid sees the entry whole.
-        ctl.child_word(i, child::PID).store(pid, Ordering::Release);
-    }
+    ctl.push_child(&ChildEntry {
+        pid,
+        ppid: PPID.load(Ordering::Relaxed),
+        ptid: PTID.load(Ordering::Relaxed),
+        fork_time: FORK_TIME.load(Ordering::Relaxed),
+    });
 }
 
 /// This process's pid.

@@ -44,6 +44,14 @@ pub(crate) fn control() -> Option<Control> {
 }
 
 /// The constructor: maps the control area and reports the loaded objects.
+/// When this image's runtime began (its constructor): [`shared::slot::IMAGE_TIME`].
+static IMAGE_TIME: AtomicU64 = AtomicU64::new(0);
+
+/// When this image's runtime began (CLOCK_MONOTONIC ns).
+pub(crate) fn image_time() -> u64 {
+    IMAGE_TIME.load(Ordering::Relaxed)
+}
+
 extern "C" fn init() {
     /// Marks the constructor done on every way out of it.
     struct Done;
@@ -56,6 +64,7 @@ extern "C" fn init() {
     // This copy of swtrace serves the runtime: its probes are the traced program's calls and
     // must not be handed back to the runtime (crate perfaux_swtrace::forward), as a Rust
     // program's own copy does.
+    IMAGE_TIME.store(perfaux_swtrace::clock::monotonic_ns(), Ordering::Relaxed);
     perfaux_swtrace::forward::disable();
     unwind::resolve();
     // SAFETY: getenv with a NUL-terminated name; the result is read before any setenv can run

@@ -698,6 +698,8 @@ fn write_comm(ctl: &Control, i: usize) {
     }
     ctl.slot_word(i, slot::OPEN_TIME)
         .store(perfaux_swtrace::clock::monotonic_ns(), Ordering::Relaxed);
+    ctl.slot_word(i, slot::IMAGE_TIME)
+        .store(crate::image_time(), Ordering::Relaxed);
 }
 
 /// `r`'s value; or, if it failed, `None` after saying which event `k` and step failed in

@@ -6,7 +6,8 @@
  * its output on /dev/null; the parent waits for its fib(5) and ends), forkexec (a child that execs itself as `calls 0 4 nojmp`), spawnexec (the same child
  * made by posix_spawn), closefds (the same child after it put other files, sealed memfds
  * among them, under every inherited descriptor number), exec
- * (itself again), serial (the threads made one after another, each joined before the next,
+ * (itself again), forkexecs (THREADS children one after another, each traced before it execs
+ * itself as `calls 0 2 nojmp`), serial (the threads made one after another, each joined before the next,
  * any number), together (all the threads alive at once: each waits for the others after its
  * calls, any number), nojmp (no longjmp; also as a 4th
  * argument). */
@@ -65,6 +66,9 @@ __attribute__((noinline)) int jumpy(void) {
     return leaf(7);
 }
 
+/* How many children "forkexecs" makes (the threads argument). */
+static int forkexecs_count;
+
 __attribute__((noinline)) void boom(const char *how) {
     if (strcmp(how, "segv") == 0) {
         volatile int *p = NULL;
@@ -111,6 +115,20 @@ __attribute__((noinline)) void boom(const char *how) {
             _exit(127);
         }
         wait_child(pid);
+    } else if (strcmp(how, "forkexecs") == 0) {
+        /* `forkexecs_count` children one after another, each calling leaf() (traced: a slot
+         * of its own) before it execs itself as `calls 0 2 nojmp`. */
+        for (int i = 0; i < forkexecs_count; i++) {
+            pid_t pid = fork();
+            if (pid == 0) {
+                leaf(i);
+                execl("/proc/self/exe", "calls", "0", "2", "nojmp", (char *)NULL);
+                _exit(127);
+            }
+            int st;
+            waitpid(pid, &st, 0);
+            if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) abort();
+        }
     } else if (strcmp(how, "spawnexec") == 0) {
         /* posix_spawn (glibc: clone with CLONE_VFORK, no fork handlers run), as shells and
          * build tools start their commands. */
@@ -196,6 +214,10 @@ int main(int argc, char **argv) {
     const char *crash = argc > 3 ? argv[3] : "none";
     pthread_t t[64];
     if (many_threads(crash, threads)) threads = 0;
+    if (strcmp(crash, "forkexecs") == 0) {
+        forkexecs_count = threads;
+        threads = 0;
+    }
     if (threads > 64) threads = 64;
     for (int i = 0; i < threads; i++) pthread_create(&t[i], NULL, worker, (void *)(long)(100 * (i + 1)));
     for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
