@@ -77,6 +77,8 @@ pub struct TracedThread {
     /// 0: not written): a thread of the same process with a later one runs in an image the
     /// process exec'd since, which ended this thread.
     pub image_time: u64,
+    /// The inode of its pid namespace (0: not known): `pid` is that namespace's.
+    pub pid_ns: u64,
     /// How many threads had the slot before it ([`ProgramSession::recycle_slot`]): a slot
     /// and generation name one thread.
     pub generation: u64,
@@ -761,6 +763,7 @@ impl ProgramSession {
                     comm: comm_of([w(slot::COMM), w(slot::COMM + 8)]),
                     open_time: w(slot::OPEN_TIME),
                     image_time: w(slot::IMAGE_TIME),
+                    pid_ns: w(slot::PID_NS),
                     generation: self.generations[i],
                 })
             })
@@ -989,6 +992,7 @@ mod tests {
             ppid: 1,
             ptid: 2,
             fork_time: k,
+            pid_ns: 77,
         };
         let n = 3 * shared::MAX_CHILDREN as u64 + 7;
         for k in 0..n {
@@ -997,15 +1001,17 @@ mod tests {
         }
         let newest = |pid: u64| (0..n).rev().find(|k| 1000 + k % 100 == pid).unwrap();
         for pid in [1000, 1042, 1099] {
-            assert_eq!(ctl.find_child(pid), Some(child(pid, newest(pid))));
+            assert_eq!(ctl.find_child(pid, 77), Some(child(pid, newest(pid))));
         }
-        assert_eq!(ctl.find_child(999), None);
+        assert_eq!(ctl.find_child(999, 77), None);
+        // The same pid in another pid namespace is another process.
+        assert_eq!(ctl.find_child(1042, 78), None);
         // A pid seen only a turn before: written over.
         ctl.push_child(&child(5, n));
         for k in 0..shared::MAX_CHILDREN as u64 {
             ctl.push_child(&child(6, n + 1 + k));
         }
-        assert_eq!(ctl.find_child(5), None);
+        assert_eq!(ctl.find_child(5, 77), None);
         // The newest entry's place being written (its seq 0): the one before it is found.
         let last = ctl.child_count().load(Ordering::Relaxed) - 1;
         ctl.push_child(&child(6, 0));
@@ -1017,7 +1023,7 @@ mod tests {
             + shared::child::SEQ;
         ctl.word(seq_off).store(0, Ordering::Relaxed);
         assert_eq!(
-            ctl.find_child(6).map(|c| c.fork_time),
+            ctl.find_child(6, 77).map(|c| c.fork_time),
             Some(n + shared::MAX_CHILDREN as u64)
         );
     }

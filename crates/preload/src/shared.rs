@@ -156,6 +156,8 @@ pub mod slot {
     /// constructor; a forked child's is its parent's): an exec'd image's threads have a later
     /// one than the threads the exec ended, which the recorder frees.
     pub const IMAGE_TIME: usize = 96;
+    /// The inode of the thread's pid namespace (0: not known): its pid is that namespace's.
+    pub const PID_NS: usize = 104;
     /// Bytes per slot.
     pub const SIZE: usize = 128;
 }
@@ -279,11 +281,13 @@ pub mod child {
     pub const PTID: usize = 16;
     /// When it began (CLOCK_MONOTONIC ns).
     pub const FORK_TIME: usize = 24;
+    /// The inode of its pid namespace (0: not known).
+    pub const PID_NS: usize = 32;
     /// The entry's number + 1 while it is whole, 0 while it is written (a sequence lock:
     /// the ring's next turn writes over the place).
-    pub const SEQ: usize = 32;
+    pub const SEQ: usize = 40;
     /// Bytes per entry.
-    pub const SIZE: usize = 40;
+    pub const SIZE: usize = 48;
 }
 
 /// A forked child's entry ([`Control::push_child`]).
@@ -297,6 +301,8 @@ pub struct ChildEntry {
     pub ptid: u64,
     /// When it began (CLOCK_MONOTONIC ns).
     pub fork_time: u64,
+    /// The inode of its pid namespace (0: not known): `pid` is that namespace's.
+    pub pid_ns: u64,
 }
 
 /// Where the slots start.
@@ -428,15 +434,16 @@ impl Control {
             (child::PPID, c.ppid),
             (child::PTID, c.ptid),
             (child::FORK_TIME, c.fork_time),
+            (child::PID_NS, c.pid_ns),
         ] {
             self.child_word(n, off).store(v, Ordering::Relaxed);
         }
         seq.store(n + 1, Ordering::Release);
     }
 
-    /// The newest whole entry of child `pid` among the ring's (an entry being written, or
-    /// written over while it was read, is passed over).
-    pub fn find_child(&self, pid: u64) -> Option<ChildEntry> {
+    /// The newest whole entry of child `pid` of pid namespace `pid_ns` among the ring's (an
+    /// entry being written, or written over while it was read, is passed over).
+    pub fn find_child(&self, pid: u64, pid_ns: u64) -> Option<ChildEntry> {
         let count = self.child_count().load(Ordering::Acquire);
         (count.saturating_sub(MAX_CHILDREN as u64)..count)
             .rev()
@@ -451,9 +458,11 @@ impl Control {
                     ppid: w(child::PPID),
                     ptid: w(child::PTID),
                     fork_time: w(child::FORK_TIME),
+                    pid_ns: w(child::PID_NS),
                 };
                 std::sync::atomic::fence(Ordering::Acquire);
-                (seq.load(Ordering::Relaxed) == n + 1 && c.pid == pid).then_some(c)
+                let whole = seq.load(Ordering::Relaxed) == n + 1;
+                (whole && c.pid == pid && c.pid_ns == pid_ns).then_some(c)
             })
     }
 

@@ -422,9 +422,9 @@ struct Sideband {
     main_exited: Vec<(u32, Option<u64>)>,
 }
 
-/// A registered thread's pid, tid, fork ([`TracedThread::fork`]) and image time
-/// ([`TracedThread::image_time`]).
-type SlotTask = (u32, u32, Option<(u32, u32, u64)>, u64);
+/// A registered thread's pid, tid, fork ([`TracedThread::fork`]), image time
+/// ([`TracedThread::image_time`]) and pid namespace ([`TracedThread::pid_ns`]).
+type SlotTask = (u32, u32, Option<(u32, u32, u64)>, u64, u64);
 
 impl Sideband {
     /// Hands the recorder the rings of threads that appeared, and writes COMM for each and
@@ -513,7 +513,7 @@ impl Sideband {
             );
             rec.add_ring(Box::new(ring), &t.ids).map_err(rec_err)?;
             self.retiring[t.slot] = Some(retiring);
-            self.slot_task[t.slot] = Some((t.pid, t.tid, t.fork, t.image_time));
+            self.slot_task[t.slot] = Some((t.pid, t.tid, t.fork, t.image_time, t.pid_ns));
         }
         // After every new thread is in: the old image's may have come in this same pass.
         for t in news {
@@ -531,28 +531,38 @@ impl Sideband {
         Ok(())
     }
 
-    /// The threads of `t`'s process that ran in an image older than `t`'s: the process exec'd
+    /// The threads of `t`'s process (the same pid namespace, pid and fork) that ran in an
+    /// image older than the newest of the process's registered threads (`t` among them, which
+    /// may be the old one when the recorder saw the new image first): the process exec'd
     /// since, which ended them all (its main thread lives on in the new image) without their
     /// destructors. Their rings take their last bytes, past the last published head too, at
     /// the next drain, and their slots go to the next threads; the threads other than the
-    /// main one get their PERF_RECORD_EXIT, as the kernel writes it at the exec.
+    /// main one get their PERF_RECORD_EXIT, at the new image's start (the exec was before).
     fn gone_with_old_image(
         &mut self,
         rec: &mut Recorder,
         t: &TracedThread,
     ) -> Result<(), CliError> {
-        if t.image_time == 0 {
-            return Ok(());
-        }
+        let process = |task: &SlotTask| {
+            (task.0, task.2.map(|f| f.2), task.4) == (t.pid, t.fork.map(|f| f.2), t.pid_ns)
+        };
+        let newest = self
+            .slot_task
+            .iter()
+            .flatten()
+            .filter(|task| process(task))
+            .map(|task| task.3)
+            .max()
+            .unwrap_or(0);
         let info = *rec.file_info();
         let me = std::process::id();
         self.exited.resize(self.slots.len(), None);
         for j in 0..self.slot_task.len() {
-            let Some((pid, tid, fork, image_time)) = self.slot_task[j] else {
+            let Some(task) = self.slot_task[j] else {
                 continue;
             };
-            let same_process = pid == t.pid && fork.map(|f| f.2) == t.fork.map(|f| f.2);
-            if j == t.slot || !same_process || image_time >= t.image_time {
+            let (pid, tid, fork, image_time, _) = task;
+            if !process(&task) || image_time == 0 || image_time >= newest {
                 continue;
             }
             let Some(r) = &self.retiring[j] else {
@@ -572,8 +582,7 @@ impl Sideband {
             if tid != pid && self.exited[j] != self.slots[j] {
                 self.exited[j] = self.slots[j];
                 let (ppid, ptid) = fork.map_or((me, me), |(ppid, ptid, _)| (ppid, ptid));
-                let time = perfaux_swtrace::clock::monotonic_ns();
-                let task = (pid, ppid, tid, ptid, time);
+                let task = (pid, ppid, tid, ptid, newest);
                 let r = task_record(TaskKind::Exit, task, &info, Endianness::NATIVE)?;
                 rec.write_record(&r).map_err(rec_err)?;
             }

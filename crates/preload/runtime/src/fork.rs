@@ -87,7 +87,7 @@ extern "C" fn in_child() {
 /// its fork's words are taken from its entry (the newest with that pid), so that its threads'
 /// slots carry them as the child's did.
 pub(crate) fn is_forked_child(ctl: &Control, pid: u64) -> bool {
-    let Some(c) = ctl.find_child(pid) else {
+    let Some(c) = ctl.find_child(pid, crate::pid_ns()) else {
         return false;
     };
     PPID.store(c.ppid, Ordering::Relaxed);
@@ -125,6 +125,7 @@ fn add_child(ctl: &Control, pid: u64) {
         ppid: PPID.load(Ordering::Relaxed),
         ptid: PTID.load(Ordering::Relaxed),
         fork_time: FORK_TIME.load(Ordering::Relaxed),
+        pid_ns: crate::pid_ns(),
     });
 }
 

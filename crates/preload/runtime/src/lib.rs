@@ -43,15 +43,22 @@ pub(crate) fn control() -> Option<Control> {
     (!p.is_null()).then(|| unsafe { Control::new(p) })
 }
 
-/// The constructor: maps the control area and reports the loaded objects.
 /// When this image's runtime began (its constructor): [`shared::slot::IMAGE_TIME`].
 static IMAGE_TIME: AtomicU64 = AtomicU64::new(0);
+/// The inode of this process's pid namespace ([`shared::slot::PID_NS`]).
+static PID_NS: AtomicU64 = AtomicU64::new(0);
 
 /// When this image's runtime began (CLOCK_MONOTONIC ns).
 pub(crate) fn image_time() -> u64 {
     IMAGE_TIME.load(Ordering::Relaxed)
 }
 
+/// The inode of this process's pid namespace (0: not known): pids are its own.
+pub(crate) fn pid_ns() -> u64 {
+    PID_NS.load(Ordering::Relaxed)
+}
+
+/// The constructor: maps the control area and reports the loaded objects.
 extern "C" fn init() {
     /// Marks the constructor done on every way out of it.
     struct Done;
@@ -65,6 +72,13 @@ extern "C" fn init() {
     // must not be handed back to the runtime (crate perfaux_swtrace::forward), as a Rust
     // program's own copy does.
     IMAGE_TIME.store(perfaux_swtrace::clock::monotonic_ns(), Ordering::Relaxed);
+    PID_NS.store(
+        std::fs::metadata("/proc/self/ns/pid").map_or(0, |m| {
+            use std::os::unix::fs::MetadataExt;
+            m.ino()
+        }),
+        Ordering::Relaxed,
+    );
     perfaux_swtrace::forward::disable();
     unwind::resolve();
     // SAFETY: getenv with a NUL-terminated name; the result is read before any setenv can run

@@ -700,6 +700,8 @@ fn write_comm(ctl: &Control, i: usize) {
         .store(perfaux_swtrace::clock::monotonic_ns(), Ordering::Relaxed);
     ctl.slot_word(i, slot::IMAGE_TIME)
         .store(crate::image_time(), Ordering::Relaxed);
+    ctl.slot_word(i, slot::PID_NS)
+        .store(crate::pid_ns(), Ordering::Relaxed);
 }
 
 /// `r`'s value; or, if it failed, `None` after saying which event `k` and step failed in
