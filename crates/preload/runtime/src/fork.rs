@@ -137,15 +137,11 @@ pub(crate) fn pid() -> u64 {
 /// Writes the fork's words into slot `i` (a thread of a forked child), before the slot is
 /// published.
 pub(crate) fn write_slot(ctl: &Control, i: usize) {
-    store_fork_words(
-        |o| ctl.slot_word(i, o),
-        [slot::PPID, slot::PTID, slot::FORK_TIME],
-    );
-}
-
-/// Stores PPID, PTID and FORK_TIME into the words at offsets `at` (in that order) of an entry.
-fn store_fork_words<'a>(word: impl Fn(usize) -> &'a AtomicU64, at: [usize; 3]) {
-    for (off, v) in at.into_iter().zip([&PPID, &PTID, &FORK_TIME]) {
-        word(off).store(v.load(Ordering::Relaxed), Ordering::Relaxed);
+    for (off, v) in [slot::PPID, slot::PTID, slot::FORK_TIME]
+        .into_iter()
+        .zip([&PPID, &PTID, &FORK_TIME])
+    {
+        ctl.slot_word(i, off)
+            .store(v.load(Ordering::Relaxed), Ordering::Relaxed);
     }
 }
