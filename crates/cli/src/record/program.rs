@@ -261,11 +261,8 @@ pub fn record_program(
     let mut seen = Sideband {
         start_ns,
         slots: Vec::new(),
-        retiring: Vec::new(),
-        slot_task: Vec::new(),
         traced: 0,
         objects: 0,
-        exited: Vec::new(),
         tasks: Vec::new(),
         main_exited: Vec::new(),
     };
@@ -403,18 +400,12 @@ fn lock(s: &Mutex<ProgramSession>) -> std::sync::MutexGuard<'_, ProgramSession> 
 struct Sideband {
     /// When the program was started (the time of its threads' COMM records).
     start_ns: u64,
-    /// Per slot, the generation of the thread whose ring the recorder has (`None`: none yet).
-    slots: Vec<Option<u64>>,
-    /// Per slot, its ring's retiring word ([`SlotRing`]): set once its thread ended.
-    retiring: Vec<Option<Arc<AtomicU8>>>,
-    /// Per slot, the thread whose ring the recorder has.
-    slot_task: Vec<Option<SlotTask>>,
+    /// Per slot, the thread whose ring the recorder has (`None`: none yet).
+    slots: Vec<Option<Registered>>,
     /// Threads traced so far.
     traced: usize,
     /// The session's objects whose MMAP2 is written.
     objects: usize,
-    /// Per slot, the generation of the thread whose PERF_RECORD_EXIT is written.
-    exited: Vec<Option<u64>>,
     /// (pid, tid, fork time) of every traced thread seen: the same in a new slot is an image
     /// the thread exec'd; a child's FORK is written with its first.
     tasks: Vec<(u32, u32, Option<u64>)>,
@@ -422,9 +413,46 @@ struct Sideband {
     main_exited: Vec<(u32, Option<u64>)>,
 }
 
-/// A registered thread's pid, tid, fork ([`TracedThread::fork`]), image time
-/// ([`TracedThread::image_time`]) and pid namespace ([`TracedThread::pid_ns`]).
-type SlotTask = (u32, u32, Option<(u32, u32, u64)>, u64, u64);
+/// A thread whose ring the recorder has, in its slot (see [`TracedThread`] for the fields
+/// it keeps).
+struct Registered {
+    generation: u64,
+    pid: u32,
+    tid: u32,
+    fork: Option<(u32, u32, u64)>,
+    image_time: u64,
+    pid_ns: u64,
+    /// Its ring's retiring word ([`SlotRing`]): set once the thread ended.
+    retiring: Arc<AtomicU8>,
+    /// Its PERF_RECORD_EXIT is written.
+    exited: bool,
+}
+
+impl Registered {
+    /// Whether it is a thread of `t`'s process (the same pid namespace, pid and fork).
+    fn of_process_of(&self, t: &TracedThread) -> bool {
+        (self.pid, self.fork.map(|f| f.2), self.pid_ns) == (t.pid, t.fork.map(|f| f.2), t.pid_ns)
+    }
+}
+
+/// Writes a PERF_RECORD_EXIT of thread `tid` of process `pid` at `time`; the parent named is
+/// the process's (as the kernel's `real_parent`): its forker in `fork`, or perfaux.
+fn write_exit(
+    rec: &mut Recorder,
+    (pid, tid): (u32, u32),
+    fork: Option<(u32, u32, u64)>,
+    time: u64,
+) -> Result<(), CliError> {
+    let me = std::process::id();
+    let (ppid, ptid) = fork.map_or((me, me), |(ppid, ptid, _)| (ppid, ptid));
+    let r = task_record(
+        TaskKind::Exit,
+        (pid, ppid, tid, ptid, time),
+        rec.file_info(),
+        Endianness::NATIVE,
+    )?;
+    rec.write_record(&r).map_err(rec_err)
+}
 
 impl Sideband {
     /// Hands the recorder the rings of threads that appeared, and writes COMM for each and
@@ -441,9 +469,7 @@ impl Sideband {
     ) -> Result<(), CliError> {
         let mut threads = {
             let mut s = lock(session);
-            self.slots.resize(s.slot_count(), None);
-            self.retiring.resize(s.slot_count(), None);
-            self.slot_task.resize(s.slot_count(), None);
+            self.slots.resize_with(s.slot_count(), || None);
             self.write_objects(rec, &mut s, pid)?;
             s.threads()
         };
@@ -455,10 +481,12 @@ impl Sideband {
         let endian = Endianness::NATIVE;
         let mut news = Vec::new();
         for t in &threads {
-            if self.slots[t.slot] == Some(t.generation) {
+            if self.slots[t.slot]
+                .as_ref()
+                .is_some_and(|r| r.generation == t.generation)
+            {
                 continue;
             }
-            self.slots[t.slot] = Some(t.generation);
             self.traced += 1;
             // A thread of the program's start is named from then on; one in a slot another
             // thread had (a tid the kernel may have given before) from when it began.
@@ -512,8 +540,16 @@ impl Sideband {
                 retiring.clone(),
             );
             rec.add_ring(Box::new(ring), &t.ids).map_err(rec_err)?;
-            self.retiring[t.slot] = Some(retiring);
-            self.slot_task[t.slot] = Some((t.pid, t.tid, t.fork, t.image_time, t.pid_ns));
+            self.slots[t.slot] = Some(Registered {
+                generation: t.generation,
+                pid: t.pid,
+                tid: t.tid,
+                fork: t.fork,
+                image_time: t.image_time,
+                pid_ns: t.pid_ns,
+                retiring,
+                exited: false,
+            });
         }
         // After every new thread is in: the old image's may have come in this same pass.
         for t in news {
@@ -524,8 +560,8 @@ impl Sideband {
         // The ended threads' rings take their last bytes at the next drain, which then gives
         // their slots to the threads that come.
         for t in ended {
-            if let Some(r) = &self.retiring[t.slot] {
-                r.store(program_ring::ENDED, Ordering::Release);
+            if let Some(r) = &self.slots[t.slot] {
+                r.retiring.store(program_ring::ENDED, Ordering::Release);
             }
         }
         Ok(())
@@ -543,48 +579,27 @@ impl Sideband {
         rec: &mut Recorder,
         t: &TracedThread,
     ) -> Result<(), CliError> {
-        let process = |task: &SlotTask| {
-            (task.0, task.2.map(|f| f.2), task.4) == (t.pid, t.fork.map(|f| f.2), t.pid_ns)
-        };
         let newest = self
-            .slot_task
+            .slots
             .iter()
             .flatten()
-            .filter(|task| process(task))
-            .map(|task| task.3)
+            .filter(|r| r.of_process_of(t))
+            .map(|r| r.image_time)
             .max()
             .unwrap_or(0);
-        let info = *rec.file_info();
-        let me = std::process::id();
-        self.exited.resize(self.slots.len(), None);
-        for j in 0..self.slot_task.len() {
-            let Some(task) = self.slot_task[j] else {
-                continue;
-            };
-            let (pid, tid, fork, image_time, _) = task;
-            if !process(&task) || image_time == 0 || image_time >= newest {
+        for r in self.slots.iter_mut().flatten() {
+            if !r.of_process_of(t) || r.image_time == 0 || r.image_time >= newest {
                 continue;
             }
-            let Some(r) = &self.retiring[j] else {
-                continue;
-            };
-            if r.compare_exchange(
+            let gone = r.retiring.compare_exchange(
                 program_ring::RUNNING,
                 program_ring::GONE,
                 Ordering::AcqRel,
                 Ordering::Acquire,
-            )
-            .is_err()
-            {
-                continue;
-            }
-            self.slot_task[j] = None;
-            if tid != pid && self.exited[j] != self.slots[j] {
-                self.exited[j] = self.slots[j];
-                let (ppid, ptid) = fork.map_or((me, me), |(ppid, ptid, _)| (ppid, ptid));
-                let task = (pid, ppid, tid, ptid, newest);
-                let r = task_record(TaskKind::Exit, task, &info, Endianness::NATIVE)?;
-                rec.write_record(&r).map_err(rec_err)?;
+            );
+            if gone.is_ok() && r.tid != r.pid && !r.exited {
+                r.exited = true;
+                write_exit(rec, (r.pid, r.tid), r.fork, newest)?;
             }
         }
         Ok(())
@@ -622,15 +637,14 @@ impl Sideband {
         rec: &mut Recorder,
         threads: &[&TracedThread],
     ) -> Result<(), CliError> {
-        let info = *rec.file_info();
-        let me = std::process::id();
-        self.exited.resize(self.slots.len(), None);
         for t in threads {
-            let this = Some(t.generation);
-            if self.slots.get(t.slot).copied().flatten() != this || self.exited[t.slot] == this {
+            let Some(r) = self.slots.get_mut(t.slot).and_then(Option::as_mut) else {
+                continue;
+            };
+            if r.generation != t.generation || r.exited {
                 continue;
             }
-            self.exited[t.slot] = this;
+            r.exited = true;
             // A process's main thread lives on through its execs (one task, each image a
             // slot of its own): it exits once.
             if t.tid == t.pid {
@@ -640,11 +654,8 @@ impl Sideband {
                 }
                 self.main_exited.push(process);
             }
-            let (ppid, ptid) = t.fork.map_or((me, me), |(ppid, ptid, _)| (ppid, ptid));
             let time = perfaux_swtrace::clock::monotonic_ns();
-            let task = (t.pid, ppid, t.tid, ptid, time);
-            let r = task_record(TaskKind::Exit, task, &info, Endianness::NATIVE)?;
-            rec.write_record(&r).map_err(rec_err)?;
+            write_exit(rec, (t.pid, t.tid), t.fork, time)?;
         }
         Ok(())
     }
