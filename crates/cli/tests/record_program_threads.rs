@@ -198,3 +198,85 @@ fn an_exec_frees_only_the_old_images_slots() {
     assert_eq!(main.get("first"), Some(&1), "the old image: {per:?}");
     assert_eq!(main.get("second"), Some(&1), "the new image: {per:?}");
 }
+
+/// Children that end without their threads' destructors (calls.c `forkends`: a child's traced
+/// worker still runs when the child `_exit`s, `exit`s from its main thread or is killed by
+/// SIGKILL), twice as many threads as slots: the recorder sees each process end (its pidfd)
+/// and gives its slots to the next, so every child's two threads are traced whole (the calls
+/// made after the fork counted as uftrace counts them), each with a PERF_RECORD_EXIT that perf
+/// reads; in -S too.
+#[test]
+fn processes_that_end_without_destructors_give_their_slots_back() {
+    let Some((dir, prog)) = build("forkends_fi") else {
+        return;
+    };
+    let d = dir.path();
+    let children = SLOTS;
+    let args = args_of(children, "forkends");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut main = BTreeMap::new();
+    // The calls open at the fork (entered again in the child's trace), then its own.
+    for f in ["main", "on_the_way", "boom", "child_ends", "leaf"] {
+        main.insert(f.to_owned(), 1);
+    }
+    let worker: BTreeMap<String, u64> = [("stuck_worker".to_owned(), 1), ("leaf".to_owned(), 1)]
+        .into_iter()
+        .collect();
+    // uftrace counts the calls open at a fork once; perfaux enters them again in the child.
+    let after_fork = |c: &BTreeMap<String, u64>| -> BTreeMap<String, u64> {
+        c.iter()
+            .filter(|(f, _)| !["main", "on_the_way", "boom"].contains(&f.as_str()))
+            .map(|(f, n)| (f.clone(), *n))
+            .collect()
+    };
+    let want = after_fork(&uftrace_counts(d, &prog, &args));
+    assert_eq!(want.get("child_ends"), Some(&(children as u64)), "{want:?}");
+    for opts in [&[][..], &["-S", "-m", ",256K"][..]] {
+        let (out, data) = record_with(d, &prog, &args, opts, &[]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{opts:?}: {stderr}");
+        assert!(!stderr.contains("not traced"), "{opts:?}: {stderr}");
+        let per = by_thread(&calls_by_tid(&data));
+        let mains = per.values().filter(|c| **c == main).count();
+        let workers = per.values().filter(|c| **c == worker).count();
+        assert_eq!((mains, workers), (children, children), "{opts:?}: {per:?}");
+        assert_eq!(
+            per.len(),
+            2 * children + 1,
+            "{opts:?}: the children and the parent"
+        );
+        if opts.is_empty() {
+            assert_eq!(
+                after_fork(&counts(&call_trace(&data))),
+                want,
+                "against uftrace"
+            );
+        }
+        if !perfaux_testutil::oracle("perf") {
+            continue;
+        }
+        let home = tempfile::tempdir().unwrap();
+        let r = perfaux_testutil::perf_on_file(
+            &["script", "--show-task-events"],
+            &data,
+            false,
+            home.path(),
+        );
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        // "PERF_RECORD_EXIT(PID:TID):(PPID:PTID)": one per thread, the parent's too.
+        let mut exits: Vec<&str> = r
+            .stdout
+            .lines()
+            .filter_map(|l| l.split_once("PERF_RECORD_EXIT(")?.1.split_once(')'))
+            .map(|(task, _)| task)
+            .collect();
+        let all = exits.len();
+        exits.sort_unstable();
+        exits.dedup();
+        assert_eq!(
+            (all, exits.len()),
+            (2 * children + 1, 2 * children + 1),
+            "{opts:?}"
+        );
+    }
+}

@@ -10,6 +10,7 @@
 //! [`attrs`] maps `-e` events to attrs, [`signals`] holds the signals.
 
 pub mod attrs;
+mod process_ends;
 pub mod program;
 mod program_events;
 mod program_ring;

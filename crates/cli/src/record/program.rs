@@ -40,6 +40,7 @@ use perfaux_preload::symbols::Symbolizer;
 use perfaux_recorder::{Output, Recorder, RecorderOptions, default_watermarks};
 use perfaux_swtrace::{ProbeInfo, ProbeTable};
 
+use super::process_ends::{ProcessEnds, ProcessKey};
 use super::program_events::{open_error, program_events, unfound, unfound_line};
 use super::program_ring::{self, SlotRing};
 use super::session::{is_stdout, rec_err};
@@ -265,6 +266,7 @@ pub fn record_program(
         objects: 0,
         tasks: Vec::new(),
         main_exited: Vec::new(),
+        ends: ProcessEnds::new(),
     };
     let mut stop_sent = false;
     let mut functions_checked = false;
@@ -366,8 +368,8 @@ pub fn record_program(
         eprintln!(
             "perfaux record: warning: {without_slot} thread(s) of the program's processes were not \
              traced: they started while the recording's {SLOTS} slots were all held (a slot \
-             goes to another thread once its thread ended or exec'd; not after an _exit or a \
-             crash)"
+             goes to another thread once its thread or its process ended, or its process \
+             exec'd)"
         );
     }
     if objects_lost > 0 {
@@ -411,6 +413,8 @@ struct Sideband {
     tasks: Vec<(u32, u32, Option<u64>)>,
     /// The processes (pid, fork time) whose main thread's PERF_RECORD_EXIT is written.
     main_exited: Vec<(u32, Option<u64>)>,
+    /// The processes with a registered thread, watched for an end that ran no destructors.
+    ends: ProcessEnds,
 }
 
 /// A thread whose ring the recorder has, in its slot (see [`TracedThread`] for the fields
@@ -431,8 +435,22 @@ struct Registered {
 impl Registered {
     /// Whether it is a thread of `t`'s process (the same pid namespace, pid and fork).
     fn of_process_of(&self, t: &TracedThread) -> bool {
-        (self.pid, self.fork.map(|f| f.2), self.pid_ns) == (t.pid, t.fork.map(|f| f.2), t.pid_ns)
+        self.process() == process_of(t)
     }
+
+    /// Whether its thread is not known to have ended.
+    fn running(&self) -> bool {
+        self.retiring.load(Ordering::Acquire) == program_ring::RUNNING
+    }
+
+    fn process(&self) -> ProcessKey {
+        (self.pid, self.fork.map(|f| f.2), self.pid_ns)
+    }
+}
+
+/// The process of thread `t`, as [`ProcessEnds`] knows it.
+fn process_of(t: &TracedThread) -> ProcessKey {
+    (t.pid, t.fork.map(|f| f.2), t.pid_ns)
 }
 
 /// Writes a PERF_RECORD_EXIT of thread `tid` of process `pid` at `time`; the parent named is
@@ -564,6 +582,55 @@ impl Sideband {
                 r.retiring.store(program_ring::ENDED, Ordering::Release);
             }
         }
+        self.gone_with_process(rec)
+    }
+
+    /// The threads of every process that ended since the last pass without their destructors
+    /// (`_exit`, a crash, SIGKILL, `exit` with other threads running: their slots still
+    /// TRACING): as for an exec, their rings take their last bytes, past the last published
+    /// head too, at the next drain, and their slots go to the next threads; each gets its
+    /// PERF_RECORD_EXIT now (within a pass of the end). The threads that ended cleanly were
+    /// retired above.
+    fn gone_with_process(&mut self, rec: &mut Recorder) -> Result<(), CliError> {
+        for r in self.slots.iter().flatten().filter(|r| r.running()) {
+            self.ends.watch(r.process());
+        }
+        let ended = self.ends.take_ended();
+        if !ended.is_empty() {
+            let time = perfaux_swtrace::clock::monotonic_ns();
+            for r in self.slots.iter_mut().flatten() {
+                if !ended.contains(&r.process()) {
+                    continue;
+                }
+                let gone = r.retiring.compare_exchange(
+                    program_ring::RUNNING,
+                    program_ring::GONE,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                );
+                if gone.is_err() || r.exited {
+                    continue;
+                }
+                r.exited = true;
+                // A main thread's EXIT is its process's, once through all its images.
+                if r.tid == r.pid {
+                    let process = (r.pid, r.fork.map(|f| f.2));
+                    if self.main_exited.contains(&process) {
+                        continue;
+                    }
+                    self.main_exited.push(process);
+                }
+                write_exit(rec, (r.pid, r.tid), r.fork, time)?;
+            }
+        }
+        // Only processes that hold a slot stay watched: the list is as short as the slots.
+        let slots = &self.slots;
+        self.ends.retain(|p| {
+            slots
+                .iter()
+                .flatten()
+                .any(|r| r.running() && r.process() == *p)
+        });
         Ok(())
     }
 

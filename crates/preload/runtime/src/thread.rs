@@ -1,7 +1,7 @@
 //! A traced thread: its slot, its trace event over the slot's memory, and its return stack.
 
 use std::cell::{Cell, RefCell};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -559,9 +559,13 @@ const SLOT_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Claims a FREE slot. If none is, but a slot's thread ended (the recorder frees it at its next
 /// drain, a millisecond or so: a program that makes short threads one after another can end
-/// them faster), waits for it, up to [`SLOT_WAIT`]; not when every slot's thread still runs.
+/// them faster) or its process did (`_exit`, a crash: the recorder sees that through a pidfd,
+/// [`held_by_gone_process`]), waits for it, up to [`SLOT_WAIT`]; not when every slot's thread
+/// still runs.
 fn claim_slot(ctl: &Control, nslots: usize) -> Option<usize> {
     let start = std::time::Instant::now();
+    // Looked for once, at the first miss: a few syscalls a slot.
+    let mut gone_held = None;
     loop {
         let claimed = (0..nslots).find(|&i| {
             ctl.slot_word(i, slot::STATE)
@@ -580,11 +584,44 @@ fn claim_slot(ctl: &Control, nslots: usize) -> Option<usize> {
             let w = |o| ctl.slot_word(i, o).load(Ordering::Acquire);
             w(slot::STATE) == slot::ENDED && w(slot::EVENT_ID) != 0 && w(slot::OPEN_ERROR) == 0
         });
+        let to_be_freed = to_be_freed
+            || *gone_held.get_or_insert_with(|| (0..nslots).any(|i| held_by_gone_process(ctl, i)));
         if !to_be_freed || start.elapsed() >= SLOT_WAIT || crate::recording_closed(ctl) {
             return None;
         }
         std::thread::sleep(std::time::Duration::from_micros(200));
     }
+}
+
+/// Whether slot `i` is TRACING for a process of this pid namespace that has exited (a zombie
+/// too: no thread of it is left to end the slot).
+fn held_by_gone_process(ctl: &Control, i: usize) -> bool {
+    let w = |o| ctl.slot_word(i, o).load(Ordering::Acquire);
+    let ns = crate::pid_ns();
+    if w(slot::STATE) != slot::TRACING || ns == 0 || w(slot::PID_NS) != ns {
+        return false;
+    }
+    let Some(pid) = libc::pid_t::try_from(w(slot::PID)).ok().filter(|&p| p > 0) else {
+        return false;
+    };
+    // SAFETY: pidfd_open(2) takes a pid and flags and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    let Ok(fd) = i32::try_from(fd) else {
+        return false;
+    };
+    if fd < 0 {
+        return std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+    }
+    // SAFETY: `fd` was just opened and is owned here alone.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one pollfd that lives across the call; no wait.
+    let n = unsafe { libc::poll(&mut p, 1, 0) };
+    n == 1 && p.revents & libc::POLLIN != 0
 }
 
 fn dup_fd(ctl: &Control, off: usize) -> Result<OwnedFd, i32> {

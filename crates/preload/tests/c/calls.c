@@ -7,7 +7,9 @@
  * made by posix_spawn), closefds (the same child after it put other files, sealed memfds
  * among them, under every inherited descriptor number), exec
  * (itself again), forkexecs (THREADS children one after another, each traced before it execs
- * itself as `calls 0 2 nojmp`), serial (the threads made one after another, each joined before the next,
+ * itself as `calls 0 2 nojmp`), forkends (THREADS children one after another, each with a
+ * traced worker thread still running when the child ends without its threads' destructors:
+ * by _exit, by exit from the main thread, or killed by SIGKILL, in turn), serial (the threads made one after another, each joined before the next,
  * any number), together (all the threads alive at once: each waits for the others after its
  * calls, any number), nojmp (no longjmp; also as a 4th
  * argument). */
@@ -66,8 +68,35 @@ __attribute__((noinline)) int jumpy(void) {
     return leaf(7);
 }
 
-/* How many children "forkexecs" makes (the threads argument). */
+/* How many children "forkexecs" and "forkends" make (the threads argument). */
 static int forkexecs_count;
+
+static int stuck_ready[2];
+
+/* A child's worker of "forkends": a traced call, then it says so and stays in its frame until
+ * the child ends. */
+__attribute__((noinline)) void *stuck_worker(void *arg) {
+    leaf((int)(long)arg);
+    char c = 1;
+    if (write(stuck_ready[1], &c, 1) != 1) _exit(1);
+    for (;;) pause();
+    return NULL;
+}
+
+/* A child of "forkends": its worker traced and running, then the end `kind` says (0: _exit,
+ * 1: exit, 2: SIGKILL), none of which runs the worker's thread-local destructors (_exit and
+ * SIGKILL not the main thread's either). */
+__attribute__((noinline)) void child_ends(int kind) {
+    pthread_t t;
+    if (pipe(stuck_ready) != 0 || pthread_create(&t, NULL, stuck_worker, (void *)1L) != 0)
+        _exit(2);
+    char c;
+    if (read(stuck_ready[0], &c, 1) != 1) _exit(3);
+    leaf(kind);
+    if (kind == 0) _exit(0);
+    if (kind == 1) exit(0);
+    raise(SIGKILL);
+}
 
 __attribute__((noinline)) void boom(const char *how) {
     if (strcmp(how, "segv") == 0) {
@@ -128,6 +157,16 @@ __attribute__((noinline)) void boom(const char *how) {
             int st;
             waitpid(pid, &st, 0);
             if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) abort();
+        }
+    } else if (strcmp(how, "forkends") == 0) {
+        for (int i = 0; i < forkexecs_count; i++) {
+            pid_t pid = fork();
+            if (pid == 0) child_ends(i % 3);
+            int st;
+            waitpid(pid, &st, 0);
+            if (i % 3 == 2 ? !WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL
+                           : !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+                abort();
         }
     } else if (strcmp(how, "spawnexec") == 0) {
         /* posix_spawn (glibc: clone with CLONE_VFORK, no fork handlers run), as shells and
@@ -214,7 +253,7 @@ int main(int argc, char **argv) {
     const char *crash = argc > 3 ? argv[3] : "none";
     pthread_t t[64];
     if (many_threads(crash, threads)) threads = 0;
-    if (strcmp(crash, "forkexecs") == 0) {
+    if (strcmp(crash, "forkexecs") == 0 || strcmp(crash, "forkends") == 0) {
         forkexecs_count = threads;
         threads = 0;
     }
