@@ -280,3 +280,28 @@ fn processes_that_end_without_destructors_give_their_slots_back() {
         );
     }
 }
+
+/// Slots held by processes that died together and are not reaped yet (calls.c `zombies`: 63
+/// children traced at once, killed at once, left zombies), then as many threads started at
+/// once: a zombie's pidfd says it ended, so its slots go to the new threads, all traced.
+#[test]
+fn the_slots_of_zombies_go_to_the_next_threads() {
+    let Some((dir, prog)) = build("zombies_fi") else {
+        return;
+    };
+    let d = dir.path();
+    let children = SLOTS - 1;
+    let args = args_of(children, "zombies");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (out, data) = record(d, &prog, &args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("not traced"), "{stderr}");
+    let got = counts(&call_trace(&data));
+    let want = uftrace_counts(d, &prog, &args);
+    assert_eq!(want.get("worker"), Some(&(children as u64)), "{want:?}");
+    assert_eq!(got.get("worker"), want.get("worker"), "{got:?}");
+    // Each child's leaf and the calls open at its fork (uftrace counts those once).
+    assert_eq!(got.get("leaf"), want.get("leaf"), "{got:?}");
+    assert_eq!(got.get("main"), Some(&(children as u64 + 1)), "{got:?}");
+}

@@ -264,6 +264,14 @@ impl ProgramSession {
         Ok(s)
     }
 
+    /// Says that the recorder watches the processes of pid namespace `ns` for their end (see
+    /// [`header::WATCHED_PID_NS`]; 0: it watches none).
+    pub fn set_watched_pid_ns(&self, ns: u64) {
+        self.control()
+            .word(header::WATCHED_PID_NS)
+            .store(ns, Ordering::Release);
+    }
+
     /// Says that a TSC calibration is on its way ([`ProgramSession::set_tsc_calibration`], or
     /// [`ProgramSession::tsc_calibration_failed`]): the program may start before it.
     pub fn tsc_calibration_pending(&self) {
@@ -675,7 +683,8 @@ impl ProgramSession {
 
     /// Marks slot `i` ENDED for a thread that is gone without saying so: its process image
     /// exec'd (which ends every thread of the old image; the recorder saw the new image's
-    /// thread, the same task, in another slot), so nothing writes the slot any more. Its last
+    /// thread, the same task, in another slot) or its process ended (its pidfd said so), so
+    /// nothing writes the slot any more. Its last
     /// bytes are taken before ([`Self::drain_unpublished_slot`]); then
     /// [`Self::recycle_slot`] frees it. Only a TRACING slot is marked.
     pub fn end_gone_slot(&mut self, i: usize) {

@@ -10,7 +10,7 @@
 //! Layout, all words native-endian u64 unless said (offsets in bytes):
 //! - header at 0: `MAGIC`, `VERSION`, `nslots`, `data_pages`, `aux_pages`, `pid`,
 //!   `max_probe_id`, `overwrite`, the recorder's TSC calibration (`tsc_*`), the next event id,
-//!   then `nslots`
+//!   `closed`, `tsc_pending`, `no_slot`, `watched_pid_ns`, then `nslots`
 //!   pairs of ring memfd words (data, AUX: descriptor and inode, [`fd_word`]) from
 //!   `HEADER_FDS`;
 //! - slots from `slots_offset()`: per slot `state`, `tid`, `event_id`, `pid`, `writer_head`,
@@ -37,7 +37,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// "PFXPRELD".
 pub const MAGIC: u64 = u64::from_le_bytes(*b"PFXPRELD");
 /// Bumped on any layout change.
-pub const VERSION: u64 = 10;
+pub const VERSION: u64 = 11;
 /// The environment variable naming the control memfd's descriptor in the program.
 pub const ENV_CTL_FD: &str = "PERFAUX_PRELOAD_FD";
 /// The environment variable naming the recorder's descriptor directory (`/proc/PID/fd`): a
@@ -104,9 +104,13 @@ pub mod header {
     /// slots; a slot whose thread ended goes to the next): not traced, counted here for the
     /// recorder to say.
     pub const NO_SLOT: usize = 120;
+    /// The pid namespace (its /proc/PID/ns/pid inode) whose processes the recorder watches
+    /// for their end (0: none, no pidfds): a slot held by an ended process of it goes to the
+    /// next thread within a pass, so a thread that finds no free slot waits for it.
+    pub const WATCHED_PID_NS: usize = 128;
 }
 /// The first (data fd, AUX fd) pair.
-pub const HEADER_FDS: usize = 128;
+pub const HEADER_FDS: usize = 136;
 /// At most this many thread slots.
 pub const MAX_SLOTS: usize = 256;
 

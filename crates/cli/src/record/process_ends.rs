@@ -9,8 +9,11 @@
 //! and gives the slots to the next threads, as for an exec.
 //!
 //! Only processes of the recorder's own pid namespace are watched (the pid the runtime wrote
-//! names another process elsewhere); a process whose pidfd cannot be had (a kernel before
-//! 5.3) keeps its slots until the recording ends, as before.
+//! names another process elsewhere), and only where pidfds can be had (not before Linux 5.3,
+//! nor under a seccomp filter that refuses them): elsewhere a process's slots stay held until
+//! the recording ends. The runtime is told which namespace is watched
+//! ([`ProcessEnds::watched_ns`]), so that a thread finding no free slot waits for a dead
+//! process's only where the recorder will free it.
 
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::MetadataExt;
@@ -30,22 +33,33 @@ struct Watched {
 /// The traced processes whose end the recording loop waits to see.
 pub struct ProcessEnds {
     watched: Vec<Watched>,
-    /// The recorder's pid namespace (its /proc/self/ns/pid inode); `None` if unreadable, which
-    /// watches nothing.
+    /// The recorder's pid namespace (its /proc/self/ns/pid inode); `None` if unreadable or
+    /// if pidfds cannot be had here, which watches nothing.
     own_ns: Option<u64>,
 }
 
 impl ProcessEnds {
     pub fn new() -> ProcessEnds {
+        // A pidfd of the recorder itself says whether pidfds can be had at all.
+        let me = Pid::from_raw(std::process::id() as i32);
+        let pidfds = me.is_some_and(|me| pidfd_open(me, PidfdFlags::empty()).is_ok());
         ProcessEnds {
             watched: Vec::new(),
-            own_ns: std::fs::metadata("/proc/self/ns/pid").ok().map(|m| m.ino()),
+            own_ns: std::fs::metadata("/proc/self/ns/pid")
+                .ok()
+                .map(|m| m.ino())
+                .filter(|_| pidfds),
         }
     }
 
+    /// The pid namespace whose processes are watched (0: none).
+    pub fn watched_ns(&self) -> u64 {
+        self.own_ns.unwrap_or(0)
+    }
+
     /// Watches process `key` from now on, if it is not yet and is of the recorder's pid
-    /// namespace. Called when one of its threads is registered, so the process was alive a
-    /// pass ago: a pid the kernel gave again in between would keep the slots held, no worse.
+    /// namespace. A pid the kernel gave to another process before the first look (the thread
+    /// registered after its process was reaped) keeps the slots held until that one ends.
     pub fn watch(&mut self, key: ProcessKey) {
         let (pid, _, ns) = key;
         if self.own_ns != Some(ns) || self.watched.iter().any(|w| w.key == key) {
@@ -56,8 +70,11 @@ impl ProcessEnds {
         };
         match pidfd_open(pid, PidfdFlags::empty()) {
             Ok(fd) => self.watched.push(Watched { key, fd: Some(fd) }),
-            Err(rustix::io::Errno::SRCH) => self.watched.push(Watched { key, fd: None }),
-            // ENOSYS (no pidfds), EMFILE: unwatched, its slots held as before.
+            // No such process, or the pid is now another process's thread: it ended.
+            Err(rustix::io::Errno::SRCH | rustix::io::Errno::INVAL) => {
+                self.watched.push(Watched { key, fd: None });
+            }
+            // EMFILE and the like: unwatched for now, tried again at the next pass.
             Err(_) => {}
         }
     }

@@ -239,6 +239,8 @@ pub fn record_program(
     if calibration.is_some() {
         lock(&session).tsc_calibration_pending();
     }
+    let ends = ProcessEnds::new();
+    lock(&session).set_watched_pid_ns(ends.watched_ns());
     let argv: Vec<OsString> = a.command.iter().map(OsString::from).collect();
     let prog = a.command[0].clone();
     let start_ns = perfaux_swtrace::clock::monotonic_ns();
@@ -266,7 +268,7 @@ pub fn record_program(
         objects: 0,
         tasks: Vec::new(),
         main_exited: Vec::new(),
-        ends: ProcessEnds::new(),
+        ends,
     };
     let mut stop_sent = false;
     let mut functions_checked = false;
@@ -368,8 +370,8 @@ pub fn record_program(
         eprintln!(
             "perfaux record: warning: {without_slot} thread(s) of the program's processes were not \
              traced: they started while the recording's {SLOTS} slots were all held (a slot \
-             goes to another thread once its thread or its process ended, or its process \
-             exec'd)"
+             goes to another thread once its thread ended, its process exec'd, or its process \
+             ended, this last seen only in perfaux's pid namespace)"
         );
     }
     if objects_lost > 0 {

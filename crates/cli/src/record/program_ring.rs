@@ -17,7 +17,8 @@ use perfaux_ring::Wakeup;
 pub const RUNNING: u8 = 0;
 /// [`SlotRing`]'s `retiring`: the thread ended cleanly (its slot is ENDED).
 pub const ENDED: u8 = 1;
-/// [`SlotRing`]'s `retiring`: the thread is gone with its process image (an exec).
+/// [`SlotRing`]'s `retiring`: the thread is gone without a word, with its process image (an
+/// exec) or its process (ended without the thread's destructors).
 pub const GONE: u8 = 2;
 
 /// The ring of the program's thread that claimed `slot`.
@@ -32,8 +33,8 @@ pub struct SlotRing {
     /// The unpublished bytes were taken (they are copied, not consumed: once only).
     unpublished_taken: bool,
     /// Set by the recording loop once it saw the thread end ([`ENDED`]: its slot ENDED;
-    /// [`GONE`]: its process image exec'd, which ended every thread of the old image without
-    /// a word): the next drain takes the thread's last bytes (those past its last published
+    /// [`GONE`]: its process image exec'd or its process ended, either of which ended the
+    /// thread without its destructors): the next drain takes the thread's last bytes (those past its last published
     /// head too, for a thread gone; in overwrite mode, its last snapshot) and gives the slot
     /// to the next thread.
     retiring: Arc<AtomicU8>,

@@ -76,6 +76,9 @@ extern "C" fn in_child() {
     PTID.store(ptid as u64, Ordering::Relaxed);
     // SAFETY: getpid has no preconditions.
     PID.store(unsafe { libc::getpid() } as u64, Ordering::Relaxed);
+    // A fork after an unshare(CLONE_NEWPID) puts the child in the new namespace, where its pid
+    // means another process than in its parent's.
+    crate::refresh_pid_ns();
     FORK_TIME.store(perfaux_swtrace::clock::monotonic_ns(), Ordering::Relaxed);
     if let Some(ctl) = crate::control() {
         add_child(&ctl, PID.load(Ordering::Relaxed));

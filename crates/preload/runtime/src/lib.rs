@@ -58,6 +58,17 @@ pub(crate) fn pid_ns() -> u64 {
     PID_NS.load(Ordering::Relaxed)
 }
 
+/// Reads this process's pid namespace into [`pid_ns`]: at the start of an image and in a
+/// forked child. A stat(2) and no allocation, as a fork handler must (a fork from a signal
+/// handler).
+pub(crate) fn refresh_pid_ns() {
+    // SAFETY: an all-zero `stat` is a valid value of the plain C struct.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a `stat` that lives across the call.
+    let ok = unsafe { libc::stat(c"/proc/self/ns/pid".as_ptr(), &mut st) } == 0;
+    PID_NS.store(if ok { st.st_ino } else { 0 }, Ordering::Relaxed);
+}
+
 /// The constructor: maps the control area and reports the loaded objects.
 extern "C" fn init() {
     /// Marks the constructor done on every way out of it.
@@ -72,13 +83,7 @@ extern "C" fn init() {
     // must not be handed back to the runtime (crate perfaux_swtrace::forward), as a Rust
     // program's own copy does.
     IMAGE_TIME.store(perfaux_swtrace::clock::monotonic_ns(), Ordering::Relaxed);
-    PID_NS.store(
-        std::fs::metadata("/proc/self/ns/pid").map_or(0, |m| {
-            use std::os::unix::fs::MetadataExt;
-            m.ino()
-        }),
-        Ordering::Relaxed,
-    );
+    refresh_pid_ns();
     perfaux_swtrace::forward::disable();
     unwind::resolve();
     // SAFETY: getenv with a NUL-terminated name; the result is read before any setenv can run

@@ -564,8 +564,10 @@ const SLOT_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
 /// still runs.
 fn claim_slot(ctl: &Control, nslots: usize) -> Option<usize> {
     let start = std::time::Instant::now();
-    // Looked for once, at the first miss: a few syscalls a slot.
-    let mut gone_held = None;
+    // Looked for at the first miss and every few milliseconds after (a few syscalls a slot):
+    // another thread may take the slot freed meanwhile.
+    let mut gone_held = false;
+    let mut tries = 0u32;
     loop {
         let claimed = (0..nslots).find(|&i| {
             ctl.slot_word(i, slot::STATE)
@@ -584,8 +586,11 @@ fn claim_slot(ctl: &Control, nslots: usize) -> Option<usize> {
             let w = |o| ctl.slot_word(i, o).load(Ordering::Acquire);
             w(slot::STATE) == slot::ENDED && w(slot::EVENT_ID) != 0 && w(slot::OPEN_ERROR) == 0
         });
-        let to_be_freed = to_be_freed
-            || *gone_held.get_or_insert_with(|| (0..nslots).any(|i| held_by_gone_process(ctl, i)));
+        if !to_be_freed && tries % 16 == 0 {
+            gone_held = (0..nslots).any(|i| held_by_gone_process(ctl, i));
+        }
+        tries += 1;
+        let to_be_freed = to_be_freed || gone_held;
         if !to_be_freed || start.elapsed() >= SLOT_WAIT || crate::recording_closed(ctl) {
             return None;
         }
@@ -593,12 +598,17 @@ fn claim_slot(ctl: &Control, nslots: usize) -> Option<usize> {
     }
 }
 
-/// Whether slot `i` is TRACING for a process of this pid namespace that has exited (a zombie
-/// too: no thread of it is left to end the slot).
+/// Whether slot `i` is TRACING for a process that has exited (a zombie too: no thread of it is
+/// left to end the slot), of this pid namespace, which the recorder watches too (it frees such
+/// a slot within a pass).
 fn held_by_gone_process(ctl: &Control, i: usize) -> bool {
     let w = |o| ctl.slot_word(i, o).load(Ordering::Acquire);
     let ns = crate::pid_ns();
-    if w(slot::STATE) != slot::TRACING || ns == 0 || w(slot::PID_NS) != ns {
+    if w(slot::STATE) != slot::TRACING
+        || ns == 0
+        || w(slot::PID_NS) != ns
+        || ctl.word(header::WATCHED_PID_NS).load(Ordering::Acquire) != ns
+    {
         return false;
     }
     let Some(pid) = libc::pid_t::try_from(w(slot::PID)).ok().filter(|&p| p > 0) else {
@@ -688,8 +698,12 @@ fn open_slot(ctl: &Control, i: usize) -> Option<Traced> {
     for (m, k) in fds.iter().zip(members.clone()) {
         failed(ctl, i, k, open_step::SET_OUTPUT, m.set_output(fd.as_raw()))?;
     }
+    // The kernel's word, not the fork handler's: a child made without fork handlers (`_Fork`,
+    // a raw clone) that opens a slot is named as itself, which the recorder watches for its
+    // end.
+    // SAFETY: getpid has no preconditions.
     ctl.slot_word(i, slot::PID)
-        .store(crate::fork::pid(), Ordering::Relaxed);
+        .store(unsafe { libc::getpid() } as u64, Ordering::Relaxed);
     write_comm(ctl, i);
     crate::fork::write_slot(ctl, i);
     ctl.slot_word(i, slot::EVENT_ID)

@@ -1,18 +1,23 @@
 /* Test program for perfaux record -- ./prog: recursion, threads, a longjmp out of traced
  * frames, and a crash on request.
- * Usage: calls [threads [depth [how [nojmp]]]]; how: none, segv, abort, hang (in boom), fork (a
- * child that returns through the traced frames), forksegv (a child that crashes in boom after
- * fib(5); the parent goes on), forkstay (a child that calls fib(5), then leaf() until killed,
- * its output on /dev/null; the parent waits for its fib(5) and ends), forkexec (a child that execs itself as `calls 0 4 nojmp`), spawnexec (the same child
- * made by posix_spawn), closefds (the same child after it put other files, sealed memfds
- * among them, under every inherited descriptor number), exec
- * (itself again), forkexecs (THREADS children one after another, each traced before it execs
- * itself as `calls 0 2 nojmp`), forkends (THREADS children one after another, each with a
- * traced worker thread still running when the child ends without its threads' destructors:
- * by _exit, by exit from the main thread, or killed by SIGKILL, in turn), serial (the threads made one after another, each joined before the next,
- * any number), together (all the threads alive at once: each waits for the others after its
- * calls, any number), nojmp (no longjmp; also as a 4th
- * argument). */
+ * Usage: calls [threads [depth [how [nojmp]]]]; how:
+ *   none, segv, abort, hang (in boom);
+ *   fork (a child that returns through the traced frames), forksegv (a child that crashes in
+ *   boom after fib(5); the parent goes on), forkstay (a child that calls fib(5), then leaf()
+ *   until killed, its output on /dev/null; the parent waits for its fib(5) and ends);
+ *   forkexec (a child that execs itself as `calls 0 4 nojmp`), spawnexec (the same child made
+ *   by posix_spawn), closefds (the same child after it put other files, sealed memfds among
+ *   them, under every inherited descriptor number), exec (itself again);
+ *   forkexecs (THREADS children one after another, each traced before it execs itself as
+ *   `calls 0 2 nojmp`), forkends (THREADS children one after another, each with a traced
+ *   worker thread still running when the child ends without its threads' destructors: by
+ *   _exit, by exit from the main thread, or killed by SIGKILL, in turn), zombies (THREADS
+ *   children alive at once, each traced, all killed at once and left unreaped while THREADS
+ *   threads start, each with its calls);
+ *   serial (the threads made one after another, each joined before the next, any number),
+ *   together (all the threads alive at once: each waits for the others after its calls, any
+ *   number);
+ *   nojmp (no longjmp; also as a 4th argument). */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
@@ -98,6 +103,40 @@ __attribute__((noinline)) void child_ends(int kind) {
     raise(SIGKILL);
 }
 
+/* "zombies": `n` children, each traced (leaf) and then waiting; all killed at once and left
+ * unreaped (their slots held by processes that are gone), then `n` threads started at once,
+ * which find no slot free until the recorder frees the zombies'. Untraced, as the waits are. */
+__attribute__((no_instrument_function)) static void zombies(int n) {
+    int ready[2], hold[2];
+    pid_t *kids = calloc(n, sizeof *kids);
+    pthread_t *t = calloc(n, sizeof *t);
+    if (!kids || !t || pipe(ready) != 0 || pipe(hold) != 0) abort();
+    for (int i = 0; i < n; i++) {
+        kids[i] = fork();
+        if (kids[i] == 0) {
+            char c = 1;
+            leaf(i);
+            if (write(ready[1], &c, 1) != 1) _exit(1);
+            (void)read(hold[0], &c, 1);
+            _exit(0);
+        }
+    }
+    char c;
+    for (int i = 0; i < n; i++)
+        if (read(ready[0], &c, 1) != 1) abort();
+    for (int i = 0; i < n; i++) kill(kids[i], SIGKILL);
+    for (int i = 0; i < n; i++) {
+        siginfo_t info;
+        if (waitid(P_PID, kids[i], &info, WEXITED | WNOWAIT) != 0) abort();
+    }
+    for (int i = 0; i < n; i++)
+        if (pthread_create(&t[i], NULL, worker, (void *)1L) != 0) abort();
+    for (int i = 0; i < n; i++) pthread_join(t[i], NULL);
+    for (int i = 0; i < n; i++) waitpid(kids[i], NULL, 0);
+    free(kids);
+    free(t);
+}
+
 __attribute__((noinline)) void boom(const char *how) {
     if (strcmp(how, "segv") == 0) {
         volatile int *p = NULL;
@@ -168,6 +207,8 @@ __attribute__((noinline)) void boom(const char *how) {
                            : !WIFEXITED(st) || WEXITSTATUS(st) != 0)
                 abort();
         }
+    } else if (strcmp(how, "zombies") == 0) {
+        zombies(forkexecs_count);
     } else if (strcmp(how, "spawnexec") == 0) {
         /* posix_spawn (glibc: clone with CLONE_VFORK, no fork handlers run), as shells and
          * build tools start their commands. */
@@ -253,7 +294,8 @@ int main(int argc, char **argv) {
     const char *crash = argc > 3 ? argv[3] : "none";
     pthread_t t[64];
     if (many_threads(crash, threads)) threads = 0;
-    if (strcmp(crash, "forkexecs") == 0 || strcmp(crash, "forkends") == 0) {
+    if (strcmp(crash, "forkexecs") == 0 || strcmp(crash, "forkends") == 0 ||
+        strcmp(crash, "zombies") == 0) {
         forkexecs_count = threads;
         threads = 0;
     }
