@@ -586,7 +586,7 @@ fn claim_slot(ctl: &Control, nslots: usize) -> Option<usize> {
             let w = |o| ctl.slot_word(i, o).load(Ordering::Acquire);
             w(slot::STATE) == slot::ENDED && w(slot::EVENT_ID) != 0 && w(slot::OPEN_ERROR) == 0
         });
-        if !to_be_freed && tries % 16 == 0 {
+        if !to_be_freed && tries.is_multiple_of(16) {
             gone_held = (0..nslots).any(|i| held_by_gone_process(ctl, i));
         }
         tries += 1;
