@@ -26,7 +26,8 @@
 //!   only within [`TIGHT_TICKS`]. (The earlier code took any pair: under 4 busy loops on 2
 //!   cores its anchors and its rate were off by up to milliseconds.)
 //! - **The rate is measured over a long baseline between tight pairs.** The first
-//!   calibration spans [`CALIBRATION_NS`] (10 ms, once per process, never on the hot path);
+//!   calibration spans [`CALIBRATION_NS`] (10 ms asleep, once per process, never on the hot
+//!   path);
 //!   each later anchor that lies at least twice as far from the first pair as the current
 //!   baseline re-measures the rate over the whole distance, so the rate's error shrinks as
 //!   the process runs (two 100 ns brackets over 10 ms: 1e-5; over 1 s: 1e-7).
@@ -220,7 +221,7 @@ pub fn tsc_rate() -> TscRate {
 /// one clock for all of them): the first pair and the rate measured from it over `span`
 /// ticks. `perfaux record` measures it while it prepares the recording and the runtime in the
 /// traced program adopts it ([`adopt_tsc_calibration`]), so that no traced process (nor each
-/// image it execs) spins [`CALIBRATION_NS`] of its own before its first traced call.
+/// image it execs) waits [`CALIBRATION_NS`] of its own before its first traced call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TscCalibration {
     /// The first pair's TSC ticks.
@@ -279,16 +280,24 @@ pub fn adopt_tsc_calibration(c: TscCalibration) -> bool {
 }
 
 /// A fresh calibration over `baseline_ns` of CLOCK_MONOTONIC, between tight pairs at both
-/// ends (what [`tsc_rate`] does once; it spins for the whole baseline).
+/// ends (what [`tsc_rate`] does once; it waits for the whole baseline, asleep).
 pub fn calibrate(baseline_ns: u64) -> TscRate {
     let (a, b) = calibrate_pairs(baseline_ns);
     rate_between(a, b)
 }
 
+/// Two tight pairs at least `baseline_ns` apart, asleep in between (nanosleep: signal-safe). The
+/// TSC is invariant (this module's premise: anchors 5 ms apart assume it), so the rate between
+/// the pairs does not depend on what the CPU did meanwhile; a spin took a core for the whole
+/// baseline, which `perfaux record` measures beside starting the program, on machines of two.
 fn calibrate_pairs(baseline_ns: u64) -> (ClockPair, ClockPair) {
     let start = read_pair();
-    while monotonic_ns().saturating_sub(start.ns) < baseline_ns {
-        std::hint::spin_loop();
+    loop {
+        let elapsed = monotonic_ns().saturating_sub(start.ns);
+        if elapsed >= baseline_ns {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_nanos(baseline_ns - elapsed));
     }
     (start, read_pair())
 }

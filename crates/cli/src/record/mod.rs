@@ -16,6 +16,7 @@ mod program_events;
 mod program_ring;
 mod session;
 pub mod signals;
+mod tsc_cache;
 
 use std::path::PathBuf;
 

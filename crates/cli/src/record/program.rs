@@ -184,11 +184,11 @@ pub fn record_program(
              perf.data, docs/PERF-COMPAT.md): record to a file with -o FILE",
         ));
     }
-    // Measured beside the setup and the program's start (another core spins for it) and handed
-    // to the program: no traced process then spins 10 ms to calibrate its TSC clock before its
-    // first call.
-    let calibration = cfg!(target_arch = "x86_64")
-        .then(|| std::thread::spawn(perfaux_swtrace::clock::tsc_calibration));
+    // The TSC rate, kept from an earlier recording of this boot (record/tsc_cache.rs) or
+    // measured beside the setup and the program's start (10 ms, asleep on a thread of its own),
+    // handed to the program: no traced process calibrates its own before its first call.
+    let calibration =
+        cfg!(target_arch = "x86_64").then(|| std::thread::spawn(super::tsc_cache::calibration));
     let overwrite = match a.snapshot.as_deref() {
         None => false,
         Some("" | "e") => true,

@@ -200,7 +200,7 @@ fn wait_for_calibration(ctl: &Control) {
 }
 
 /// The recorder's TSC calibration, if it wrote one (and it passes swtrace's checks), instead
-/// of this process's own 10 ms spin at its first traced call.
+/// of this process's own 10 ms wait at its first traced call.
 fn adopt_calibration(ctl: &Control) {
     let r = |o| ctl.word(o).load(Ordering::Acquire);
     let rate = r(header::TSC_RATE);
