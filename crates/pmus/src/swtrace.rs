@@ -227,7 +227,7 @@ impl Pmu for SwtracePmu {
         if event.is_sampling() {
             return Err(einval("swtrace does not sample"));
         }
-        // The writer's TSC rate is calibrated once per process (a 5 ms
+        // The writer's TSC rate is calibrated once per process (a 10 ms
         // measurement behind a OnceLock) and its thread-state key made
         // (writer::prepare): here, not in the signal handler that may
         // install the first writer on another thread.
