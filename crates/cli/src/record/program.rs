@@ -455,6 +455,29 @@ fn process_of(t: &TracedThread) -> ProcessKey {
     (t.pid, t.fork.map(|f| f.2), t.pid_ns)
 }
 
+/// The PERF_RECORD_EXIT of `r`'s thread at `time`, unless it has one. A process's main thread
+/// lives on through its execs (one task, each image a slot of its own): it exits once, which
+/// `main_exited` (pid, fork time) remembers.
+fn exit_once(
+    rec: &mut Recorder,
+    r: &mut Registered,
+    main_exited: &mut Vec<(u32, Option<u64>)>,
+    time: u64,
+) -> Result<(), CliError> {
+    if r.exited {
+        return Ok(());
+    }
+    r.exited = true;
+    if r.tid == r.pid {
+        let process = (r.pid, r.fork.map(|f| f.2));
+        if main_exited.contains(&process) {
+            return Ok(());
+        }
+        main_exited.push(process);
+    }
+    write_exit(rec, (r.pid, r.tid), r.fork, time)
+}
+
 /// Writes a PERF_RECORD_EXIT of thread `tid` of process `pid` at `time`; the parent named is
 /// the process's (as the kernel's `real_parent`): its forker in `fork`, or perfaux.
 fn write_exit(
@@ -610,19 +633,9 @@ impl Sideband {
                     Ordering::AcqRel,
                     Ordering::Acquire,
                 );
-                if gone.is_err() || r.exited {
-                    continue;
+                if gone.is_ok() {
+                    exit_once(rec, r, &mut self.main_exited, time)?;
                 }
-                r.exited = true;
-                // A main thread's EXIT is its process's, once through all its images.
-                if r.tid == r.pid {
-                    let process = (r.pid, r.fork.map(|f| f.2));
-                    if self.main_exited.contains(&process) {
-                        continue;
-                    }
-                    self.main_exited.push(process);
-                }
-                write_exit(rec, (r.pid, r.tid), r.fork, time)?;
             }
         }
         // Only processes that hold a slot stay watched: the list is as short as the slots.
@@ -710,21 +723,10 @@ impl Sideband {
             let Some(r) = self.slots.get_mut(t.slot).and_then(Option::as_mut) else {
                 continue;
             };
-            if r.generation != t.generation || r.exited {
-                continue;
+            if r.generation == t.generation {
+                let time = perfaux_swtrace::clock::monotonic_ns();
+                exit_once(rec, r, &mut self.main_exited, time)?;
             }
-            r.exited = true;
-            // A process's main thread lives on through its execs (one task, each image a
-            // slot of its own): it exits once.
-            if t.tid == t.pid {
-                let process = (t.pid, t.fork.map(|f| f.2));
-                if self.main_exited.contains(&process) {
-                    continue;
-                }
-                self.main_exited.push(process);
-            }
-            let time = perfaux_swtrace::clock::monotonic_ns();
-            write_exit(rec, (t.pid, t.tid), t.fork, time)?;
         }
         Ok(())
     }
