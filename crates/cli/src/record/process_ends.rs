@@ -105,6 +105,28 @@ impl ProcessEnds {
         ended
     }
 
+    /// Waits `timeout`, or less if process `pid` (the program) ends first: the recording's
+    /// last pass then follows its end at once, not up to a pass later.
+    pub fn wait_for(pid: Option<&OwnedFd>, timeout: std::time::Duration) {
+        let Some(fd) = pid else {
+            std::thread::sleep(timeout);
+            return;
+        };
+        let t = Timespec {
+            tv_sec: i64::try_from(timeout.as_secs()).unwrap_or(i64::MAX),
+            tv_nsec: timeout.subsec_nanos().into(),
+        };
+        // A signal (Ctrl-C, SIGUSR2) ends the wait early too, which the loop wants.
+        let _ = poll(&mut [PollFd::new(fd, PollFlags::IN)], Some(&t));
+    }
+
+    /// A pidfd of process `pid` (the program, a child of the recorder, so it is still there
+    /// until reaped), if pidfds can be had.
+    pub fn pidfd(pid: u32) -> Option<OwnedFd> {
+        let pid = Pid::from_raw(i32::try_from(pid).ok()?)?;
+        pidfd_open(pid, PidfdFlags::empty()).ok()
+    }
+
     /// Stops watching the processes `keep` says no longer hold a slot (all their threads'
     /// slots went to others), so that the watch list stays as short as the slots.
     pub fn retain(&mut self, mut keep: impl FnMut(&ProcessKey) -> bool) {

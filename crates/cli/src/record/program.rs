@@ -247,6 +247,7 @@ pub fn record_program(
     let pid = lock(&session)
         .spawn(&argv, &runtime)
         .map_err(|e| CliError::msg(format!("record: cannot run '{prog}': {e}")))?;
+    let program_fd = ProcessEnds::pidfd(pid);
     // The program starts while the calibration ends (its loading and first steps take some of
     // the 10 ms); its first hook waits for what is left.
     match calibration.map(std::thread::JoinHandle::join) {
@@ -309,7 +310,7 @@ pub fn record_program(
             lock(&session).kill(libc::SIGTERM);
             stop_sent = true;
         }
-        std::thread::sleep(Duration::from_millis(1));
+        ProcessEnds::wait_for(program_fd.as_ref(), Duration::from_millis(1));
     };
     let end = ProgramEnd(status);
     let shared = session;
