@@ -38,14 +38,22 @@ fn record(args: &RecordArgs, verbose: bool) -> Result<(), CliError> {
         if let Some(line) = end.signal_line(&args.command[0]) {
             eprintln!("{line}");
         }
-        std::process::exit(i32::from(end.exit_code()));
+        let mut code = i32::from(end.exit_code());
+        if let Some(line) = summary.disk_full_line(&args.output) {
+            eprintln!("perfaux: error: {line}");
+            code = code.max(1);
+        }
+        std::process::exit(code);
     }
     let cfg = RecordConfig::from_args(args, verbose)?;
     let mut progress = Progress::new("record", verbose, false);
     let summary = perfaux::record::record(&cfg, &mut progress)?;
     progress.done();
     eprint!("{}", summary.lines(&cfg.output));
-    Ok(())
+    match summary.disk_full_line(&cfg.output) {
+        Some(line) => Err(CliError::msg(line)),
+        None => Ok(()),
+    }
 }
 
 /// Whether the subcommand is `record` (the first argument that is not an

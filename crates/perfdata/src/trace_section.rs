@@ -230,6 +230,24 @@ impl<W: Write> ChunkStream<W> {
         self.chunks
     }
 
+    /// The sink.
+    pub fn get_ref(&self) -> &W {
+        &self.sink
+    }
+
+    /// The sink, to put it back where [`Self::rewind`] says.
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.sink
+    }
+
+    /// Forgets every chunk after the first `chunks`, which end `len` bytes into the stream
+    /// (values [`Self::chunks`] and [`Self::len`] had then): for a sink that failed part-way
+    /// (a full disk), which the caller puts back at `len`.
+    pub fn rewind(&mut self, chunks: u64, len: u64) {
+        self.chunks = chunks;
+        self.len = len;
+    }
+
     /// Bytes written to the sink so far.
     pub fn len(&self) -> u64 {
         self.len

@@ -25,6 +25,9 @@ pub(crate) struct InPlace {
     pos: u64,
     /// Where the bytes not yet handed to writeback start.
     queued: u64,
+    /// Writes go nowhere (they are taken and dropped): for emptying a buffer in front of this
+    /// of bytes a full disk had no room for.
+    discard: bool,
 }
 
 impl InPlace {
@@ -34,7 +37,22 @@ impl InPlace {
             file,
             pos: at,
             queued: at,
+            discard: false,
         }
+    }
+
+    /// Drops what is written from now on (`true`) or writes it again (`false`).
+    pub(crate) fn set_discard(&mut self, on: bool) {
+        self.discard = on;
+    }
+
+    /// Goes back to offset `at`: the file is cut there (freeing what a full disk took of a
+    /// chunk that did not fit) and the next byte goes there.
+    pub(crate) fn rewind(&mut self, at: u64) -> io::Result<()> {
+        self.file.set_len(at)?;
+        self.pos = at;
+        self.queued = self.queued.min(at);
+        Ok(())
     }
 
     /// The offset the next byte goes to.
@@ -68,6 +86,9 @@ impl InPlace {
 
 impl Write for InPlace {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.discard {
+            return Ok(buf.len());
+        }
         let n = self.file.write_at(buf, self.pos)?;
         self.pos += n as u64;
         self.start_writeback();

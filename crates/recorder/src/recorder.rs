@@ -101,7 +101,20 @@ pub struct RecordSummary {
     /// Pauses and resumes the AUX events dropped because another was in
     /// progress (`aux_in_pause_resume`), as of the last drain.
     pub dropped_pause_resume: u64,
+    /// The output's file system filled: the trace and the rings' records from then on were
+    /// not written (the file holds everything before, and ends as a whole recording).
+    pub disk_full: bool,
+    /// Bytes of trace not written because the disk was full (those of the chunk that did not
+    /// fit, and every chunk after it).
+    pub trace_lost_to_full_disk: u64,
+    /// The rings' records not written because the disk was full.
+    pub records_lost_to_full_disk: u64,
 }
+
+/// Room kept on the output's file system for the recording's end (the records move after the
+/// trace, the feature sections follow): an unnamed file of this size beside the output, given
+/// back when the disk fills.
+pub const FULL_DISK_RESERVE: u64 = 4 << 20;
 
 enum Writer {
     File(Box<PerfDataWriter<BufWriter<File>>>, FileOutput),
@@ -121,6 +134,18 @@ struct Sink {
     endian: Endianness,
     summary: RecordSummary,
     path: PathBuf,
+    /// Where the chunks start in the output.
+    chunks_start: u64,
+    /// (length, chunks) of the chunk stream at the chunk boundaries not yet known to be in
+    /// the file, the first one the newest that is: a full disk cuts the stream back there.
+    boundaries: std::collections::VecDeque<(u64, u64)>,
+    /// [`FULL_DISK_RESERVE`] bytes held beside the output, if the file system had them.
+    reserve: Option<File>,
+}
+
+/// Whether `e` says the file system is full (or the user's quota is).
+fn is_full(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT))
 }
 
 impl Sink {
@@ -146,6 +171,10 @@ impl Sink {
     /// One record from a ring: a uevent becomes a BPF-output sample; loss
     /// is counted.
     fn take_record(&mut self, tid: i32, rec: &[u8]) -> Result<()> {
+        if self.summary.disk_full {
+            self.summary.records_lost_to_full_disk += 1;
+            return Ok(());
+        }
         let Some(h8) = rec.first_chunk::<8>() else {
             return Err(RecordError::Record {
                 tid,
@@ -207,6 +236,10 @@ impl Sink {
     }
 
     fn take_aux(&mut self, tid: i32, a: AuxBytes<'_>) -> Result<()> {
+        if self.summary.disk_full {
+            self.summary.trace_lost_to_full_disk += a.data.len() as u64;
+            return Ok(());
+        }
         self.summary.aux_bytes += a.data.len() as u64;
         let h = ChunkHeader {
             event_id: a.event_id,
@@ -216,14 +249,62 @@ impl Sink {
             kind: a.kind,
             flags: a.flags,
         };
-        let path = self.path.clone();
-        self.chunks
-            .push(&h, &[a.data])
-            .map_err(|source| RecordError::Output {
-                path,
+        match self.chunks.push(&h, &[a.data]) {
+            Ok(()) => {
+                self.boundaries
+                    .push_back((self.chunks.len(), self.chunks.chunks()));
+                let durable = self.chunks.get_ref().get_ref().position() - self.chunks_start;
+                while self.boundaries.get(1).is_some_and(|b| b.0 <= durable) {
+                    self.boundaries.pop_front();
+                }
+                Ok(())
+            }
+            Err(e) if is_full(&e) && self.reserve.is_some() => {
+                self.summary.aux_bytes -= a.data.len() as u64;
+                self.summary.trace_lost_to_full_disk += a.data.len() as u64;
+                self.disk_filled().map_err(|source| RecordError::Output {
+                    path: self.path.clone(),
+                    what: "cutting the trace back after the disk filled".into(),
+                    source,
+                })
+            }
+            Err(source) => Err(RecordError::Output {
+                path: self.path.clone(),
                 what: "writing trace bytes".into(),
                 source,
-            })
+            }),
+        }
+    }
+
+    /// The disk is full: the chunk stream goes back to the last chunk that is whole in the
+    /// file (what a buffer held past it is dropped, the file cut there), the reserve is given
+    /// back for the recording's end, and from now on trace and ring records are counted, not
+    /// written. Everything recorded before stays, and the recording ends as a whole file.
+    fn disk_filled(&mut self) -> std::io::Result<()> {
+        let durable = self.chunks.get_ref().get_ref().position() - self.chunks_start;
+        let (len, chunks) = self
+            .boundaries
+            .iter()
+            .rev()
+            .find(|b| b.0 <= durable)
+            .copied()
+            .unwrap_or((0, 0));
+        // Chunks pushed past the last whole one (into the buffer, or part-way into the file).
+        let cut = self.chunks.len() - len;
+        self.summary.trace_lost_to_full_disk += cut;
+        self.summary.aux_bytes = self.summary.aux_bytes.saturating_sub(cut);
+        let buffered = self.chunks.get_mut();
+        buffered.get_mut().set_discard(true);
+        let emptied = buffered.flush();
+        buffered.get_mut().set_discard(false);
+        emptied?;
+        buffered.get_mut().rewind(self.chunks_start + len)?;
+        self.chunks.rewind(chunks, len);
+        self.boundaries.clear();
+        self.boundaries.push_back((len, chunks));
+        self.reserve = None;
+        self.summary.disk_full = true;
+        Ok(())
     }
 }
 
@@ -308,7 +389,7 @@ impl Recorder {
             endian,
             ..WriterOptions::default()
         };
-        let (writer, path, trace) = match output {
+        let (writer, path, trace, reserve) = match output {
             Output::File(path) => {
                 let (out, file) = FileOutput::create(&path)?;
                 let records = out.scratch()?;
@@ -322,7 +403,17 @@ impl Recorder {
                 // The trace section starts where the data would (the records move after it
                 // at the end), its chunks after the head that is filled in then.
                 let trace = InPlace::new(file, w.data_offset() + CHUNKS_FIRST_HEAD);
-                (Writer::File(Box::new(w), out), path, trace)
+                // Room for the end if the disk fills; none if it has not even that now.
+                let reserve = out.scratch().ok().filter(|f| {
+                    rustix::fs::fallocate(
+                        f,
+                        rustix::fs::FallocateFlags::empty(),
+                        0,
+                        FULL_DISK_RESERVE,
+                    )
+                    .is_ok()
+                });
+                (Writer::File(Box::new(w), out), path, trace, reserve)
             }
             Output::Pipe(w) => {
                 let path = PathBuf::from("-");
@@ -349,7 +440,7 @@ impl Recorder {
                         source,
                     }
                 })?;
-                (Writer::Pipe(w), path, InPlace::new(scratch, 0))
+                (Writer::Pipe(w), path, InPlace::new(scratch, 0), None)
             }
         };
         let mut wakeups = Wakeups::default();
@@ -358,9 +449,13 @@ impl Recorder {
                 wakeups.watch(w);
             }
         }
+        let chunks_start = trace.position();
         let sink = Sink {
             writer,
             chunks: ChunkStream::new(BufWriter::with_capacity(1 << 20, trace)),
+            chunks_start,
+            boundaries: std::collections::VecDeque::from([(0, 0)]),
+            reserve,
             open_info: events
                 .iter()
                 .map(|e| RecordParseInfo::new(&e.open))

@@ -133,6 +133,21 @@ pub struct RecordSummary {
 }
 
 impl RecordSummary {
+    /// The error to end with if the disk filled during the recording (the file is written,
+    /// whole, with everything before).
+    pub fn disk_full_line(&self, output: &std::path::Path) -> Option<String> {
+        let r = &self.recorded;
+        r.disk_full.then(|| {
+            format!(
+                "record: the disk holding {} filled: the recording is written with everything \
+                 before; {} bytes of trace and {} records after it were not",
+                output.display(),
+                r.trace_lost_to_full_disk,
+                r.records_lost_to_full_disk
+            )
+        })
+    }
+
     /// perf's two closing lines.
     pub fn lines(&self, output: &std::path::Path) -> String {
         format!(
