@@ -1,6 +1,6 @@
 //! A disk that fills while `perfaux record -- ./prog` runs: the recording keeps everything
-//! written before, as a whole file that perfaux and perf 6.1 read, and says it is cut (exit
-//! status 1, how much trace was not written). The recorder holds 4 MiB beside the output from
+//! written before, as a whole file that perfaux and perf 6.1 read, the previous output as
+//! `.old`, and says it is cut (exit status 1, how much trace was not written). The recorder holds 4 MiB beside the output from
 //! the start (`FULL_DISK_RESERVE`) and gives it back for the recording's end when the disk
 //! fills; the trace goes back to its last whole chunk.
 
@@ -44,10 +44,15 @@ fn a_disk_that_fills_keeps_the_recording_so_far() {
     let prog = build_calls(dir.path(), &["-finstrument-functions"], "calls_full");
     let mnt = dir.path().join("mnt");
     std::fs::create_dir(&mnt).unwrap();
+    // The same run on a disk with room: every call.
+    let (whole, data) = record(dir.path(), &prog, &["0", "27", "nojmp"]);
+    assert!(whole.status.success());
+    let all = call_trace(&data).len();
     let Some(_tmpfs) = Tmpfs::mount(&mnt, "8m") else {
         return;
     };
-    // fib(27): about 1.3 million calls, 6 MB of trace, past what 8 MiB less the reserve holds.
+    std::fs::write(mnt.join("perf.data"), b"the previous recording").unwrap();
+    // fib(27): about 950 thousand calls, 5 MB of trace, past what 8 MiB less the reserve holds.
     let out = Command::new(PERFAUX)
         .current_dir(dir.path())
         .args(["record", "-o"])
@@ -69,7 +74,15 @@ fn a_disk_that_fills_keeps_the_recording_so_far() {
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     names.sort();
-    assert_eq!(names, ["perf.data"], "the recording and nothing else");
+    assert_eq!(
+        names,
+        ["perf.data", "perf.data.old"],
+        "the recordings and nothing else"
+    );
+    assert_eq!(
+        std::fs::read(mnt.join("perf.data.old")).unwrap(),
+        b"the previous recording"
+    );
 
     let data = mnt.join("perf.data");
     let calls = call_trace(&data);
@@ -78,12 +91,12 @@ fn a_disk_that_fills_keeps_the_recording_so_far() {
         calls.first().map(String::as_str),
         Some("main"),
         "{:?}",
-        &calls[..3]
+        calls.get(..3)
     );
     assert!(calls.len() > 100_000, "{} calls kept", calls.len());
     assert!(
-        calls.len() < 1_000_000,
-        "{} calls: nothing was cut?",
+        calls.len() < all,
+        "{} calls of {all}: nothing was cut?",
         calls.len()
     );
     if perfaux_testutil::oracle("perf") {
@@ -96,5 +109,47 @@ fn a_disk_that_fills_keeps_the_recording_so_far() {
         );
         assert_eq!(r.code, 0, "{}", r.stderr);
         assert!(r.stdout.contains("PERF_RECORD_COMM"), "{}", r.stdout);
+    }
+}
+
+/// The same when the records fill the disk (uevents only, no trace: the records' writer meets
+/// the full disk, not the trace's): the records written before stay, perf reads them.
+#[test]
+fn a_disk_that_fills_with_records_keeps_them_so_far() {
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let Some(_tmpfs) = Tmpfs::mount(&mnt, "6m") else {
+        return;
+    };
+    let data = mnt.join("perf.data");
+    let out = Command::new(PERFAUX)
+        .args(["record", "-e", "uevent", "--requests", "100000", "-o"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("filled"), "{stderr}");
+    let kept: u64 = stderr
+        .split_once("MB")
+        .and_then(|(_, r)| r.split_once(" records")?.0.rsplit_once('(')?.1.parse().ok())
+        .unwrap_or_else(|| panic!("no record count in {stderr}"));
+    let not: u64 = stderr
+        .rsplit_once(" records after it")
+        .and_then(|(l, _)| l.rsplit_once(' ')?.1.parse().ok())
+        .unwrap_or_else(|| panic!("no lost count in {stderr}"));
+    assert!(kept > 1000 && not > 0, "{stderr}");
+    if perfaux_testutil::oracle("perf") {
+        let home = tempfile::tempdir().unwrap();
+        let r = perfaux_testutil::perf_on_file(&["report", "-D"], &data, false, home.path());
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        // Every record written is read.
+        let read = r
+            .stdout
+            .lines()
+            .filter(|l| l.contains(" PERF_RECORD_"))
+            .count() as u64;
+        assert_eq!(read, kept, "perf reads every record written");
     }
 }

@@ -225,6 +225,9 @@ fn an_existing_output_becomes_old_and_a_link_is_replaced_not_followed() {
     perf_reads(&out);
 }
 
+/// A disk without room even for the 4 MiB the recorder holds for a recording's end (a disk
+/// that fills later keeps the recording so far: record_full_disk.rs): the recording cannot
+/// be kept, and fails with the previous file in place.
 #[test]
 fn a_full_disk_leaves_the_previous_file_and_no_temporary() {
     let _one = serial();

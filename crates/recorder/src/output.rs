@@ -195,6 +195,25 @@ pub(crate) fn copy_range(src: &File, from: u64, dst: &File, to: u64, len: u64) -
     copy_by_reads(src, dst, (from, to, left), len)
 }
 
+/// [`copy_range`] a MiB at a time, each piece's blocks in `src` given back once copied (a
+/// hole punched: where the file system cannot, the copy goes on as [`copy_range`]'s).
+pub(crate) fn move_range(src: &File, from: u64, dst: &File, to: u64, len: u64) -> io::Result<()> {
+    const PIECE: u64 = 1 << 20;
+    let mut done = 0;
+    while done < len {
+        let n = PIECE.min(len - done);
+        copy_range(src, from + done, dst, to + done, n)?;
+        let _ = rustix::fs::fallocate(
+            src,
+            rustix::fs::FallocateFlags::PUNCH_HOLE | rustix::fs::FallocateFlags::KEEP_SIZE,
+            from + done,
+            n,
+        );
+        done += n;
+    }
+    Ok(())
+}
+
 /// [`copy_range`]'s fallback: `left` bytes of `src` at `from` to `dst` at `to`, by reads and
 /// writes (`len`, the whole copy's length, for the error).
 fn copy_by_reads(src: &File, dst: &File, at: (u64, u64, u64), len: u64) -> io::Result<()> {
@@ -281,6 +300,24 @@ mod tests {
                 .is_symlink()
         );
         assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 3);
+    }
+
+    /// A move places the bytes as a copy does and gives the source's blocks back as it goes.
+    #[test]
+    fn move_range_places_the_bytes_and_frees_the_source() {
+        use std::os::unix::fs::{FileExt, MetadataExt};
+        let src = tempfile::tempfile().unwrap();
+        let bytes: Vec<u8> = (0..(3 << 20) + 17).map(|i: u32| (i % 251) as u8).collect();
+        src.write_all_at(&bytes, 0).unwrap();
+        src.sync_all().unwrap();
+        let held = src.metadata().unwrap().blocks();
+        let dst = tempfile::tempfile().unwrap();
+        move_range(&src, 0, &dst, 4096, bytes.len() as u64).unwrap();
+        let mut got = vec![0u8; bytes.len()];
+        dst.read_exact_at(&mut got, 4096).unwrap();
+        assert!(got == bytes);
+        let left = src.metadata().unwrap().blocks();
+        assert!(left < held / 8, "{left} of {held} blocks still held");
     }
 
     /// The records' copy into place, inside the kernel and by reads and writes: the bytes

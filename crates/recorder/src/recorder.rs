@@ -136,9 +136,9 @@ struct Sink {
     path: PathBuf,
     /// Where the chunks start in the output.
     chunks_start: u64,
-    /// (length, chunks) of the chunk stream at the chunk boundaries not yet known to be in
-    /// the file, the first one the newest that is: a full disk cuts the stream back there.
-    boundaries: std::collections::VecDeque<(u64, u64)>,
+    /// The chunk stream's (length, chunks, trace bytes) at the chunk boundaries not yet known
+    /// to be in the file, the first one the newest that is: a full disk cuts it back there.
+    boundaries: std::collections::VecDeque<(u64, u64, u64)>,
     /// [`FULL_DISK_RESERVE`] bytes held beside the output, if the file system had them.
     reserve: Option<File>,
 }
@@ -146,6 +146,11 @@ struct Sink {
 /// Whether `e` says the file system is full (or the user's quota is).
 fn is_full(e: &std::io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT))
+}
+
+/// [`is_full`] for the records' writer.
+fn records_full(e: &perfaux_perfdata::Error) -> bool {
+    matches!(e, perfaux_perfdata::Error::Io { source, .. } if is_full(source))
 }
 
 impl Sink {
@@ -157,7 +162,18 @@ impl Sink {
     fn push(&mut self, rec: &[u8]) -> Result<()> {
         self.summary.records += 1;
         let r = match &mut self.writer {
-            Writer::File(w, _) => w.write_record(rec),
+            // A record is whole in the writer's buffer before it flushes, and a flush that
+            // fails keeps what it did not write: after a full disk, the next flush goes on.
+            Writer::File(w, _) => match w.write_record(rec) {
+                Err(e) if records_full(&e) && !self.summary.disk_full => {
+                    return self.disk_filled().map_err(|source| RecordError::Output {
+                        path: self.path.clone(),
+                        what: "cutting the trace back after the disk filled".into(),
+                        source,
+                    });
+                }
+                r => r,
+            },
             Writer::Pipe(w) => w.write_record(rec),
         };
         r.map(|_| ()).map_err(self.write_err("writing a record"))
@@ -251,15 +267,18 @@ impl Sink {
         };
         match self.chunks.push(&h, &[a.data]) {
             Ok(()) => {
-                self.boundaries
-                    .push_back((self.chunks.len(), self.chunks.chunks()));
+                self.boundaries.push_back((
+                    self.chunks.len(),
+                    self.chunks.chunks(),
+                    self.summary.aux_bytes,
+                ));
                 let durable = self.chunks.get_ref().get_ref().position() - self.chunks_start;
                 while self.boundaries.get(1).is_some_and(|b| b.0 <= durable) {
                     self.boundaries.pop_front();
                 }
                 Ok(())
             }
-            Err(e) if is_full(&e) && self.reserve.is_some() => {
+            Err(e) if is_full(&e) => {
                 self.summary.aux_bytes -= a.data.len() as u64;
                 self.summary.trace_lost_to_full_disk += a.data.len() as u64;
                 self.disk_filled().map_err(|source| RecordError::Output {
@@ -276,23 +295,38 @@ impl Sink {
         }
     }
 
+    /// Flushes the trace's buffer into the file (at the end), a full disk cutting it back as
+    /// a chunk that finds it full does.
+    fn flush_trace(&mut self) -> Result<()> {
+        match self.chunks.get_mut().flush() {
+            Ok(()) => Ok(()),
+            Err(e) if is_full(&e) => self.disk_filled(),
+            Err(e) => Err(e),
+        }
+        .map_err(|source| RecordError::Output {
+            path: self.path.clone(),
+            what: "writing trace bytes".into(),
+            source,
+        })
+    }
+
     /// The disk is full: the chunk stream goes back to the last chunk that is whole in the
     /// file (what a buffer held past it is dropped, the file cut there), the reserve is given
     /// back for the recording's end, and from now on trace and ring records are counted, not
-    /// written. Everything recorded before stays, and the recording ends as a whole file.
+    /// written. Everything recorded before stays, and the recording ends as a whole file if
+    /// its end finds room (the reserve's, when the disk had it at the start).
     fn disk_filled(&mut self) -> std::io::Result<()> {
         let durable = self.chunks.get_ref().get_ref().position() - self.chunks_start;
-        let (len, chunks) = self
+        let (len, chunks, kept) = self
             .boundaries
             .iter()
             .rev()
             .find(|b| b.0 <= durable)
             .copied()
-            .unwrap_or((0, 0));
+            .unwrap_or((0, 0, 0));
         // Chunks pushed past the last whole one (into the buffer, or part-way into the file).
-        let cut = self.chunks.len() - len;
-        self.summary.trace_lost_to_full_disk += cut;
-        self.summary.aux_bytes = self.summary.aux_bytes.saturating_sub(cut);
+        self.summary.trace_lost_to_full_disk += self.summary.aux_bytes - kept;
+        self.summary.aux_bytes = kept;
         let buffered = self.chunks.get_mut();
         buffered.get_mut().set_discard(true);
         let emptied = buffered.flush();
@@ -301,7 +335,7 @@ impl Sink {
         buffered.get_mut().rewind(self.chunks_start + len)?;
         self.chunks.rewind(chunks, len);
         self.boundaries.clear();
-        self.boundaries.push_back((len, chunks));
+        self.boundaries.push_back((len, chunks, kept));
         self.reserve = None;
         self.summary.disk_full = true;
         Ok(())
@@ -454,7 +488,7 @@ impl Recorder {
             writer,
             chunks: ChunkStream::new(BufWriter::with_capacity(1 << 20, trace)),
             chunks_start,
-            boundaries: std::collections::VecDeque::from([(0, 0)]),
+            boundaries: std::collections::VecDeque::from([(0, 0, 0)]),
             reserve,
             open_info: events
                 .iter()
@@ -663,7 +697,10 @@ impl Recorder {
             .name("perfaux-unmap".into())
             .spawn(move || drop(rings))
             .ok();
-        let Recorder { sink, .. } = self;
+        let Recorder { mut sink, .. } = self;
+        sink.flush_trace()?;
+        // The end's room: the records move after the trace, the features follow.
+        sink.reserve = None;
         let Sink {
             writer,
             chunks,
@@ -734,8 +771,10 @@ impl Recorder {
                     .metadata()
                     .map_err(out_err("reading the records kept beside the output"))?
                     .len();
-                let moved = crate::output::copy_range(&records, 0, &file, 0, at).and_then(|()| {
-                    crate::output::copy_range(&records, at, &file, at + room, len - at)
+                // Moved: each piece's room given back as it is copied (a disk that filled has
+                // no room for two copies of the records).
+                let moved = crate::output::move_range(&records, 0, &file, 0, at).and_then(|()| {
+                    crate::output::move_range(&records, at, &file, at + room, len - at)
                 });
                 moved.map_err(out_err("moving the records into the output"))?;
                 summary.file_size = len + room;
