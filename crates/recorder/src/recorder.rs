@@ -671,6 +671,8 @@ impl Recorder {
                 sink.take_aux(tid, a)
             })?;
         }
+        // A snapshot after the disk filled is not in the file.
+        let took = took && !self.sink.summary.disk_full;
         if took {
             self.sink.summary.snapshots += 1;
         }
