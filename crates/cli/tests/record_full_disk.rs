@@ -100,15 +100,8 @@ fn a_disk_that_fills_keeps_the_recording_so_far() {
         calls.len()
     );
     if perfaux_testutil::oracle("perf") {
-        let home = tempfile::tempdir().unwrap();
-        let r = perfaux_testutil::perf_on_file(
-            &["script", "--show-task-events"],
-            &data,
-            false,
-            home.path(),
-        );
-        assert_eq!(r.code, 0, "{}", r.stderr);
-        assert!(r.stdout.contains("PERF_RECORD_COMM"), "{}", r.stdout);
+        let events = perf_task_events(&data);
+        assert!(events.contains("PERF_RECORD_COMM"), "{events}");
     }
 }
 

@@ -536,16 +536,9 @@ fn every_thread_ends_with_an_exit_record_perf_reads() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let home = tempfile::tempdir().unwrap();
-    let r = perfaux_testutil::perf_on_file(
-        &["script", "--show-task-events"],
-        &data,
-        false,
-        home.path(),
-    );
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    let events = perf_task_events(&data);
     let task = |kind: &str| -> Vec<String> {
-        r.stdout
+        events
             .lines()
             .filter_map(|l| l.split_once(&format!("PERF_RECORD_{kind}")))
             .map(|(_, rest)| rest.to_string())
@@ -553,8 +546,8 @@ fn every_thread_ends_with_an_exit_record_perf_reads() {
     };
     let comms = task("COMM");
     let exits = task("EXIT");
-    assert_eq!(comms.len(), 3, "{}", r.stdout);
-    assert_eq!(exits.len(), 3, "{}", r.stdout);
+    assert_eq!(comms.len(), 3, "{}", events);
+    assert_eq!(exits.len(), 3, "{}", events);
     // "(PID:TID):(PPID:PTID)" after each thread's COMM ": calls_exit:PID/TID".
     for c in &comms {
         let (pid, tid) = c.rsplit_once(':').unwrap().1.split_once('/').unwrap();
@@ -568,15 +561,14 @@ fn every_thread_ends_with_an_exit_record_perf_reads() {
     // slot it left: that one's COMM then comes after the first's EXIT).
     for c in &comms {
         let (pid, tid) = c.rsplit_once(':').unwrap().1.split_once('/').unwrap();
-        let comm = r.stdout.find(&format!(":{pid}/{tid}")).unwrap();
-        let exit = r
-            .stdout
+        let comm = events.find(&format!(":{pid}/{tid}")).unwrap();
+        let exit = events
             .find(&format!("PERF_RECORD_EXIT({pid}:{tid})"))
             .unwrap();
         assert!(
             comm < exit,
             "the EXIT of {pid}/{tid} before its COMM:\n{}",
-            r.stdout
+            events
         );
     }
 }

@@ -255,17 +255,9 @@ fn processes_that_end_without_destructors_give_their_slots_back() {
         if !perfaux_testutil::oracle("perf") {
             continue;
         }
-        let home = tempfile::tempdir().unwrap();
-        let r = perfaux_testutil::perf_on_file(
-            &["script", "--show-task-events"],
-            &data,
-            false,
-            home.path(),
-        );
-        assert_eq!(r.code, 0, "{}", r.stderr);
+        let events = perf_task_events(&data);
         // "PERF_RECORD_EXIT(PID:TID):(PPID:PTID)": one per thread, the parent's too.
-        let mut exits: Vec<&str> = r
-            .stdout
+        let mut exits: Vec<&str> = events
             .lines()
             .filter_map(|l| l.split_once("PERF_RECORD_EXIT(")?.1.split_once(')'))
             .map(|(task, _)| task)

@@ -441,6 +441,19 @@ impl Registered {
         self.process() == process_of(t)
     }
 
+    /// Marks its thread gone without a word ([`program_ring::GONE`]) if it was running;
+    /// whether it was.
+    fn mark_gone(&self) -> bool {
+        self.retiring
+            .compare_exchange(
+                program_ring::RUNNING,
+                program_ring::GONE,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_ok()
+    }
+
     /// Whether its thread is not known to have ended.
     fn running(&self) -> bool {
         self.retiring.load(Ordering::Acquire) == program_ring::RUNNING
@@ -628,13 +641,7 @@ impl Sideband {
                 if !ended.contains(&r.process()) {
                     continue;
                 }
-                let gone = r.retiring.compare_exchange(
-                    program_ring::RUNNING,
-                    program_ring::GONE,
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                );
-                if gone.is_ok() {
+                if r.mark_gone() {
                     exit_once(rec, r, &mut self.main_exited, time)?;
                 }
             }
@@ -674,13 +681,7 @@ impl Sideband {
             if !r.of_process_of(t) || r.image_time == 0 || r.image_time >= newest {
                 continue;
             }
-            let gone = r.retiring.compare_exchange(
-                program_ring::RUNNING,
-                program_ring::GONE,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            );
-            if gone.is_ok() && r.tid != r.pid && !r.exited {
+            if r.mark_gone() && r.tid != r.pid && !r.exited {
                 r.exited = true;
                 write_exit(rec, (r.pid, r.tid), r.fork, newest)?;
             }

@@ -202,3 +202,12 @@ pub fn perf_line(data: &Path, args: &[&str], what: &str, pick: impl Fn(&str) -> 
         .map(str::to_owned)
         .unwrap_or_else(|| panic!("no {what} in perf {args:?}:\n{text}"))
 }
+
+/// `perf script --show-task-events` of `data` (perf 6.1 must read it without an error).
+pub fn perf_task_events(data: &Path) -> String {
+    let home = tempfile::tempdir().unwrap();
+    let r =
+        perfaux_testutil::perf_on_file(&["script", "--show-task-events"], data, false, home.path());
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    r.stdout
+}
