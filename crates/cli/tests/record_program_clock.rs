@@ -63,6 +63,7 @@ fn the_tsc_rate_is_kept_for_the_next_recordings_of_the_boot() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let cache = d.join("cache");
+    std::fs::create_dir(&cache).unwrap();
     let prog = build_calls(d, &["-finstrument-functions"], "calls_clock");
     let env = [("XDG_CACHE_HOME", cache.as_path())];
     let args = ["1", "12"];

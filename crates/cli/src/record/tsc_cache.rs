@@ -53,14 +53,16 @@ pub fn calibration() -> TscCalibration {
     c
 }
 
-/// `$XDG_CACHE_HOME/perfaux/tsc-rate`, or `$HOME/.cache/perfaux/tsc-rate`.
+/// `$XDG_CACHE_HOME/perfaux/tsc-rate`, or `$HOME/.cache/perfaux/tsc-rate`, under a directory
+/// that exists (a HOME that does not is not made, even where root could).
 fn cache_path() -> Option<PathBuf> {
+    let existing = |d: &std::ffi::OsStr| Path::new(d).is_absolute() && Path::new(d).is_dir();
     let dir = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|d| Path::new(d).is_absolute())
+        .filter(|d| existing(d))
         .map(PathBuf::from)
         .or_else(|| {
             std::env::var_os("HOME")
-                .filter(|d| Path::new(d).is_absolute())
+                .filter(|d| existing(d))
                 .map(|h| PathBuf::from(h).join(".cache"))
         })?;
     Some(dir.join("perfaux").join("tsc-rate"))
