@@ -146,3 +146,37 @@ fn a_disk_that_fills_with_records_keeps_them_so_far() {
         assert_eq!(read, kept, "perf reads every record written");
     }
 }
+
+/// The traced program goes on writing to the full disk after the trace filled it (here a
+/// command after it, in the same shell, writes until the disk refuses): the room held for the
+/// recording's end stays held until the end, so the recording is still written whole.
+#[test]
+fn the_program_filling_the_disk_leaves_the_room_for_the_end() {
+    if !perfaux_testutil::oracle("gcc") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build_calls(dir.path(), &["-finstrument-functions"], "calls_fill");
+    let mnt = dir.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let Some(_tmpfs) = Tmpfs::mount(&mnt, "8m") else {
+        return;
+    };
+    let script = format!(
+        "{} 0 27 nojmp; head -c 64M /dev/zero > {}",
+        prog.display(),
+        mnt.join("fill").display()
+    );
+    let out = Command::new(PERFAUX)
+        .args(["record", "-o"])
+        .arg(mnt.join("perf.data"))
+        .args(["--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("filled"), "{stderr}");
+    let calls = call_trace(&mnt.join("perf.data"));
+    assert_eq!(calls.first().map(String::as_str), Some("main"), "{stderr}");
+    assert!(calls.len() > 100_000, "{} calls kept", calls.len());
+}

@@ -160,12 +160,17 @@ impl Sink {
     }
 
     fn push(&mut self, rec: &[u8]) -> Result<()> {
+        // After the disk filled, what room there is stays for the recording's end.
+        if self.summary.disk_full {
+            self.summary.records_lost_to_full_disk += 1;
+            return Ok(());
+        }
         self.summary.records += 1;
         let r = match &mut self.writer {
             // A record is whole in the writer's buffer before it flushes, and a flush that
             // fails keeps what it did not write: after a full disk, the next flush goes on.
             Writer::File(w, _) => match w.write_record(rec) {
-                Err(e) if records_full(&e) && !self.summary.disk_full => {
+                Err(e) if records_full(&e) => {
                     return self.disk_filled().map_err(|source| RecordError::Output {
                         path: self.path.clone(),
                         what: "cutting the trace back after the disk filled".into(),
@@ -311,9 +316,9 @@ impl Sink {
     }
 
     /// The disk is full: the chunk stream goes back to the last chunk that is whole in the
-    /// file (what a buffer held past it is dropped, the file cut there), the reserve is given
-    /// back for the recording's end, and from now on trace and ring records are counted, not
-    /// written. Everything recorded before stays, and the recording ends as a whole file if
+    /// file (what a buffer held past it is dropped, the file cut there), and from now on trace
+    /// and records are counted, not written (a record whose flush met the full disk stays in
+    /// the writer's buffer); the reserve is given back for the recording's end. Everything recorded before stays, and the recording ends as a whole file if
     /// its end finds room (the reserve's, when the disk had it at the start).
     fn disk_filled(&mut self) -> std::io::Result<()> {
         let durable = self.chunks.get_ref().get_ref().position() - self.chunks_start;
@@ -336,7 +341,8 @@ impl Sink {
         self.chunks.rewind(chunks, len);
         self.boundaries.clear();
         self.boundaries.push_back((len, chunks, kept));
-        self.reserve = None;
+        // The reserve stays held until the end (the traced program, often what filled the
+        // disk, would take its room at once).
         self.summary.disk_full = true;
         Ok(())
     }

@@ -386,7 +386,13 @@ pub fn record_program(
     if let Some(l) = failed {
         // The program ran: what it recorded is kept (its run cannot be had again), and the
         // recording says it lacks what was asked for, failing as a record that could not open
-        // an event does.
+        // an event does (and, first, that the disk filled, if it did).
+        let summary = RecordSummary {
+            recorded: recorded.clone(),
+        };
+        if let Some(cut) = summary.disk_full_line(&a.output) {
+            eprintln!("perfaux: error: {cut}");
+        }
         return Err(CliError::msg(format!(
             "record: {l}; the recording is written to {} without it",
             a.output.display()
