@@ -101,19 +101,19 @@ pub struct RecordSummary {
     /// Pauses and resumes the AUX events dropped because another was in
     /// progress (`aux_in_pause_resume`), as of the last drain.
     pub dropped_pause_resume: u64,
-    /// The output's file system filled: the trace and the rings' records from then on were
-    /// not written (the file holds everything before, and ends as a whole recording).
+    /// The output's file system filled: the trace and the records from then on were not
+    /// written (the file holds everything before, and ends as a whole recording).
     pub disk_full: bool,
     /// Bytes of trace not written because the disk was full (those of the chunk that did not
     /// fit, and every chunk after it).
     pub trace_lost_to_full_disk: u64,
-    /// The rings' records not written because the disk was full.
+    /// Records (the rings' and the caller's) not written because the disk was full.
     pub records_lost_to_full_disk: u64,
 }
 
 /// Room kept on the output's file system for the recording's end (the records move after the
-/// trace, the feature sections follow): an unnamed file of this size beside the output, given
-/// back when the disk fills.
+/// trace, the feature sections follow): an unnamed file of this size beside the output, held
+/// until the recording's end, when it is given back.
 pub const FULL_DISK_RESERVE: u64 = 4 << 20;
 
 enum Writer {
@@ -170,13 +170,7 @@ impl Sink {
             // A record is whole in the writer's buffer before it flushes, and a flush that
             // fails keeps what it did not write: after a full disk, the next flush goes on.
             Writer::File(w, _) => match w.write_record(rec) {
-                Err(e) if records_full(&e) => {
-                    return self.disk_filled().map_err(|source| RecordError::Output {
-                        path: self.path.clone(),
-                        what: "cutting the trace back after the disk filled".into(),
-                        source,
-                    });
-                }
+                Err(e) if records_full(&e) => return self.disk_filled(),
                 r => r,
             },
             Writer::Pipe(w) => w.write_record(rec),
@@ -192,10 +186,6 @@ impl Sink {
     /// One record from a ring: a uevent becomes a BPF-output sample; loss
     /// is counted.
     fn take_record(&mut self, tid: i32, rec: &[u8]) -> Result<()> {
-        if self.summary.disk_full {
-            self.summary.records_lost_to_full_disk += 1;
-            return Ok(());
-        }
         let Some(h8) = rec.first_chunk::<8>() else {
             return Err(RecordError::Record {
                 tid,
@@ -286,11 +276,7 @@ impl Sink {
             Err(e) if is_full(&e) => {
                 self.summary.aux_bytes -= a.data.len() as u64;
                 self.summary.trace_lost_to_full_disk += a.data.len() as u64;
-                self.disk_filled().map_err(|source| RecordError::Output {
-                    path: self.path.clone(),
-                    what: "cutting the trace back after the disk filled".into(),
-                    source,
-                })
+                self.disk_filled()
             }
             Err(source) => Err(RecordError::Output {
                 path: self.path.clone(),
@@ -306,21 +292,29 @@ impl Sink {
         match self.chunks.get_mut().flush() {
             Ok(()) => Ok(()),
             Err(e) if is_full(&e) => self.disk_filled(),
-            Err(e) => Err(e),
+            Err(source) => Err(RecordError::Output {
+                path: self.path.clone(),
+                what: "writing trace bytes".into(),
+                source,
+            }),
         }
-        .map_err(|source| RecordError::Output {
-            path: self.path.clone(),
-            what: "writing trace bytes".into(),
-            source,
-        })
     }
 
     /// The disk is full: the chunk stream goes back to the last chunk that is whole in the
     /// file (what a buffer held past it is dropped, the file cut there), and from now on trace
     /// and records are counted, not written (a record whose flush met the full disk stays in
-    /// the writer's buffer); the reserve is given back for the recording's end. Everything recorded before stays, and the recording ends as a whole file if
-    /// its end finds room (the reserve's, when the disk had it at the start).
-    fn disk_filled(&mut self) -> std::io::Result<()> {
+    /// the writer's buffer). Everything recorded before stays; the recording ends as a whole
+    /// file if its end finds room (the reserve's, held until then, when the disk had it).
+    fn disk_filled(&mut self) -> Result<()> {
+        self.cut_back_trace().map_err(|source| RecordError::Output {
+            path: self.path.clone(),
+            what: "cutting the trace back after the disk filled".into(),
+            source,
+        })
+    }
+
+    /// [`Self::disk_filled`]'s work on the trace and the counts.
+    fn cut_back_trace(&mut self) -> std::io::Result<()> {
         let durable = self.chunks.get_ref().get_ref().position() - self.chunks_start;
         let (len, chunks, kept) = self
             .boundaries
