@@ -128,6 +128,6 @@ fn main() {
     assert!(built_ok, "building perfaux-preload-runtime failed");
     let built = target_dir
         .join(if release { "release" } else { "debug" })
-        .join("libperfaux_preload.so");
-    std::fs::copy(&built, out.join("libperfaux_preload.so")).expect("copying the preload runtime");
+        .join("libperfaux_runtime.so");
+    std::fs::copy(&built, out.join("libperfaux_runtime.so")).expect("copying the preload runtime");
 }

@@ -20,5 +20,7 @@
 #![warn(missing_docs)]
 
 pub mod host;
-pub mod shared;
+/// The control area's layout: the contract with the runtime, in a crate of its own
+/// (perfaux-preload-abi) that the runtime links without this crate.
+pub use perfaux_preload_abi as shared;
 pub mod symbols;

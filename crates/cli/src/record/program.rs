@@ -128,7 +128,7 @@ pub fn signal_name(sig: i32) -> String {
 }
 
 /// The runtime, built by build.rs and carried in the binary.
-static RUNTIME: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libperfaux_preload.so"));
+static RUNTIME: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libperfaux_runtime.so"));
 
 /// The runtime to preload: `PERFAUX_PRELOAD_LIB` if set, else the copy carried in this binary,
 /// written to a memfd that the program's loader opens as /proc/PID/fd/N of this process (the
@@ -141,7 +141,7 @@ pub fn find_runtime() -> Result<(PathBuf, Option<std::os::fd::OwnedFd>), CliErro
     }
     let err =
         |e: &dyn std::fmt::Display| CliError::msg(format!("record: the preload runtime: {e}"));
-    let fd = rustix::fs::memfd_create("libperfaux_preload.so", rustix::fs::MemfdFlags::CLOEXEC)
+    let fd = rustix::fs::memfd_create("libperfaux_runtime.so", rustix::fs::MemfdFlags::CLOEXEC)
         .map_err(|e| err(&e))?;
     let mut f = File::from(fd);
     f.write_all(RUNTIME).map_err(|e| err(&e))?;

@@ -15,7 +15,7 @@ use std::sync::{Mutex, OnceLock};
 use object::{Object, ObjectSymbol, SymbolKind};
 use perfaux_abi::Endianness;
 use perfaux_abi::attr::PerfEventAttr;
-use perfaux_preload::shared::{ATTR_MAX, Control, FUNC_MAX, MAX_EVENTS, event};
+use perfaux_preload_abi::{ATTR_MAX, Control, FUNC_MAX, MAX_EVENTS, event};
 
 /// One event every traced thread opens.
 pub(crate) struct Requested {

@@ -31,7 +31,7 @@
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use perfaux_preload::shared::{ChildEntry, Control, slot};
+use perfaux_preload_abi::{ChildEntry, Control, slot};
 
 /// This process's pid (set at init, and again in a forked child).
 static PID: AtomicU64 = AtomicU64::new(0);

@@ -11,7 +11,7 @@
 
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
-use perfaux_preload::shared::header;
+use perfaux_preload_abi::header;
 use perfaux_swtrace::Probe;
 
 const BITS: u32 = 17;
@@ -78,9 +78,9 @@ fn published(i: usize) -> &'static Probe {
 
 /// Skips the swtrace probe ids an earlier image of this process (before an exec) used: probes
 /// with no address take them, so this image's functions get ids of their own.
-pub(crate) fn skip_used_ids(ctl: &perfaux_preload::shared::Control) {
+pub(crate) fn skip_used_ids(ctl: &perfaux_preload_abi::Control) {
     let used = ctl.word(header::MAX_PROBE_ID).load(Ordering::Acquire);
-    if used == 0 || used > perfaux_preload::shared::MAX_PROBES as u64 {
+    if used == 0 || used > perfaux_preload_abi::MAX_PROBES as u64 {
         return;
     }
     loop {

@@ -1,4 +1,4 @@
-//! The runtime `perfaux record` preloads into a traced program (`libperfaux_preload.so`).
+//! The runtime `perfaux record` preloads into a traced program (`libperfaux_runtime.so`).
 //!
 //! - [`init`] (an `.init_array` constructor) maps the recorder's control memfd named by
 //!   `PERFAUX_PRELOAD_FD` and reports the loaded objects ([`objects`]); without it (a process
@@ -26,7 +26,7 @@ mod unwind;
 
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 
-use perfaux_preload::shared::{self, Control, header};
+use perfaux_preload_abi::{self as shared, Control, header};
 
 /// Set once the control area is mapped: this is the process the recorder spawned or a
 /// descendant of it (a forked child, or an image any of them exec'd).

@@ -18,7 +18,7 @@ use std::ffi::{CStr, CString};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::OnceLock;
 
-use perfaux_preload::shared;
+use perfaux_preload_abi as shared;
 
 /// `PERFAUX_PRELOAD_FD_DIR`, read by the constructor (no allocation or environment read at a
 /// thread's first hook, which may run in a signal handler).

@@ -6,7 +6,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-use perfaux_preload::shared::{Control, ObjectEntry, PATH_MAX};
+use perfaux_preload_abi::{Control, ObjectEntry, PATH_MAX};
 
 /// Executable segments this process reported (or its parent did before forking it: a child
 /// has its parent's mappings), kept here: the shared ring is the recorder's, which takes its

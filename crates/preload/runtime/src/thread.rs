@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use perfaux_abi::attr::AttrFlags;
 use perfaux_core::{EventFd, Mmap, Prot, Target, page_size, perf_event_open_attr};
-use perfaux_preload::shared::{
+use perfaux_preload_abi::{
     Control, HEADER_FDS, MAX_SLOTS, header, open_error_word, open_step, slot,
 };
 use perfaux_ring::RingMemory;
