@@ -43,7 +43,7 @@ pub const PERF_SAMPLE_BRANCH_PLM_ALL: u64 =
 /// Non-ABI: one past the highest branch_sample_type bit (COUNTERS is 19).
 pub const PERF_SAMPLE_BRANCH_MAX: u64 = 1 << 20;
 
-/// Byte offsets of the fields (UPSTREAM.md section 2).
+/// Byte offsets of the fields (include/uapi/linux/perf_event.h).
 pub mod offsets {
     /// `perf_event_attr.type`.
     pub const TYPE: usize = 0;

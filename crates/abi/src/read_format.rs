@@ -1,5 +1,5 @@
 //! The `read_format` block of PERF_RECORD_READ and PERF_SAMPLE_READ
-//! (UPSTREAM.md section 2, read_format):
+//! (include/uapi/linux/perf_event.h, `enum perf_event_read_format`):
 //! - without GROUP: `{ value; [time_enabled]; [time_running]; [id]; [lost] }`;
 //! - with GROUP: `{ nr; [time_enabled]; [time_running]; { value; [id]; [lost] } cntr[nr] }`.
 

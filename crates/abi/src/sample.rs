@@ -1,5 +1,5 @@
 //! PERF_RECORD_SAMPLE: every sample_type field, in the kernel's order
-//! (`perf_output_sample()`; UPSTREAM.md "PERF_RECORD_SAMPLE body order").
+//! (`perf_output_sample()`; the body order of include/uapi/linux/perf_event.h).
 //!
 //! Variable parts borrow the record's bytes ([`RawData`], [`Array`]), so
 //! parsing allocates nothing.

@@ -1,5 +1,5 @@
 //! The `sample_id` trailer that `sample_id_all` appends to every record but
-//! PERF_RECORD_SAMPLE (UPSTREAM.md section 2 "sample_id"):
+//! PERF_RECORD_SAMPLE (include/uapi/linux/perf_event.h, `struct sample_id`):
 //! `{u32 pid,tid}[TID] {u64 time}[TIME] {u64 id}[ID] {u64 stream_id}[STREAM_ID]
 //! {u32 cpu,res}[CPU] {u64 id}[IDENTIFIER]`.
 
@@ -162,7 +162,7 @@ mod tests {
 
     #[test]
     fn trailer_layout_matches_upstream() {
-        // All six fields, little-endian, built by hand in UPSTREAM order.
+        // All six fields, little-endian, built by hand in the UAPI's order.
         let st = SAMPLE_ID_BITS;
         let mut want = Vec::new();
         want.extend_from_slice(&7u32.to_le_bytes()); // pid

@@ -1,8 +1,9 @@
 //! `perfaux record -- ./prog` against `uftrace record` of the same program, whole processes,
-//! in the same run (issue 9's overhead figure): crates/preload/tests/c/calls.c built with
-//! -finstrument-functions and with -pg, run as `calls 0 30 nojmp` (fib(30) and its leaf
-//! calls on one thread, about four million traced calls), plainly, under perfaux and under
-//! uftrace (and under perfaux with `swtrace/timing=periodic:256/`, the cheapest timing mode).
+//! in the same run (the overhead of a traced call, against uftrace's):
+//! crates/preload/tests/c/calls.c built with -finstrument-functions and with -pg, run as
+//! `calls 0 30 nojmp` (fib(30) and its leaf calls on one thread, about four million traced
+//! calls), plainly, under perfaux and under uftrace (and under perfaux with
+//! `swtrace/timing=periodic:256/`, the cheapest timing mode).
 //! The overhead per call is (recorded - plain) / calls; the calls in the trace are
 //! counted once per build (`perfaux script --call-trace`) and printed to stderr. Each run is
 //! also made with fib(25) (`*_fib25`, about a tenth of the calls): the difference between the

@@ -67,7 +67,7 @@ fn is_record() -> bool {
 
 fn main() -> ExitCode {
     // Before anything else: an early SIGUSR2 or SIGINT must not kill a
-    // recording (issue 11).
+    // recording (its default action would end the process before the file is whole).
     if is_record()
         && let Err(e) = perfaux::record::signals::install()
     {

@@ -164,8 +164,8 @@ fn standard_input() {
 
 #[test]
 fn kernel_refusals_reach_the_user_as_one_line() {
-    // UPSTREAM.md s.1 (4): pause/resume needs an AUX leader with
-    // PERF_PMU_CAP_AUX_PAUSE (EINVAL); (2): AUX sampling needs snapshot_aux (EINVAL).
+    // perf_event_open: pause/resume needs an AUX leader with PERF_PMU_CAP_AUX_PAUSE
+    // (EINVAL); AUX sampling needs a leader whose PMU has snapshot_aux (EINVAL).
     let r = perfaux(&[
         "record",
         "-o",
@@ -194,7 +194,7 @@ fn kernel_refusals_reach_the_user_as_one_line() {
 /// RLIMIT_MEMLOCK, and past it the mapping is EPERM, reported with perf's
 /// advice. The child runs with a 64 KiB RLIMIT_MEMLOCK and CAP_IPC_LOCK
 /// dropped from its bounding set (so a root child has none either), and
-/// asks for an AUX area past this machine's allowance
+/// asks for an AUX area past the user's allowance
 /// (perf_event_mlock_kb per online CPU).
 #[test]
 fn locked_memory_limit_refuses_the_buffers_with_perfs_advice() {

@@ -1,4 +1,4 @@
-//! The readers' memory is bounded whatever the file's size (issue 11): on a
+//! The readers' memory is bounded whatever the file's size: on a
 //! recording whose trace section is several times [`BOUND`], the library
 //! functions the `perfaux` subcommands run (`script --call-trace`, `report`,
 //! `export -F chrome`, `export -F firefox`, `report -D`) never have more

@@ -133,7 +133,7 @@ fn snapshot_call_trace_ends_with_the_newest_calls() {
 /// a call of the full trace of the same thread at the same time (the full
 /// `--call-trace` of the same file is the reference) made by the sample's
 /// own thread, and the samples together show calls. (Trace and sample
-/// times are not compared: under load they drift apart, issue 11 item 4.)
+/// times are not compared: under load they drift apart, time_agreement.rs.)
 #[test]
 fn aux_sample_lines_show_the_calls_the_sample_carries() {
     let dir = tempdir();

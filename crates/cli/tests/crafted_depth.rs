@@ -1,5 +1,5 @@
 //! A crafted trace of nothing but ENTERs (two bytes an open call) does not
-//! grow the readers' memory with the file (issue 11): `script --call-trace`
+//! grow the readers' memory with the file: `script --call-trace`
 //! and `report` keep a bounded frame stack, the call trace says where the
 //! ids of outer calls were forgotten.
 

@@ -1,4 +1,4 @@
-//! `perfaux record` survives what users do to it (issue 11): signals end
+//! `perfaux record` survives what users do to it: signals end
 //! the recording with a complete file, the previous output and links stay
 //! intact, a full disk leaves nothing behind, `-o -` streams a pipe-mode
 //! perf.data that perf 6.1 reads, and loss is zero at default sizes under

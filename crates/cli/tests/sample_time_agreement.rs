@@ -1,6 +1,7 @@
-//! Issue 11 item 4, end to end, for samples: a probe event's sample (PERF_SAMPLE_TIME, the
-//! perf clock, CLOCK_MONOTONIC) and the trace's ENTER of the call it fired at (TSC, converted
-//! at SYNC packets) agree on the moment of the call, per thread, under CPU load, in every run.
+//! The trace clock under load, end to end, for samples: a probe event's sample
+//! (PERF_SAMPLE_TIME, the perf clock, CLOCK_MONOTONIC) and the trace's ENTER of the call it
+//! fired at (TSC, converted at SYNC packets) agree on the moment of the call, per thread,
+//! under CPU load, in every run.
 //!
 //! The sampler of `probe:FUNC` runs at the function's entry, just before the ENTER packet is
 //! written, on the same thread; `serve_request` calls `parse_request` first thing. So, with
@@ -132,7 +133,7 @@ fn outside(c: &Call, shift: i64) -> u64 {
 
 #[test]
 fn probe_samples_and_trace_entries_agree_under_load_in_every_run() {
-    // Four busy loops on the machine's cores, as the issue's reproduction had.
+    // Four busy loops on the machine's cores, the load under which the clock once went wrong.
     let load = BusyLoops::start(4);
     let dir = tempfile::tempdir().unwrap();
     let mut worst = 0u64;

@@ -1,12 +1,13 @@
-//! Issue 11 item 4, end to end: the trace's times (TSC, converted at SYNC packets) and the
-//! uevents' times (the perf clock, CLOCK_MONOTONIC) agree on the same moment, under CPU load,
-//! in every run. The built-in workload emits `request_start` before it calls `serve_request`
-//! and `request_done` after it returns, on the same thread: whatever the scheduler does, the
-//! call's entry lies between the two uevents in real time, so a trace clock off by more than the
-//! gap between them puts the entry outside its bracket. Under 4 busy loops no entry is outside;
-//! each run also checks that a wrong clock is caught: the trace's times shifted 5 us earlier
-//! (the gap before the entry is about 1 us here) or 250 us later (the issue's smallest
-//! reported shift) put most entries outside. `sample_time_agreement` does the same for samples.
+//! The trace clock under load, end to end: the trace's times (TSC, converted at SYNC packets)
+//! and the uevents' times (the perf clock, CLOCK_MONOTONIC) agree on the same moment, under
+//! CPU load, in every run. The built-in workload emits `request_start` before it calls
+//! `serve_request` and `request_done` after it returns, on the same thread: whatever the
+//! scheduler does, the call's entry lies between the two uevents in real time, so a trace clock
+//! off by more than the gap between them puts the entry outside its bracket. Under 4 busy
+//! loops no entry is outside; each run also checks that a wrong clock is caught: the trace's
+//! times shifted 5 us earlier (the gap before the entry is about 1 us here) or 250 us later
+//! (the smallest shift seen when the clock was wrong under load) put most entries outside.
+//! `sample_time_agreement` does the same for samples.
 
 mod common;
 
@@ -45,7 +46,7 @@ fn uevent_brackets(script: &str) -> HashMap<(u32, u32), (u64, u64)> {
 }
 
 /// The trace's clock shifted by these ns, which the check must catch in every run: 5 us
-/// earlier, and the issue's smallest reported shift, 250 us later.
+/// earlier, and the smallest shift seen when the clock was wrong under load, 250 us later.
 const WRONG_CLOCKS: [i64; 2] = [-5_000, 250_000];
 
 /// Per thread, per request, how far (ns) the `serve_request` entry, its time moved by `shift`,
@@ -72,7 +73,7 @@ fn outside(
 
 #[test]
 fn trace_and_uevent_times_agree_under_load_in_every_run() {
-    // Four busy loops on the machine's cores, as the issue's reproduction had.
+    // Four busy loops on the machine's cores, the load under which the clock once went wrong.
     let load = BusyLoops::start(4);
     let dir = tempfile::tempdir().unwrap();
     let mut worst = 0u64;

@@ -1,7 +1,7 @@
 //! Reading every record of a perf.data file: perfaux's reader against the
 //! linux-perf-data crate, same bytes, same run.
 //!
-//! The file is recorded by perf on this machine in a temporary directory
+//! The file is recorded by perf on the machine running the bench, in a temporary directory
 //! (`perf record -e cpu-clock -F 10000 -g` over a busy shell loop); without
 //! perf, one of similar shape is written with perfaux's writer. Both
 //! readers get the bytes from memory (a `Cursor`), so the figures are

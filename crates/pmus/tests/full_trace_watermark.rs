@@ -1,5 +1,5 @@
-//! Full-trace mode, transaction by transaction (UPSTREAM.md section 3,
-//! "Producer API"; kernel/events/ring_buffer.c and the PT driver):
+//! Full-trace mode, transaction by transaction (perf_aux_output_begin/end in
+//! kernel/events/ring_buffer.c, and the PT driver):
 //!
 //! - a transaction is bounded by `aux_watermark`: the trace PMU ends it
 //!   (`perf_aux_output_end`: PERF_RECORD_AUX, aux_head, wakeup) once the
@@ -164,8 +164,8 @@ fn full_area_ends_truncated_and_resumes_after_read() {
     assert!(calls.iter().all(|n| n == "wm_call"));
 
     // Re-enabled before the consumer read: perf_aux_output_begin finds no
-    // space for the stream to go on (UPSTREAM.md 3: pending disable and a
-    // wakeup), and whatever it reports says TRUNCATED and holds no data.
+    // space for the stream to go on (perf_aux_output_begin: pending disable
+    // and a wakeup), and whatever it reports says TRUNCATED and holds no data.
     let wakeups = t.data.buffer().data().wakeup().count();
     t.ev.enable(0).unwrap();
     w.calls(10);

@@ -3,7 +3,7 @@
 //! another sampler / trigger of the same AUX event, exactly what an NMI
 //! hitting those critical sections does in the kernel.
 //!
-//! - `aux_in_sampling` (UPSTREAM 3, AUX sampling path): the nested sample
+//! - `aux_in_sampling` (the AUX sampling path, perf_aux_sample_output): the nested sample
 //!   carries size 0; the outer one its full data.
 //! - `aux_in_pause_resume` (seed 003): the nested resume is dropped; perfaux
 //!   counts it on the AUX event and process-wide.

@@ -1,5 +1,5 @@
-//! perf_mmap's locked-memory accounting (UPSTREAM.md section 3: "mlock
-//! accounting (perf_mmap_calc_limits ...) -> -EPERM"), through the real
+//! perf_mmap's locked-memory accounting (perf_mmap_calc_limits(): over the
+//! limit -> -EPERM), through the real
 //! mmap path. One test: the charges are process-wide, and this file is its
 //! own process, so nothing else maps buffers meanwhile.
 

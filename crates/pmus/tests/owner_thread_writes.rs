@@ -1,5 +1,5 @@
 //! The control path's writes into an event that observes another thread
-//! (UPSTREAM.md section 4, ioctls; the kernel runs them on the event's CPU
+//! (the ioctls, perf_ioctl(); the kernel runs them on the event's CPU
 //! through `event_function_call`): the overflow path of such an event
 //! updates `count` and `period_left` with local operations on its thread,
 //! so `PERF_EVENT_IOC_RESET` and `PERF_EVENT_IOC_PERIOD` from the control

@@ -1,7 +1,7 @@
 //! PERF_RECORD_SAMPLE field order and contents for every sample_type bit
-//! the software PMUs fill (UPSTREAM.md section 2, "PERF_RECORD_SAMPLE body
-//! order"), including READ with PERF_FORMAT_GROUP and TIME from the attr's
-//! clock (use_clockid).
+//! the software PMUs fill (perf_output_sample()'s order, as
+//! include/uapi/linux/perf_event.h lists it), including READ with
+//! PERF_FORMAT_GROUP and TIME from the attr's clock (use_clockid).
 
 mod common;
 

@@ -1,4 +1,4 @@
-//! Seeds 000 and 001 (UPSTREAM 1(2), 3): samples of a probe-count event
+//! Seeds 000 and 001 (mainline's PERF_SAMPLE_AUX, v5.5): samples of a probe-count event
 //! carry the last N bytes of trace (PERF_SAMPLE_AUX), which decode to the
 //! calls just before the sample; the sampler is found through the group
 //! leader (mainline) or through PERF_FLAG_FD_SAMPLE (seed 000); a sampler

@@ -1,4 +1,4 @@
-//! Seed 003 (and its merged form, UPSTREAM 1(4)): the trace starts paused
+//! Seed 003 (and its merged form, mainline's aux_action, v6.13): the trace starts paused
 //! (`aux_start_paused`), a probe at the start of a function resumes it
 //! (`aux_resume`), a probe at its end pauses it (`aux_pause`): the decoded
 //! call trace holds exactly the calls inside that window.

@@ -293,7 +293,7 @@ fn sampling_page_faults_emit_one_sample_per_period() {
     }
 }
 
-/// Issue 11 item 9: a task-clock sampler's timer fires at most once per
+/// A task-clock sampler's timer fires at most once per
 /// scheduler tick however short its period, so a sample stands for all
 /// the CPU time since the one before: the periods the samples carry add up
 /// to the CPU time counted up to the last sample, not to 250 µs each.

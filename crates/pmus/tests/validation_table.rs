@@ -1,4 +1,4 @@
-//! One row per validation rule of the seeds and UPSTREAM.md, each with the
+//! One row per validation rule of the seeds and mainline, each with the
 //! errno Linux (>= 6.13) returns for it, plus rows where several rules fail
 //! at once and the kernel's check order decides which errno wins.
 //!
@@ -161,7 +161,7 @@ type RowFn = fn() -> i32;
 /// (rule, expected errno, case)
 fn rows() -> Vec<(&'static str, i32, RowFn)> {
     let rows: Vec<(&'static str, i32, RowFn)> = vec![
-        // --- syscall body: flags and perf_copy_attr (UPSTREAM 2, "Kernel copy") ---
+        // --- syscall body: flags and perf_copy_attr ---
         ("flags & ~PERF_FLAG_ALL -> EINVAL", EINVAL, || {
             errno_of(perf_event_open_attr(&dummy(), me(), -1, -1, 1 << 5))
         }),

@@ -127,7 +127,7 @@ mod tests {
 
     #[test]
     fn perf_mmap_page_counts_must_be_powers_of_two() {
-        // UPSTREAM.md sec. 3: "size must be (1+n) pages, n = 0 or power of 2".
+        // perf_mmap(): the size must be (1+n) pages, n = 0 or a power of 2.
         assert!(RingLayout::with_page_size(4096, 8, 16).is_ok());
         assert!(RingLayout::with_page_size(4096, 0, 0).is_ok());
         assert_eq!(

@@ -58,7 +58,7 @@
 //! check of the memory orderings needs `--cfg loom`:
 //!
 //! ```text
-//! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=/work/targets/ring-loom \
+//! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
 //!     cargo test -p perfaux-ring --release --test loom
 //! ```
 

@@ -1,6 +1,6 @@
 //! The AUX area: perf_aux_output_begin/end/skip/flag, record emission,
 //! wakeups, aux_nest, overwrite mode, and copies across the wrap
-//! (kernel/events/ring_buffer.c; UPSTREAM.md sec. 3 "Producer API").
+//! (kernel/events/ring_buffer.c: perf_aux_output_begin/end/skip).
 
 use std::sync::Arc;
 

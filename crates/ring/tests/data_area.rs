@@ -1,6 +1,6 @@
 //! The data area, producer and consumer together: ordering, alignment,
 //! wrap, LOST, pause, wakeups, nesting, overwrite and write_backward
-//! (kernel/events/ring_buffer.c; UPSTREAM.md sec. 3 "Data area").
+//! (kernel/events/ring_buffer.c: perf_output_begin/end).
 
 mod common;
 

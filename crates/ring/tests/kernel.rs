@@ -1,5 +1,5 @@
 //! The consumer against the real kernel: a software event's perf mmap,
-//! drained and parsed (UPSTREAM.md sec. 3 "mmap rules"; perf_event_open(2)).
+//! drained and parsed (perf_mmap()'s rules; perf_event_open(2)).
 //! Skipped, with the reason printed, where perf_event_open is not allowed.
 
 use std::os::fd::{AsFd, FromRawFd, OwnedFd};
@@ -194,8 +194,8 @@ fn a_kernel_write_backward_ring_reads_as_an_overwrite_snapshot() {
 
 #[test]
 fn an_aux_mapping_of_a_pmu_without_aux_is_a_clean_error() {
-    // rb_alloc_aux(): a PMU without setup_aux gives -EOPNOTSUPP (UPSTREAM.md
-    // sec. 3); the consumer reports it, after writing aux_offset/aux_size
+    // rb_alloc_aux(): a PMU without setup_aux gives -EOPNOTSUPP
+    // (kernel/events/ring_buffer.c); the consumer reports it, after writing aux_offset/aux_size
     // into the user page as perf does.
     let Some(fd) = open_or_skip(&attr(false)) else {
         return;

@@ -11,7 +11,7 @@
 //! Run with:
 //!
 //! ```text
-//! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=/work/targets/ring-loom \
+//! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
 //!     cargo test -p perfaux-ring --release --test loom
 //! ```
 //!

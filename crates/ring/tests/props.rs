@@ -1,6 +1,6 @@
 //! Property tests: random interleavings of writes (nested ones too),
 //! reads and wraps; AUX streams in full-trace and overwrite mode; and a
-//! consumer fed corrupted memory (UPSTREAM.md sec. 3; the list).
+//! consumer fed corrupted memory (heads, tails and sizes it must not trust).
 
 mod common;
 

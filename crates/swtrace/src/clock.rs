@@ -36,9 +36,10 @@
 //!
 //! - **The reader does not step at a re-anchoring.** Two anchors disagree by their errors
 //!   (hundreds of ns under load), so switching conversions at the SYNC would stretch or shrink
-//!   the calls open across it, and end a short one before it began (issue 10: "Min total
-//!   0 ns" for `fib`). The decoder keeps the previous mapping's time at a SYNC that continues
-//!   the stream and slews to the new anchor at 0.1% (`stream_clock`).
+//!   the calls open across it, and end a short one before it began (`perfaux report` showed
+//!   "Min total 0 ns" for a recursive `fib`, tests/anchor_steps.rs). The decoder keeps the
+//!   previous mapping's time at a SYNC that continues the stream and slews to the new anchor
+//!   at 0.1% (`stream_clock`).
 //!
 //! `tests/clock_load.rs` checks the mapping under load: with 4 threads spinning on the 2
 //! cores, converted TSC times agree with `clock_gettime(CLOCK_MONOTONIC)` read at the same
@@ -64,7 +65,7 @@ pub enum ClockSource {
 }
 
 impl ClockSource {
-    /// The source actually used on this machine (TSC only exists on x86_64).
+    /// The source this build actually uses (TSC only exists on x86_64).
     pub fn effective(self) -> ClockSource {
         if cfg!(target_arch = "x86_64") {
             self
@@ -245,8 +246,9 @@ pub fn tsc_calibration() -> TscCalibration {
     }
 }
 
-/// Takes `c`, measured by another process of this machine, as this process's calibration,
-/// unless it has one already; later anchors refine it as they refine their own. `c` is
+/// Takes `c`, measured by another process on the same machine (the recorder), as this
+/// process's calibration, unless it has one already; later anchors refine it as they refine
+/// their own. `c` is
 /// checked first: a rate of 0, a span of 0, a first pair in this process's future or a rate
 /// more than a factor 2 from what this process's own clocks say since that pair (when it is
 /// over 1 ms old) is refused (false), and the process calibrates itself at its first use.
@@ -258,9 +260,9 @@ pub fn adopt_tsc_calibration(c: TscCalibration) -> bool {
     if c.base_ticks > now.ticks || c.base_ns > now.ns {
         return false;
     }
-    // One cheap check that the rate is this machine's: the ns it gives for the ticks since the
-    // first pair, against CLOCK_MONOTONIC's (within a factor 2; the adopted rate is far
-    // better, measured over `span`).
+    // One cheap check that the rate is this machine's TSC's: the ns it gives for the ticks
+    // since the first pair, against CLOCK_MONOTONIC's (within a factor 2; the adopted rate is
+    // far better, measured over `span`).
     let dticks = now.ticks - c.base_ticks;
     let dns = now.ns - c.base_ns;
     let converted = (u128::from(dticks) * u128::from(c.rate.mult)) >> c.rate.shift;

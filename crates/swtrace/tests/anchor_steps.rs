@@ -1,4 +1,4 @@
-//! Issue 10: `perfaux report` showed "Min total 0 ns" for `fib`, calls whose ENTER and EXIT
+//! `perfaux report` once showed "Min total 0 ns" for `fib`, calls whose ENTER and EXIT
 //! decoded to the same ns though the writer read the TSC for both. Cause: the SYNC between
 //! them carried a refreshed clock anchor that maps ticks about 350 ns earlier than the
 //! previous one (anchor and rate errors, see swtrace's clock module), and the decoder

@@ -1,4 +1,4 @@
-//! The decoder's state stays bounded whatever the stream says (issue 11): a
+//! The decoder's state stays bounded whatever the stream says: a
 //! crafted window of nothing but ENTERs (two bytes a call) or of untimed
 //! events does not grow its frame stack or its held events with the window;
 //! depths stay exact and the forgotten frames are said with a Lost note.

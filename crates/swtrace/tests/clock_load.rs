@@ -1,4 +1,4 @@
-//! The trace clock under CPU load (issue 11 item 4): with twice as many threads spinning as
+//! The trace clock under CPU load: with twice as many threads spinning as
 //! there are CPUs (4 on a 2-core machine), TSC times converted by a freshly calibrated
 //! [`TimeConv`] agree with `clock_gettime(CLOCK_MONOTONIC)` read at the same moment within a
 //! few microseconds, in every repetition. "The same moment" is a bracket: TSC, clock_gettime,

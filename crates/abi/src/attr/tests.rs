@@ -1,5 +1,5 @@
-//! Layout and rule tests for `perf_event_attr`, written against UPSTREAM.md
-//! section 2 (offsets, flag bits, sizes) and kernel/events/core.c
+//! Layout and rule tests for `perf_event_attr`, written against
+//! include/uapi/linux/perf_event.h (offsets, flag bits, sizes) and kernel/events/core.c
 //! `perf_copy_attr()`.
 
 use super::*;
@@ -7,7 +7,7 @@ use crate::consts::*;
 
 type Setter = fn(&mut PerfEventAttr, u64);
 
-/// (field, offset, width in bytes, setter): UPSTREAM.md section 2 table.
+/// (field, offset, width in bytes, setter): `struct perf_event_attr` in the UAPI header.
 const FIELDS: &[(&str, usize, usize, Setter)] = &[
     ("type", 0, 4, |a, v| a.type_ = v as u32),
     ("config", 8, 8, |a, v| a.config = v),
@@ -117,7 +117,7 @@ fn union_accessors_alias_their_storage() {
     }
 }
 
-/// UPSTREAM.md section 2, "Flags word bits".
+/// The attr's flag bits, in the UAPI header's order.
 const FLAG_BITS: &[(&str, u32)] = &[
     ("DISABLED", 0),
     ("INHERIT", 1),

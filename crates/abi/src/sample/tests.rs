@@ -1,5 +1,5 @@
-//! SAMPLE layouts written against UPSTREAM.md "PERF_RECORD_SAMPLE body
-//! order": the expected bytes are built by hand, field by field.
+//! SAMPLE layouts written against the PERF_RECORD_SAMPLE body order of
+//! include/uapi/linux/perf_event.h: the expected bytes are built by hand, field by field.
 
 use super::*;
 use crate::read_format::{ReadValue, ReadValues};

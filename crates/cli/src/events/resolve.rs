@@ -178,7 +178,7 @@ fn resolve_one(input: &str, spec: &EventSpec, idx: usize) -> Result<Event, Event
             "config" => ev.config = Some(num()?),
             "aux-sample-size" => {
                 let n = num()?;
-                // The sample's size field is a u16 record size (UPSTREAM.md s.3).
+                // The sample's record size is a u16 (struct perf_event_header).
                 if n > u64::from(u16::MAX) {
                     return Err(term_err(input, t, "aux-sample-size must be below 64 KiB"));
                 }

@@ -34,8 +34,8 @@ pub const DEFAULT_AUX_SIZE: u64 = 4 << 20;
 /// Data area per thread (perf's default is 512 KiB per CPU). The
 /// workload's uevent samples come at about 10 MB/s; 4 MiB gives the
 /// drain loop, woken at a quarter of it, about 300 ms of slack when
-/// the machine is loaded (issue 11: `--requests 20000` under 4 busy
-/// loops lost records with 1 MiB).
+/// the machine is loaded (`--requests 20000` beside 4 busy loops lost
+/// records with 1 MiB).
 pub const DEFAULT_DATA_SIZE: u64 = 4 << 20;
 
 /// What to record, from the command line.
@@ -69,7 +69,7 @@ pub fn aux_sample_size(a: &RecordArgs) -> Result<Option<u32>, CliError> {
         return Ok(None);
     };
     let n = parse_size(s).map_err(|e| CliError::msg(format!("--aux-sample: {e}")))?;
-    // The sample is a u16-sized record (UPSTREAM.md s.3); perf caps it at 60 KiB.
+    // The sample is a record with a u16 size (struct perf_event_header); perf caps it at 60 KiB.
     if n == 0 || n > 60 << 10 {
         return Err(CliError::msg(format!(
             "--aux-sample: size {n} is outside 1..=61440 bytes"

@@ -101,7 +101,7 @@ pub fn call_trace(data: &Path) -> Vec<String> {
     calls_by_tid(data).into_iter().map(|(_, f)| f).collect()
 }
 
-/// `perfaux report`'s Calls column per function (issue 10: the report's counts are uftrace's).
+/// `perfaux report`'s Calls column per function (the report counts calls as uftrace's does).
 /// Its rows: total, self, calls, avg, min, max (each time a number and a unit), function.
 pub fn report_counts(data: &Path) -> BTreeMap<String, u64> {
     let out = Command::new(PERFAUX)

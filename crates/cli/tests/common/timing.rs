@@ -10,7 +10,7 @@ use std::thread::JoinHandle;
 
 use super::PERFAUX;
 
-/// Busy loops spinning on the machine's cores until dropped (the reproduction ran 4).
+/// Busy loops spinning on the machine's cores until dropped (4 made the trace clock go wrong).
 pub struct BusyLoops {
     busy: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,

@@ -143,7 +143,7 @@ pub(super) fn rows() -> Vec<(&'static str, i32, RowFn)> {
                 errno_of(open(&attr(SWTRACE_TYPE, 0)).and_then(|_x| open(&attr(SWTRACE_TYPE, 0))))
             },
         ),
-        // --- mmap (UPSTREAM 3, "mmap rules") ---
+        // --- mmap (perf_mmap's rules) ---
         ("mmap not MAP_SHARED -> EINVAL", EINVAL, || {
             let e = open(&dummy()).unwrap();
             errno_of(e.mmap(

@@ -1,5 +1,5 @@
 //! The rows of the validation table for the rules read from the running
-//! kernel (Linux 6.18, issue 12): extended registers, local_clock against
+//! kernel (Linux 6.18, docs/KERNEL-RULES.md): extended registers, local_clock against
 //! use_clockid, inherit with PERF_SAMPLE_READ, branch stacks on software
 //! events, perf_event_validate_size's v6.7 formula.
 
@@ -8,7 +8,7 @@ use super::*;
 /// (rule, expected errno, case)
 pub(super) fn rows() -> Vec<(&'static str, i32, RowFn)> {
     vec![
-        // --- issue 12: rules read from Linux 6.18 ---
+        // --- rules read from Linux 6.18 ---
         // perf_event_alloc, after sigtrap and before the PMU lookup.
         (
             "inherit + PERF_SAMPLE_READ without PERF_SAMPLE_TID -> EINVAL",

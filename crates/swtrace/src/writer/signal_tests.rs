@@ -113,9 +113,9 @@ fn kinds(events: &[Event]) -> Vec<&'static str> {
         .collect()
 }
 
-/// The core engineer's report: uninstall from a handler that lands after the probe saw the
-/// writer and before it began its packet must not make the probe write through the cleared
-/// base; the entry then goes untraced, and nothing is written after STOPPED.
+/// The trace PMU's stop in a signal handler: uninstall from a handler that lands after the
+/// probe saw the writer and before it began its packet must not make the probe write through
+/// the cleared base; the entry then goes untraced, and nothing is written after STOPPED.
 #[test]
 fn uninstall_before_an_entry_begins_its_packet() {
     CALL.id().unwrap();

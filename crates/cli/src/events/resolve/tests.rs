@@ -1,5 +1,5 @@
 //! Parser and resolver tests: the grammar of perf's `-e` (perf-record.txt,
-//! perf-list.txt) and the aux-action rules of UPSTREAM.md section 4.
+//! perf-list.txt) and the aux-action rules of perf_event_open (kernel/events/core.c).
 
 use super::*;
 use crate::events::parse::{TermValue, parse_events};
