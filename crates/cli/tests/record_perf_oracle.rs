@@ -2,7 +2,7 @@
 //! `perf report -D` and `perf script` exit 0 with nothing on stderr, and
 //! the record counts perf prints (its "Aggregated stats" table) equal
 //! perfaux's own (its `report -D` table and record's summary line).
-//! The rules are docs/PERF-COMPAT.md's; the modes are the task's:
+//! The rules are docs/PERF-COMPAT.md's; the modes are the README's:
 //! full trace, snapshot (-S with SIGUSR2, -Se), AUX sample, pause/resume
 //! via aux-action, uevents.
 
@@ -93,7 +93,7 @@ fn full_trace_default_loses_nothing() {
         "{}",
         r.stderr
     );
-    // The task's rule: default settings lose no record on the workload.
+    // Default settings lose no record on the workload (BENCHMARKS: records lost).
     assert_eq!(cap.lost, 0, "{}", r.stderr);
     assert!(cap.aux_bytes > 0);
     let dump = judged_by_perf(&f, cap);

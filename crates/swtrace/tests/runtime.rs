@@ -148,7 +148,7 @@ fn long_ids_use_the_long_enter_form() {
 
 #[test]
 fn traced_call_costs_few_bytes() {
-    // Issue: entry + exit of a traced call ~8-16 bytes. A leaf call with a short id: 2 x 3-ish.
+    // The budget: entry + exit of a traced call ~8-16 bytes. A leaf call with a short id: 2 x 3-ish.
     let stream = trace_full(1 << 16, 4096, || {
         for _ in 0..100 {
             let _g = A.enter();
