@@ -17,7 +17,6 @@ use std::sync::atomic::{Ordering, compiler_fence};
 use perfaux_abi::ByteSink;
 use perfaux_ring::AuxHandle;
 
-pub use crate::buffer::AuxArea;
 use crate::event::Event;
 use crate::pmu::ef;
 use crate::thread;
@@ -176,7 +175,7 @@ pub fn perf_aux_output_begin(event: &Event) -> Option<AuxHandle<'_>> {
     match aux.aux_buffer().output_begin() {
         Ok(h) => Some(h),
         Err(perfaux_ring::aux::AuxBeginError::Full) => {
-            crate::overflow::perf_event_disable_inatomic(event);
+            crate::event::perf_event_disable_inatomic(event);
             None
         }
         Err(perfaux_ring::aux::AuxBeginError::Nested) => None,
@@ -197,6 +196,6 @@ pub fn perf_aux_output_end(event: &Event, handle: AuxHandle<'_>, size: u64) {
         crate::output::perf_output_aux_record(event, &rec);
     }
     if end.disable {
-        crate::overflow::perf_event_disable_inatomic(event);
+        crate::event::perf_event_disable_inatomic(event);
     }
 }

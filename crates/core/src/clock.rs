@@ -60,17 +60,6 @@ impl Clock {
         })
     }
 
-    /// The POSIX clock the event's timestamps are read from
-    /// (CLOCK_MONOTONIC for `local_clock`).
-    pub fn clockid(self) -> i32 {
-        self.clockid
-    }
-
-    /// Whether this is a `use_clockid` clock rather than `local_clock`.
-    pub fn is_clockid(self) -> bool {
-        self.use_clockid
-    }
-
     /// Now, in ns. Async-signal-safe.
     #[inline]
     pub fn now(self) -> u64 {

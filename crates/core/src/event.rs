@@ -236,10 +236,10 @@ impl Event {
         self.pmu.capabilities()
     }
 
-    /// `has_aux(event)`: the PMU has an AUX area.
+    /// `has_aux(event)`: the PMU has an AUX area ([`PmuCaps::AUX`]).
     #[inline]
     pub fn has_aux(&self) -> bool {
-        self.pmu.has_aux()
+        self.pmu_caps().contains(PmuCaps::AUX)
     }
 
     /// `is_sampling_event()`: a non-zero period or frequency.
@@ -401,6 +401,20 @@ impl Event {
     #[inline]
     pub(crate) fn active_here(&self, tid: i32, cpu: i32) -> bool {
         self.state() == EventState::Active && self.observes(tid, cpu)
+    }
+}
+
+/// `perf_event_disable_inatomic`: stop now, finish the disable on the
+/// control path (`pending_disable`). Async-signal-safe. Here, on the
+/// object floor, because both the overflow path and the AUX path end in it.
+pub(crate) fn perf_event_disable_inatomic(event: &Event) {
+    if event.state() <= EventState::Off {
+        return;
+    }
+    event.hw.pending_disable.store(true, Ordering::Release);
+    event.set_state(EventState::Off);
+    if event.hw.added.load(Ordering::Acquire) {
+        event.pmu.stop(event, 0);
     }
 }
 

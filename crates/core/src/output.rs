@@ -14,7 +14,7 @@ use perfaux_ring::{LostInfo, OutputHandle};
 
 use crate::event::Event;
 use crate::pmu::PmuCaps;
-use crate::sample::SampleId;
+use crate::sample_id::SampleId;
 use crate::wire::{BatchSink, StackSink};
 
 /// What a record is written into: the ring's output handle, behind a

@@ -16,10 +16,10 @@ use perfaux_abi::attr::{AttrFlags, AuxAction};
 use perfaux_ring::protocol::{Local, Rmw, Smp};
 
 use crate::error::{Result, einval};
-use crate::event::{Event, EventState};
+use crate::event::{Event, perf_event_disable_inatomic};
 use crate::output::perf_output;
 use crate::pmu::ef;
-use crate::sample::{SampleData, SampleId, perf_output_sample, perf_prepare_sample};
+use crate::sample::{SampleData, perf_output_sample, perf_prepare_sample};
 
 /// `sysctl_perf_event_sample_rate`'s default (`DEFAULT_MAX_SAMPLE_RATE`).
 pub const MAX_SAMPLE_RATE: u64 = 100_000;
@@ -244,7 +244,7 @@ pub fn perf_event_overflow(event: &Event, data: &mut SampleData<'_>) -> bool {
 /// `perf_event_output_forward`: prepare, reserve, write one sample.
 pub(crate) fn perf_event_output(event: &Event, data: &mut SampleData<'_>) {
     let size = perf_prepare_sample(event, data);
-    let id = SampleId::from_sample(event, data);
+    let id = data.sample_id(event);
     let watermark = event.flag(AttrFlags::WATERMARK);
     let written = perf_output(event, size, &id, |h| {
         perf_output_sample(event, data, size, h);
@@ -254,19 +254,6 @@ pub(crate) fn perf_event_output(event: &Event, data: &mut SampleData<'_>) {
     });
     if written {
         event.counter_inc(&event.counters.samples);
-    }
-}
-
-/// `perf_event_disable_inatomic`: stop now, finish the disable on the
-/// control path (`pending_disable`). Async-signal-safe.
-pub fn perf_event_disable_inatomic(event: &Event) {
-    if event.state() <= EventState::Off {
-        return;
-    }
-    event.hw.pending_disable.store(true, Ordering::Release);
-    event.set_state(EventState::Off);
-    if event.hw.added.load(Ordering::Acquire) {
-        event.pmu.stop(event, 0);
     }
 }
 

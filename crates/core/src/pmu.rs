@@ -32,7 +32,8 @@ pub mod ef {
 }
 
 bitflags::bitflags! {
-    /// `PERF_PMU_CAP_*`: what a PMU can do (kernel-internal values).
+    /// `PERF_PMU_CAP_*`: what a PMU can do (the kernel-internal values), and
+    /// perfaux's two above them.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
     pub struct PmuCaps: u32 {
         /// No overflow interrupt: the PMU cannot sample.
@@ -57,6 +58,15 @@ bitflags::bitflags! {
         const AUX_PAUSE = 0x0200;
         /// Prefers large AUX allocations.
         const AUX_PREFER_LARGE = 0x0400;
+        /// perfaux: the PMU has `setup_aux`, so its events have an AUX
+        /// area (the kernel's `has_aux(event)` tests `pmu->setup_aux`; a
+        /// trait's default method cannot be told from a driver's own, so
+        /// the driver says it here). A bit of its own, above the kernel's.
+        const AUX = 1 << 30;
+        /// perfaux: the AUX area holds uevent records (PERF_RECORD_UEVENT,
+        /// as the uevent_aux PMU writes them), not a trace that a decoder
+        /// reads: a recorder keeps them as records. Only with [`Self::AUX`].
+        const AUX_UEVENT_LOG = 1 << 31;
     }
 }
 
@@ -116,12 +126,8 @@ pub trait Pmu: Send + Sync + 'static {
     /// `pmu->read`: bring the event's count up to date.
     fn read(&self, _event: &Event) {}
 
-    /// Whether the PMU has `setup_aux` (`has_aux(event)` in the kernel).
-    fn has_aux(&self) -> bool {
-        false
-    }
-
-    /// `pmu->setup_aux`: the AUX area was just mapped; `overwrite` is the
+    /// `pmu->setup_aux`, for a PMU with [`PmuCaps::AUX`]: the AUX area
+    /// was just mapped; `overwrite` is the
     /// read-only-mapping mode. Returns the PMU's `aux_priv`.
     fn setup_aux(&self, _event: &Event, _aux: &AuxArea, _overwrite: bool) -> Result<PmuPrivate> {
         Err(eopnotsupp("PMU has no setup_aux"))

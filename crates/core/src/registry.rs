@@ -16,7 +16,7 @@
 use std::sync::{Arc, OnceLock, RwLock};
 
 use crate::error::{Error, Result};
-use crate::pmu::Pmu;
+use crate::pmu::{Pmu, PmuCaps};
 
 /// The first dynamic PMU type.
 pub const PMU_TYPE_DYNAMIC_BASE: u32 = 0x100;
@@ -80,6 +80,13 @@ pub fn perf_pmu_register_type(pmu: Arc<dyn Pmu>, type_: u32) -> Result<u32> {
 pub fn pmu_by_type(type_: u32) -> Option<Arc<dyn Pmu>> {
     let v = registry().pmus.read().unwrap_or_else(|e| e.into_inner());
     v.iter().find(|e| e.type_ == type_).map(|e| e.pmu.clone())
+}
+
+/// The capabilities of the PMU registered under `type_` (what
+/// `/sys/bus/event_source/devices/<name>/caps` tells of a kernel PMU, and
+/// whether it has `setup_aux`: [`PmuCaps::AUX`]).
+pub fn pmu_capabilities(type_: u32) -> Option<PmuCaps> {
+    pmu_by_type(type_).map(|p| p.capabilities())
 }
 
 /// The type of the PMU named `name` (what `/sys/bus/event_source/devices/

@@ -1,5 +1,5 @@
-//! `perf_prepare_sample` / `perf_output_sample` and the `sample_id`
-//! trailer (`perf_event_header__init_id` / `perf_event__output_id_sample`).
+//! `perf_prepare_sample` / `perf_output_sample` (the trailer they share
+//! with every other record is [`crate::sample_id`]'s).
 //!
 //! Everything here runs on the overflow path, possibly in a signal handler:
 //! no allocation, no lock. Field order is the kernel's (UPSTREAM.md section
@@ -18,10 +18,10 @@ use std::sync::atomic::Ordering;
 
 use perfaux_abi::attr::AttrFlags;
 use perfaux_abi::consts::*;
-use perfaux_abi::sample_id::{CpuRes, PidTid, SampleId as AbiSampleId};
-use perfaux_abi::{ByteSink, Endianness, PerfEventHeader};
+use perfaux_abi::{ByteSink, PerfEventHeader};
 
 use crate::event::{Event, EventState};
+use crate::sample_id::SampleId;
 use crate::wire::SinkExt;
 use crate::{aux, thread};
 
@@ -48,66 +48,15 @@ pub struct SampleData<'a> {
     pub(crate) read_nr: usize,
 }
 
-/// The `sample_id` trailer of one record (`perf_event_header__init_id`),
-/// as perfaux-abi's [`AbiSampleId`], which also writes it.
-#[derive(Clone, Copy, Default)]
-pub(crate) struct SampleId(pub(crate) AbiSampleId);
-
-impl SampleId {
-    /// The trailer for `event`, taken now on the calling thread. Only the
-    /// fields the trailer carries are read (the clock and the CPU number
-    /// cost a vDSO call each).
-    ///
-    /// Without `sample_id_all` no record carries a trailer ([`Self::write`]
-    /// writes nothing), so nothing is read and the value is empty.
-    #[inline]
-    pub(crate) fn now(event: &Event) -> Self {
-        if !event.flag(AttrFlags::SAMPLE_ID_ALL) {
-            return Self::default();
-        }
-        let st = event.attr.sample_type;
-        let time = if st & PERF_SAMPLE_TIME != 0 {
-            event.clock.now()
-        } else {
-            0
-        };
-        let cpu = if st & PERF_SAMPLE_CPU != 0 {
-            thread::current_cpu().max(0) as u32
-        } else {
-            0
-        };
-        Self::with(event, thread::getpid(), thread::gettid() as u32, time, cpu)
-    }
-
-    fn with(event: &Event, pid: u32, tid: u32, time: u64, cpu: u32) -> Self {
-        Self(AbiSampleId {
-            tid: Some(PidTid { pid, tid }),
-            time: Some(time),
-            id: Some(event.id),
-            stream_id: Some(event.id),
-            cpu: Some(CpuRes { cpu, res: 0 }),
-            identifier: Some(event.id),
-        })
-    }
-
+impl SampleData<'_> {
     /// The trailer matching a sample's own fields (for the LOST record in
     /// front of it).
     #[inline]
-    pub(crate) fn from_sample(event: &Event, data: &SampleData<'_>) -> Self {
+    pub(crate) fn sample_id(&self, event: &Event) -> SampleId {
         if !event.flag(AttrFlags::SAMPLE_ID_ALL) {
-            return Self::default();
+            return SampleId::default();
         }
-        Self::with(event, data.pid, data.tid, data.time, data.cpu)
-    }
-
-    /// `perf_event__output_id_sample`: writes the trailer if
-    /// `sample_id_all` (IDENTIFIER last, at a fixed offset from the end).
-    #[inline]
-    pub(crate) fn write(&self, event: &Event, sink: &mut (impl ByteSink + ?Sized)) {
-        if event.flag(AttrFlags::SAMPLE_ID_ALL) {
-            self.0
-                .write(event.attr.sample_type, Endianness::NATIVE, sink);
-        }
+        SampleId::with(event, self.pid, self.tid, self.time, self.cpu)
     }
 }
 

@@ -27,7 +27,7 @@ use perfaux_abi::records::UeventRecord;
 use crate::error::{Error, Result, einval};
 use crate::event::EventState;
 use crate::output::write_record;
-use crate::sample::SampleId;
+use crate::sample_id::SampleId;
 use crate::thread;
 
 /// Emits a uevent of `type_` with payload `data` from the calling thread.

@@ -9,9 +9,9 @@
 //! | `uevent` | [`UEVENT_TYPE`] | counts uevents of one type, RAW = payload |
 //! | `uevent_aux` | [`UEVENT_AUX_TYPE`] | AUX PMU logging uevents; no AUX_PAUSE, no snapshot_aux |
 //!
-//! The drivers reach the core only through its driver API (the
-//! [`Pmu`] trait, `perfaux_core::registry`, the
-//! overflow, output and AUX entry points); the core never names a driver.
+//! The drivers reach the core only through its driver facade,
+//! `perfaux_core::driver` (the [`Pmu`] trait, the registry, the overflow,
+//! output and AUX entry points); the core never names a driver.
 //! A program calls [`register`] once before its first `perf_event_open`,
 //! as the kernel runs its PMU initcalls before the first event.
 //!
@@ -41,8 +41,7 @@
 use std::sync::{Arc, Once};
 
 use perfaux_abi::consts::PERF_TYPE_SOFTWARE;
-use perfaux_core::Pmu;
-use perfaux_core::registry::{PMU_TYPE_DYNAMIC_BASE, perf_pmu_register_type};
+use perfaux_core::driver::{PMU_TYPE_DYNAMIC_BASE, Pmu, perf_pmu_register_type};
 
 pub mod probe;
 pub mod software;
@@ -69,7 +68,7 @@ pub const UEVENT_AUX_TYPE: u32 = PMU_TYPE_DYNAMIC_BASE + 3;
 ///
 /// If another PMU already holds one of these types or names: call
 /// `register` before registering PMUs of your own with
-/// `perfaux_core::registry::perf_pmu_register`, which hands out the next
+/// `perfaux_core::driver::perf_pmu_register`, which hands out the next
 /// free dynamic type.
 pub fn register() {
     static ONCE: Once = Once::new();

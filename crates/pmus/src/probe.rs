@@ -22,12 +22,10 @@ use perfaux_swtrace::writer::{self, Frame};
 use perfaux_swtrace::{HookTarget, ProbeEvent, ProbeId};
 
 use perfaux_abi::errno;
-use perfaux_core::error::{Error, Result, enoent};
-use perfaux_core::event::{Event, EventState};
-use perfaux_core::overflow::perf_swevent_event;
-use perfaux_core::pmu::{Pmu, PmuCaps, PmuPrivate, ef};
-use perfaux_core::sample::SampleData;
-use perfaux_core::{remote, thread};
+use perfaux_core::driver::{
+    Error, Event, EventState, Pmu, PmuCaps, PmuPrivate, Result, SampleData, current_cpu, ef,
+    enoent, for_each_observing, gettid, perf_swevent_event, run_on,
+};
 
 /// Config values from [`resolve_probe`] for names not yet registered carry
 /// this bit; the low 32 bits index the name table.
@@ -161,7 +159,7 @@ impl Pmu for ProbePmu {
             && st.shadow
             && let Some(tid) = event.target().tid()
         {
-            let _ = remote::run_on(tid, &mut writer::enable_shadow_stack);
+            let _ = run_on(tid, &mut writer::enable_shadow_stack);
         }
         if flags & ef::START != 0 {
             self.start(event, ef::RELOAD);
@@ -174,7 +172,7 @@ impl Pmu for ProbePmu {
             && st.shadow
             && let Some(tid) = event.target().tid()
         {
-            let _ = remote::run_on(tid, &mut writer::disable_shadow_stack);
+            let _ = run_on(tid, &mut writer::disable_shadow_stack);
         }
     }
 
@@ -193,10 +191,10 @@ fn install_hook_handler() {
 /// The hook swtrace calls at every entry and return of a hooked probe.
 pub fn probe_hook(id: ProbeId, what: ProbeEvent) {
     let on_exit = what == ProbeEvent::Exit;
-    let tid = thread::gettid();
+    let tid = gettid();
     let mut cpu = -2;
     let probe_type = super::PROBE_TYPE;
-    thread::for_each_observing(|ev| {
+    for_each_observing(|ev| {
         if ev.pmu_type() != probe_type || ev.state() != EventState::Active {
             return;
         }
@@ -208,7 +206,7 @@ pub fn probe_hook(id: ProbeId, what: ProbeEvent) {
         }
         if ev.cpu() != -1 {
             if cpu == -2 {
-                cpu = thread::current_cpu();
+                cpu = current_cpu();
             }
             if !ev.observes(tid, cpu) {
                 return;

@@ -18,10 +18,9 @@ use perfaux_abi::consts::{
 };
 use perfaux_swtrace::writer;
 
-use perfaux_core::error::{Result, enoent, eopnotsupp};
-use perfaux_core::event::Event;
-use perfaux_core::pmu::{Pmu, PmuCaps, PmuPrivate, ef};
-use perfaux_core::remote;
+use perfaux_core::driver::{
+    Event, Pmu, PmuCaps, PmuPrivate, Result, ef, enoent, eopnotsupp, run_on,
+};
 
 /// `PERF_COUNT_SW_MAX`.
 const PERF_COUNT_SW_MAX: u64 = 12;
@@ -84,7 +83,7 @@ impl Pmu for SoftwarePmu {
     /// the thread's trace is paused or there is none.
     fn add(&self, event: &Event, flags: u32) -> Result<()> {
         if let Some(tid) = callchain_thread(event) {
-            let _ = remote::run_on(tid, &mut writer::enable_shadow_stack);
+            let _ = run_on(tid, &mut writer::enable_shadow_stack);
         }
         if flags & ef::START != 0 {
             self.start(event, ef::RELOAD);
@@ -95,7 +94,7 @@ impl Pmu for SoftwarePmu {
     fn del(&self, event: &Event, _flags: u32) {
         self.stop(event, ef::UPDATE);
         if let Some(tid) = callchain_thread(event) {
-            let _ = remote::run_on(tid, &mut writer::disable_shadow_stack);
+            let _ = run_on(tid, &mut writer::disable_shadow_stack);
         }
     }
 

@@ -37,11 +37,10 @@ use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use perfaux_abi::attr::AttrFlags;
 use perfaux_abi::consts::*;
 
-use perfaux_core::error::{Result, einval, eopnotsupp};
-use perfaux_core::event::{Event, EventState, Target};
-use perfaux_core::overflow::perf_event_overflow;
-use perfaux_core::pmu::PmuPrivate;
-use perfaux_core::sample::SampleData;
+use perfaux_core::driver::{
+    Event, EventState, PmuPrivate, Result, SampleData, Target, einval, eopnotsupp,
+    perf_event_overflow,
+};
 
 /// CPU time between two polls of a sampling counter.
 pub const POLL_NS: u64 = 1_000_000;
@@ -126,7 +125,7 @@ struct Totals {
 }
 
 fn totals(tid: i32) -> Option<Totals> {
-    if tid == perfaux_core::thread::gettid() {
+    if tid == perfaux_core::driver::gettid() {
         // SAFETY: a zeroed rusage is a valid out-value.
         let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
         // SAFETY: valid out-pointer; RUSAGE_THREAD reads the calling thread.
@@ -209,7 +208,7 @@ impl SwCounter {
     /// event that is no longer active, so the two do not both emit.
     pub(crate) fn stop(&self, event: &Event) {
         if self.period != 0 {
-            let _ = perfaux_core::remote::run_on(self.tid, &mut || self.emit(event, 0));
+            let _ = perfaux_core::driver::run_on(self.tid, &mut || self.emit(event, 0));
         }
         self.read(event);
         self.last.store(u64::MAX, Ordering::Release);

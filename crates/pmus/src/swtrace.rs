@@ -85,12 +85,11 @@ use perfaux_ring::protocol::circ_space;
 use perfaux_swtrace::format;
 use perfaux_swtrace::writer::{self, AuxMode, AuxRegion, Timing, WriterConfig, WriterError};
 
-use perfaux_core::aux::{AuxArea, perf_aux_output_begin, perf_aux_output_end};
-use perfaux_core::buffer::Buffer;
-use perfaux_core::error::{Result, einval};
-use perfaux_core::event::{Event, Target};
-use perfaux_core::pmu::{Pmu, PmuCaps, PmuPrivate, ef};
-use perfaux_core::{output, remote};
+use perfaux_core::driver::{
+    AuxArea, Buffer, Event, Pmu, PmuCaps, PmuPrivate, Result, Target, ef, einval, in_remote_call,
+    perf_aux_output_begin, perf_aux_output_end, perf_event_itrace_started, perf_output_aux_record,
+    run_on,
+};
 
 /// The trace PMU.
 pub struct SwtracePmu;
@@ -207,12 +206,12 @@ impl Pmu for SwtracePmu {
     }
 
     fn capabilities(&self) -> PmuCaps {
-        PmuCaps::ITRACE | PmuCaps::AUX_PAUSE | PmuCaps::EXCLUSIVE
+        PmuCaps::AUX | PmuCaps::ITRACE | PmuCaps::AUX_PAUSE | PmuCaps::EXCLUSIVE
     }
 
     fn event_init(&self, event: &Event) -> Result<PmuPrivate> {
         if event.attr().type_ != event.pmu_type() {
-            return Err(perfaux_core::error::enoent("not a swtrace event"));
+            return Err(perfaux_core::driver::enoent("not a swtrace event"));
         }
         let config = event.attr().config;
         if config & !CONFIG_KNOWN != 0 {
@@ -291,7 +290,7 @@ impl Pmu for SwtracePmu {
         if flags & ef::RESUME != 0 {
             // Only on the traced thread: a resume from elsewhere would need
             // a remote call, which the overflow path cannot wait for.
-            if perfaux_core::thread::gettid() == st.tid && st.running.load(Ordering::Acquire) {
+            if perfaux_core::driver::gettid() == st.tid && st.running.load(Ordering::Acquire) {
                 writer::resume();
             }
             return;
@@ -304,19 +303,15 @@ impl Pmu for SwtracePmu {
             return;
         };
         if flags & ef::PAUSE != 0 {
-            if perfaux_core::thread::gettid() == st.tid && st.running.load(Ordering::Acquire) {
+            if perfaux_core::driver::gettid() == st.tid && st.running.load(Ordering::Acquire) {
                 writer::pause();
             }
             return;
         }
         on_thread(st.tid, || stop_here(event, st));
-        if st.running.load(Ordering::Acquire) && perfaux_core::thread::gettid() != st.tid {
+        if st.running.load(Ordering::Acquire) && perfaux_core::driver::gettid() != st.tid {
             abandon(st);
         }
-    }
-
-    fn has_aux(&self) -> bool {
-        true
     }
 
     fn setup_aux(&self, _event: &Event, aux: &AuxArea, _overwrite: bool) -> Result<PmuPrivate> {
@@ -337,7 +332,7 @@ impl Pmu for SwtracePmu {
         let Some(st) = TraceState::of(event) else {
             return 0;
         };
-        if perfaux_core::thread::gettid() != st.tid {
+        if perfaux_core::driver::gettid() != st.tid {
             return 0;
         }
         let Some(head) = writer::aux_head() else {
@@ -371,13 +366,13 @@ fn on_thread(tid: i32, f: impl Fn() -> bool) {
     for _ in 0..1000 {
         let mut done = false;
         let mut call = || done = f();
-        if remote::run_on(tid, &mut call).is_err() {
+        if run_on(tid, &mut call).is_err() {
             return;
         }
         if done {
             return;
         }
-        if tid == perfaux_core::thread::gettid() {
+        if tid == perfaux_core::driver::gettid() {
             return;
         }
         std::thread::yield_now();
@@ -492,7 +487,7 @@ fn start_here(event: &Event, st: &TraceState) -> bool {
     });
     CURRENT.with(|c| c.set(event));
     st.running.store(true, Ordering::Release);
-    output::perf_event_itrace_started(event);
+    perf_event_itrace_started(event);
     true
 }
 
@@ -505,7 +500,7 @@ fn stop_here(event: &Event, st: &TraceState) -> bool {
     let Ok(mut tx) = st.tx.try_lock() else {
         return false;
     };
-    let park = remote::in_remote_call();
+    let park = in_remote_call();
     let head = if park {
         // A stop, not an aux_pause: the stream says STOPPED.
         writer::park();
@@ -674,7 +669,7 @@ fn on_full(aux_head: u64, needed: u64) -> Option<u64> {
             aux_size: 0,
             flags: PERF_AUX_FLAG_TRUNCATED,
         };
-        output::perf_output_aux_record(event, &rec);
+        perf_output_aux_record(event, &rec);
         return None;
     };
     if handle.size() < needed {

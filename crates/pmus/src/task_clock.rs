@@ -30,12 +30,10 @@ use perfaux_abi::errno;
 use perfaux_swtrace::ProbeId;
 use perfaux_swtrace::writer::{self, Frame};
 
-use perfaux_core::error::{Error, Result, einval};
-use perfaux_core::event::{Event, EventState, Target};
-use perfaux_core::overflow::perf_event_overflow;
-use perfaux_core::pmu::PmuPrivate;
-use perfaux_core::rcu::RcuCell;
-use perfaux_core::sample::SampleData;
+use perfaux_core::driver::{
+    Error, Event, EventState, PmuPrivate, RcuCell, Result, SampleData, Target, einval,
+    perf_event_overflow,
+};
 
 use super::sw_counters::SwCounter;
 
@@ -313,7 +311,7 @@ extern "C" fn handler(_sig: i32, info: *mut libc::siginfo_t, uctx: *mut libc::c_
             }
         });
     }
-    perfaux_core::remote::set_errno(saved);
+    perfaux_core::driver::set_errno(saved);
 }
 
 /// The interrupted instruction pointer.

@@ -15,12 +15,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use perfaux_abi::ByteSink;
 
-use perfaux_core::aux::{AuxArea, perf_aux_output_begin, perf_aux_output_end};
-use perfaux_core::error::{Result, einval, enoent};
-use perfaux_core::event::{Event, EventState};
-use perfaux_core::overflow::perf_swevent_event;
-use perfaux_core::pmu::{Pmu, PmuCaps, PmuPrivate};
-use perfaux_core::sample::SampleData;
+use perfaux_core::driver::{
+    AuxArea, Event, EventState, Pmu, PmuCaps, PmuPrivate, Result, SampleData, einval, enoent,
+    perf_aux_output_begin, perf_aux_output_end, perf_swevent_event,
+};
 
 /// The uevent counting PMU.
 pub struct UeventPmu;
@@ -71,7 +69,7 @@ impl Pmu for UeventAuxPmu {
     }
 
     fn capabilities(&self) -> PmuCaps {
-        PmuCaps::NO_NMI
+        PmuCaps::NO_NMI | PmuCaps::AUX | PmuCaps::AUX_UEVENT_LOG
     }
 
     fn event_init(&self, event: &Event) -> Result<PmuPrivate> {
@@ -96,10 +94,6 @@ impl Pmu for UeventAuxPmu {
         if let Some(s) = event.pmu_private::<AuxState>() {
             s.running.store(false, Ordering::Release);
         }
-    }
-
-    fn has_aux(&self) -> bool {
-        true
     }
 
     fn setup_aux(&self, _event: &Event, _aux: &AuxArea, _overwrite: bool) -> Result<PmuPrivate> {

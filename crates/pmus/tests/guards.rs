@@ -17,10 +17,8 @@ use common::*;
 use perfaux_abi::ByteSink;
 use perfaux_abi::attr::AuxAction;
 use perfaux_abi::consts::*;
-use perfaux_core::aux::AuxArea;
-use perfaux_core::pmu::{PmuPrivate, ef};
-use perfaux_core::registry::perf_pmu_register;
-use perfaux_core::{Event, Pmu, PmuCaps, Result, Target, perf_event_open_attr, perf_uevent};
+use perfaux_core::driver::{AuxArea, Pmu, PmuPrivate, ef, perf_pmu_register};
+use perfaux_core::{Event, PmuCaps, Result, Target, perf_event_open_attr, perf_uevent};
 use perfaux_pmus::UEVENT_TYPE;
 
 thread_local! {
@@ -35,7 +33,7 @@ impl Pmu for GuardPmu {
         "guard_test"
     }
     fn capabilities(&self) -> PmuCaps {
-        PmuCaps::AUX_PAUSE | PmuCaps::NO_NMI
+        PmuCaps::AUX | PmuCaps::AUX_PAUSE | PmuCaps::NO_NMI
     }
     fn event_init(&self, event: &Event) -> Result<PmuPrivate> {
         if event.attr().type_ != event.pmu_type() {
@@ -53,9 +51,6 @@ impl Pmu for GuardPmu {
         {
             perf_uevent(t, b"nested", 0).unwrap();
         }
-    }
-    fn has_aux(&self) -> bool {
-        true
     }
     fn setup_aux(&self, _: &Event, _: &AuxArea, _: bool) -> Result<PmuPrivate> {
         Ok(Box::new(()))

@@ -173,8 +173,8 @@ fn apply(w: &mut World, op: &Op) -> Result<(), TestCaseError> {
             let id = gone.fd.id();
             // close(2) on the number; the handle's own drop then finds
             // nothing to close.
-            prop_assert!(perfaux_core::control::close(raw).is_ok());
-            prop_assert_eq!(perfaux_core::control::close(raw).unwrap_err().errno, EBADF);
+            prop_assert!(perfaux_core::close(raw).is_ok());
+            prop_assert_eq!(perfaux_core::close(raw).unwrap_err().errno, EBADF);
             prop_assert_eq!(
                 perf_event_open_attr(
                     &attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY),

@@ -7,7 +7,7 @@ mod common;
 
 use common::*;
 use perfaux_abi::consts::*;
-use perfaux_core::mlock::{Limits, charged};
+use perfaux_core::{MlockLimits as Limits, mlock_charged as charged};
 use perfaux_core::{Prot, page_size};
 use perfaux_pmus::UEVENT_AUX_TYPE;
 

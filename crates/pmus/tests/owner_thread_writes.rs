@@ -36,7 +36,7 @@ impl Worker {
         let (run, run_rx) = mpsc::channel::<u64>();
         let (done_tx, done) = mpsc::channel();
         let handle = std::thread::spawn(move || {
-            tid_tx.send(perfaux_core::thread::gettid()).unwrap();
+            tid_tx.send(perfaux_core::gettid()).unwrap();
             let mut acc = 0;
             while let Ok(n) = run_rx.recv() {
                 for i in 0..n {

@@ -68,14 +68,14 @@ fn every_field_in_the_kernels_order() {
     assert_eq!(next(), 0, "IP: a uevent has no code address");
     let pidtid = next();
     assert_eq!(pidtid as u32, std::process::id());
-    assert_eq!((pidtid >> 32) as i32, perfaux_core::thread::gettid());
+    assert_eq!((pidtid >> 32) as i32, perfaux_core::gettid());
     let t = next();
     assert!(before <= t && t <= after, "TIME from CLOCK_MONOTONIC_RAW");
     assert_eq!(next(), 0, "ADDR");
     assert_eq!(next(), id, "ID");
     assert_eq!(next(), id, "STREAM_ID");
     let cpu = next();
-    assert!((cpu as u32 as i32) < perfaux_core::thread::nr_cpu_ids());
+    assert!((cpu as u32 as i32) < perfaux_core::nr_cpu_ids());
     assert_eq!(next(), 1, "PERIOD");
     // READ, GROUP: nr, time_enabled, {value, id} x nr
     assert_eq!(next(), 2, "nr: leader and member");

@@ -68,7 +68,7 @@ fn check(samples: &[(u64, u32, Vec<u8>)], n: usize) {
             .addr() as u64;
     for (ip, tid, aux) in samples {
         assert_eq!(*ip, hit_ip, "PERF_SAMPLE_IP is the probe's address");
-        assert_eq!(*tid as i32, perfaux_core::thread::gettid());
+        assert_eq!(*tid as i32, perfaux_core::gettid());
         assert_eq!(aux.len(), SAMPLE_SIZE as usize);
         let names = entered(aux);
         let tail: Vec<&str> = names.iter().rev().take(3).map(String::as_str).collect();
@@ -157,7 +157,7 @@ fn inactive_or_foreign_sampler_gives_size_zero() {
     let (tx, rx) = std::sync::mpsc::channel();
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
     let h = std::thread::spawn(move || {
-        tx.send(perfaux_core::thread::gettid()).unwrap();
+        tx.send(perfaux_core::gettid()).unwrap();
         done_rx.recv().unwrap();
     });
     let other = rx.recv().unwrap();

@@ -94,7 +94,7 @@ fn trace_holds_exactly_the_calls_between_resume_and_pause() {
     // sample_id: TID, TIME, IDENTIFIER (last) = the leader's id.
     assert_eq!(u64_at(rec, rec.len() - 8), t.ev.id());
     assert_eq!(u32_at(rec, 32), std::process::id());
-    assert_eq!(u32_at(rec, 36) as i32, perfaux_core::thread::gettid());
+    assert_eq!(u32_at(rec, 36) as i32, perfaux_core::gettid());
 }
 
 #[test]

@@ -44,7 +44,7 @@ fn uevent_records_reach_exactly_the_observing_events() {
     let (tx, rx) = std::sync::mpsc::channel();
     let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
     let h = std::thread::spawn(move || {
-        tx.send(perfaux_core::thread::gettid()).unwrap();
+        tx.send(perfaux_core::gettid()).unwrap();
         go_rx.recv().unwrap();
         perf_uevent(9, b"from the other thread", 0).unwrap();
     });
@@ -65,7 +65,7 @@ fn uevent_records_reach_exactly_the_observing_events() {
     let recs = drain(&mut mine_map);
     assert_eq!(recs.len(), 3);
     let pid = std::process::id();
-    let tid = perfaux_core::thread::gettid() as u32;
+    let tid = perfaux_core::gettid() as u32;
     let expect = |type_: u32, data: &[u8], rec: &[u8]| {
         let padded = data.len().next_multiple_of(8);
         let size = 8 + 8 + padded + 24;

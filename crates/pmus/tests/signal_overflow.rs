@@ -79,7 +79,7 @@ fn task_clock_samples_taken_in_a_signal_handler_are_whole() {
     let cc_ctx = PERF_CONTEXT_USER;
     for (_, b) in &ns {
         // ip, pid/tid, period, callchain {nr, ctx, ips}, aux {size, data}
-        assert_eq!(u32_at(b, 20) as i32, perfaux_core::thread::gettid());
+        assert_eq!(u32_at(b, 20) as i32, perfaux_core::gettid());
         // The CPU time since the previous sample, at least the period.
         let period = u64_at(b, 24);
         assert!(period >= 50_000, "period {period}");

@@ -29,7 +29,7 @@ const WORKERS: usize = 3;
 #[test]
 fn concurrent_tracing_uevents_and_snapshots_account_for_every_record() {
     perfaux_pmus::register();
-    let ncpu = perfaux_core::thread::nr_cpu_ids();
+    let ncpu = perfaux_core::nr_cpu_ids();
     // One uevent collector per CPU: every uevent lands in exactly one.
     let mut collectors = Vec::new();
     for cpu in 0..ncpu {
@@ -50,7 +50,7 @@ fn concurrent_tracing_uevents_and_snapshots_account_for_every_record() {
         let emitted = emitted.clone();
         let tid_tx = tid_tx.clone();
         workers.push(std::thread::spawn(move || {
-            tid_tx.send(perfaux_core::thread::gettid()).unwrap();
+            tid_tx.send(perfaux_core::gettid()).unwrap();
             let mut acc = 0u64;
             let mut i = 0u64;
             while !stop.load(Ordering::Relaxed) {

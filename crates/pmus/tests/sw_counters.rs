@@ -288,7 +288,7 @@ fn sampling_page_faults_emit_one_sample_per_period() {
     );
     for b in &samples {
         // ip, pid/tid, period
-        assert_eq!(u32_at(b, 20) as i32, perfaux_core::thread::gettid());
+        assert_eq!(u32_at(b, 20) as i32, perfaux_core::gettid());
         assert_eq!(u64_at(b, 24), 16);
     }
 }

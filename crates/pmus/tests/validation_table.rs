@@ -10,9 +10,9 @@ use perfaux_abi::Endianness;
 use perfaux_abi::attr::{AttrBuilder, AttrFlags, AuxAction, PerfEventAttr};
 use perfaux_abi::consts::*;
 use perfaux_abi::errno::*;
-use perfaux_core::registry::perf_pmu_register;
+use perfaux_core::driver::{Pmu, perf_pmu_register};
 use perfaux_core::{
-    Event, EventFd, Pmu, PmuCaps, Prot, Result, Target, page_size, perf_event_open,
+    Event, EventFd, PmuCaps, Prot, Result, Target, page_size, perf_event_open,
     perf_event_open_attr, perf_uevent, perfaux_uevent,
 };
 use perfaux_pmus::{PROBE_TYPE, SWTRACE_TYPE, UEVENT_AUX_TYPE, UEVENT_TYPE};
@@ -73,7 +73,7 @@ impl Pmu for TestPmu {
     fn capabilities(&self) -> PmuCaps {
         self.caps
     }
-    fn event_init(&self, event: &Event) -> Result<perfaux_core::pmu::PmuPrivate> {
+    fn event_init(&self, event: &Event) -> Result<perfaux_core::driver::PmuPrivate> {
         if event.attr().type_ != event.pmu_type() {
             return Err(perfaux_core::Error::new(ENOENT, "not mine"));
         }
@@ -84,16 +84,13 @@ impl Pmu for TestPmu {
     fn aux_output_match(&self, _aux_event: &Event) -> bool {
         true
     }
-    fn has_aux(&self) -> bool {
-        self.caps.contains(PmuCaps::NO_INTERRUPT)
-    }
     /// Refuses every AUX area (the kernel's setup_aux returning NULL).
     fn setup_aux(
         &self,
         _: &Event,
-        _: &perfaux_core::buffer::AuxArea,
+        _: &perfaux_core::driver::AuxArea,
         _: bool,
-    ) -> Result<perfaux_core::pmu::PmuPrivate> {
+    ) -> Result<perfaux_core::driver::PmuPrivate> {
         Err(perfaux_core::Error::new(
             EINVAL,
             "vt_noint refuses AUX areas",
@@ -109,7 +106,7 @@ fn test_pmus() -> (u32, u32) {
                 caps: PmuCaps::AUX_OUTPUT,
             })),
             perf_pmu_register(Arc::new(TestPmu {
-                caps: PmuCaps::NO_INTERRUPT,
+                caps: PmuCaps::NO_INTERRUPT | PmuCaps::AUX,
             })),
         )
     })

@@ -20,7 +20,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let out = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "flight.data".into());
-    let (pid, tid) = (std::process::id(), perfaux_core::thread::gettid());
+    let (pid, tid) = (std::process::id(), perfaux_core::gettid());
     // The trace PMU on this thread, its AUX area overwritten in a ring.
     let trace = EventSpec::new("swtrace//", base_attr(pmus::SWTRACE_TYPE, 0), 0);
     let opts = RecorderOptions {

@@ -37,9 +37,11 @@ pub mod output;
 pub mod pmus;
 pub mod recorder;
 pub mod ring;
+mod spec;
 pub mod synth;
 mod wakeups;
 
 pub use error::{RecordError, Result};
-pub use recorder::{EventSpec, Output, RecordSummary, Recorder, RecorderOptions};
-pub use ring::{AUX_WATERMARK_MAX, AuxBytes, Ring, ThreadRing, default_watermarks};
+pub use recorder::{Output, RecordSummary, Recorder};
+pub use ring::{AuxBytes, Ring, ThreadRing};
+pub use spec::{AUX_WATERMARK_MAX, EventSpec, RecorderOptions, default_watermarks};

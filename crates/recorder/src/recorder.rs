@@ -28,51 +28,9 @@ use perfaux_perfdata::writer::{
 use crate::error::{RecordError, Result};
 use crate::in_place::InPlace;
 use crate::output::FileOutput;
-use crate::ring::{AuxBytes, Ring, ThreadRing, default_watermarks};
+use crate::ring::{AuxBytes, Ring, ThreadRing};
+use crate::spec::{EventSpec, RecorderOptions, default_watermarks};
 use crate::wakeups::Wakeups;
-
-/// One event of a recording: opened with `open` on every thread, written
-/// to the file with the attr perf 6.1 accepts for it.
-#[derive(Debug, Clone)]
-pub struct EventSpec {
-    /// Its name in the file (EVENT_DESC).
-    pub name: String,
-    /// The attr it is opened with.
-    pub open: PerfEventAttr,
-    /// Index of its group leader among the events (its own index if none).
-    pub leader: usize,
-    /// It carries the uevent stream (its uevents become BPF-output samples).
-    pub uevent_stream: bool,
-    /// Its PMU has an AUX area (the ring's buffer belongs to it).
-    pub has_aux: bool,
-    /// Its AUX area holds uevents, not trace packets.
-    pub uevent_log: bool,
-}
-
-impl EventSpec {
-    /// An event of its own group; AUX facts from its PMU type.
-    pub fn new(name: impl Into<String>, open: PerfEventAttr, index: usize) -> Self {
-        EventSpec {
-            name: name.into(),
-            has_aux: crate::pmus::has_aux(open.type_),
-            uevent_log: crate::pmus::is_uevent_log(open.type_),
-            open,
-            leader: index,
-            uevent_stream: false,
-        }
-    }
-}
-
-/// Sizes and mode of the rings.
-#[derive(Debug, Clone)]
-pub struct RecorderOptions {
-    /// Data area bytes per ring (a power of two pages).
-    pub data_size: u64,
-    /// AUX area bytes per ring (a power of two pages).
-    pub aux_size: u64,
-    /// Overwrite AUX areas (flight recorder): read by [`Recorder::snapshot`].
-    pub overwrite: bool,
-}
 
 /// Where the perf.data goes.
 pub enum Output {

@@ -12,13 +12,12 @@
 
 use std::sync::Arc;
 
-use perfaux_abi::attr::AttrFlags;
 use perfaux_core::{EventFd, Mmap, Prot, Target, page_size, perf_event_open_attr};
 use perfaux_perfdata::trace_section::ChunkKind;
 use perfaux_ring::Wakeup;
 
 use crate::error::{RecordError, Result};
-use crate::recorder::{EventSpec, RecorderOptions};
+use crate::spec::{EventSpec, RecorderOptions};
 
 /// Bytes of an AUX area handed to the recorder.
 #[derive(Debug, Clone, Copy)]
@@ -296,28 +295,5 @@ impl Ring for ThreadRing {
 
     fn wakeup(&self) -> Option<Arc<Wakeup>> {
         Some(self.data.buffer().data().wakeup().clone())
-    }
-}
-
-/// The largest default `aux_watermark`: a full-trace transaction ends (PERF_RECORD_AUX,
-/// aux_head published) at least every 4 MiB however large the area, so the drain loop copies
-/// and writes the trace while the producer runs, in pieces its buffer holds, instead of a
-/// quarter of a large area at a time (with `-m ,64M`, 16 MiB read into memory at once and, at
-/// the end, most of a short recording still to write after the program is gone).
-pub const AUX_WATERMARK_MAX: u64 = 4 << 20;
-
-/// Sets the watermarks the drain loop is woken at, unless the caller chose
-/// them: a quarter of each area (the AUX one at most [`AUX_WATERMARK_MAX`]),
-/// so that the consumer runs well before the producer has to drop anything.
-/// Applied to every event [`Recorder::new`](crate::Recorder::new) opens; a
-/// caller whose events another process opens applies it to their attrs too.
-pub fn default_watermarks(ev: &mut EventSpec, opts: &RecorderOptions) {
-    if !ev.open.flags.contains(AttrFlags::WATERMARK) && ev.open.wakeup_watermark() == 0 {
-        ev.open.flags |= AttrFlags::WATERMARK;
-        ev.open
-            .set_wakeup_watermark((opts.data_size / 4).min(u64::from(u32::MAX)) as u32);
-    }
-    if ev.has_aux && !opts.overwrite && ev.open.aux_watermark == 0 {
-        ev.open.aux_watermark = (opts.aux_size / 4).min(AUX_WATERMARK_MAX) as u32;
     }
 }

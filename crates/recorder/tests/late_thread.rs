@@ -27,7 +27,7 @@ fn a_thread_added_while_recording_is_traced_and_its_ids_are_in_the_file() {
     let (go_tx, go_rx) = mpsc::channel::<()>();
     let (done_tx, done_rx) = mpsc::channel::<()>();
     let t = std::thread::spawn(move || {
-        tid_tx.send(perfaux_core::thread::gettid()).unwrap();
+        tid_tx.send(perfaux_core::gettid()).unwrap();
         go_rx.recv().unwrap();
         for _ in 0..100 {
             std::hint::black_box(late_work(std::hint::black_box(20)));

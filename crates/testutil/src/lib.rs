@@ -9,6 +9,8 @@
 //! is set (CI sets it after installing every oracle), where the same absence
 //! fails the test.
 
+pub mod layers;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -115,7 +115,7 @@ impl Workload {
                 .name(format!("perfaux-worker{w}"))
                 .spawn(move || {
                     // The tid the recorder opens this thread's events for.
-                    let _ = tx.send((w, perfaux_core::thread::gettid()));
+                    let _ = tx.send((w, perfaux_core::gettid()));
                     drop(tx);
                     go.wait();
                     let r = requests::worker_loop(w as u32, requests, uevent);

@@ -335,7 +335,7 @@ pub(super) fn rows() -> Vec<(&'static str, i32, RowFn)> {
             let e = open(&dummy()).unwrap();
             let fd = e.as_raw();
             drop(e);
-            errno_of(perfaux_core::control::close(fd))
+            errno_of(perfaux_core::close(fd))
         }),
         // --- uevents (seed 002) ---
         ("uevent flags != 0 -> EINVAL", EINVAL, || {

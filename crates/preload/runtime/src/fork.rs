@@ -68,7 +68,7 @@ extern "C" fn in_child() {
     // First, so that nothing after it can write the parent's trace: the writer, then the
     // core's view of the thread (its tid, pid and events).
     perfaux_swtrace::writer::forget_after_fork();
-    perfaux_core::thread::forget_after_fork();
+    perfaux_core::forget_after_fork();
     // Its own fork's entry is written below; a spawned parent's is not its own.
     SPAWNED.store(false, Ordering::Relaxed);
     let ptid = FORKER.try_with(Cell::get).unwrap_or(0);

@@ -639,7 +639,7 @@ fn dup_fd(ctl: &Control, off: usize) -> Result<OwnedFd, i32> {
 }
 
 fn open_slot(ctl: &Control, i: usize) -> Option<Traced> {
-    let tid = perfaux_core::thread::gettid();
+    let tid = perfaux_core::gettid();
     ctl.slot_word(i, slot::TID)
         .store(tid as u64, Ordering::Relaxed);
     let events = crate::events::all();

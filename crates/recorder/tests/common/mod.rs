@@ -12,7 +12,7 @@ use perfaux_recorder::{EventSpec, Output, Recorder, RecorderOptions, pmus};
 /// area (64 KiB of data area), not yet enabled.
 pub fn swtrace_recorder(dir: &Path, name: &str, aux_size: u64) -> (PathBuf, Recorder) {
     let out = dir.join(name);
-    let me = perfaux_core::thread::gettid();
+    let me = perfaux_core::gettid();
     let trace = EventSpec::new("swtrace//", base_attr(pmus::SWTRACE_TYPE, 0), 0);
     let opts = RecorderOptions {
         data_size: 64 << 10,
