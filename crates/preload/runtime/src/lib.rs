@@ -6,12 +6,17 @@
 //! - [`hooks`]: the compilers' entry/exit hooks. A function address becomes a swtrace probe the
 //!   first time it is seen ([`intern`]); the probe's guard waits on the thread's return stack
 //!   until the matching exit.
-//! - [`thread`]: each thread, on its first hook, claims a slot and opens the recorder's events
-//!   ([`events`]: the trace PMU's event over the slot's memory, the others in its group or
-//!   redirected into its buffer, as `perf record` opens them); its thread-local destructor
-//!   ends them cleanly.
+//! - [`thread`]: each thread, on its first hook, claims a slot ([`slot`]) and opens the
+//!   recorder's events ([`traced`], from the table [`events`] read: the trace PMU's event over
+//!   the slot's memory, the others in its group or redirected into its buffer, as `perf
+//!   record` opens them); its thread-local destructor ends them cleanly.
 //! - [`fork`]: a forked child is traced too (perf's inherit default): it leaves its parent's
-//!   slot and events without a write and traces into a slot of its own.
+//!   slot and events without a write and traces into a slot of its own, whose words say the
+//!   fork ([`lineage`]).
+//!
+//! The modules import one way (tests/layers.rs): the leaves (`events`, `memfds`, `lineage`)
+//! below `objects` and `slot`, below `intern` and `traced`, below `thread`, below what calls
+//! into it (`hooks`, `trampoline`, `fork`, `crash`, then `unwind`).
 
 mod crash;
 mod events;
