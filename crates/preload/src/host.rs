@@ -17,8 +17,7 @@ use perfaux_abi::attr::PerfEventAttr;
 use perfaux_ring::{AuxMmap, PerfMmap, RingLayout, RingMemory};
 
 use crate::shared::{
-    self, ATTR_MAX, Control, FUNC_MAX, HEADER_FDS, MAX_EVENTS, MAX_PROBES, MAX_SLOTS, event,
-    header, object, slot,
+    self, ATTR_MAX, Control, FUNC_MAX, MAX_EVENTS, MAX_PROBES, MAX_SLOTS, copy_in, copy_out, slot,
 };
 
 /// How to trace the program.
@@ -250,25 +249,28 @@ impl ProgramSession {
         };
         s.write_events(&opts.events)?;
         let ctl = s.control();
-        let w = |o: usize, v: u64| ctl.word(o).store(v, Ordering::Relaxed);
-        w(header::VERSION, shared::VERSION);
-        w(header::NSLOTS, nslots as u64);
-        w(header::DATA_PAGES, opts.data_pages as u64);
-        w(header::AUX_PAGES, opts.aux_pages as u64);
-        w(header::OVERWRITE, u64::from(opts.overwrite));
-        w(header::NEXT_EVENT_ID, 1);
-        for (i, r) in s.slots.iter().enumerate() {
-            w(HEADER_FDS + i * 16, s.fd_word_of(&r._fds.0));
-            w(HEADER_FDS + i * 16 + 8, s.fd_word_of(&r._fds.1));
+        let h = ctl.header();
+        h.version.store(shared::VERSION, Ordering::Relaxed);
+        h.nslots.store(nslots as u64, Ordering::Relaxed);
+        h.data_pages
+            .store(opts.data_pages as u64, Ordering::Relaxed);
+        h.aux_pages.store(opts.aux_pages as u64, Ordering::Relaxed);
+        h.overwrite
+            .store(u64::from(opts.overwrite), Ordering::Relaxed);
+        h.next_event_id.store(1, Ordering::Relaxed);
+        for (r, fds) in s.slots.iter().zip(&h.ring_fds) {
+            fds.data.store(s.fd_word_of(&r._fds.0), Ordering::Relaxed);
+            fds.aux.store(s.fd_word_of(&r._fds.1), Ordering::Relaxed);
         }
         Ok(s)
     }
 
     /// Says that the recorder watches the processes of pid namespace `ns` for their end (see
-    /// [`header::WATCHED_PID_NS`]; 0: it watches none).
+    /// [`shared::ControlHeader::watched_pid_ns`]; 0: it watches none).
     pub fn set_watched_pid_ns(&self, ns: u64) {
         self.control()
-            .word(header::WATCHED_PID_NS)
+            .header()
+            .watched_pid_ns
             .store(ns, Ordering::Release);
     }
 
@@ -276,14 +278,16 @@ impl ProgramSession {
     /// [`ProgramSession::tsc_calibration_failed`]): the program may start before it.
     pub fn tsc_calibration_pending(&self) {
         self.control()
-            .word(header::TSC_PENDING)
+            .header()
+            .tsc_pending
             .store(1, Ordering::Release);
     }
 
     /// No calibration comes: each traced process measures its own.
     pub fn tsc_calibration_failed(&self) {
         self.control()
-            .word(header::TSC_PENDING)
+            .header()
+            .tsc_pending
             .store(0, Ordering::Release);
     }
 
@@ -292,15 +296,15 @@ impl ProgramSession {
     /// its own.
     pub fn set_tsc_calibration(&self, c: perfaux_swtrace::clock::TscCalibration) {
         let ctl = self.control();
-        let w = |o: usize, v: u64| ctl.word(o).store(v, Ordering::Relaxed);
-        w(header::TSC_BASE_TICKS, c.base_ticks);
-        w(header::TSC_BASE_NS, c.base_ns);
-        w(header::TSC_SPAN, c.span);
-        ctl.word(header::TSC_RATE).store(
+        let h = ctl.header();
+        h.tsc_base_ticks.store(c.base_ticks, Ordering::Relaxed);
+        h.tsc_base_ns.store(c.base_ns, Ordering::Relaxed);
+        h.tsc_span.store(c.span, Ordering::Relaxed);
+        h.tsc_rate.store(
             u64::from(c.rate.mult) | u64::from(c.rate.shift) << 32,
             Ordering::Release,
         );
-        ctl.word(header::TSC_PENDING).store(0, Ordering::Release);
+        h.tsc_pending.store(0, Ordering::Release);
     }
 
     /// Writes the event table the runtime opens each thread's events from.
@@ -313,7 +317,7 @@ impl ProgramSession {
         }
         let ctl = self.control();
         for (k, ev) in events.iter().enumerate() {
-            let off = Control::event_offset(k);
+            let e = ctl.event(k);
             let attr = ev.attr.to_bytes(ev.attr.size, Endianness::NATIVE);
             let func = ev.func.as_deref().unwrap_or("").as_bytes();
             if attr.len() > ATTR_MAX || func.len() > FUNC_MAX || ev.leader >= events.len() {
@@ -325,12 +329,11 @@ impl ProgramSession {
                     ev.leader
                 )));
             }
-            let w = |o: usize, v: u64| ctl.word(off + o).store(v, Ordering::Relaxed);
-            w(event::LEADER, ev.leader as u64);
-            w(event::ATTR_LEN, attr.len() as u64);
-            w(event::FUNC_LEN, func.len() as u64);
-            ctl.write_bytes(off + event::ATTR, &attr);
-            ctl.write_bytes(off + event::FUNC, func);
+            e.leader.store(ev.leader as u64, Ordering::Relaxed);
+            e.attr_len.store(attr.len() as u64, Ordering::Relaxed);
+            e.func_len.store(func.len() as u64, Ordering::Relaxed);
+            copy_in(&e.attr, &attr);
+            copy_in(&e.func, func);
         }
         ctl.event_count()
             .store(events.len() as u64, Ordering::Release);
@@ -343,9 +346,8 @@ impl ProgramSession {
         let ctl = self.control();
         (0..self.events)
             .filter(|&k| {
-                let off = Control::event_offset(k);
-                let w = |o| ctl.word(off + o).load(Ordering::Acquire);
-                w(event::FUNC_LEN) != 0 && w(event::FOUND) == 0
+                let e = ctl.event(k);
+                e.func_len.load(Ordering::Acquire) != 0 && e.found.load(Ordering::Acquire) == 0
             })
             .collect()
     }
@@ -355,9 +357,9 @@ impl ProgramSession {
         let ctl = self.control();
         (0..self.slots.len())
             .filter_map(|i| {
-                let e = ctl.slot_word(i, slot::OPEN_ERROR).load(Ordering::Acquire);
+                let e = ctl.slot(i).open_error.load(Ordering::Acquire);
                 let event = ((e >> 32) & 0xffff).checked_sub(1)? as usize;
-                let tid = ctl.slot_word(i, slot::TID).load(Ordering::Acquire);
+                let tid = ctl.slot(i).tid.load(Ordering::Acquire);
                 Some(OpenError {
                     tid: tid as u32,
                     event,
@@ -420,9 +422,8 @@ impl ProgramSession {
                 rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty())?;
             }
             let pid = rustix::process::getpid().as_raw_nonzero().get() as u64;
-            ctl.word(header::PID).store(pid, Ordering::Release);
-            ctl.word(header::MAGIC)
-                .store(shared::MAGIC, Ordering::Release);
+            ctl.header().pid.store(pid, Ordering::Release);
+            ctl.header().magic.store(shared::MAGIC, Ordering::Release);
             Ok(())
         };
         // SAFETY: the closure runs in the forked child before exec and makes only
@@ -445,9 +446,7 @@ impl ProgramSession {
     /// Says in the control area that the recording has ended: threads and images of the
     /// program's descendants that start later are not traced.
     pub fn close(&self) {
-        self.control()
-            .word(header::CLOSED)
-            .store(1, Ordering::Release);
+        self.control().header().closed.store(1, Ordering::Release);
     }
 
     /// Sends `sig` to the program (if it still runs).
@@ -470,7 +469,7 @@ impl ProgramSession {
 
     /// Threads of the program that found every slot taken and went untraced.
     pub fn threads_without_slot(&self) -> u64 {
-        self.control().word(header::NO_SLOT).load(Ordering::Acquire)
+        self.control().header().no_slot.load(Ordering::Acquire)
     }
 
     /// Objects the program's processes loaded that found the ring of objects full for
@@ -482,12 +481,7 @@ impl ProgramSession {
 
     /// Whether a thread of the program claimed slot `i`.
     pub fn slot_claimed(&self, i: usize) -> bool {
-        i < self.slots.len()
-            && self
-                .control()
-                .slot_word(i, slot::STATE)
-                .load(Ordering::Acquire)
-                != slot::FREE
+        i < self.slots.len() && self.control().slot(i).state.load(Ordering::Acquire) != slot::FREE
     }
 
     /// Drains every claimed slot's data area and AUX area into `sink`. Returns how many
@@ -582,7 +576,7 @@ impl ProgramSession {
     }
 
     /// After the program ended: hands out, per slot, the trace bytes its thread wrote after the
-    /// last aux_head it published (see [`slot::WRITER_HEAD`]), from the consumer's aux_tail to the
+    /// last aux_head it published (see [`shared::Slot::writer_head`]), from the consumer's aux_tail to the
     /// mirrored writer head. The head is the dead program's word: used only if it lies within
     /// one AUX area past aux_tail; the bytes are then read from this process's own mapping.
     /// Returns how many pieces it handed out.
@@ -602,10 +596,7 @@ impl ProgramSession {
         if self.overwrite || !self.slot_claimed(i) {
             return Ok(0);
         }
-        let head = self
-            .control()
-            .slot_word(i, slot::WRITER_HEAD)
-            .load(Ordering::Acquire);
+        let head = self.control().slot(i).writer_head.load(Ordering::Acquire);
         let r = &mut self.slots[i];
         let tail = r.aux.tail();
         if head <= tail || head - tail > r.aux.aux_size() {
@@ -647,9 +638,9 @@ impl ProgramSession {
         }
         let ctl = self.control();
         let r = &mut self.slots[i];
-        let head_word = ctl.slot_word(i, slot::WRITER_HEAD);
+        let head_word = &ctl.slot(i).writer_head;
         let mut head = head_word.load(Ordering::Acquire);
-        if ctl.slot_word(i, slot::STATE).load(Ordering::Acquire) == slot::ENDED {
+        if ctl.slot(i).state.load(Ordering::Acquire) == slot::ENDED {
             // The thread's end wrote past its last mirrored head (its writer's LOST and
             // STOPPED packets) and published it.
             head = head.max(r.aux.aux_head());
@@ -689,7 +680,7 @@ impl ProgramSession {
     /// [`Self::recycle_slot`] frees it. Only a TRACING slot is marked.
     pub fn end_gone_slot(&mut self, i: usize) {
         if i < self.slots.len() {
-            let _ = self.control().slot_word(i, slot::STATE).compare_exchange(
+            let _ = self.control().slot(i).state.compare_exchange(
                 slot::TRACING,
                 slot::ENDED,
                 Ordering::AcqRel,
@@ -709,10 +700,10 @@ impl ProgramSession {
             return false;
         }
         let ctl = self.control();
-        let state = ctl.slot_word(i, slot::STATE);
+        let state = &ctl.slot(i).state;
         // A thread whose events failed keeps its slot: its error is said at the end.
         if state.load(Ordering::Acquire) != slot::ENDED
-            || ctl.slot_word(i, slot::OPEN_ERROR).load(Ordering::Acquire) != 0
+            || ctl.slot(i).open_error.load(Ordering::Acquire) != 0
         {
             return false;
         }
@@ -724,8 +715,9 @@ impl ProgramSession {
         let (data, aux) = &self.slots[i]._fds;
         data.restore_layout_fields();
         aux.restore_layout_fields();
-        for off in (slot::TID..slot::SIZE).step_by(8) {
-            ctl.slot_word(i, off).store(0, Ordering::Relaxed);
+        // Every word but the state.
+        for w in &ctl.slot(i).words()[1..] {
+            w.store(0, Ordering::Relaxed);
         }
         for k in 0..self.events {
             ctl.slot_event_id(i, k).store(0, Ordering::Relaxed);
@@ -740,23 +732,24 @@ impl ProgramSession {
         let ctl = self.control();
         (0..self.slots.len())
             .filter_map(|i| {
-                let w = |o| ctl.slot_word(i, o).load(Ordering::Acquire);
-                let state = w(slot::STATE);
+                let s = ctl.slot(i);
+                let w = |w: &std::sync::atomic::AtomicU64| w.load(Ordering::Acquire);
+                let state = w(&s.state);
                 if state != slot::TRACING && state != slot::ENDED {
                     return None;
                 }
                 let (tid, pid) = (
-                    u32::try_from(w(slot::TID)).ok()?,
-                    u32::try_from(w(slot::PID)).ok()?,
+                    u32::try_from(w(&s.tid)).ok()?,
+                    u32::try_from(w(&s.pid)).ok()?,
                 );
                 // A thread whose events failed to open wrote its tid but no event id.
-                if tid == 0 || w(slot::EVENT_ID) == 0 {
+                if tid == 0 || w(&s.event_id) == 0 {
                     return None;
                 }
                 // The program's words: a pid or tid out of range says no fork (the thread's
                 // trace is kept; perf then knows its process by its COMM alone).
-                let fork = match (u32::try_from(w(slot::PPID)), u32::try_from(w(slot::PTID))) {
-                    (Ok(ppid), Ok(ptid)) if ppid != 0 => Some((ppid, ptid, w(slot::FORK_TIME))),
+                let fork = match (u32::try_from(w(&s.ppid)), u32::try_from(w(&s.ptid))) {
+                    (Ok(ppid), Ok(ptid)) if ppid != 0 => Some((ppid, ptid, w(&s.fork_time))),
                     _ => None,
                 };
                 Some(TracedThread {
@@ -764,15 +757,15 @@ impl ProgramSession {
                     pid,
                     tid,
                     fork,
-                    event_id: w(slot::EVENT_ID),
+                    event_id: w(&s.event_id),
                     ids: (0..self.events)
                         .map(|k| ctl.slot_event_id(i, k).load(Ordering::Acquire))
                         .collect(),
                     ended: state == slot::ENDED,
-                    comm: comm_of([w(slot::COMM), w(slot::COMM + 8)]),
-                    open_time: w(slot::OPEN_TIME),
-                    image_time: w(slot::IMAGE_TIME),
-                    pid_ns: w(slot::PID_NS),
+                    comm: comm_of([w(&s.comm[0]), w(&s.comm[1])]),
+                    open_time: w(&s.open_time),
+                    image_time: w(&s.image_time),
+                    pid_ns: w(&s.pid_ns),
                     generation: self.generations[i],
                 })
             })
@@ -805,9 +798,9 @@ impl ProgramSession {
             if self.objects.len() >= MAX_TAKEN_OBJECTS {
                 break;
             }
-            let off = Control::object_offset(n);
-            let w = |o| ctl.word(off + o).load(Ordering::Acquire);
-            if w(object::DONE) != n + 1 {
+            let e = ctl.object(n);
+            let w = |w: &std::sync::atomic::AtomicU64| w.load(Ordering::Acquire);
+            if w(&e.done) != n + 1 {
                 let later = ctl.object_count().load(Ordering::Acquire) > n + 1;
                 let since = *self.object_stuck_since.get_or_insert_with(Instant::now);
                 if !later || since.elapsed() < STUCK_OBJECT {
@@ -819,15 +812,14 @@ impl ProgramSession {
                 continue;
             }
             self.object_stuck_since = None;
-            let len = (w(object::PATH_LEN) as usize).min(shared::PATH_MAX);
-            let path = ctl.read_bytes(off + object::PATH, len);
+            let path = copy_out(&e.path, w(&e.path_len) as usize);
             self.objects.push(LoadedObject {
-                base: w(object::BASE),
-                start: w(object::START),
-                len: w(object::LEN),
-                pgoff: w(object::PGOFF),
-                time: w(object::TIME),
-                pid: u32::try_from(w(object::PID)).unwrap_or(0),
+                base: w(&e.base),
+                start: w(&e.start),
+                len: w(&e.len),
+                pgoff: w(&e.pgoff),
+                time: w(&e.time),
+                pid: u32::try_from(w(&e.pid)).unwrap_or(0),
                 path: PathBuf::from(std::ffi::OsStr::from_bytes(&path)),
             });
             self.objects_taken = n + 1;
@@ -870,13 +862,13 @@ mod tests {
             (0, 41, shared::open_step::OPEN, 0, libc::EINVAL),
             (2, 43, shared::open_step::ENABLE, 2, libc::ENOMEM),
         ] {
-            ctl.slot_word(i, slot::TID).store(tid, Ordering::Relaxed);
-            ctl.slot_word(i, slot::OPEN_ERROR).store(
+            ctl.slot(i).tid.store(tid, Ordering::Relaxed);
+            ctl.slot(i).open_error.store(
                 shared::open_error_word(step, event, errno),
                 Ordering::Release,
             );
         }
-        ctl.slot_word(1, slot::TID).store(42, Ordering::Relaxed);
+        ctl.slot(1).tid.store(42, Ordering::Relaxed);
         let got = s.open_errors();
         assert_eq!(
             got,
@@ -978,9 +970,9 @@ mod tests {
             ctl.write_object(n, &entry);
         }
         assert_eq!(ctl.claim_object(false), None);
-        ctl.word(header::CLOSED).store(1, Ordering::Release);
+        ctl.header().closed.store(1, Ordering::Release);
         assert_eq!(ctl.claim_object(true), None);
-        ctl.word(header::CLOSED).store(0, Ordering::Release);
+        ctl.header().closed.store(0, Ordering::Release);
         assert_eq!(s.objects_lost(), 2);
         s.take_objects();
         assert!(s.objects().is_empty(), "held up by entry {dead}");
@@ -1026,11 +1018,7 @@ mod tests {
         ctl.push_child(&child(6, 0));
         let torn = ctl.child_count().load(Ordering::Relaxed) - 1;
         assert_eq!(torn, last + 1);
-        let seq_off = shared::children_offset()
-            + 4096
-            + (torn % shared::MAX_CHILDREN as u64) as usize * shared::child::SIZE
-            + shared::child::SEQ;
-        ctl.word(seq_off).store(0, Ordering::Relaxed);
+        ctl.child(torn).seq.store(0, Ordering::Relaxed);
         assert_eq!(
             ctl.find_child(6, 77).map(|c| c.fork_time),
             Some(n + shared::MAX_CHILDREN as u64)

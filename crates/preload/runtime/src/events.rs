@@ -15,7 +15,7 @@ use std::sync::{Mutex, OnceLock};
 use object::{Object, ObjectSymbol, SymbolKind};
 use perfaux_abi::Endianness;
 use perfaux_abi::attr::PerfEventAttr;
-use perfaux_preload_abi::{ATTR_MAX, Control, FUNC_MAX, MAX_EVENTS, event};
+use perfaux_preload_abi::{Control, MAX_EVENTS, copy_out};
 
 /// One event every traced thread opens.
 pub(crate) struct Requested {
@@ -45,19 +45,19 @@ pub(crate) fn load(ctl: &Control) {
     let n = (ctl.event_count().load(Ordering::Acquire) as usize).min(MAX_EVENTS);
     let mut v = Vec::with_capacity(n);
     for k in 0..n {
-        let off = Control::event_offset(k);
-        let w = |o| ctl.word(off + o).load(Ordering::Acquire) as usize;
-        let bytes = ctl.read_bytes(off + event::ATTR, w(event::ATTR_LEN).min(ATTR_MAX));
+        let e = ctl.event(k);
+        let w = |w: &std::sync::atomic::AtomicU64| w.load(Ordering::Acquire) as usize;
+        let bytes = copy_out(&e.attr, w(&e.attr_len));
         let Ok((mut attr, _)) = PerfEventAttr::parse(&bytes, Endianness::NATIVE) else {
             break;
         };
-        let leader = w(event::LEADER);
+        let leader = w(&e.leader);
         if leader > k {
             break;
         }
-        let func_len = w(event::FUNC_LEN).min(FUNC_MAX);
+        let func_len = w(&e.func_len);
         let func = (func_len > 0)
-            .then(|| String::from_utf8(ctl.read_bytes(off + event::FUNC, func_len)).ok())
+            .then(|| String::from_utf8(copy_out(&e.func, func_len)).ok())
             .flatten()
             .map(|f| &*Box::leak(f.into_boxed_str()));
         if let Some(f) = func {
@@ -110,8 +110,7 @@ pub(crate) fn resolve_object(ctl: &Control, path: &[u8], base: u64) {
         if e.func
             .is_some_and(|f| found.iter().any(|(_, _, n)| *n == f))
         {
-            ctl.word(Control::event_offset(k) + event::FOUND)
-                .store(1, Ordering::Release);
+            ctl.event(k).found.store(1, Ordering::Release);
         }
     }
     let mut r = RANGES.lock().unwrap_or_else(|e| e.into_inner());

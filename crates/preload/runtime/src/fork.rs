@@ -19,7 +19,7 @@
 //! another thread had posted at the fork names a thread the child does not have.
 //!
 //! The recorder learns the child from its slot: its pid, and the parent's pid, the forking
-//! thread's tid and the fork's time for its PERF_RECORD_FORK.
+//! thread's tid and the fork's time for its PERF_RECORD_FORK ([`crate::lineage`]).
 //!
 //! Each child also writes its pid and those words into the control area's table of children:
 //! an image the child execs finds its pid there (`init`), and is traced as the child.
@@ -29,20 +29,6 @@
 //! fork in a threaded program).
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-
-use perfaux_preload_abi::{ChildEntry, Control, slot};
-
-/// This process's pid (set at init, and again in a forked child).
-static PID: AtomicU64 = AtomicU64::new(0);
-/// A forked child: its parent's pid, the forking thread's tid and when the child began (all 0
-/// in the spawned program).
-static PPID: AtomicU64 = AtomicU64::new(0);
-static PTID: AtomicU64 = AtomicU64::new(0);
-static FORK_TIME: AtomicU64 = AtomicU64::new(0);
-/// This image belongs to a process made without a fork handler, not yet in the table of
-/// children.
-static SPAWNED: AtomicBool = AtomicBool::new(false);
 
 thread_local! {
     /// The tid of the thread that calls fork, taken before the fork (the child's copy of it is
@@ -52,8 +38,7 @@ thread_local! {
 
 /// Registers the fork handlers (at init, on the only thread).
 pub(crate) fn install() {
-    // SAFETY: getpid has no preconditions.
-    PID.store(unsafe { libc::getpid() } as u64, Ordering::Relaxed);
+    crate::lineage::init_pid();
     // SAFETY: registers plain functions for the two sides of fork.
     unsafe { libc::pthread_atfork(Some(prepare), None, Some(in_child)) };
 }
@@ -69,82 +54,9 @@ extern "C" fn in_child() {
     // core's view of the thread (its tid, pid and events).
     perfaux_swtrace::writer::forget_after_fork();
     perfaux_core::forget_after_fork();
-    // Its own fork's entry is written below; a spawned parent's is not its own.
-    SPAWNED.store(false, Ordering::Relaxed);
-    let ptid = FORKER.try_with(Cell::get).unwrap_or(0);
-    PPID.store(PID.load(Ordering::Relaxed), Ordering::Relaxed);
-    PTID.store(ptid as u64, Ordering::Relaxed);
-    // SAFETY: getpid has no preconditions.
-    PID.store(unsafe { libc::getpid() } as u64, Ordering::Relaxed);
     // A fork after an unshare(CLONE_NEWPID) puts the child in the new namespace, where its pid
     // means another process than in its parent's.
     crate::refresh_pid_ns();
-    FORK_TIME.store(perfaux_swtrace::clock::monotonic_ns(), Ordering::Relaxed);
-    if let Some(ctl) = crate::control() {
-        add_child(&ctl, PID.load(Ordering::Relaxed));
-    }
+    crate::lineage::forked(FORKER.try_with(Cell::get).unwrap_or(0));
     crate::thread::forked();
-}
-
-/// Whether `pid` is a child the traced processes forked (an image it exec'd is traced, `init`):
-/// its fork's words are taken from its entry (the newest with that pid), so that its threads'
-/// slots carry them as the child's did.
-pub(crate) fn is_forked_child(ctl: &Control, pid: u64) -> bool {
-    let Some(c) = ctl.find_child(pid, crate::pid_ns()) else {
-        return false;
-    };
-    PPID.store(c.ppid, Ordering::Relaxed);
-    PTID.store(c.ptid, Ordering::Relaxed);
-    FORK_TIME.store(c.fork_time, Ordering::Relaxed);
-    true
-}
-
-/// This process is an image exec'd by a descendant made without a fork handler (posix_spawn,
-/// vfork: no entry in the table of children): its parent is `getppid()`, the forking thread is
-/// not known (the parent's main thread stands for it, as perf names a process by its main
-/// thread) and its fork's time is this image's start, the earliest moment the runtime sees.
-pub(crate) fn spawned_descendant() {
-    // SAFETY: getppid has no preconditions.
-    let ppid = unsafe { libc::getppid() } as u64;
-    PPID.store(ppid, Ordering::Relaxed);
-    PTID.store(ppid, Ordering::Relaxed);
-    FORK_TIME.store(perfaux_swtrace::clock::monotonic_ns(), Ordering::Relaxed);
-    SPAWNED.store(true, Ordering::Relaxed);
-}
-
-/// A spawned descendant ([`spawned_descendant`]) that traces goes into the table of
-/// children as a forked child does, so that an image it execs next is the same process (one
-/// FORK, one EXIT); one that never traces takes no entry.
-pub(crate) fn register_spawned(ctl: &Control) {
-    if SPAWNED.swap(false, Ordering::Relaxed) {
-        add_child(ctl, PID.load(Ordering::Relaxed));
-    }
-}
-
-/// Writes this process's fork words into the next entry of the table of children.
-fn add_child(ctl: &Control, pid: u64) {
-    ctl.push_child(&ChildEntry {
-        pid,
-        ppid: PPID.load(Ordering::Relaxed),
-        ptid: PTID.load(Ordering::Relaxed),
-        fork_time: FORK_TIME.load(Ordering::Relaxed),
-        pid_ns: crate::pid_ns(),
-    });
-}
-
-/// This process's pid.
-pub(crate) fn pid() -> u64 {
-    PID.load(Ordering::Relaxed)
-}
-
-/// Writes the fork's words into slot `i` (a thread of a forked child), before the slot is
-/// published.
-pub(crate) fn write_slot(ctl: &Control, i: usize) {
-    for (off, v) in [slot::PPID, slot::PTID, slot::FORK_TIME]
-        .into_iter()
-        .zip([&PPID, &PTID, &FORK_TIME])
-    {
-        ctl.slot_word(i, off)
-            .store(v.load(Ordering::Relaxed), Ordering::Relaxed);
-    }
 }

@@ -11,7 +11,6 @@
 
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
-use perfaux_preload_abi::header;
 use perfaux_swtrace::Probe;
 
 const BITS: u32 = 17;
@@ -79,7 +78,7 @@ fn published(i: usize) -> &'static Probe {
 /// Skips the swtrace probe ids an earlier image of this process (before an exec) used: probes
 /// with no address take them, so this image's functions get ids of their own.
 pub(crate) fn skip_used_ids(ctl: &perfaux_preload_abi::Control) {
-    let used = ctl.word(header::MAX_PROBE_ID).load(Ordering::Acquire);
+    let used = ctl.header().max_probe_id.load(Ordering::Acquire);
     if used == 0 || used > perfaux_preload_abi::MAX_PROBES as u64 {
         return;
     }
@@ -115,7 +114,8 @@ fn make(i: usize, addr: usize) -> &'static Probe {
         let (Some(id), Some(ctl)) = (probe.id(), ctl) else {
             break probe;
         };
-        ctl.word(header::MAX_PROBE_ID)
+        ctl.header()
+            .max_probe_id
             .fetch_max(u64::from(id.0), Ordering::AcqRel);
         let Some(w) = ctl.probe_word(id.0) else {
             break probe;

@@ -6,27 +6,35 @@
 //! - [`hooks`]: the compilers' entry/exit hooks. A function address becomes a swtrace probe the
 //!   first time it is seen ([`intern`]); the probe's guard waits on the thread's return stack
 //!   until the matching exit.
-//! - [`thread`]: each thread, on its first hook, claims a slot and opens the recorder's events
-//!   ([`events`]: the trace PMU's event over the slot's memory, the others in its group or
-//!   redirected into its buffer, as `perf record` opens them); its thread-local destructor
-//!   ends them cleanly.
+//! - [`thread`]: each thread, on its first hook, claims a slot ([`slot`]) and opens the
+//!   recorder's events ([`traced`], from the table [`events`] read: the trace PMU's event over
+//!   the slot's memory, the others in its group or redirected into its buffer, as `perf
+//!   record` opens them); its thread-local destructor ends them cleanly.
 //! - [`fork`]: a forked child is traced too (perf's inherit default): it leaves its parent's
-//!   slot and events without a write and traces into a slot of its own.
+//!   slot and events without a write and traces into a slot of its own, whose words say the
+//!   fork ([`lineage`]).
+//!
+//! The modules import one way (tests/layers.rs): the leaves (`events`, `memfds`, `lineage`)
+//! below `objects` and `slot`, below `intern` and `traced`, below `thread`, below what calls
+//! into it (`hooks`, `trampoline`, `fork`, `crash`, then `unwind`).
 
 mod crash;
 mod events;
 mod fork;
 mod hooks;
 mod intern;
+mod lineage;
 mod memfds;
 mod objects;
+mod slot;
 mod thread;
+mod traced;
 mod trampoline;
 mod unwind;
 
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 
-use perfaux_preload_abi::{self as shared, Control, header};
+use perfaux_preload_abi::{self as shared, Control};
 
 /// Set once the control area is mapped: this is the process the recorder spawned or a
 /// descendant of it (a forked child, or an image any of them exec'd).
@@ -43,9 +51,9 @@ pub(crate) fn control() -> Option<Control> {
     (!p.is_null()).then(|| unsafe { Control::new(p) })
 }
 
-/// When this image's runtime began (its constructor): [`shared::slot::IMAGE_TIME`].
+/// When this image's runtime began (its constructor): [`shared::Slot::image_time`].
 static IMAGE_TIME: AtomicU64 = AtomicU64::new(0);
-/// The inode of this process's pid namespace ([`shared::slot::PID_NS`]).
+/// The inode of this process's pid namespace ([`shared::Slot::pid_ns`]).
 static PID_NS: AtomicU64 = AtomicU64::new(0);
 
 /// When this image's runtime began (CLOCK_MONOTONIC ns).
@@ -107,7 +115,6 @@ extern "C" fn init() {
     };
     // SAFETY: p maps total_len() bytes, page aligned, never unmapped.
     let ctl = unsafe { Control::new(p.cast()) };
-    let r = |o| ctl.word(o).load(Ordering::Acquire);
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() } as u64;
     if recording_closed(&ctl) {
@@ -115,16 +122,16 @@ extern "C" fn init() {
         unsafe { libc::munmap(p, shared::total_len()) };
         return;
     }
-    if r(header::PID) != pid && !fork::is_forked_child(&ctl, pid) {
+    if ctl.header().pid.load(Ordering::Acquire) != pid && !lineage::is_forked_child(&ctl, pid) {
         // A process the recorder's descendants made without a fork handler (posix_spawn,
         // vfork: a shell's commands, a build tool's jobs) that exec'd this image: it inherited
         // the control area as every descendant does, and perf's inherit traces it too.
-        fork::spawned_descendant();
+        lineage::spawned_descendant();
     }
     CTL.store(p.cast(), Ordering::Release);
     // SAFETY: the word lies in the control mapping made above, which is never unmapped: it
     // lives as long as the process.
-    let ids: &'static AtomicU64 = unsafe { &*std::ptr::from_ref(ctl.word(header::NEXT_EVENT_ID)) };
+    let ids: &'static AtomicU64 = unsafe { &*std::ptr::from_ref(&ctl.header().next_event_id) };
     perfaux_core::share_event_ids(ids);
     fork::install();
     // Before any object is reported (which resolves the probe events' functions) and any
@@ -153,8 +160,10 @@ fn map_control(f: &std::os::fd::OwnedFd) -> Option<*mut libc::c_void> {
     }
     // SAFETY: p maps total_len() bytes, page aligned.
     let ctl = unsafe { Control::new(p.cast()) };
-    let r = |o| ctl.word(o).load(Ordering::Acquire);
-    if r(header::MAGIC) == shared::MAGIC && r(header::VERSION) == shared::VERSION {
+    let h = ctl.header();
+    if h.magic.load(Ordering::Acquire) == shared::MAGIC
+        && h.version.load(Ordering::Acquire) == shared::VERSION
+    {
         return Some(p);
     }
     // SAFETY: p is the mapping made above, used by nothing else.
@@ -174,7 +183,7 @@ pub(crate) fn start_process(ctl: &Control) {
     // a Once still running (each waiting thread polls on its own; the adoption happens once).
     wait_for_calibration(ctl);
     STARTED.call_once(|| {
-        fork::register_spawned(ctl);
+        lineage::register_spawned(ctl);
         intern::skip_used_ids(ctl);
         objects::report_all(ctl);
         crash::install();
@@ -184,14 +193,14 @@ pub(crate) fn start_process(ctl: &Control) {
 /// Whether the recording has ended (the recorder's `CLOSED` word): a thread or image that
 /// starts after it is not traced (nobody would read it).
 pub(crate) fn recording_closed(ctl: &Control) -> bool {
-    ctl.word(header::CLOSED).load(Ordering::Acquire) != 0
+    ctl.header().closed.load(Ordering::Acquire) != 0
 }
 
 /// Waits, at most 200 ms, for the recorder's TSC calibration if it is still being measured
 /// (the program started beside it), then adopts it: before this process's clock is first
 /// used (its first thread's events open after this).
 fn wait_for_calibration(ctl: &Control) {
-    let pending = || ctl.word(header::TSC_PENDING).load(Ordering::Acquire) != 0;
+    let pending = || ctl.header().tsc_pending.load(Ordering::Acquire) != 0;
     let start = std::time::Instant::now();
     while pending() && start.elapsed() < std::time::Duration::from_millis(200) {
         std::thread::sleep(std::time::Duration::from_micros(100));
@@ -202,16 +211,17 @@ fn wait_for_calibration(ctl: &Control) {
 /// The recorder's TSC calibration, if it wrote one (and it passes swtrace's checks), instead
 /// of this process's own 10 ms wait at its first traced call.
 fn adopt_calibration(ctl: &Control) {
-    let r = |o| ctl.word(o).load(Ordering::Acquire);
-    let rate = r(header::TSC_RATE);
+    let h = ctl.header();
+    let r = |w: &AtomicU64| w.load(Ordering::Acquire);
+    let rate = r(&h.tsc_rate);
     // mult in bits 0-31, shift in 32-39: other bits set is no rate.
     if rate == 0 || rate >> 40 != 0 {
         return;
     }
     let _ = perfaux_swtrace::clock::adopt_tsc_calibration(perfaux_swtrace::clock::TscCalibration {
-        base_ticks: r(header::TSC_BASE_TICKS),
-        base_ns: r(header::TSC_BASE_NS),
-        span: r(header::TSC_SPAN),
+        base_ticks: r(&h.tsc_base_ticks),
+        base_ns: r(&h.tsc_base_ns),
+        span: r(&h.tsc_span),
         rate: perfaux_swtrace::clock::TscRate {
             mult: rate as u32,
             shift: (rate >> 32) as u8,

@@ -142,7 +142,7 @@ unsafe extern "C" fn one(
                 len,
                 pgoff: ph.p_offset & !(page - 1),
                 time,
-                pid: crate::fork::pid(),
+                pid: crate::lineage::pid(),
                 path,
             },
         );

@@ -1,64 +1,18 @@
-//! A traced thread: its slot, its trace event over the slot's memory, and its return stack.
+//! A traced thread: its return stack and the per-call code of the hooks, over the events it
+//! opens at its first hook ([`crate::traced`], in a slot of its own, [`crate::slot`]).
+//!
+//! The -pg / -mfentry hooks ([`crate::trampoline`]) call in here and hand in the return
+//! trampoline's address, so that this module imports none of the modules that call it.
 
 use std::cell::{Cell, RefCell};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use perfaux_abi::attr::AttrFlags;
-use perfaux_core::{EventFd, Mmap, Prot, Target, page_size, perf_event_open_attr};
-use perfaux_preload_abi::{
-    Control, HEADER_FDS, MAX_SLOTS, header, open_error_word, open_step, slot,
-};
-use perfaux_ring::RingMemory;
 use perfaux_swtrace::{Lane, Probe, ProbeGuard};
+
+use crate::traced::Traced;
 
 /// Open calls kept per thread; deeper calls are counted and go untraced.
 const STACK_DEPTH: usize = 8192;
-
-/// The thread's events and mappings over its slot's memory.
-struct Traced {
-    /// `None` once dropped.
-    events: Option<TracedEvents>,
-    slot: usize,
-    /// The process that opened them: a forked child that kept its parent's (a fork from a
-    /// signal handler that interrupted the thread's start) neither closes them nor ends the
-    /// parent's slot, which the parent's thread still writes.
-    pid: i32,
-}
-
-/// Fields drop in order: the mappings (held for their life) before the events.
-struct TracedEvents {
-    _aux: Mmap,
-    _data: Mmap,
-    /// The other events (probes, samplers, the uevent stream), redirected into this buffer.
-    members: Vec<EventFd>,
-    fd: EventFd,
-}
-
-impl Drop for Traced {
-    /// The events are disabled (the trace's last PERF_RECORD_AUX written, aux_head published),
-    /// unmapped and closed; only then is the slot ENDED: the recorder takes its last bytes and
-    /// gives the slot to the next thread, so nothing of this one may write its memory after.
-    fn drop(&mut self) {
-        // SAFETY: getpid has no preconditions.
-        if self.pid != unsafe { libc::getpid() } {
-            std::mem::forget(self.events.take());
-            return;
-        }
-        if let Some(ev) = self.events.take() {
-            for m in &ev.members {
-                let _ = m.disable(0);
-            }
-            let _ = ev.fd.disable(0);
-            drop(ev);
-        }
-        if let Some(ctl) = crate::control() {
-            ctl.slot_word(self.slot, slot::STATE)
-                .store(slot::ENDED, Ordering::Release);
-        }
-    }
-}
 
 /// An open call on a thread's return stack.
 struct Frame {
@@ -164,7 +118,7 @@ impl Thread {
     #[inline(never)]
     fn start(&self) {
         STARTED.with(|s| s.set(true));
-        let t = crate::control().and_then(|c| open(&c));
+        let t = crate::control().and_then(|c| crate::traced::open(&c));
         self.state.set(if t.is_some() { TRACING } else { OFF });
         *self.traced.borrow_mut() = t;
         let mut st = self.stack.borrow_mut();
@@ -230,10 +184,9 @@ impl Thread {
     /// and the writer's state exists).
     fn start_mirror(&self) {
         let src = perfaux_swtrace::writer::aux_head_word();
-        let slot = self.traced.borrow().as_ref().map(|t| t.slot);
+        let slot = self.traced.borrow().as_ref().map(Traced::slot);
         if let (false, Some(ctl), Some(i)) = (src.is_null(), crate::control(), slot) {
-            self.head_dst
-                .set(ctl.slot_word(i, slot::WRITER_HEAD) as *const AtomicU64);
+            self.head_dst.set(&ctl.slot(i).writer_head);
             self.head_src.set(src);
         }
     }
@@ -289,20 +242,25 @@ impl Thread {
 
     /// -pg / -mfentry entry into the function at `addr` whose return address is at
     /// `parent_loc`: the call is entered and its return address replaced by the return
-    /// trampoline's. Frames at or below `parent_loc` on the stack are gone (a longjmp left them)
-    /// and end first.
+    /// trampoline's (`trampoline`). Frames at or below `parent_loc` on the stack are gone (a
+    /// longjmp left them) and end first.
     ///
     /// # Safety
     /// `parent_loc` is the live return-address slot of the calling function's frame.
     #[inline(always)]
-    pub(crate) unsafe fn enter_hijack(&self, addr: usize, parent_loc: *mut usize) {
+    pub(crate) unsafe fn enter_hijack(
+        &self,
+        addr: usize,
+        parent_loc: *mut usize,
+        trampoline: usize,
+    ) {
         if !self.begin_hook() {
             return;
         }
         let tracing = self.state.get() == TRACING;
         if tracing {
             // SAFETY: the caller's contract.
-            unsafe { self.enter_hijack_traced(addr, parent_loc) };
+            unsafe { self.enter_hijack_traced(addr, parent_loc, trampoline) };
         }
         self.end_hook(tracing);
     }
@@ -312,10 +270,9 @@ impl Thread {
     /// # Safety
     /// As [`Thread::enter_hijack`].
     #[inline(always)]
-    unsafe fn enter_hijack_traced(&self, addr: usize, parent_loc: *mut usize) {
+    unsafe fn enter_hijack_traced(&self, addr: usize, parent_loc: *mut usize, trampoline: usize) {
         let mut st = self.stack.borrow_mut();
         let loc = parent_loc as usize;
-        let trampoline = crate::trampoline::return_trampoline_addr();
         // SAFETY: the caller's contract: the slot is live and ours to rewrite until the
         // function returns through it.
         let mut ret = unsafe { parent_loc.read() };
@@ -339,20 +296,19 @@ impl Thread {
         };
         push_frame(&mut st, addr, self.enter_probe(p), loc, loc, ret);
         // SAFETY: as above.
-        unsafe { parent_loc.write(crate::trampoline::return_trampoline_addr()) };
+        unsafe { parent_loc.write(trampoline) };
     }
 
     /// Before an exception unwinds the stack (crate::unwind): every open call's hijacked return
-    /// address is put back, so the unwinder finds the real callers. The frames stay open,
-    /// marked restored (`parent_loc` 0, `ret` kept).
-    pub(crate) fn restore_for_unwind(&self) {
+    /// address (where it holds `trampoline`) is put back, so the unwinder finds the real
+    /// callers. The frames stay open, marked restored (`parent_loc` 0, `ret` kept).
+    pub(crate) fn restore_for_unwind(&self, trampoline: usize) {
         // Whatever the state: a forked child not yet started, or a thread whose events failed,
         // still holds hijacked frames.
         if self.busy.replace(true) {
             return;
         }
         if let Ok(mut st) = self.stack.try_borrow_mut() {
-            let trampoline = crate::trampoline::return_trampoline_addr();
             for f in st.iter_mut().filter(|f| f.parent_loc != 0) {
                 let loc = f.parent_loc as *mut usize;
                 // SAFETY: the frame is open, so its return-address slot is live on this
@@ -370,8 +326,8 @@ impl Thread {
 
     /// In a catch clause (crate::unwind), `sp` inside `__cxa_begin_catch`: the calls whose
     /// return-address slot lies below `sp` were unwound and end here; the calls still open that
-    /// [`Thread::restore_for_unwind`] restored are hijacked again.
-    pub(crate) fn rehijack_after_catch(&self, sp: usize) {
+    /// [`Thread::restore_for_unwind`] restored are hijacked again (to `trampoline`).
+    pub(crate) fn rehijack_after_catch(&self, sp: usize, trampoline: usize) {
         if self.busy.replace(true) {
             return;
         }
@@ -379,7 +335,6 @@ impl Thread {
             while st.last().is_some_and(|f| f.slot != 0 && f.slot < sp) {
                 drop(st.pop());
             }
-            let trampoline = crate::trampoline::return_trampoline_addr();
             for f in st
                 .iter_mut()
                 .filter(|f| f.parent_loc == 0 && f.ret != 0 && f.slot != 0)
@@ -535,245 +490,6 @@ fn push_frame(
     unsafe { st.set_len(len + 1) };
 }
 
-/// Claims a slot and opens this thread's events, the trace event over the slot's memory.
-fn open(ctl: &Control) -> Option<Traced> {
-    if crate::recording_closed(ctl) {
-        return None;
-    }
-    crate::start_process(ctl);
-    let nslots = (ctl.word(header::NSLOTS).load(Ordering::Acquire) as usize).min(MAX_SLOTS);
-    let Some(i) = claim_slot(ctl, nslots) else {
-        ctl.word(header::NO_SLOT).fetch_add(1, Ordering::AcqRel);
-        return None;
-    };
-    let t = open_slot(ctl, i);
-    if t.is_none() {
-        ctl.slot_word(i, slot::STATE)
-            .store(slot::ENDED, Ordering::Release);
-    }
-    t
-}
-
-/// How long a thread waits for the recorder to free a slot whose thread ended.
-const SLOT_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
-
-/// Claims a FREE slot. If none is, but a slot's thread ended (the recorder frees it at its next
-/// drain, a millisecond or so: a program that makes short threads one after another can end
-/// them faster) or its process did (`_exit`, a crash: the recorder sees that through a pidfd,
-/// [`held_by_gone_process`]), waits for it, up to [`SLOT_WAIT`]; not when every slot's thread
-/// still runs.
-fn claim_slot(ctl: &Control, nslots: usize) -> Option<usize> {
-    let start = std::time::Instant::now();
-    // Looked for at the first miss and every few milliseconds after (a few syscalls a slot):
-    // another thread may take the slot freed meanwhile.
-    let mut gone_held = false;
-    let mut tries = 0u32;
-    loop {
-        let claimed = (0..nslots).find(|&i| {
-            ctl.slot_word(i, slot::STATE)
-                .compare_exchange(
-                    slot::FREE,
-                    slot::CLAIMED,
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                )
-                .is_ok()
-        });
-        if claimed.is_some() {
-            return claimed;
-        }
-        let to_be_freed = (0..nslots).any(|i| {
-            let w = |o| ctl.slot_word(i, o).load(Ordering::Acquire);
-            w(slot::STATE) == slot::ENDED && w(slot::EVENT_ID) != 0 && w(slot::OPEN_ERROR) == 0
-        });
-        if !to_be_freed && tries.is_multiple_of(16) {
-            gone_held = (0..nslots).any(|i| held_by_gone_process(ctl, i));
-        }
-        tries += 1;
-        let to_be_freed = to_be_freed || gone_held;
-        if !to_be_freed || start.elapsed() >= SLOT_WAIT || crate::recording_closed(ctl) {
-            return None;
-        }
-        std::thread::sleep(std::time::Duration::from_micros(200));
-    }
-}
-
-/// Whether slot `i` is TRACING for a process that has exited (a zombie too: no thread of it is
-/// left to end the slot), of this pid namespace, which the recorder watches too (it frees such
-/// a slot within a pass).
-fn held_by_gone_process(ctl: &Control, i: usize) -> bool {
-    let w = |o| ctl.slot_word(i, o).load(Ordering::Acquire);
-    let ns = crate::pid_ns();
-    if w(slot::STATE) != slot::TRACING
-        || ns == 0
-        || w(slot::PID_NS) != ns
-        || ctl.word(header::WATCHED_PID_NS).load(Ordering::Acquire) != ns
-    {
-        return false;
-    }
-    let Some(pid) = libc::pid_t::try_from(w(slot::PID)).ok().filter(|&p| p > 0) else {
-        return false;
-    };
-    // SAFETY: pidfd_open(2) takes a pid and flags and returns a new descriptor or -1.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    let Ok(fd) = i32::try_from(fd) else {
-        return false;
-    };
-    if fd < 0 {
-        return std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
-    }
-    // SAFETY: `fd` was just opened and is owned here alone.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    let mut p = libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one pollfd that lives across the call; no wait.
-    let n = unsafe { libc::poll(&mut p, 1, 0) };
-    n == 1 && p.revents & libc::POLLIN != 0
-}
-
-fn dup_fd(ctl: &Control, off: usize) -> Result<OwnedFd, i32> {
-    crate::memfds::ring(ctl.word(off).load(Ordering::Acquire))
-}
-
-fn open_slot(ctl: &Control, i: usize) -> Option<Traced> {
-    let tid = perfaux_core::gettid();
-    ctl.slot_word(i, slot::TID)
-        .store(tid as u64, Ordering::Relaxed);
-    let events = crate::events::all();
-    let einval = || perfaux_core::Error::new(libc::EINVAL, "the recorder's event table");
-    let owner = events
-        .iter()
-        .position(|e| e.attr.type_ == perfaux_pmus::SWTRACE_TYPE)
-        .ok_or_else(einval);
-    let owner = failed(ctl, i, 0, open_step::OPEN, owner)?;
-    // The recorder's memory for the buffer (its descriptors: inherited, or through /proc).
-    let ring = |off: usize, step: u64| {
-        let mem = dup_fd(ctl, off)
-            .map_err(|errno| perfaux_core::Error::new(errno, "the ring's memfd"))
-            .and_then(|fd| {
-                RingMemory::open_shared(fd)
-                    .map_err(|_| perfaux_core::Error::new(libc::EINVAL, "the ring's memfd"))
-            });
-        failed(ctl, i, owner, step, mem).map(Arc::new)
-    };
-    let data_mem = ring(HEADER_FDS + i * 16, open_step::MAP_DATA)?;
-    let aux_mem = ring(HEADER_FDS + i * 16 + 8, open_step::MAP_AUX)?;
-    let data_pages = data_mem.layout().data_size / page_size();
-    let aux_pages = aux_mem.layout().aux_size / page_size();
-    // As perf record opens them (ThreadRing::open): each event in order, a member with its
-    // leader's fd as group_fd; the trace event owns the buffer, the others write into it.
-    let mut fds: Vec<EventFd> = Vec::with_capacity(events.len());
-    for (k, e) in events.iter().enumerate() {
-        let group_fd = if e.leader == k {
-            -1
-        } else {
-            let leader = fds.get(e.leader).map(EventFd::as_raw).ok_or_else(einval);
-            failed(ctl, i, k, open_step::OPEN, leader)?
-        };
-        let mut attr = e.attr;
-        // Enabled once the buffer is mapped.
-        attr.flags |= AttrFlags::DISABLED;
-        let opened = perf_event_open_attr(&attr, Target::Thread(tid), -1, group_fd, 0);
-        fds.push(failed(ctl, i, k, open_step::OPEN, opened)?);
-    }
-    let fd = fds.remove(owner);
-    let data = fd.mmap_over(0, 1 + data_pages, Prot::READ_WRITE, data_mem);
-    let data = failed(ctl, i, owner, open_step::MAP_DATA, data)?;
-    let page = page_size() as u64;
-    let aux_off = (1 + data_pages as u64) * page;
-    let placed = data.set_aux_area(aux_off, aux_pages as u64 * page);
-    failed(ctl, i, owner, open_step::MAP_AUX, placed)?;
-    let prot = if ctl.word(header::OVERWRITE).load(Ordering::Acquire) != 0 {
-        Prot::READ_ONLY
-    } else {
-        Prot::READ_WRITE
-    };
-    let aux = fd.mmap_over(aux_off / page, aux_pages, prot, aux_mem);
-    let aux = failed(ctl, i, owner, open_step::MAP_AUX, aux)?;
-    // The members, in event order without the owner.
-    let members = (0..events.len()).filter(|&k| k != owner);
-    for (m, k) in fds.iter().zip(members.clone()) {
-        failed(ctl, i, k, open_step::SET_OUTPUT, m.set_output(fd.as_raw()))?;
-    }
-    // The kernel's word, not the fork handler's: a child made without fork handlers (`_Fork`,
-    // a raw clone) that opens a slot is named as itself, which the recorder watches for its
-    // end.
-    // SAFETY: getpid has no preconditions.
-    ctl.slot_word(i, slot::PID)
-        .store(unsafe { libc::getpid() } as u64, Ordering::Relaxed);
-    write_comm(ctl, i);
-    crate::fork::write_slot(ctl, i);
-    ctl.slot_word(i, slot::EVENT_ID)
-        .store(fd.id(), Ordering::Relaxed);
-    for k in 0..events.len() {
-        let id = match k.cmp(&owner) {
-            std::cmp::Ordering::Less => fds[k].id(),
-            std::cmp::Ordering::Equal => fd.id(),
-            std::cmp::Ordering::Greater => fds[k - 1].id(),
-        };
-        ctl.slot_event_id(i, k).store(id, Ordering::Relaxed);
-    }
-    ctl.slot_word(i, slot::STATE)
-        .store(slot::TRACING, Ordering::Release);
-    for (m, k) in fds.iter().zip(members) {
-        failed(ctl, i, k, open_step::ENABLE, m.enable(0))?;
-    }
-    failed(ctl, i, owner, open_step::ENABLE, fd.enable(0))?;
-    Some(Traced {
-        events: Some(TracedEvents {
-            _aux: aux,
-            _data: data,
-            members: fds,
-            fd,
-        }),
-        slot: i,
-        // SAFETY: getpid has no preconditions.
-        pid: unsafe { libc::getpid() },
-    })
-}
-
-/// The thread's name and when it opened its events, for its PERF_RECORD_COMM.
-fn write_comm(ctl: &Control, i: usize) {
-    let mut name = [0u8; 16];
-    // SAFETY: PR_GET_NAME writes at most 16 bytes (NUL included) into the buffer given.
-    if unsafe { libc::prctl(libc::PR_GET_NAME, name.as_mut_ptr()) } == 0 {
-        name[15] = 0;
-        let (a, b) = name.split_at(8);
-        for (off, w) in [(slot::COMM, a), (slot::COMM + 8, b)] {
-            let w = u64::from_ne_bytes(w.try_into().unwrap_or_default());
-            ctl.slot_word(i, off).store(w, Ordering::Relaxed);
-        }
-    }
-    ctl.slot_word(i, slot::OPEN_TIME)
-        .store(perfaux_swtrace::clock::monotonic_ns(), Ordering::Relaxed);
-    ctl.slot_word(i, slot::IMAGE_TIME)
-        .store(crate::image_time(), Ordering::Relaxed);
-    ctl.slot_word(i, slot::PID_NS)
-        .store(crate::pid_ns(), Ordering::Relaxed);
-}
-
-/// `r`'s value; or, if it failed, `None` after saying which event `k` and step failed in
-/// slot `i`'s OPEN_ERROR word (the recorder names them and the errno at the end).
-fn failed<T>(
-    ctl: &Control,
-    i: usize,
-    k: usize,
-    step: u64,
-    r: perfaux_core::Result<T>,
-) -> Option<T> {
-    match r {
-        Ok(v) => Some(v),
-        Err(err) => {
-            ctl.slot_word(i, slot::OPEN_ERROR)
-                .store(open_error_word(step, k, err.errno), Ordering::Release);
-            None
-        }
-    }
-}
-
 /// Opens this thread's events if no hook did yet (for a uevent before the first traced call);
 /// whether the thread is traced.
 pub(crate) fn ensure_traced() -> bool {
@@ -793,9 +509,9 @@ pub(crate) fn ensure_traced() -> bool {
 pub(crate) fn end_transaction_here() {
     let _ = THREAD.try_with(|t| {
         if let Ok(tr) = t.traced.try_borrow()
-            && let Some(ev) = tr.as_ref().and_then(|tr| tr.events.as_ref())
+            && let Some(tr) = tr.as_ref()
         {
-            let _ = ev.fd.disable(0);
+            tr.end_transaction();
         }
     });
 }

@@ -147,7 +147,8 @@ extern "C" fn hook_entry(parent_loc: *mut usize, child: usize) {
         return;
     }
     // SAFETY: the assembly hands the function's live return-address slot (see above).
-    let _ = THREAD.try_with(|t| unsafe { t.enter_hijack(child, parent_loc) });
+    let _ =
+        THREAD.try_with(|t| unsafe { t.enter_hijack(child, parent_loc, return_trampoline_addr()) });
 }
 
 /// Called by the return trampoline; returns where the function really returns to.

@@ -68,7 +68,7 @@ fn real(slot: &AtomicUsize, name: &CStr) -> usize {
 }
 
 fn restore() {
-    let _ = THREAD.try_with(|t| t.restore_for_unwind());
+    let _ = THREAD.try_with(|t| t.restore_for_unwind(crate::trampoline::return_trampoline_addr()));
 }
 
 /// libgcc's `_Unwind_RaiseException`, after the thread's return addresses are restored.
@@ -123,7 +123,8 @@ pub unsafe extern "C" fn __cxa_begin_catch(exc: *mut c_void) -> *mut c_void {
     let r = unsafe { f(exc) };
     let here = 0u8;
     let sp = std::ptr::addr_of!(here) as usize;
-    let _ = THREAD.try_with(|t| t.rehijack_after_catch(sp));
+    let _ = THREAD
+        .try_with(|t| t.rehijack_after_catch(sp, crate::trampoline::return_trampoline_addr()));
     r
 }
 
