@@ -98,7 +98,10 @@ fn cancelled_threads_run_as_without_perfaux_and_give_their_slots_back() {
 fn wait_for(path: &Path, what: &str) {
     let start = Instant::now();
     while !path.exists() {
-        assert!(start.elapsed() < Duration::from_secs(60), "{what} never came");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{what} never came"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
 }
