@@ -21,7 +21,7 @@
 extern "C" {
 #endif
 
-/* Exported by perfaux's preloaded runtime (libperfaux_preload.so). */
+/* Exported by perfaux's preloaded runtime (libperfaux_runtime.so). */
 extern int perfaux_record_uevent(uint32_t type, const void *buf, size_t len) __attribute__((weak));
 
 __attribute__((no_instrument_function)) static inline int perfaux_uevent(uint32_t type,

@@ -25,7 +25,9 @@ mod hooks;
 mod intern;
 mod lineage;
 mod memfds;
+mod no_cancel;
 mod objects;
+mod recorder_alive;
 mod slot;
 mod thread;
 mod traced;
@@ -109,7 +111,9 @@ extern "C" fn init() {
     // The trace PMU is a driver outside the core: register the drivers before
     // any thread opens its event (the constructor runs on the only thread).
     perfaux_pmus::register();
-    memfds::remember_fd_dir();
+    if !recorder_alive::watch(memfds::remember_fd_dir()) {
+        return;
+    }
     let Some(p) = memfds::control_candidates(fd).find_map(|f| map_control(&f)) else {
         return;
     };

@@ -25,15 +25,16 @@ use perfaux_preload_abi as shared;
 static FD_DIR: OnceLock<Option<CString>> = OnceLock::new();
 
 /// Reads the recorder's descriptor directory from the environment (the constructor, before
-/// any thread runs).
-pub(crate) fn remember_fd_dir() {
-    FD_DIR.get_or_init(|| {
+/// any thread runs); its bytes.
+pub(crate) fn remember_fd_dir() -> Option<&'static [u8]> {
+    let dir = FD_DIR.get_or_init(|| {
         // SAFETY: getenv with a NUL-terminated name, on the only thread (a constructor).
         let v = unsafe { libc::getenv(c"PERFAUX_PRELOAD_FD_DIR".as_ptr()) };
         debug_assert_eq!(shared::ENV_FD_DIR, "PERFAUX_PRELOAD_FD_DIR");
         // SAFETY: getenv returned null or a NUL-terminated string.
         (!v.is_null()).then(|| unsafe { CStr::from_ptr(v) }.to_owned())
     });
+    dir.as_ref().map(|d| d.as_bytes())
 }
 
 fn errno() -> i32 {

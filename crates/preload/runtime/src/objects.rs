@@ -60,6 +60,7 @@ fn known_start(start: u64) -> bool {
 /// Makes sure the object holding `addr` is written (rescans the loaded objects if not).
 pub(crate) fn cover(ctl: &Control, addr: usize) {
     if !covered(addr) {
+        let _no_cancel = crate::no_cancel::NoCancel::new();
         report_all(ctl);
     }
 }

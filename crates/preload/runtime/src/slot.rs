@@ -59,7 +59,11 @@ fn claim_slot(ctl: &Control, nslots: usize) -> Option<usize> {
         }
         tries += 1;
         let to_be_freed = to_be_freed || gone_held;
-        if !to_be_freed || start.elapsed() >= SLOT_WAIT || crate::recording_closed(ctl) {
+        if !to_be_freed
+            || start.elapsed() >= SLOT_WAIT
+            || crate::recording_closed(ctl)
+            || crate::recorder_alive::gone()
+        {
             return None;
         }
         std::thread::sleep(std::time::Duration::from_micros(200));

@@ -118,7 +118,10 @@ impl Thread {
     #[inline(never)]
     fn start(&self) {
         STARTED.with(|s| s.set(true));
-        let t = crate::control().and_then(|c| crate::traced::open(&c));
+        let t = {
+            let _no_cancel = crate::no_cancel::NoCancel::new();
+            crate::control().and_then(|c| crate::traced::open(&c))
+        };
         self.state.set(if t.is_some() { TRACING } else { OFF });
         *self.traced.borrow_mut() = t;
         let mut st = self.stack.borrow_mut();
@@ -358,23 +361,26 @@ impl Thread {
     /// (its slot was `sp - 8`). Ends that call (and frames a longjmp left below it) and returns
     /// the original return address; `None` if no frame has that slot.
     pub(crate) fn exit_hijacked(&self, sp: usize) -> Option<usize> {
-        // No `begin_hook`: a hijacked return must find its address even inside a hook.
+        // No `begin_hook`: a hijacked return must find its address even inside a hook. Busy
+        // before the stack is borrowed: a signal handler that comes between must see the
+        // section taken (its calls skip the hooks), not enter one that borrows the stack too.
+        let busy = self.busy.replace(true);
+        let found = self.exit_hijacked_busy(sp, busy);
+        self.busy.set(busy);
+        found
+    }
+
+    /// [`Thread::exit_hijacked`] with the section taken (`busy`: it was already).
+    fn exit_hijacked_busy(&self, sp: usize, busy: bool) -> Option<usize> {
         let mut st = self.stack.try_borrow_mut().ok()?;
         let loc = sp - 8;
         let pos = st.iter().rposition(|f| f.parent_loc == loc)?;
-        let busy = self.busy.replace(true);
         if !busy && self.state.get() == UNTRIED {
             // A forked child returning through its parent's calls before any hook: its trace
             // starts here (`start` re-enters the frames where they are).
             drop(st);
             self.start();
-            st = match self.stack.try_borrow_mut() {
-                Ok(s) => s,
-                Err(_) => {
-                    self.busy.set(busy);
-                    return None;
-                }
-            };
+            st = self.stack.try_borrow_mut().ok()?;
         }
         while st.len() > pos + 1 {
             drop(st.pop());
@@ -392,7 +398,6 @@ impl Thread {
             drop(st);
             self.mirror_head();
         }
-        self.busy.set(busy);
         ret
     }
 

@@ -35,6 +35,9 @@ impl Drop for Traced {
     /// unmapped and closed; only then is the slot ENDED: the recorder takes its last bytes and
     /// gives the slot to the next thread, so nothing of this one may write its memory after.
     fn drop(&mut self) {
+        // A thread cancelled while it traced ends here, its cancellation pending: the closes
+        // below must not act on it (the slot would never be ENDED).
+        let _no_cancel = crate::no_cancel::NoCancel::new();
         // SAFETY: getpid has no preconditions.
         if self.pid != unsafe { libc::getpid() } {
             std::mem::forget(self.events.take());
@@ -70,7 +73,7 @@ impl Traced {
 
 /// Claims a slot and opens this thread's events, the trace event over the slot's memory.
 pub(crate) fn open(ctl: &Control) -> Option<Traced> {
-    if crate::recording_closed(ctl) {
+    if crate::recording_closed(ctl) || crate::recorder_alive::gone() {
         return None;
     }
     crate::start_process(ctl);

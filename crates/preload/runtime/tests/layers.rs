@@ -8,8 +8,9 @@ use std::path::Path;
 /// The floors, lowest first: a module may import the modules of lower floors only. `lib.rs`
 /// (the constructor and the process-wide words every floor reads) stands outside them.
 const FLOORS: &[&[&str]] = &[
-    // Leaves: the event table, the recorder's descriptors, this process's fork words.
-    &["events", "memfds", "lineage"],
+    // Leaves: the event table, the recorder's descriptors and liveness, this process's fork
+    // words, cancellation held off.
+    &["events", "memfds", "lineage", "recorder_alive", "no_cancel"],
     // The loaded objects; the thread's slot.
     &["objects", "slot"],
     // Function address -> probe; the thread's events over its slot.

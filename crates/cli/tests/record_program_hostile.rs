@@ -1,0 +1,158 @@
+//! Programs that are hard on a tracer (crates/preload/tests/c/hostile.c), in all three hook
+//! flavours: the program must run as it runs without perfaux, and what the trace lacks must be
+//! said in numbers.
+
+mod calls;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use calls::*;
+
+const FLAVOURS: [(&[&str], &str); 3] = [
+    (&["-finstrument-functions"], "fi"),
+    (&["-pg"], "pg"),
+    (&["-pg", "-mfentry"], "fentry"),
+];
+
+/// The number before `what` on the line of `text` that has it (`None`: no such line).
+fn count_before(text: &str, what: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.contains(what))?;
+    let head = &line[..line.find(what)?];
+    head.split_whitespace().last()?.parse().ok()
+}
+
+/// The program's own count on its output line `prefix N suffix`.
+fn printed(stdout: &[u8], prefix: &str) -> u64 {
+    let s = String::from_utf8_lossy(stdout);
+    s.lines()
+        .find_map(|l| l.strip_prefix(prefix))
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no '{prefix}' line in {s:?}"))
+}
+
+/// A signal handler that fires every 100 us while the program makes 3,000,000 traced calls:
+/// under -pg the handler is itself instrumented and interrupts the runtime's hooks, which must
+/// neither abort the program (a borrowed return stack) nor lose the handler's calls in
+/// silence: each run of the handler is in the trace or counted in `record`'s warning.
+#[test]
+fn signal_handlers_interrupting_hooks_leave_the_program_whole_and_their_calls_counted() {
+    perfaux_testutil::require_oracle!("gcc");
+    let dir = tempfile::tempdir().unwrap();
+    let uftrace = perfaux_testutil::oracle("uftrace");
+    for (flags, name) in FLAVOURS {
+        let prog = build_c(dir.path(), "hostile.c", flags, &format!("sig_{name}"));
+        let (out, data) = record(dir.path(), &prog, &["signals", "100"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{name}: {:?}: {stderr}", out.status);
+        let handler_runs = printed(&out.stdout, "handler ran ");
+        assert!(handler_runs > 0, "{name}: the timer never fired");
+        let counts = report_counts(&data);
+        assert_eq!(counts.get("f"), Some(&3_000_000), "{name}: {counts:?}");
+        assert_eq!(counts.get("main"), Some(&1), "{name}: {counts:?}");
+        let traced = counts.get("on_alarm").copied().unwrap_or(0);
+        let missed = count_before(&stderr, "call(s) made in signal handlers").unwrap_or(0);
+        assert_eq!(
+            traced + missed,
+            handler_runs,
+            "{name}: handler runs traced ({traced}) and said to be missed ({missed}): {stderr}"
+        );
+        if uftrace {
+            let u = uftrace_counts(dir.path(), &prog, &["signals", "100"]);
+            for f in ["main", "f"] {
+                assert_eq!(counts.get(f), u.get(f), "{name}: {f} against uftrace");
+            }
+        }
+    }
+}
+
+/// Threads cancelled right after `pthread_create`: the runtime's first hook in the thread
+/// must add no cancellation point (the body runs as often as without perfaux), and a
+/// cancelled thread gives its slot back (the ten threads after 64 cancelled ones are traced).
+#[test]
+fn cancelled_threads_run_as_without_perfaux_and_give_their_slots_back() {
+    perfaux_testutil::require_oracle!("gcc");
+    let dir = tempfile::tempdir().unwrap();
+    for (flags, name) in FLAVOURS {
+        let prog = build_c(dir.path(), "hostile.c", flags, &format!("cancel_{name}"));
+        let plain = Command::new(&prog).arg("cancel").output().unwrap();
+        let plain_runs = printed(&plain.stdout, "body ran ");
+        let (out, data) = record(dir.path(), &prog, &["cancel"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{name}: {stderr}");
+        let runs = printed(&out.stdout, "body ran ");
+        assert_eq!(runs, plain_runs, "{name}: the body's runs under perfaux");
+        assert!(
+            !stderr.contains("were not traced"),
+            "{name}: threads went untraced: {stderr}"
+        );
+        let counts = report_counts(&data);
+        assert_eq!(counts.get("body"), Some(&runs), "{name}: {counts:?}");
+    }
+}
+
+/// Waits (at most a minute: a guard against a hang, not a measure of speed) until `path`
+/// exists.
+fn wait_for(path: &Path, what: &str) {
+    let start = Instant::now();
+    while !path.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{what} never came"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// `perfaux record` killed with SIGKILL while the program runs: the program goes on (it is not
+/// the recorder's to take down), and its runtime sees the recorder gone and stops tracing, so
+/// no new thread waits for a slot the recorder would have freed: every thread made after the
+/// recorder's end is refused a uevent with ENODEV (untraced) and the program ends.
+#[test]
+fn a_program_whose_recorder_was_killed_stops_tracing_and_runs_on() {
+    perfaux_testutil::require_oracle!("gcc");
+    let dir = tempfile::tempdir().unwrap();
+    const THREADS: u64 = 100;
+    for (flags, name) in FLAVOURS {
+        let prog = build_c(dir.path(), "hostile.c", flags, &format!("orphan_{name}"));
+        let work = dir.path().join(name);
+        std::fs::create_dir(&work).unwrap();
+        let out_path = work.join("stdout");
+        let mut rec = Command::new(PERFAUX)
+            .current_dir(&work)
+            .args(["record", "-o"])
+            .arg(work.join("perf.data"))
+            .arg("--")
+            .arg(&prog)
+            .arg("orphan")
+            .arg(&work)
+            .arg(THREADS.to_string())
+            .stdout(std::fs::File::create(&out_path).unwrap())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_for(&work.join("started"), "the program's start");
+        rec.kill().unwrap();
+        rec.wait().unwrap();
+        std::fs::write(work.join("go"), b"").unwrap();
+        let start = Instant::now();
+        let text = loop {
+            let t = std::fs::read_to_string(&out_path).unwrap_or_default();
+            if t.contains("refused") {
+                break t;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(120),
+                "{name}: the program never finished"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert_eq!(
+            text.trim(),
+            format!("{THREADS} of {THREADS} threads refused"),
+            "{name}: threads made after the recorder's end"
+        );
+    }
+}
