@@ -25,7 +25,7 @@ const PAGE_WORDS: usize = PAGE / 8;
 /// Bytes the header takes (its words, the ring descriptors, reserved room).
 pub const HEADER_SIZE: usize = 2 * PAGE;
 /// The header's own words, before [`ControlHeader::ring_fds`].
-const HEADER_WORDS: usize = 17;
+const HEADER_WORDS: usize = 18;
 
 /// A slot's ring memfds, each a [`crate::fd_word`].
 #[repr(C)]
@@ -90,6 +90,10 @@ pub struct ControlHeader {
     /// for their end (0: none, no pidfds): a slot held by an ended process of it goes to the
     /// next thread within a pass, so a thread that finds no free slot waits for it.
     pub watched_pid_ns: AtomicU64,
+    /// Calls the program made inside signal handlers that interrupted the runtime's hooks (the
+    /// thread's trace writer was mid-packet, so they are not traced): counted here, at their
+    /// entries, for the recorder to say.
+    pub calls_in_handlers: AtomicU64,
     /// Each slot's ring memfds (the first `nslots` written).
     pub ring_fds: [RingFds; MAX_SLOTS],
     pub(crate) reserved:

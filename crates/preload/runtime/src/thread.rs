@@ -102,6 +102,22 @@ impl Thread {
         true
     }
 
+    /// A call entered while this thread was inside a hook already: a signal handler that
+    /// interrupted the hook made it, and the thread's writer may be mid-packet, so it is not
+    /// traced; it is counted for the recorder to say (`calls_in_handlers`), unless the
+    /// thread does not trace anyway.
+    #[cold]
+    #[inline(never)]
+    fn missed_inside_hook(&self) {
+        if self.state.get() != OFF
+            && let Some(ctl) = crate::control()
+        {
+            ctl.header()
+                .calls_in_handlers
+                .fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// A hook's end: the head mirrored if the thread traced, the section left.
     #[inline(always)]
     fn end_hook(&self, tracing: bool) {
@@ -215,6 +231,7 @@ impl Thread {
     #[inline(always)]
     fn enter_as(&self, addr: usize, key: usize, slot: usize) -> bool {
         if !self.begin_hook() {
+            self.missed_inside_hook();
             return false;
         }
         let tracing = self.state.get() == TRACING;
@@ -258,6 +275,7 @@ impl Thread {
         trampoline: usize,
     ) {
         if !self.begin_hook() {
+            self.missed_inside_hook();
             return;
         }
         let tracing = self.state.get() == TRACING;
