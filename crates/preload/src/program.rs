@@ -23,6 +23,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use perfaux_abi::parse_info::RecordParseInfo;
+use perfaux_perfdata::record_attrs::{base_attr, uevent_stream_attr};
+use perfaux_perfdata::uevent_sample::UEVENT_EVENT_NAME;
+use perfaux_recorder::pmus::SWTRACE_TYPE;
 use perfaux_recorder::{
     EventSpec, Output, RecordSummary, Recorder, RecorderOptions, default_watermarks,
 };
@@ -57,6 +60,33 @@ pub struct ProgramOptions {
     /// `-S`: the AUX areas run in overwrite mode, and the file holds snapshots (taken by
     /// [`TracedProgram::snapshot`] and when the program ends).
     pub overwrite: bool,
+}
+
+impl ProgramOptions {
+    /// The program's trace and its uevents (what `perfaux record -- ./prog` records without
+    /// -e): the `swtrace//` event, owner of each thread's buffer, and the uevent stream.
+    pub fn trace(aux_size: u64, overwrite: bool) -> ProgramOptions {
+        let trace = base_attr(SWTRACE_TYPE, 0);
+        let mut uevents = EventSpec::new(UEVENT_EVENT_NAME, uevent_stream_attr(), 1);
+        uevents.uevent_stream = true;
+        ProgramOptions {
+            events: vec![EventSpec::new("swtrace//", trace, 0), uevents],
+            table: vec![
+                ProgramEvent {
+                    attr: trace,
+                    leader: 0,
+                    func: None,
+                },
+                ProgramEvent {
+                    attr: uevent_stream_attr(),
+                    leader: 1,
+                    func: None,
+                },
+            ],
+            aux_size,
+            overwrite,
+        }
+    }
 }
 
 /// What one [`TracedProgram::step`] did.
