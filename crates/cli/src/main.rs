@@ -33,16 +33,7 @@ fn record(args: &RecordArgs, verbose: bool) -> Result<(), CliError> {
         return Err(CliError::msg(line));
     }
     if !args.command.is_empty() {
-        let (summary, end) = perfaux::record::program::record_program(args, verbose)?;
-        eprint!("{}", summary.lines(&args.output));
-        if let Some(line) = end.signal_line(&args.command[0]) {
-            eprintln!("{line}");
-        }
-        let mut code = i32::from(end.exit_code());
-        if let Some(line) = summary.disk_full_line(&args.output) {
-            eprintln!("perfaux: error: {line}");
-            code = code.max(1);
-        }
+        let code = perfaux::record::program::record_program(args, verbose)?;
         std::process::exit(code);
     }
     let cfg = RecordConfig::from_args(args, verbose)?;

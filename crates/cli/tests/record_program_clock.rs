@@ -1,4 +1,4 @@
-//! The TSC rate a recording keeps for the next ones (crates/cli/src/record/tsc_cache.rs):
+//! The TSC rate a recording keeps for the next ones (crates/preload/src/tsc_cache.rs):
 //! the first recording of a boot measures it and keeps its first pair in the cache directory;
 //! the next ones take it from there (no 10 ms wait) and leave it as it was. Either way each
 //! call of the traced program is timed inside its thread's traced life, as the recording's

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use calls::*;
 
-/// The recording's slots (crates/cli/src/record/program.rs `SLOTS`).
+/// The recording's slots (perfaux-preload `program::SLOTS`).
 const SLOTS: usize = 64;
 
 fn build(name: &str) -> Option<(tempfile::TempDir, std::path::PathBuf)> {

@@ -389,13 +389,12 @@ impl ProgramSession {
         unsafe { Control::new(self.ctl_map.as_mut_ptr()) }
     }
 
-    /// Starts `argv` with the runtime preloaded and the memory inherited. The control area's
-    /// pid word is set in the child before it runs the program (the runtime traces that
-    /// process, the images it execs and the children it forks, not what they exec).
-    pub fn spawn(&mut self, argv: &[OsString], runtime: &std::path::Path) -> std::io::Result<u32> {
-        let Some((prog, args)) = argv.split_first() else {
-            return Err(std::io::Error::other("no program to run"));
-        };
+    /// Starts `cmd` with the runtime preloaded and the memory inherited; the command keeps
+    /// its caller's environment, directory and standard streams (the runtime goes in front of
+    /// the `LD_PRELOAD` it has or inherits). The control area's pid word is set in the child
+    /// before it runs the program (the runtime traces that process, the images it execs and
+    /// the children it forks, not what they exec).
+    pub fn spawn(&mut self, mut cmd: Command, runtime: &std::path::Path) -> std::io::Result<u32> {
         let mut fds: Vec<i32> = vec![self.ctl_fd.as_raw_fd()];
         for r in &self.slots {
             fds.push(self.fd_of(&r._fds.0));
@@ -403,13 +402,15 @@ impl ProgramSession {
         }
         let ctl = self.control();
         let mut preload = OsString::from(runtime);
-        if let Some(old) = std::env::var_os("LD_PRELOAD") {
+        let own = cmd
+            .get_envs()
+            .find(|(k, _)| *k == "LD_PRELOAD")
+            .map(|(_, v)| v.map(OsString::from));
+        if let Some(old) = own.unwrap_or_else(|| std::env::var_os("LD_PRELOAD")) {
             preload.push(":");
             preload.push(old);
         }
-        let mut cmd = Command::new(prog);
-        cmd.args(args)
-            .env("LD_PRELOAD", preload)
+        cmd.env("LD_PRELOAD", preload)
             .env(shared::ENV_CTL_FD, self.ctl_fd.as_raw_fd().to_string())
             .env(
                 shared::ENV_FD_DIR,

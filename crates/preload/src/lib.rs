@@ -1,4 +1,12 @@
-//! Tracing other programs: `perfaux record -- ./prog`.
+//! Tracing other programs: `perfaux record -- ./prog`, and any tool's or embedder's.
+//!
+//! ```text
+//! let mut p = TracedProgram::start(Command::new("./prog"), options, "perf.data".into())?;
+//! while !p.step(Duration::from_millis(1))?.ended {      // notices in each step
+//!     if asked { p.snapshot()?; }  if stop { p.signal(libc::SIGTERM); }
+//! }
+//! let finished = p.finish()?;                            // summary, ProgramEnd, notices
+//! ```
 //!
 //! Two halves share this crate's [`shared`] layout:
 //! - the runtime (`perfaux-preload-runtime`, a cdylib under `runtime/`, loaded into the program
@@ -16,11 +24,30 @@
 //!   wrote), and after the program ends (also by a crash or SIGKILL) still holds every byte it
 //!   wrote. [`symbols`] names the probe addresses from the ELF symbol tables of the objects the
 //!   runtime reported.
+//!
+//! [`TracedProgram`] ([`program`]) is the recording of a program over both: a
+//! [`perfaux_recorder::Recorder`] whose rings are the program's thread slots, the side-band
+//! records made from what the runtime reported, and the runtime itself, built by build.rs and
+//! carried in this crate ([`runtime`]).
 
 #![warn(missing_docs)]
 
+mod error;
+mod events;
 pub mod host;
+mod notice;
+mod process_ends;
+pub mod program;
+pub mod runtime;
+mod sideband;
+mod slot_ring;
+pub mod symbols;
+mod tsc_cache;
+
+pub use error::{NO_HOOKS, ProgramError};
+pub use notice::Notice;
+pub use program::{Finished, ProgramEnd, ProgramOptions, Step, TracedProgram};
+
 /// The control area's layout: the contract with the runtime, in a crate of its own
 /// (perfaux-preload-abi) that the runtime links without this crate.
 pub use perfaux_preload_abi as shared;
-pub mod symbols;

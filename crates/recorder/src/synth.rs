@@ -1,11 +1,17 @@
 //! Records perf synthesizes at the start of a recording, so that its
 //! tools name the threads and resolve addresses: COMM
 //! (`perf_event__synthesize_comm`) and MMAP2 from /proc/self/maps
-//! (`perf_event__synthesize_mmap_events`).
+//! (`perf_event__synthesize_mmap_events`); and the builders of the
+//! side-band records (COMM, FORK, EXIT, MMAP2) a recorder writes for tasks
+//! it learns of while recording (a traced program's threads and objects),
+//! one set for every writer of them.
 
 use perfaux_abi::consts::*;
+use perfaux_abi::parse_info::RecordParseInfo;
 use perfaux_abi::raw::RawData;
-use perfaux_abi::records::{CommRecord, EncodeRecord, Mmap2FileId, Mmap2Record};
+use perfaux_abi::records::{
+    CommRecord, EncodeRecord, Mmap2FileId, Mmap2Record, TaskKind, TaskRecord,
+};
 use perfaux_abi::sample_id::{CpuRes, PidTid, SampleId};
 
 use crate::error::{RecordError, Result};
@@ -16,30 +22,123 @@ fn encode_err(what: &str) -> impl FnOnce(perfaux_abi::error::EncodeError) -> Rec
     move |source| RecordError::Encode { what, source }
 }
 
-/// The sample_id of a synthesized record: time 0, id 0 ("the first event").
-fn synth_id(pid: u32, tid: u32) -> SampleId {
+/// The sample_id of a side-band record of thread `tid` of `pid` at `time`,
+/// naming the event `id` (0: "the first event"; the kernel writes a
+/// thread's COMM into each of its events' buffers with that event's id).
+pub fn sample_id(pid: u32, tid: u32, time: u64, id: u64) -> SampleId {
     SampleId {
         tid: Some(PidTid { pid, tid }),
-        time: Some(0),
+        time: Some(time),
         cpu: Some(CpuRes { cpu: 0, res: 0 }),
-        identifier: Some(0),
+        identifier: Some(id),
         ..Default::default()
     }
+}
+
+/// The sample_id of a synthesized record: time 0, id 0 ("the first event").
+fn synth_id(pid: u32, tid: u32) -> SampleId {
+    sample_id(pid, tid, 0, 0)
+}
+
+/// PERF_RECORD_COMM of thread `tid` of `pid` named `comm`; `exec`: the name
+/// an exec gave it (PERF_RECORD_MISC_COMM_EXEC, as the kernel's
+/// `perf_event_comm`).
+pub fn comm_record(
+    info: &RecordParseInfo,
+    (pid, tid): (u32, u32),
+    comm: &str,
+    exec: bool,
+    sample_id: SampleId,
+) -> Result<Vec<u8>> {
+    CommRecord {
+        misc: if exec { PERF_RECORD_MISC_COMM_EXEC } else { 0 },
+        pid,
+        tid,
+        comm: RawData::new(comm.as_bytes(), &[]),
+        sample_id,
+    }
+    .to_vec(info, perfaux_abi::Endianness::NATIVE)
+    .map_err(encode_err("synthesizing COMM"))
+}
+
+/// PERF_RECORD_FORK or PERF_RECORD_EXIT of thread `tid` of `pid`, whose
+/// parent is thread `ptid` of `ppid`, at `time` (`task`: pid, ppid, tid,
+/// ptid, time).
+pub fn task_record(
+    info: &RecordParseInfo,
+    kind: TaskKind,
+    (pid, ppid, tid, ptid, time): (u32, u32, u32, u32, u64),
+) -> Result<Vec<u8>> {
+    TaskRecord {
+        kind,
+        misc: 0,
+        pid,
+        ppid,
+        tid,
+        ptid,
+        time,
+        sample_id: sample_id(pid, tid, time, 0),
+    }
+    .to_vec(info, perfaux_abi::Endianness::NATIVE)
+    .map_err(encode_err(match kind {
+        TaskKind::Fork => "synthesizing FORK",
+        TaskKind::Exit => "synthesizing EXIT",
+    }))
+}
+
+/// A file mapping as PERF_RECORD_MMAP2 describes it.
+#[derive(Debug, Clone, Copy)]
+pub struct FileMapping<'a> {
+    /// The mapping's first address and length.
+    pub addr: u64,
+    /// Its length in bytes.
+    pub len: u64,
+    /// The file offset it maps from.
+    pub pgoff: u64,
+    /// The file's device (major, minor) and inode.
+    pub dev_ino: (u32, u32, u64),
+    /// PROT_* bits.
+    pub prot: u32,
+    /// MAP_SHARED 1, MAP_PRIVATE 2.
+    pub flags: u32,
+    /// The file's path.
+    pub path: &'a [u8],
+}
+
+/// PERF_RECORD_MMAP2 (user space) of `m` in process `pid`.
+pub fn mmap2_record(
+    info: &RecordParseInfo,
+    pid: u32,
+    m: &FileMapping<'_>,
+    sample_id: SampleId,
+) -> Result<Vec<u8>> {
+    let (maj, min, ino) = m.dev_ino;
+    Mmap2Record {
+        misc: PERF_RECORD_MISC_USER,
+        pid,
+        tid: pid,
+        addr: m.addr,
+        len: m.len,
+        pgoff: m.pgoff,
+        file_id: Mmap2FileId::Inode {
+            maj,
+            min,
+            ino,
+            ino_generation: 0,
+        },
+        prot: m.prot,
+        flags: m.flags,
+        filename: RawData::new(m.path, &[]),
+        sample_id,
+    }
+    .to_vec(info, perfaux_abi::Endianness::NATIVE)
+    .map_err(encode_err("synthesizing MMAP2"))
 }
 
 /// Writes a synthesized COMM: its sample_id is zero, which perf reads as
 /// "the first event".
 pub fn synth_comm(rec: &mut Recorder, pid: u32, tid: u32, comm: &str) -> Result<()> {
-    let r = CommRecord {
-        misc: 0,
-        pid,
-        tid,
-        comm: RawData::new(comm.as_bytes(), &[]),
-        sample_id: synth_id(pid, tid),
-    };
-    let bytes = r
-        .to_vec(rec.file_info(), perfaux_abi::Endianness::NATIVE)
-        .map_err(encode_err("synthesizing COMM"))?;
+    let bytes = comm_record(rec.file_info(), (pid, tid), comm, false, synth_id(pid, tid))?;
     rec.write_record(&bytes)
 }
 
@@ -81,27 +180,16 @@ pub fn synth_mmaps(rec: &mut Recorder, pid: u32) -> Result<()> {
             | (u32::from(b[2] == b'x') << 2);
         // MAP_SHARED 1, MAP_PRIVATE 2.
         let flags = if b.get(3) == Some(&b's') { 1 } else { 2 };
-        let r = Mmap2Record {
-            misc: PERF_RECORD_MISC_USER,
-            pid,
-            tid: pid,
+        let m = FileMapping {
             addr: start,
             len: end.saturating_sub(start),
             pgoff,
-            file_id: Mmap2FileId::Inode {
-                maj: maj as u32,
-                min: min as u32,
-                ino,
-                ino_generation: 0,
-            },
+            dev_ino: (maj as u32, min as u32, ino),
             prot,
             flags,
-            filename: RawData::new(path.as_bytes(), &[]),
-            sample_id: synth_id(pid, pid),
+            path: path.as_bytes(),
         };
-        let bytes = r
-            .to_vec(rec.file_info(), perfaux_abi::Endianness::NATIVE)
-            .map_err(encode_err("synthesizing MMAP2"))?;
+        let bytes = mmap2_record(rec.file_info(), pid, &m, synth_id(pid, pid))?;
         rec.write_record(&bytes)?;
     }
     Ok(())

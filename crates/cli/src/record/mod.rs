@@ -10,13 +10,10 @@
 //! [`attrs`] maps `-e` events to attrs, [`signals`] holds the signals.
 
 pub mod attrs;
-mod process_ends;
 pub mod program;
 mod program_events;
-mod program_ring;
 mod session;
 pub mod signals;
-mod tsc_cache;
 
 use std::path::PathBuf;
 
@@ -78,6 +75,18 @@ pub fn aux_sample_size(a: &RecordArgs) -> Result<Option<u32>, CliError> {
     Ok(Some(n as u32))
 }
 
+/// `-S`/`--snapshot`: `None` without it, `Some(at_exit)` with it (`-Se`: also at the end).
+pub fn snapshot_mode(a: &RecordArgs) -> Result<Option<bool>, CliError> {
+    match a.snapshot.as_deref() {
+        None => Ok(None),
+        Some("") => Ok(Some(false)),
+        Some("e") => Ok(Some(true)),
+        Some(other) => Err(CliError::msg(format!(
+            "-S/--snapshot: unknown option '{other}' (only 'e', snapshot at exit)"
+        ))),
+    }
+}
+
 impl RecordConfig {
     pub fn from_args(a: &RecordArgs, verbose: bool) -> Result<Self, CliError> {
         if !a.command.is_empty() {
@@ -87,16 +96,7 @@ impl RecordConfig {
                 a.command.join(" ")
             )));
         }
-        let snapshot = match a.snapshot.as_deref() {
-            None => None,
-            Some("") => Some(false),
-            Some("e") => Some(true),
-            Some(other) => {
-                return Err(CliError::msg(format!(
-                    "-S/--snapshot: unknown option '{other}' (only 'e', snapshot at exit)"
-                )));
-            }
-        };
+        let snapshot = snapshot_mode(a)?;
         let aux_sample = aux_sample_size(a)?;
         let texts = if a.events.is_empty() {
             default_events(aux_sample.is_some())
@@ -136,16 +136,7 @@ impl RecordSummary {
     /// The error to end with if the disk filled during the recording (the file is written,
     /// whole, with everything before).
     pub fn disk_full_line(&self, output: &std::path::Path) -> Option<String> {
-        let r = &self.recorded;
-        r.disk_full.then(|| {
-            format!(
-                "record: the disk holding {} filled: the recording is written with everything \
-                 before; {} bytes of trace and {} records after it were not",
-                output.display(),
-                r.trace_lost_to_full_disk,
-                r.records_lost_to_full_disk
-            )
-        })
+        perfaux_preload::Notice::disk_filled(output, &self.recorded).map(|n| n.to_string())
     }
 
     /// perf's two closing lines.

@@ -6,13 +6,11 @@
 //! [`crate::events::resolve_events`]) is opened with it as group leader, and every event
 //! writes into its buffer. A `probe:FUNC` names a function of the program by its ELF symbol
 //! name: only the program knows where its objects are loaded, so the runtime finds FUNC in
-//! each object it loads (also by `dlopen`) and fills in the probe's `config`; the recorder
-//! learns whether FUNC was found from the event's `FOUND` word.
+//! each object it loads (also by `dlopen`) and fills in the probe's `config` (0 here).
 
 use perfaux_perfdata::record_attrs::uevent_stream_attr;
 use perfaux_perfdata::uevent_sample::UEVENT_EVENT_NAME;
-use perfaux_preload::host::{ProgramEvent, ProgramSession};
-use perfaux_preload::shared::open_step;
+use perfaux_preload::host::ProgramEvent;
 use perfaux_recorder::EventSpec;
 
 use super::attrs::attrs_with;
@@ -71,44 +69,4 @@ pub fn program_events(events: &[Event]) -> Result<(Vec<EventSpec>, Vec<ProgramEv
         });
     }
     Ok((specs, table))
-}
-
-/// The functions of the `probe:FUNC` events that are in no object the program loaded so far.
-pub fn unfound(session: &ProgramSession, table: &[ProgramEvent]) -> Vec<String> {
-    session
-        .unfound_functions()
-        .into_iter()
-        .filter_map(|k| table.get(k)?.func.clone())
-        .collect()
-}
-
-/// The line naming the functions of `unfound`, in `prog` and what it loaded `when`.
-pub fn unfound_line(funcs: &[String], prog: &str, when: &str) -> String {
-    let each: Vec<String> = funcs
-        .iter()
-        .map(|f| format!("probe:{f}: no function '{f}'"))
-        .collect();
-    format!(
-        "{} in {prog} or the libraries it loaded{when} (a probe names a function by its ELF \
-         symbol name)",
-        each.join(", ")
-    )
-}
-
-/// The first thread whose events could not be opened, as a line.
-pub fn open_error(session: &ProgramSession, specs: &[EventSpec]) -> Option<String> {
-    let e = session.open_errors().into_iter().next()?;
-    let name = specs.get(e.event).map_or("?", |s| s.name.as_str());
-    let err = std::io::Error::from_raw_os_error(e.errno);
-    let what = match e.step {
-        open_step::OPEN => format!("cannot open event '{name}'"),
-        open_step::MAP_DATA => format!("cannot map the buffer of event '{name}'"),
-        open_step::MAP_AUX => format!("cannot map the AUX area of event '{name}'"),
-        open_step::SET_OUTPUT => {
-            format!("cannot redirect event '{name}' into the trace event's buffer")
-        }
-        open_step::ENABLE => format!("cannot enable event '{name}'"),
-        _ => format!("cannot set up event '{name}'"),
-    };
-    Some(format!("thread {}: {what}: {err}", e.tid))
 }

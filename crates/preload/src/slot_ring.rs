@@ -1,28 +1,28 @@
 //! One thread slot of a traced program's memory as a ring of the [`perfaux_recorder::Recorder`]
 //! (its documented seam for rings in memory it did not map): the recorder drains, snapshots
-//! and files it as it does its own threads' rings, while the bytes are read by
-//! perfaux-preload's host side, which trusts nothing the program wrote.
+//! and files it as it does its own threads' rings, while the bytes are read by the
+//! [`ProgramSession`], which trusts nothing the program wrote.
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::host::{Drained, ProgramSession};
 use perfaux_abi::consts::PERF_AUX_FLAG_OVERWRITE;
 use perfaux_perfdata::trace_section::ChunkKind;
-use perfaux_preload::host::{Drained, ProgramSession};
 use perfaux_recorder::ring::{AuxBytes, AuxFn, RecordFn};
 use perfaux_recorder::{RecordError, Ring};
 use perfaux_ring::Wakeup;
 
 /// [`SlotRing`]'s `retiring`: the thread runs.
-pub const RUNNING: u8 = 0;
+pub(crate) const RUNNING: u8 = 0;
 /// [`SlotRing`]'s `retiring`: the thread ended cleanly (its slot is ENDED).
-pub const ENDED: u8 = 1;
+pub(crate) const ENDED: u8 = 1;
 /// [`SlotRing`]'s `retiring`: the thread is gone without a word, with its process image (an
 /// exec) or its process (ended without the thread's destructors).
-pub const GONE: u8 = 2;
+pub(crate) const GONE: u8 = 2;
 
 /// The ring of the program's thread that claimed `slot`.
-pub struct SlotRing {
+pub(crate) struct SlotRing {
     session: Arc<Mutex<ProgramSession>>,
     slot: usize,
     tid: i32,
@@ -44,7 +44,7 @@ pub struct SlotRing {
 
 impl SlotRing {
     /// The ring of `slot`, whose thread `tid` traces with the event of sample id `event_id`.
-    pub fn new(
+    pub(crate) fn new(
         session: Arc<Mutex<ProgramSession>>,
         slot: usize,
         tid: i32,
@@ -65,7 +65,8 @@ impl SlotRing {
     }
 
     /// Runs one of the session's per-slot reads with `each` as its sink; an error of the
-    /// recorder's sink comes back as itself, a ring error names the thread.
+    /// recorder's sink comes back as itself (kept aside, typed, while the session's read
+    /// stops at the io::Error it is given in its place), a ring error names the thread.
     fn read(
         &mut self,
         read: impl FnOnce(
@@ -82,9 +83,8 @@ impl SlotRing {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let r = read(&mut s, self.slot, &mut |d| {
             each(d).map_err(|e| {
-                let msg = e.to_string();
                 sink_err = Some(e);
-                std::io::Error::other(msg)
+                std::io::Error::other("the recording stopped the drain")
             })
         });
         match (r, sink_err) {

@@ -1,7 +1,7 @@
 //! The TSC rate kept from one recording to the next.
 //!
-//! A traced program's clock needs the TSC's rate against CLOCK_MONOTONIC, which this VM's
-//! kernel does not give to user space (no `cap_user_time` in the perf user page, no frequency
+//! A traced program's clock needs the TSC's rate against CLOCK_MONOTONIC, which a kernel
+//! does not always give to user space (no `cap_user_time` in the perf user page, no frequency
 //! leaf in CPUID), so `perfaux record` measures it: two tight clock pairs 10 ms apart
 //! (perfaux-swtrace `clock::tsc_calibration`). The program's first traced call waits for it,
 //! which made every recording of a short program 10 ms long at the least.

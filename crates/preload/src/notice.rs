@@ -1,0 +1,111 @@
+//! What tracing a program has to tell its user besides its result, as values: the caller
+//! decides where they go (`perfaux record` prints them on stderr).
+
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::shared::{MAX_OBJECTS, OBJECT_WAIT};
+
+/// One thing to tell. `Display` gives the sentence without a prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Notice {
+    /// `probe:FUNC` events whose function was in no object the program loaded at its start (a
+    /// dlopen may still bring it; the recording fails at the end if none does).
+    FunctionsMissingAtStart {
+        /// The functions.
+        functions: Vec<String>,
+        /// The program.
+        prog: String,
+    },
+    /// Threads that started while every slot was held, and went untraced.
+    ThreadsWithoutSlot {
+        /// How many.
+        threads: u64,
+        /// The recording's slots.
+        slots: usize,
+    },
+    /// Objects the program's processes loaded whose MMAP2 and symbols are missing.
+    ObjectsLost {
+        /// How many (the program's count).
+        objects: u64,
+    },
+    /// The disk holding the output filled: the recording is written with everything before.
+    DiskFilled {
+        /// The output.
+        output: PathBuf,
+        /// Bytes of trace not written.
+        trace_bytes: u64,
+        /// Records not written.
+        records: u64,
+    },
+}
+
+impl Notice {
+    /// Whether the notice is a failure of the recording (the file is still written whole): a
+    /// tool exits with an error for it.
+    pub fn is_error(&self) -> bool {
+        matches!(self, Notice::DiskFilled { .. })
+    }
+
+    /// The disk-full notice of a recording's summary, if its disk filled.
+    pub fn disk_filled(
+        output: &std::path::Path,
+        s: &perfaux_recorder::RecordSummary,
+    ) -> Option<Notice> {
+        s.disk_full.then(|| Notice::DiskFilled {
+            output: output.to_path_buf(),
+            trace_bytes: s.trace_lost_to_full_disk,
+            records: s.records_lost_to_full_disk,
+        })
+    }
+}
+
+/// The line naming the functions of `funcs` missing in `prog` and what it loaded `when`.
+pub fn functions_missing(funcs: &[String], prog: &str, when: &str) -> String {
+    let each: Vec<String> = funcs
+        .iter()
+        .map(|f| format!("probe:{f}: no function '{f}'"))
+        .collect();
+    format!(
+        "{} in {prog} or the libraries it loaded{when} (a probe names a function by its ELF \
+         symbol name)",
+        each.join(", ")
+    )
+}
+
+impl fmt::Display for Notice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Notice::FunctionsMissingAtStart { functions, prog } => write!(
+                f,
+                "{}; the recording fails unless a dlopen brings it",
+                functions_missing(functions, prog, " at its start")
+            ),
+            Notice::ThreadsWithoutSlot { threads, slots } => write!(
+                f,
+                "{threads} thread(s) of the program's processes were not traced: they started \
+                 while the recording's {slots} slots were all held (a slot goes to another \
+                 thread once its thread ended, its process exec'd, or its process ended, this \
+                 last seen only in perfaux's pid namespace)"
+            ),
+            Notice::ObjectsLost { objects } => write!(
+                f,
+                "{objects} object(s) the program's processes loaded were not recorded (the ring \
+                 of {MAX_OBJECTS} loaded objects stayed full for {} ms, or a process loaded \
+                 more than 1024): their functions are named by address",
+                OBJECT_WAIT.as_millis()
+            ),
+            Notice::DiskFilled {
+                output,
+                trace_bytes,
+                records,
+            } => write!(
+                f,
+                "record: the disk holding {} filled: the recording is written with everything \
+                 before; {trace_bytes} bytes of trace and {records} records after it were not",
+                output.display()
+            ),
+        }
+    }
+}

@@ -1,0 +1,522 @@
+//! Tracing another program as library code: [`TracedProgram`] starts a `std::process::Command`
+//! with the runtime preloaded (the memory owned here) and records it with the same
+//! [`Recorder`] as every recording: each thread slot the program claims becomes one of the
+//! recorder's rings ([`crate::slot_ring`]), so the file is made as every recording's is (a
+//! temporary renamed at the end, `<output>.old`, trace bytes streamed, snapshots with their
+//! wrapped flag). COMM, FORK, EXIT and MMAP2 records for the program's tasks and objects come
+//! from what the runtime reported ([`crate::sideband`]), and a probe table names every
+//! function from the ELF symbol tables. A child the program forks is traced in slots of its
+//! own (perf's inherit default); the recording ends when the program ends, as perf's does,
+//! with what still-running children published by then.
+//!
+//! The verbs are the [`Recorder`]'s: [`TracedProgram::step`] (one pass of the recording loop),
+//! [`TracedProgram::snapshot`], [`TracedProgram::signal`], [`TracedProgram::finish`]. What the
+//! recording has to tell comes back as [`Notice`]s; the caller owns the command's
+//! environment, directory and standard streams, its signals and its messages.
+
+use std::os::fd::OwnedFd;
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::{Command, ExitStatus};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use perfaux_abi::parse_info::RecordParseInfo;
+use perfaux_perfdata::record_attrs::{base_attr, uevent_stream_attr};
+use perfaux_perfdata::uevent_sample::UEVENT_EVENT_NAME;
+use perfaux_recorder::pmus::SWTRACE_TYPE;
+use perfaux_recorder::{
+    EventSpec, Output, RecordSummary, Recorder, RecorderOptions, default_watermarks,
+};
+use perfaux_swtrace::{ProbeInfo, ProbeTable};
+
+use crate::error::ProgramError;
+use crate::events::{open_error, unfound};
+use crate::host::{Options, ProgramEvent, ProgramSession, TracedThread};
+use crate::notice::{Notice, functions_missing};
+use crate::process_ends::ProcessEnds;
+use crate::runtime::Runtime;
+use crate::sideband::{Recording, Sideband};
+use crate::slot_ring::SlotRing;
+use crate::symbols::Symbolizer;
+
+/// Threads of the program (of all its processes) that can be traced at once: a slot serves
+/// one thread at a time (later ones wait for a slot or are counted and said).
+pub const SLOTS: usize = 64;
+/// Data pages per traced thread (its AUX records and ITRACE_START).
+const DATA_PAGES: usize = 16;
+
+/// What to record of the program.
+#[derive(Debug, Clone)]
+pub struct ProgramOptions {
+    /// The recorder's events, in the order of `table`: what the file calls them.
+    pub events: Vec<EventSpec>,
+    /// What every traced thread opens, one entry per event (exactly one AUX event, the
+    /// `swtrace//` event that owns the thread's buffer; the uevent stream).
+    pub table: Vec<ProgramEvent>,
+    /// Each thread's AUX area, in bytes (a power-of-two number of pages).
+    pub aux_size: u64,
+    /// `-S`: the AUX areas run in overwrite mode, and the file holds snapshots (taken by
+    /// [`TracedProgram::snapshot`] and when the program ends).
+    pub overwrite: bool,
+}
+
+impl ProgramOptions {
+    /// The program's trace and its uevents (what `perfaux record -- ./prog` records without
+    /// -e): the `swtrace//` event, owner of each thread's buffer, and the uevent stream.
+    pub fn trace(aux_size: u64, overwrite: bool) -> ProgramOptions {
+        let trace = base_attr(SWTRACE_TYPE, 0);
+        let mut uevents = EventSpec::new(UEVENT_EVENT_NAME, uevent_stream_attr(), 1);
+        uevents.uevent_stream = true;
+        ProgramOptions {
+            events: vec![EventSpec::new("swtrace//", trace, 0), uevents],
+            table: vec![
+                ProgramEvent {
+                    attr: trace,
+                    leader: 0,
+                    func: None,
+                },
+                ProgramEvent {
+                    attr: uevent_stream_attr(),
+                    leader: 1,
+                    func: None,
+                },
+            ],
+            aux_size,
+            overwrite,
+        }
+    }
+}
+
+/// What one [`TracedProgram::step`] did.
+#[derive(Debug, Default)]
+pub struct Step {
+    /// The program ended (the pass took its last bytes): [`TracedProgram::finish`] is next.
+    pub ended: bool,
+    /// What this pass has to tell.
+    pub notices: Vec<Notice>,
+}
+
+/// A finished recording.
+#[derive(Debug)]
+pub struct Finished {
+    /// The recorder's counts.
+    pub summary: RecordSummary,
+    /// How the program ended.
+    pub end: ProgramEnd,
+    /// What the recording has to tell (the steps' that [`TracedProgram::finish`] made, then
+    /// the end's); an [`Notice::is_error`] one is a recording that failed though written.
+    pub notices: Vec<Notice>,
+}
+
+/// How the traced program ended.
+#[derive(Debug, Clone, Copy)]
+pub struct ProgramEnd(pub ExitStatus);
+
+impl ProgramEnd {
+    /// The exit code a tool leaves with: the program's, or 128 + the signal that killed it
+    /// (as a shell reports it).
+    pub fn exit_code(&self) -> u8 {
+        match (self.0.code(), self.0.signal()) {
+            (Some(c), _) => c as u8,
+            (None, Some(s)) => 128u8.wrapping_add(s as u8),
+            _ => 1,
+        }
+    }
+
+    /// perf's line for a program a signal ended, if one did.
+    pub fn signal_line(&self, prog: &str) -> Option<String> {
+        let s = self.0.signal()?;
+        let core = if self.0.core_dumped() {
+            " (core dumped)"
+        } else {
+            ""
+        };
+        Some(format!(
+            "perfaux record: {prog} terminated by signal {s} ({}){core}",
+            signal_name(s)
+        ))
+    }
+}
+
+/// The signal's name, as `kill -l` gives it.
+pub fn signal_name(sig: i32) -> String {
+    const NAMES: [&str; 32] = [
+        "0",
+        "SIGHUP",
+        "SIGINT",
+        "SIGQUIT",
+        "SIGILL",
+        "SIGTRAP",
+        "SIGABRT",
+        "SIGBUS",
+        "SIGFPE",
+        "SIGKILL",
+        "SIGUSR1",
+        "SIGSEGV",
+        "SIGUSR2",
+        "SIGPIPE",
+        "SIGALRM",
+        "SIGTERM",
+        "SIGSTKFLT",
+        "SIGCHLD",
+        "SIGCONT",
+        "SIGSTOP",
+        "SIGTSTP",
+        "SIGTTIN",
+        "SIGTTOU",
+        "SIGURG",
+        "SIGXCPU",
+        "SIGXFSZ",
+        "SIGVTALRM",
+        "SIGPROF",
+        "SIGWINCH",
+        "SIGIO",
+        "SIGPWR",
+        "SIGSYS",
+    ];
+    match usize::try_from(sig).ok().and_then(|i| NAMES.get(i)) {
+        Some(n) if sig > 0 => (*n).to_string(),
+        _ => format!("SIGRTMIN+{}", sig - libc::SIGRTMIN()),
+    }
+}
+
+/// The session, whatever a panicking holder left (its state stays consistent: every method
+/// leaves the rings as it found them or advanced).
+fn lock(s: &Mutex<ProgramSession>) -> MutexGuard<'_, ProgramSession> {
+    s.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The recorder as the side band's [`Recording`]: a new thread's ring is its slot's
+/// [`SlotRing`].
+struct RecorderRecording<'a> {
+    rec: &'a mut Recorder,
+    session: &'a Arc<Mutex<ProgramSession>>,
+    ended: &'a Arc<AtomicBool>,
+}
+
+impl Recording for RecorderRecording<'_> {
+    fn file_info(&self) -> RecordParseInfo {
+        *self.rec.file_info()
+    }
+
+    fn write_record(&mut self, record: &[u8]) -> perfaux_recorder::Result<()> {
+        self.rec.write_record(record)
+    }
+
+    fn add_ring(
+        &mut self,
+        t: &TracedThread,
+        retiring: Arc<AtomicU8>,
+    ) -> perfaux_recorder::Result<()> {
+        let ring = SlotRing::new(
+            self.session.clone(),
+            t.slot,
+            t.tid as i32,
+            t.event_id,
+            self.ended.clone(),
+            retiring,
+        );
+        self.rec.add_ring(Box::new(ring), &t.ids)
+    }
+}
+
+/// A program being traced into a recording.
+pub struct TracedProgram {
+    session: Arc<Mutex<ProgramSession>>,
+    rec: Recorder,
+    sideband: Sideband,
+    table: Vec<ProgramEvent>,
+    output: PathBuf,
+    prog: String,
+    pid: u32,
+    /// A pidfd of the program: a step's wait ends when it ends.
+    program_fd: Option<OwnedFd>,
+    /// Set once the program ended: the rings' last drain also takes what each thread wrote
+    /// past its last published head.
+    ended: Arc<AtomicBool>,
+    status: Option<ExitStatus>,
+    /// Steps made (the first does not wait).
+    steps: u64,
+    /// Whether the `probe:FUNC` functions were looked for since a thread was traced.
+    functions_checked: bool,
+    overwrite: bool,
+    /// The runtime's memfd stays open while the program's processes may load it.
+    _runtime: Runtime,
+}
+
+impl TracedProgram {
+    /// Starts `command` traced into a recording at `output`. The command keeps the
+    /// environment, directory and standard streams its caller gave it; the runtime is added
+    /// in front of its `LD_PRELOAD`, and the recording's descriptors are inherited. The file is
+    /// begun before the program runs: a path that cannot be written is said at once.
+    pub fn start(
+        command: Command,
+        options: ProgramOptions,
+        output: PathBuf,
+    ) -> Result<TracedProgram, ProgramError> {
+        // The TSC rate, kept from an earlier recording of this boot (tsc_cache) or measured
+        // beside the setup and the program's start (10 ms, asleep on a thread of its own),
+        // handed to the program: no traced process calibrates its own before its first call.
+        let calibration =
+            cfg!(target_arch = "x86_64").then(|| std::thread::spawn(crate::tsc_cache::calibration));
+        let ProgramOptions {
+            events: mut specs,
+            mut table,
+            aux_size,
+            overwrite,
+        } = options;
+        if specs.len() != table.len() {
+            return Err(ProgramError::Options(format!(
+                "{} events for an event table of {}",
+                specs.len(),
+                table.len()
+            )));
+        }
+        let page = perfaux_core::page_size() as u64;
+        let rec_opts = RecorderOptions {
+            data_size: DATA_PAGES as u64 * page,
+            aux_size,
+            overwrite,
+        };
+        // The threads open what the file says they opened: the recorder's default watermarks,
+        // which it sets on its own copies of the attrs, go into the program's event table too.
+        for (spec, ev) in specs.iter_mut().zip(&mut table) {
+            default_watermarks(spec, &rec_opts);
+            ev.attr = spec.open;
+        }
+        let runtime = Runtime::find().map_err(ProgramError::Runtime)?;
+        let opts = Options {
+            runtime: runtime.path.clone(),
+            slots: SLOTS,
+            data_pages: DATA_PAGES,
+            aux_pages: (aux_size / page) as usize,
+            overwrite,
+            events: table.clone(),
+        };
+        let mut session = ProgramSession::new(&opts).map_err(ProgramError::Session)?;
+        let rec = Recorder::new(specs, rec_opts, &[], Output::File(output.clone()))?;
+        if calibration.is_some() {
+            session.tsc_calibration_pending();
+        }
+        let ends = ProcessEnds::new();
+        session.set_watched_pid_ns(ends.watched_ns());
+        let prog = command.get_program().to_string_lossy().into_owned();
+        let start_ns = perfaux_swtrace::clock::monotonic_ns();
+        let pid = session
+            .spawn(command, &runtime.path)
+            .map_err(|source| ProgramError::Spawn {
+                prog: prog.clone(),
+                source,
+            })?;
+        let program_fd = ProcessEnds::pidfd(pid);
+        // The program starts while the calibration ends (its loading and first steps take
+        // some of the 10 ms); its first hook waits for what is left.
+        match calibration.map(std::thread::JoinHandle::join) {
+            Some(Ok(c)) => session.set_tsc_calibration(c),
+            Some(Err(_)) => session.tsc_calibration_failed(),
+            None => {}
+        }
+        let comm = std::path::Path::new(&prog)
+            .file_name()
+            .map_or(prog.clone(), |n| n.to_string_lossy().into_owned());
+        Ok(TracedProgram {
+            session: Arc::new(Mutex::new(session)),
+            rec,
+            sideband: Sideband::new(start_ns, pid, comm, ends),
+            table,
+            output,
+            prog,
+            pid,
+            program_fd,
+            ended: Arc::new(AtomicBool::new(false)),
+            status: None,
+            steps: 0,
+            functions_checked: false,
+            overwrite,
+            _runtime: runtime,
+        })
+    }
+
+    /// The program's pid.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// One pass of the recording loop, after waiting up to `timeout` (less if the program
+    /// ends; the first step does not wait): the threads and objects that appeared go into
+    /// the recording, the rings are drained, and once the program ended the last pass takes
+    /// what its threads wrote past their last published heads (with `overwrite`, their last
+    /// snapshot). A step after the end does nothing.
+    pub fn step(&mut self, timeout: Duration) -> Result<Step, ProgramError> {
+        if self.status.is_some() {
+            return Ok(Step {
+                ended: true,
+                notices: Vec::new(),
+            });
+        }
+        if self.steps > 0 {
+            ProcessEnds::wait_for(self.program_fd.as_ref(), timeout);
+        }
+        self.steps += 1;
+        let st = lock(&self.session).try_wait().map_err(ProgramError::Wait)?;
+        if st.is_some() {
+            // The last pass also takes what each thread wrote past its last published head.
+            self.ended.store(true, Ordering::Release);
+        }
+        {
+            let mut session = lock(&self.session);
+            let mut rec = RecorderRecording {
+                rec: &mut self.rec,
+                session: &self.session,
+                ended: &self.ended,
+            };
+            self.sideband.add_new(&mut rec, &mut *session)?;
+        }
+        let mut notices = Vec::new();
+        if !self.functions_checked && self.sideband.traced() > 0 {
+            // A traced thread means the runtime's init resolved the probe functions in the
+            // objects loaded at start: say at once if one is missing (a dlopen may still
+            // bring it; the recording fails at the end if none does).
+            self.functions_checked = true;
+            let functions = unfound(&lock(&self.session), &self.table);
+            if !functions.is_empty() {
+                notices.push(Notice::FunctionsMissingAtStart {
+                    functions,
+                    prog: self.prog.clone(),
+                });
+            }
+        }
+        self.rec.drain()?;
+        if self.overwrite && st.is_some() {
+            // Once the program ended (exit, crash or kill), the newest trace of every thread;
+            // the threads are never stopped for it.
+            self.rec.snapshot()?;
+        }
+        self.status = st;
+        Ok(Step {
+            ended: st.is_some(),
+            notices,
+        })
+    }
+
+    /// With `overwrite`, writes every thread's newest trace as a snapshot now (the threads
+    /// are not stopped); whether it took any. Without, nothing (as perf ignores SIGUSR2
+    /// without -S).
+    pub fn snapshot(&mut self) -> Result<bool, ProgramError> {
+        if !self.overwrite || self.status.is_some() {
+            return Ok(false);
+        }
+        Ok(self.rec.snapshot()?)
+    }
+
+    /// Sends `sig` to the program, if it still runs (perf's way to end a recording early is
+    /// SIGTERM: what the program wrote until it dies is kept).
+    pub fn signal(&mut self, sig: i32) {
+        if self.status.is_none() {
+            lock(&self.session).kill(sig);
+        }
+    }
+
+    /// Waits for the program's end (stepping the recording every millisecond), then writes
+    /// the recording: the objects reported since the last pass, the program's threads' EXITs,
+    /// the probe table named from the ELF symbols, the file.
+    pub fn finish(mut self) -> Result<Finished, ProgramError> {
+        let mut notices = Vec::new();
+        while self.status.is_none() {
+            notices.extend(self.step(Duration::from_millis(1))?.notices);
+        }
+        let Some(status) = self.status else {
+            unreachable!("the loop above ends with a status");
+        };
+        let end = ProgramEnd(status);
+        let shared = self.session;
+        let mut rec = self.rec;
+        let mut session = lock(&shared);
+        session.close();
+        {
+            let mut r = RecorderRecording {
+                rec: &mut rec,
+                session: &shared,
+                ended: &self.ended,
+            };
+            // The objects reported since the last pass (a descendant still running) are
+            // recorded and named too.
+            self.sideband.write_objects(&mut r, &mut *session)?;
+            // The program is gone, and its threads with it (children may still run: theirs
+            // stay open).
+            let threads = session.threads();
+            let gone: Vec<_> = threads.iter().filter(|t| t.pid == self.pid).collect();
+            self.sideband.write_exits(&mut r, &gone)?;
+        }
+        let missing = unfound(&session, &self.table);
+        let without_slot = session.threads_without_slot();
+        let objects_lost = session.objects_lost();
+        let failed = (!missing.is_empty())
+            .then(|| functions_missing(&missing, &self.prog, ""))
+            .or_else(|| open_error(&session, rec.events()));
+        if self.sideband.traced() == 0 {
+            // Dropping the recorder unmade leaves no file and the previous one in place.
+            drop(rec);
+            return Err(ProgramError::NothingTraced {
+                end: end.signal_line(&self.prog),
+                prog: self.prog,
+            });
+        }
+        let probes = session.probes();
+        let addrs: Vec<u64> = probes.iter().map(|&(_, addr)| addr).collect();
+        let syms = Symbolizer::for_addrs(session.objects(), &addrs);
+        let table = ProbeTable::from_entries(probes.into_iter().map(|(id, addr)| {
+            ProbeInfo {
+                id,
+                name: syms
+                    .name(addr)
+                    .map_or_else(|| format!("{addr:#x}"), str::to_owned),
+                addr,
+                file: String::new(),
+                line: 0,
+            }
+        }));
+        drop(session);
+        // The session's memory (megabytes of pages the threads wrote) is unmapped beside the
+        // file's writing: by the recorder's rings that still hold it (Recorder::finish), or
+        // here, on a thread, once the rings let go of it (the retired ones did already).
+        let unmapped = std::thread::Builder::new()
+            .name("perfaux-unmap".into())
+            .spawn(move || drop(shared))
+            .ok();
+        rec.set_probe_table(table.to_bytes());
+        let summary = rec.finish()?;
+        if let Some(h) = unmapped {
+            let _ = h.join();
+        }
+        if without_slot > 0 {
+            notices.push(Notice::ThreadsWithoutSlot {
+                threads: without_slot,
+                slots: SLOTS,
+            });
+        }
+        if objects_lost > 0 {
+            notices.push(Notice::ObjectsLost {
+                objects: objects_lost,
+            });
+        }
+        notices.extend(Notice::disk_filled(&self.output, &summary));
+        if let Some(what) = failed {
+            // The program ran: what it recorded is kept (its run cannot be had again), and the
+            // recording says it lacks what was asked for, failing as a record that could not
+            // open an event does.
+            return Err(ProgramError::Incomplete {
+                what,
+                output: self.output,
+                notices,
+            });
+        }
+        Ok(Finished {
+            summary,
+            end,
+            notices,
+        })
+    }
+}
