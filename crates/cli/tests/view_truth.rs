@@ -1,0 +1,118 @@
+//! Issue 22's view items ("every number true, every loss said") on programs the tests build:
+//! a recursive function's total (uftrace's rule), calls with no return, uevent names, filters
+//! and sort keys that match nothing, uftrace replay's layout of the call trace.
+
+mod calls;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use calls::*;
+
+/// A recursive program: main -> compute -> fib -> fib -> ... (compute is no tail call, so
+/// every hook sees its frame around fib's).
+const FIB_C: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+__attribute__((noinline)) int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
+__attribute__((noinline)) int compute(int n) { return fib(n) + 1; }
+int main(int argc, char **argv) {
+    int n = argc > 1 ? atoi(argv[1]) : 20;
+    printf("%d\n", compute(n));
+    return 0;
+}
+"#;
+
+/// `source` compiled by gcc with `flags` into `dir/name`.
+fn build_source(dir: &Path, source: &str, flags: &[&str], name: &str) -> PathBuf {
+    let src = dir.join(format!("{name}.c"));
+    std::fs::write(&src, source).unwrap();
+    let out = dir.join(name);
+    let st = Command::new("gcc")
+        .args(flags)
+        .arg("-o")
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .expect("gcc");
+    assert!(st.success(), "gcc {flags:?} failed");
+    out
+}
+
+fn perfaux_on(args: &[&str], data: &Path) -> Output {
+    Command::new(PERFAUX)
+        .args(args)
+        .arg("-i")
+        .arg(data)
+        .output()
+        .expect("perfaux")
+}
+
+fn stdout_of(args: &[&str], data: &Path) -> String {
+    let out = perfaux_on(args, data);
+    assert!(
+        out.status.success(),
+        "perfaux {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A time as the report prints it (`2.603 ms`) in ns.
+fn ns(value: &str, unit: &str) -> f64 {
+    let v: f64 = value.parse().unwrap_or_else(|_| panic!("time {value:?}"));
+    v * match unit {
+        "ns" => 1.0,
+        "us" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        u => panic!("unit {u:?}"),
+    }
+}
+
+/// The report's total time per function.
+fn report_totals(data: &Path) -> BTreeMap<String, f64> {
+    let text = stdout_of(&["report", "--stdio"], data);
+    let mut m = BTreeMap::new();
+    for l in text
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("===="))
+        .skip(1)
+    {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.len() != 12 {
+            break;
+        }
+        m.insert(f[11].to_owned(), ns(f[0], f[1]));
+    }
+    assert!(!m.is_empty(), "no rows in:\n{text}");
+    m
+}
+
+#[test]
+fn a_recursive_functions_total_stays_within_its_callers_and_counts_equal_uftraces() {
+    perfaux_testutil::require_oracle!("gcc");
+    perfaux_testutil::require_oracle!("uftrace");
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build_source(dir.path(), FIB_C, &["-O2", "-pg"], "fib_pg");
+    let (out, data) = record(dir.path(), &prog, &["22"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let theirs = uftrace_counts(dir.path(), &prog, &["22"]);
+    assert_eq!(theirs.get("fib"), Some(&28657), "{theirs:?}");
+    assert_eq!(
+        report_counts(&data),
+        theirs,
+        "perfaux report against uftrace report"
+    );
+    let totals = report_totals(&data);
+    let (fib, compute, main) = (totals["fib"], totals["compute"], totals["main"]);
+    assert!(
+        fib <= compute && compute <= main,
+        "a callee's total above its caller's: {totals:?}"
+    );
+}
