@@ -3,6 +3,7 @@
 //! and sort keys that match nothing, uftrace replay's layout of the call trace.
 
 mod calls;
+mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -114,5 +115,45 @@ fn a_recursive_functions_total_stays_within_its_callers_and_counts_equal_uftrace
     assert!(
         fib <= compute && compute <= main,
         "a callee's total above its caller's: {totals:?}"
+    );
+}
+
+#[test]
+fn calls_whose_return_is_not_in_the_trace_are_said_unfinished_not_zero() {
+    // serve_request resumes the trace inside itself and send_response pauses it: no
+    // serve_request returns in the trace.
+    let dir = tempfile::tempdir().unwrap();
+    let (data, _) = common::record_windows(dir.path(), "pause.data", "20");
+    let text = stdout_of(&["report", "--stdio"], &data);
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("===="))
+        .skip(1)
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .take_while(|f| f.len() == 12)
+        .collect();
+    let serve = rows
+        .iter()
+        .find(|f| f[11] == "serve_request")
+        .unwrap_or_else(|| panic!("no serve_request row:\n{text}"));
+    assert_eq!(serve[4], "60", "{text}");
+    for f in &rows {
+        assert!(
+            !(f[0] == "0" && f[1] == "ns"),
+            "a function's calls shown as taking 0 ns: {f:?}\n{text}"
+        );
+    }
+    assert_eq!(&serve[0..2], ["no", "return"], "{text}");
+    let unfinished: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("# unfinished calls"))
+        .skip(3)
+        .take_while(|l| !l.trim().is_empty())
+        .collect();
+    assert!(
+        unfinished
+            .iter()
+            .any(|l| l.split_whitespace().eq(["60", "serve_request"])),
+        "{text}"
     );
 }
