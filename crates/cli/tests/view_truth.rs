@@ -157,3 +157,60 @@ fn calls_whose_return_is_not_in_the_trace_are_said_unfinished_not_zero() {
         "{text}"
     );
 }
+
+#[test]
+fn a_filter_that_matches_nothing_and_a_sort_key_of_no_table_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, _) = common::record(dir.path(), "w.data", &["--requests", "5"]);
+    let data = data.as_path();
+    for args in [
+        &["report", "--tid", "999999"][..],
+        &["report", "--comm", "nosuch"][..],
+    ] {
+        let out = perfaux_on(args, data);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?} printed a report");
+        assert!(
+            err.contains(&format!("{} {} matches no thread", args[1], args[2]))
+                && err.contains("perfaux-worker0"),
+            "{args:?}: {err}"
+        );
+    }
+    let json = dir.path().join("t.json");
+    let out = Command::new(PERFAUX)
+        .args(["export", "-F", "chrome", "--tid", "999999", "-o"])
+        .arg(&json)
+        .arg("-i")
+        .arg(data)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(err.contains("--tid 999999 matches no thread"), "{err}");
+    assert!(
+        !json.exists(),
+        "export left a file for a filter that matched nothing"
+    );
+    // A sample key on a recording with no samples.
+    let out = perfaux_on(&["report", "-s", "sym"], data);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        err.contains("'sym'") && err.contains("total,self,call,avg,min,max,func"),
+        "{err}"
+    );
+    // The trace keys work: sorted by calls.
+    let text = stdout_of(&["report", "-s", "call"], data);
+    let calls: Vec<u64> = text
+        .lines()
+        .skip_while(|l| !l.contains("===="))
+        .skip(1)
+        .take_while(|l| l.split_whitespace().count() == 12)
+        .map(|l| l.split_whitespace().nth(4).unwrap().parse().unwrap())
+        .collect();
+    assert!(
+        calls.len() > 3 && calls.is_sorted_by(|a, b| a >= b),
+        "{text}"
+    );
+}

@@ -40,6 +40,39 @@ impl ReportOptions {
         Ok(())
     }
 
+    /// Checks that each sort key sorts a table the report has: a key of
+    /// perf's sample histogram means nothing to a recording without
+    /// samples (and a trace key nothing without traced calls), and is an
+    /// error rather than ignored.
+    pub fn check_tables(&self, c: &Collector) -> Result<(), ViewError> {
+        let trace = !c.funcs.is_empty();
+        let samples = !c.samples.is_empty();
+        let mut known: Vec<&str> = Vec::new();
+        if trace {
+            known.extend(TRACE_KEYS);
+        }
+        if samples {
+            known.extend(SAMPLE_KEYS);
+        }
+        for k in &self.sort {
+            if known.contains(&k.as_str()) {
+                continue;
+            }
+            let what = if TRACE_KEYS.contains(&k.as_str()) {
+                "the traced calls' table, and the recording has no traced calls"
+            } else {
+                "perf's sample histogram, and the recording has no samples"
+            };
+            let here = if known.is_empty() {
+                String::from("this report has no table to sort")
+            } else {
+                format!("the keys of this report: {}", known.join(","))
+            };
+            return Err(ViewError(format!("--sort: key '{k}' sorts {what}; {here}")));
+        }
+        Ok(())
+    }
+
     fn keys(&self, of: &[&str], default: &[&str]) -> Vec<String> {
         let k: Vec<String> = self
             .sort
@@ -84,6 +117,7 @@ pub fn write_report(
     out: &mut impl Write,
 ) -> Result<(), ViewError> {
     opts.check()?;
+    opts.check_tables(c)?;
     if let Some(cmd) = &sum.cmdline {
         w(out, format_args!("# cmdline : {cmd}\n"))?;
     }
