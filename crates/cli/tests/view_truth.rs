@@ -214,3 +214,95 @@ fn a_filter_that_matches_nothing_and_a_sort_key_of_no_table_are_errors() {
         "{text}"
     );
 }
+
+/// uevents of types 1, 2 and 3 from a program that names none of them.
+const UEVENTS_C: &str = r#"
+#include <stdio.h>
+#include "perfaux.h"
+__attribute__((noinline)) int step(int i) { return i * 3; }
+int main(void) {
+    for (int i = 0; i < 3; i++) {
+        step(i);
+        for (unsigned ty = 1; ty <= 3; ty++)
+            if (perfaux_uevent(ty, "x", 1) != 0) return 10;
+    }
+    return 0;
+}
+"#;
+
+#[test]
+fn uevent_names_come_from_the_recording_only() {
+    perfaux_testutil::require_oracle!("gcc");
+    let dir = tempfile::tempdir().unwrap();
+    let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../include");
+    let include = format!("-I{}", include.display());
+    let prog = build_source(
+        dir.path(),
+        UEVENTS_C,
+        &["-O1", "-finstrument-functions", &include],
+        "uev123",
+    );
+    let (out, data) = record(dir.path(), &prog, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let builtin = ["request_start", "request_done", "slow_path"];
+    let report = stdout_of(&["report", "--stdio"], &data);
+    let rows: Vec<Vec<&str>> = report
+        .lines()
+        .skip_while(|l| !l.starts_with("# uevents"))
+        .skip(3)
+        .take_while(|l| !l.trim().is_empty())
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        rows,
+        [vec!["3", "1"], vec!["3", "2"], vec!["3", "3"]],
+        "{report}"
+    );
+    let script = stdout_of(&["script"], &data);
+    assert_eq!(
+        script.matches("perfaux:uevent: type 2 ").count(),
+        3,
+        "{script}"
+    );
+    let json = dir.path().join("t.json");
+    let out = Command::new(PERFAUX)
+        .args(["export", "-F", "chrome", "-o"])
+        .arg(&json)
+        .arg("-i")
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let chrome = std::fs::read_to_string(&json).unwrap();
+    assert!(
+        chrome.contains("uevent 1"),
+        "no numbered uevent in the Chrome JSON"
+    );
+    for text in [&report, &script, &chrome] {
+        for name in builtin {
+            assert!(
+                !text.contains(name),
+                "the built-in workload's {name}: {text}"
+            );
+        }
+    }
+    // The built-in workload's recording carries its names, and the views read them there.
+    let (w, _) = common::record(dir.path(), "w.data", &["--requests", "2"]);
+    let report = stdout_of(&["report", "--stdio"], &w);
+    for (ty, name) in [(1, "request_start"), (2, "request_done"), (3, "slow_path")] {
+        assert!(
+            report
+                .lines()
+                .any(|l| l.trim_end().ends_with(&format!(" {ty} {name}"))),
+            "{report}"
+        );
+    }
+}

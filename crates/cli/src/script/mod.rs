@@ -43,7 +43,6 @@ use uevent_logs::UeventLogs;
 use crate::dump::{EvInfo, ev_info};
 use crate::error::CliError;
 use crate::progress::Progress;
-use crate::workload::UEVENT_TYPES;
 use perfaux_perfdata::trace_section::PERFAUX_FEATURE_BIT;
 use perfaux_perfdata::uevent_sample::{UEVENT_EVENT_NAME, uevent_from_raw};
 
@@ -57,9 +56,10 @@ fn prefix(comm: &str, tid: i64, cpu: Option<u32>, time: u64) -> String {
     )
 }
 
-fn uevent_type_name(t: u32) -> String {
-    match UEVENT_TYPES.iter().find(|(_, v)| *v == t) {
-        Some((n, _)) => format!("{n}({t})"),
+/// A uevent type as the recording names it (its probe table), else its number.
+fn uevent_type_name(probes: &ProbeTable, t: u32) -> String {
+    match probes.uevent_type(t) {
+        Some(n) => format!("{n}({t})"),
         None => format!("type {t}"),
     }
 }
@@ -157,7 +157,7 @@ impl Script {
             line += &format!(
                 "{}: {} {}",
                 ev.name,
-                uevent_type_name(ty),
+                uevent_type_name(&self.probes, ty),
                 payload_text(&data)
             );
         } else {
@@ -346,7 +346,7 @@ pub fn script(
                         text += &format!(
                             "{}{evname}: {} {}\n",
                             prefix(&s.comm(tid), tid, cpu, time),
-                            uevent_type_name(ty),
+                            uevent_type_name(&s.probes, ty),
                             payload_text(&data)
                         );
                     }
