@@ -60,10 +60,10 @@ pub fn export(args: &ExportArgs) -> Result<PathBuf, CliError> {
     let input = &args.input;
     let w = create(&out)?;
     let written = write(args, input, filter, w, &out);
-    if written.is_err() {
-        // What was written is no export of the recording (a filter that
-        // matched nothing, a damaged input): no file is left to be taken
-        // for one.
+    // What was written is no export of the recording (a filter that
+    // matched nothing, a damaged input): no file is left to be taken for
+    // one. Only a regular file: `-o /dev/null` stays.
+    if written.is_err() && std::fs::symlink_metadata(&out).is_ok_and(|m| m.is_file()) {
         let _ = std::fs::remove_file(&out);
     }
     written.map(|()| out)

@@ -306,3 +306,80 @@ fn uevent_names_come_from_the_recording_only() {
         );
     }
 }
+
+/// The function column of replay lines (after `| `), header and blank lines left out.
+fn replay_functions(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            l.split_once("| ")
+                .unwrap_or_else(|| panic!("no function column in {l:?}"))
+                .1
+                .to_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn replay_layout_matches_uftrace_replay_and_the_default_stays() {
+    perfaux_testutil::require_oracle!("gcc");
+    perfaux_testutil::require_oracle!("uftrace");
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build_source(dir.path(), FIB_C, &["-O2", "-pg"], "fib_replay");
+    let (out, data) = record(dir.path(), &prog, &["6"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ours = stdout_of(&["script", "--call-trace", "--replay"], &data);
+    assert_eq!(ours.lines().next(), Some("# DURATION     TID     FUNCTION"));
+    let u = dir.path().join("uftrace.data");
+    let rec = Command::new("uftrace")
+        .args(["record", "--no-libcall", "-d"])
+        .arg(&u)
+        .arg(&prog)
+        .arg("6")
+        .output()
+        .unwrap();
+    assert!(
+        rec.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rec.stderr)
+    );
+    let theirs = Command::new("uftrace")
+        .args(["replay", "-d"])
+        .arg(&u)
+        .output()
+        .unwrap();
+    let theirs = String::from_utf8_lossy(&theirs.stdout);
+    // perfaux's trace markers (`/* tr end   (stopped) */`) are comments uftrace has not.
+    let calls: Vec<String> = replay_functions(&ours)
+        .into_iter()
+        .filter(|f| !f.starts_with("/* "))
+        .collect();
+    assert!(ours.contains("| /* tr end   (stopped) */"), "{ours}");
+    assert_eq!(calls, replay_functions(&theirs), "{ours}");
+    // Every line's duration column: blank for an entry, a time for a return or a leaf.
+    for l in ours.lines().skip(1).filter(|l| !l.contains("| /* ")) {
+        let (dur, rest) = l.split_at(11);
+        let func = rest.split_once("| ").unwrap().1.trim_start();
+        if func.ends_with(" {") {
+            assert!(dur.trim().is_empty(), "{l}");
+        } else {
+            let f: Vec<&str> = dur.split_whitespace().collect();
+            assert!(f.len() == 2 && f[0].parse::<f64>().is_ok(), "{l}");
+        }
+    }
+    // The default layout is perf's, entries only.
+    let perf = stdout_of(&["script", "--call-trace"], &data);
+    assert_eq!(
+        perf.lines().count(),
+        calls
+            .iter()
+            .filter(|f| !f.trim_start().starts_with('}'))
+            .count()
+            + 1
+    );
+    assert!(!perf.contains(" | "), "{perf}");
+}

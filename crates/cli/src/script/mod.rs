@@ -190,9 +190,9 @@ impl Script {
             markers: false,
         };
         let mut w = WindowLines::new(Decoder::new(aux), CallTrace::new(&self.probes, opts), None);
-        while let Some((_, l)) = w.next_line() {
+        while w.next_line().is_some() {
             out.push_str("    ");
-            out.push_str(&l);
+            out.push_str(&String::from_utf8_lossy(w.line()));
         }
     }
 }
@@ -204,6 +204,19 @@ pub fn script(
     out: &mut impl Write,
     progress: &mut Progress,
 ) -> Result<(), CliError> {
+    script_with(path, call_trace, false, out, progress)
+}
+
+/// [`script`], the call trace in uftrace replay's layout when `replay`
+/// (which implies `call_trace`).
+pub fn script_with(
+    path: &Path,
+    call_trace: bool,
+    replay: bool,
+    out: &mut impl Write,
+    progress: &mut Progress,
+) -> Result<(), CliError> {
+    let call_trace = call_trace || replay;
     let (mut reader, file_len) = crate::input::open_input(path)?;
     let meta = reader.metadata().clone();
     // A broken feature area does not hide intact records: they are printed,
@@ -399,7 +412,7 @@ pub fn script(
                 path.display()
             )));
         };
-        section_error = call_trace_lines(&s, &trace, &aux_owner, &truncated, out)?;
+        section_error = call_trace_lines(&s, &trace, &aux_owner, &truncated, replay, out)?;
     }
     ord.finish(out)?;
     out.flush().map_err(CliError::output)?;
