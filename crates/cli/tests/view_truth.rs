@@ -383,3 +383,41 @@ fn replay_layout_matches_uftrace_replay_and_the_default_stays() {
     );
     assert!(!perf.contains(" | "), "{perf}");
 }
+
+/// The Perfetto export of `data` (its bytes).
+fn perfetto_of(dir: &Path, data: &Path) -> Vec<u8> {
+    let out = dir.join(format!(
+        "{}.perfetto-trace",
+        data.file_name().unwrap().to_string_lossy()
+    ));
+    let r = Command::new(PERFAUX)
+        .args(["export", "-F", "perfetto", "-o"])
+        .arg(&out)
+        .arg("-i")
+        .arg(data)
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    std::fs::read(&out).unwrap()
+}
+
+#[test]
+fn a_plain_full_trace_has_no_pause_resume_tracks_in_perfetto() {
+    let dir = tempfile::tempdir().unwrap();
+    let has_pause_track = |bytes: &[u8]| bytes.windows(12).any(|w| w == b"pause/resume");
+    let (plain, _) = common::record(dir.path(), "plain.data", &["--requests", "5"]);
+    let bytes = perfetto_of(dir.path(), &plain);
+    assert!(
+        bytes.windows(13).any(|w| w == b"trace stopped"),
+        "the trace's stops are still said"
+    );
+    assert!(
+        !has_pause_track(&bytes),
+        "a pause/resume track in a trace that never paused"
+    );
+    let (paused, _) = common::record_windows(dir.path(), "paused.data", "5");
+    assert!(
+        has_pause_track(&perfetto_of(dir.path(), &paused)),
+        "the pause/resume track of a paused trace"
+    );
+}
