@@ -152,9 +152,7 @@ impl<'a> WindowLines<'a> {
     /// duration) their block; other events are comments.
     fn next_replay_line(&mut self) -> Option<u64> {
         while let Some(ev) = self.next_event() {
-            let Some(r) = self.replay.as_mut() else {
-                return None;
-            };
+            let r = self.replay.as_mut()?;
             match ev {
                 TraceEvent::Sync { tid, .. } => {
                     r.tid = tid;
@@ -168,9 +166,7 @@ impl<'a> WindowLines<'a> {
                         }) if d == depth => Some(t),
                         _ => None,
                     };
-                    let Some(r) = self.replay.as_mut() else {
-                        return None;
-                    };
+                    let r = self.replay.as_mut()?;
                     match leaf {
                         Some(end) => {
                             self.peeked = None;
@@ -215,9 +211,7 @@ impl<'a> WindowLines<'a> {
                     let Some(head) = self.ct.write_line(&ev, &mut text) else {
                         continue;
                     };
-                    let Some(r) = self.replay.as_ref() else {
-                        return None;
-                    };
+                    let r = self.replay.as_ref()?;
                     let depth = r.open.len() as u32;
                     r.head(&mut self.line, None, depth);
                     self.line.extend_from_slice(b"/* ");
@@ -381,8 +375,7 @@ pub(super) fn call_trace_lines(
         // window's pending one it goes out at once (as the heap would pop
         // it: ties go to the lower window).
         let bound = heap.peek().map(|&Reverse(next)| next);
-        loop {
-            let Some(t) = w.next_line() else { break };
+        while let Some(t) = w.next_line() {
             if bound.is_none_or(|b| (t, i) < b) {
                 out.write_all(w.line()).map_err(CliError::output)?;
             } else {
