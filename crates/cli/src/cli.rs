@@ -136,6 +136,11 @@ pub struct ScriptArgs {
     /// Decode the software trace into a call trace (like perf script --call-trace).
     #[arg(long = "call-trace")]
     pub call_trace: bool,
+    /// The call trace in uftrace replay's layout: entries and returns, each return with its
+    /// duration, indented by depth (`DURATION [TID] | func() {` ... `} /* func */`; a call
+    /// with nothing inside on one line, `func();`). Implies --call-trace.
+    #[arg(long = "replay")]
+    pub replay: bool,
 }
 
 /// A size as perf's -m and --aux-sample take it: a number with an optional

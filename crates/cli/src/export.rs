@@ -59,7 +59,24 @@ pub fn export(args: &ExportArgs) -> Result<PathBuf, CliError> {
     };
     let input = &args.input;
     let w = create(&out)?;
-    let werr = |e: std::io::Error| CliError::file(&out, e);
+    let written = write(args, input, filter, w, &out);
+    // What was written is no export of the recording (a filter that
+    // matched nothing, a damaged input): no file is left to be taken for
+    // one. Only a regular file: `-o /dev/null` stays.
+    if written.is_err() && std::fs::symlink_metadata(&out).is_ok_and(|m| m.is_file()) {
+        let _ = std::fs::remove_file(&out);
+    }
+    written.map(|()| out)
+}
+
+fn write(
+    args: &ExportArgs,
+    input: &Path,
+    filter: Filter,
+    w: std::io::BufWriter<std::fs::File>,
+    out: &Path,
+) -> Result<(), CliError> {
+    let werr = |e: std::io::Error| CliError::file(out, e);
     match args.format {
         Format::Perfetto => {
             let mut p = PerfettoWriter::new(w);
@@ -77,7 +94,7 @@ pub fn export(args: &ExportArgs) -> Result<PathBuf, CliError> {
             p.write(w).map_err(werr)?;
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 fn run(input: &Path, filter: Filter, sink: &mut impl perfaux_view::Sink) -> Result<(), CliError> {

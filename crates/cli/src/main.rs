@@ -25,7 +25,13 @@ fn script(args: &ScriptArgs, verbose: bool) -> Result<(), CliError> {
     let stdout = std::io::stdout().lock();
     let mut out = BufWriter::with_capacity(1 << 16, stdout);
     let mut progress = Progress::new("script", verbose, true);
-    perfaux::script::script(&args.input, args.call_trace, &mut out, &mut progress)
+    perfaux::script::script_with(
+        &args.input,
+        args.call_trace,
+        args.replay,
+        &mut out,
+        &mut progress,
+    )
 }
 
 fn record(args: &RecordArgs, verbose: bool) -> Result<(), CliError> {

@@ -10,7 +10,6 @@ use std::path::Path;
 use perfaux_view::{Filter, Recording, UeventFormat};
 
 use crate::error::CliError;
-use crate::workload::UEVENT_TYPES;
 use perfaux_perfdata::uevent_sample::{UEVENT_EVENT_NAME, uevent_in_raw};
 
 /// Opens `path` and hands `f` the recording, ready for [`perfaux_view::walk`].
@@ -24,6 +23,9 @@ pub fn with_recording<T>(
         return Err(CliError::file(path, e));
     }
     let (trace, probes) = crate::input::trace_and_probes(&reader, path)?;
+    // The uevent types' names are the recording's own (none: the views
+    // show the numbers).
+    let type_names: Vec<(&str, u32)> = probes.uevent_types().map(|(t, n)| (n, t)).collect();
     f(Recording {
         reader,
         probes: &probes,
@@ -31,7 +33,7 @@ pub fn with_recording<T>(
         uevents: UeventFormat {
             event_name: UEVENT_EVENT_NAME,
             decode: uevent_in_raw,
-            type_names: UEVENT_TYPES,
+            type_names: &type_names,
         },
         filter,
     })

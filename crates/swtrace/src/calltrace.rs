@@ -38,18 +38,69 @@ impl Default for CallTraceOptions {
 }
 
 /// Formats events as call-trace lines.
+///
+/// A call's line is written by hand into the caller's buffer
+/// ([`CallTrace::write_line`]): the columns before the time are kept for
+/// the thread, the names looked up once per probe, the numbers written
+/// digit by digit. (Through `format!` a line cost as much as uftrace's
+/// replay of one.)
 #[derive(Clone, Debug)]
 pub struct CallTrace<'t> {
     table: &'t ProbeTable,
     options: CallTraceOptions,
     tid: u32,
     last_time: u64,
+    /// `comm tid [cpu] ` of the current thread.
+    head: Vec<u8>,
+    /// The tid `head` was made for (`None`: not made yet).
+    head_tid: Option<u32>,
+    /// Names of probe ids below [`NAME_CACHE`], looked up on first use.
+    names: Vec<Option<&'t str>>,
 }
 
-fn probe_name(table: &ProbeTable, id: u32) -> String {
-    match table.name(id) {
-        Some(n) => n.to_owned(),
-        None => format!("[unknown probe {id}]"),
+/// Probe ids whose names [`CallTrace`] keeps at hand (larger ids are looked
+/// up in the table each time): the cache stays small whatever a file says.
+const NAME_CACHE: u32 = 1 << 16;
+
+/// The most indentation levels a line shows (4 spaces each).
+const MAX_INDENT: u32 = 1024;
+
+/// `v` in decimal, appended.
+#[inline]
+fn push_u64(out: &mut Vec<u8>, mut v: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+/// `sec.nsec` of a time in ns, nine digits after the point.
+#[inline]
+fn push_time(out: &mut Vec<u8>, time: u64) {
+    push_u64(out, time / 1_000_000_000);
+    let mut ns = time % 1_000_000_000;
+    let mut digits = [b'.', 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    for d in digits[1..].iter_mut().rev() {
+        *d = b'0' + (ns % 10) as u8;
+        ns /= 10;
+    }
+    out.extend_from_slice(&digits);
+}
+
+/// `fmt::Write` into a byte buffer, for the rare lines that `write!` formats.
+struct HeadWriter<'a>(&'a mut Vec<u8>);
+
+impl std::fmt::Write for HeadWriter<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0.extend_from_slice(s.as_bytes());
+        Ok(())
     }
 }
 
@@ -61,35 +112,125 @@ impl<'t> CallTrace<'t> {
             options,
             tid: 0,
             last_time: 0,
+            head: Vec::new(),
+            head_tid: None,
+            names: Vec::new(),
         }
     }
 
-    /// `approx`: the time was interpolated (sparse timing), shown as `~sec.nsec:`.
-    fn prefix(&self, time: u64, approx: bool) -> String {
-        format!(
-            "{:>16} {:>6} [{:03}] {}{}.{:09}: ",
-            self.options.comm,
-            self.tid,
-            self.options.cpu,
-            if approx { "~" } else { "" },
-            time / 1_000_000_000,
-            time % 1_000_000_000
-        )
+    /// The line's columns up to its body, appended: `comm tid [cpu]
+    /// sec.nsec: `, the time as `~sec.nsec` when `approx` (interpolated,
+    /// sparse timing).
+    #[inline]
+    fn push_prefix(&mut self, out: &mut Vec<u8>, time: u64, approx: bool) {
+        if self.head_tid != Some(self.tid) {
+            self.head.clear();
+            let _ = write!(
+                HeadWriter(&mut self.head),
+                "{:>16} {:>6} [{:03}] ",
+                self.options.comm,
+                self.tid,
+                self.options.cpu
+            );
+            self.head_tid = Some(self.tid);
+        }
+        out.extend_from_slice(&self.head);
+        if approx {
+            out.push(b'~');
+        }
+        push_time(out, time);
+        out.extend_from_slice(b": ");
+    }
+
+    /// The name of probe `id`, or `[unknown probe N]`, appended.
+    #[inline]
+    fn push_name(&mut self, out: &mut Vec<u8>, id: u32) {
+        let name = if id < NAME_CACHE {
+            let i = id as usize;
+            if i >= self.names.len() {
+                self.names.resize(i + 1, None);
+            }
+            if self.names[i].is_none() {
+                self.names[i] = self.table.name(id);
+            }
+            self.names[i]
+        } else {
+            self.table.name(id)
+        };
+        match name {
+            Some(n) => out.extend_from_slice(n.as_bytes()),
+            None => {
+                let _ = write!(HeadWriter(out), "[unknown probe {id}]");
+            }
+        }
     }
 
     /// The line for `event`, or `None` when the options leave it out.
     pub fn line(&mut self, event: &Event) -> Option<String> {
-        let indent = |depth: u32| " ".repeat(4 * depth.min(1024) as usize);
-        let approx = matches!(
-            event,
+        let mut out = Vec::new();
+        self.write_line(event, &mut out)?;
+        // Every piece of the line is a `str`'s bytes or ASCII.
+        Some(
+            String::from_utf8(out)
+                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+        )
+    }
+
+    /// Appends the line for `event` (without its newline) to `out` and
+    /// returns the length of its columns before the body (up to the
+    /// time's `: `), or `None` (nothing appended) when the options leave
+    /// it out. The bytes are those of [`CallTrace::line`].
+    #[inline]
+    pub fn write_line(&mut self, event: &Event, out: &mut Vec<u8>) -> Option<usize> {
+        let start = out.len();
+        match *event {
             Event::Enter {
-                interpolated: true,
+                id,
+                depth,
+                time,
+                interpolated,
                 ..
-            } | Event::Exit {
-                interpolated: true,
-                ..
+            } => {
+                self.last_time = time;
+                self.push_prefix(out, time, interpolated);
+                let head = out.len() - start;
+                out.resize(out.len() + 4 * depth.min(MAX_INDENT) as usize, b' ');
+                self.push_name(out, id);
+                Some(head)
             }
-        );
+            Event::Exit {
+                id,
+                depth,
+                time,
+                interpolated,
+                ..
+            } => {
+                self.last_time = time;
+                if !self.options.returns {
+                    return None;
+                }
+                self.push_prefix(out, time, interpolated);
+                let head = out.len() - start;
+                out.resize(out.len() + 4 * depth.min(MAX_INDENT) as usize, b' ');
+                out.extend_from_slice(b"return ");
+                match id {
+                    Some(id) => self.push_name(out, id),
+                    None => out.extend_from_slice(b"[unknown]"),
+                }
+                Some(head)
+            }
+            _ => {
+                let (time, body) = self.other_line(event)?;
+                self.push_prefix(out, time, false);
+                let head = out.len() - start;
+                out.extend_from_slice(body.as_bytes());
+                Some(head)
+            }
+        }
+    }
+
+    /// The time and body of a line that is no call's enter or return.
+    fn other_line(&mut self, event: &Event) -> Option<(u64, String)> {
         let (time, body) = match event {
             Event::Sync {
                 offset, tid, time, ..
@@ -106,25 +247,7 @@ impl<'t> CallTrace<'t> {
                 };
                 (*time, format!("psb offs: {offs}"))
             }
-            Event::Enter {
-                id, depth, time, ..
-            } => (
-                *time,
-                format!("{}{}", indent(*depth), probe_name(self.table, *id)),
-            ),
-            Event::Exit {
-                id, depth, time, ..
-            } => {
-                if !self.options.returns {
-                    self.last_time = *time;
-                    return None;
-                }
-                let name = id.map_or_else(
-                    || String::from("[unknown]"),
-                    |id| probe_name(self.table, id),
-                );
-                (*time, format!("{}return {name}", indent(*depth)))
-            }
+            Event::Enter { .. } | Event::Exit { .. } => return None,
             Event::Paused { time, .. } => (*time, String::from("tr end   (paused)")),
             Event::Resumed { time, .. } => (*time, String::from("tr strt  (resumed)")),
             Event::Stopped { time, .. } => (*time, String::from("tr end   (stopped)")),
@@ -170,7 +293,7 @@ impl<'t> CallTrace<'t> {
             }
         };
         self.last_time = time;
-        Some(format!("{}{}", self.prefix(time, approx), body))
+        Some((time, body))
     }
 
     /// All lines for `events`, each ending in a newline.

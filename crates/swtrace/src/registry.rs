@@ -337,13 +337,34 @@ mod by_id {
 /// decoder's user can name ids.
 pub fn probe_table() -> ProbeTable {
     let reg = lock();
-    ProbeTable::from_entries(reg.probes.iter().map(|p| ProbeInfo {
+    let mut table = ProbeTable::from_entries(reg.probes.iter().map(|p| ProbeInfo {
         id: p.current_id(),
         name: p.name().to_owned(),
         addr: p.addr() as u64,
         file: p.file().to_owned(),
         line: p.line(),
-    }))
+    }));
+    drop(reg);
+    for (ty, name) in UEVENT_TYPES
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+    {
+        table.name_uevent_type(*ty, name);
+    }
+    table
+}
+
+/// The process's uevent type names ([`name_uevent_type`]).
+static UEVENT_TYPES: Mutex<BTreeMap<u32, String>> = Mutex::new(BTreeMap::new());
+
+/// Names uevent type `ty` of this process: [`probe_table`] carries the name into the
+/// recording, where the views read it (a recording without it shows the type's number).
+pub fn name_uevent_type(ty: u32, name: &str) {
+    UEVENT_TYPES
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(ty, name.to_owned());
 }
 
 #[cfg(test)]

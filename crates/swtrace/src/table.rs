@@ -7,6 +7,11 @@
 //! Little-endian: magic `"SWTPROBE"` (8 bytes), `u32 version` (1), `u32 count`, then `count`
 //! entries: `u32 id`, `u32 line`, `u64 addr`, `u16 name_len`, `u16 file_len`, the name's UTF-8
 //! bytes, the file's UTF-8 bytes. Ids are unique and non-zero.
+//!
+//! The names of the recording's uevent types may follow (a program that names its uevents;
+//! a table without them ends after the entries, and readers of the entries alone stop
+//! there): magic `"SWTUEVTY"`, `u32 count`, then `count` entries: `u32 type`, `u16 name_len`,
+//! the name's UTF-8 bytes. Types are unique. Any other bytes after the entries are an error.
 
 use std::collections::BTreeMap;
 
@@ -31,6 +36,8 @@ pub struct ProbeInfo {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ProbeTable {
     by_id: BTreeMap<u32, ProbeInfo>,
+    /// The recording's uevent type names, by type.
+    uevent_types: BTreeMap<u32, String>,
 }
 
 /// Why a probe table's bytes did not parse.
@@ -48,6 +55,17 @@ pub enum TableError {
     /// A name or file is not UTF-8.
     #[error("probe table entry at byte {0}: name or file is not UTF-8")]
     BadUtf8(usize),
+    /// Bytes after the entries that are no uevent type names.
+    #[error("probe table: bytes at {0} after the entries are not uevent type names (\"SWTUEVTY\")")]
+    Trailing(usize),
+    /// A uevent type's name repeats its type.
+    #[error("probe table: uevent type {ty} at byte {at} is named twice")]
+    RepeatedType {
+        /// Offset of the entry.
+        at: usize,
+        /// The type.
+        ty: u32,
+    },
     /// An id is 0 or repeats.
     #[error("probe table entry at byte {at}: id {id} is 0 or repeated")]
     BadId {
@@ -59,13 +77,30 @@ pub enum TableError {
 }
 
 const MAGIC: &[u8; 8] = b"SWTPROBE";
+const UEVENT_MAGIC: &[u8; 8] = b"SWTUEVTY";
 
 impl ProbeTable {
     /// A table of `entries` (a later entry with the same id replaces an earlier one).
     pub fn from_entries(entries: impl IntoIterator<Item = ProbeInfo>) -> ProbeTable {
         ProbeTable {
             by_id: entries.into_iter().map(|e| (e.id, e)).collect(),
+            uevent_types: BTreeMap::new(),
         }
+    }
+
+    /// Names uevent type `ty` (a later name replaces an earlier one).
+    pub fn name_uevent_type(&mut self, ty: u32, name: &str) {
+        self.uevent_types.insert(ty, name.to_owned());
+    }
+
+    /// The uevent types the recording names, by type.
+    pub fn uevent_types(&self) -> impl Iterator<Item = (u32, &str)> {
+        self.uevent_types.iter().map(|(t, n)| (*t, n.as_str()))
+    }
+
+    /// The name of uevent type `ty`, if the recording gives one.
+    pub fn uevent_type(&self, ty: u32) -> Option<&str> {
+        self.uevent_types.get(&ty).map(String::as_str)
     }
 
     /// Adds or replaces an entry.
@@ -122,6 +157,16 @@ impl ProbeTable {
             out.extend_from_slice(name.as_bytes());
             out.extend_from_slice(file.as_bytes());
         }
+        if !self.uevent_types.is_empty() {
+            out.extend_from_slice(UEVENT_MAGIC);
+            out.extend_from_slice(&(self.uevent_types.len() as u32).to_le_bytes());
+            for (ty, name) in &self.uevent_types {
+                let name = cut(name);
+                out.extend_from_slice(&ty.to_le_bytes());
+                out.extend_from_slice(&(name.len() as u16).to_le_bytes());
+                out.extend_from_slice(name.as_bytes());
+            }
+        }
         out
     }
 
@@ -173,6 +218,30 @@ impl ProbeTable {
                 line,
             });
         }
+        if at == bytes.len() {
+            return Ok(table);
+        }
+        if take(at, 8).ok() != Some(UEVENT_MAGIC) {
+            return Err(TableError::Trailing(at));
+        }
+        let count = u32_at(at + 8)?;
+        at += 12;
+        for _ in 0..count {
+            let start = at;
+            let ty = u32_at(at)?;
+            let l = take(at + 4, 2)?;
+            let len = usize::from(u16::from_le_bytes([l[0], l[1]]));
+            at += 6;
+            let name =
+                std::str::from_utf8(take(at, len)?).map_err(|_| TableError::BadUtf8(start))?;
+            at += len;
+            if table.uevent_types.insert(ty, name.to_owned()).is_some() {
+                return Err(TableError::RepeatedType { at: start, ty });
+            }
+        }
+        if at != bytes.len() {
+            return Err(TableError::Trailing(at));
+        }
         Ok(table)
     }
 }
@@ -180,6 +249,43 @@ impl ProbeTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn uevent_type_names_round_trip_and_bad_ones_are_errors() {
+        let mut t = sample();
+        let plain = t.to_bytes();
+        assert_eq!(
+            ProbeTable::from_bytes(&plain)
+                .unwrap()
+                .uevent_types()
+                .count(),
+            0
+        );
+        t.name_uevent_type(3, "slow_path");
+        t.name_uevent_type(1, "request_start");
+        let bytes = t.to_bytes();
+        let back = ProbeTable::from_bytes(&bytes).unwrap();
+        assert_eq!(back, t);
+        assert_eq!(back.uevent_type(3), Some("slow_path"));
+        assert_eq!(back.uevent_type(2), None);
+        // The entries are read as before: the names follow them.
+        assert_eq!(&bytes[..plain.len()], &plain[..]);
+        let mut junk = plain.clone();
+        junk.extend_from_slice(b"12345678");
+        assert_eq!(
+            ProbeTable::from_bytes(&junk),
+            Err(TableError::Trailing(plain.len()))
+        );
+        assert!(matches!(
+            ProbeTable::from_bytes(&bytes[..bytes.len() - 1]),
+            Err(TableError::Truncated(_))
+        ));
+        let mut twice = bytes.clone();
+        let at = plain.len() + 8;
+        twice[at..at + 4].copy_from_slice(&3u32.to_le_bytes());
+        // The count says 3 now: the entries after the two are missing.
+        assert!(ProbeTable::from_bytes(&twice).is_err());
+    }
 
     fn sample() -> ProbeTable {
         ProbeTable::from_entries([

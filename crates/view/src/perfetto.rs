@@ -454,8 +454,11 @@ impl<W: Write> Sink for PerfettoWriter<W> {
                 }
             }
             ViewEvent::Stopped { tid, time } => {
+                // On the thread's own track: every trace ends with a stop,
+                // and a pause/resume track for it alone was an empty track
+                // per thread of a plain full trace.
                 let pid = self.pid(tid);
-                let key = (Track::PauseResume, pid, tid);
+                let key = (Track::Thread, pid, tid);
                 self.emit(key, time, INSTANT, Some("trace stopped".into()), Vec::new())
             }
             ViewEvent::Snapshot {

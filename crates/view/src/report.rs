@@ -40,6 +40,39 @@ impl ReportOptions {
         Ok(())
     }
 
+    /// Checks that each sort key sorts a table the report has: a key of
+    /// perf's sample histogram means nothing to a recording without
+    /// samples (and a trace key nothing without traced calls), and is an
+    /// error rather than ignored.
+    pub fn check_tables(&self, c: &Collector) -> Result<(), ViewError> {
+        let trace = !c.funcs.is_empty();
+        let samples = !c.samples.is_empty();
+        let mut known: Vec<&str> = Vec::new();
+        if trace {
+            known.extend(TRACE_KEYS);
+        }
+        if samples {
+            known.extend(SAMPLE_KEYS);
+        }
+        for k in &self.sort {
+            if known.contains(&k.as_str()) {
+                continue;
+            }
+            let what = if TRACE_KEYS.contains(&k.as_str()) {
+                "the traced calls' table, and the recording has no traced calls"
+            } else {
+                "perf's sample histogram, and the recording has no samples"
+            };
+            let here = if known.is_empty() {
+                String::from("this report has no table to sort")
+            } else {
+                format!("the keys of this report: {}", known.join(","))
+            };
+            return Err(ViewError(format!("--sort: key '{k}' sorts {what}; {here}")));
+        }
+        Ok(())
+    }
+
     fn keys(&self, of: &[&str], default: &[&str]) -> Vec<String> {
         let k: Vec<String> = self
             .sort
@@ -84,6 +117,7 @@ pub fn write_report(
     out: &mut impl Write,
 ) -> Result<(), ViewError> {
     opts.check()?;
+    opts.check_tables(c)?;
     if let Some(cmd) = &sum.cmdline {
         w(out, format_args!("# cmdline : {cmd}\n"))?;
     }
@@ -182,23 +216,53 @@ fn functions(
              ==========  ==========  ==========  ==========  ==========  ==========  ====================\n"
         ),
     )?;
-    for (f, s) in rows {
+    for (f, s) in &rows {
+        // A function none of whose calls returned in the trace has no
+        // known time: said so, not shown as a zero.
+        let time = |ns: u64| {
+            if s.timed == 0 {
+                format!("{NO_RETURN:>10}")
+            } else {
+                fmt_time(ns)
+            }
+        };
         w(
             out,
             format_args!(
                 "  {}  {}  {:>10}  {}  {}  {}  {}\n",
-                fmt_time(s.total),
-                fmt_time(s.self_time),
+                time(s.total),
+                time(s.self_time),
                 s.calls,
-                fmt_time(avg(&s)),
-                fmt_time(s.min),
-                fmt_time(s.max),
-                names.name(f)
+                time(avg(s)),
+                time(s.min),
+                time(s.max),
+                names.name(*f)
             ),
         )?;
     }
+    let unfinished: Vec<_> = rows.iter().filter(|(_, s)| s.calls > s.timed).collect();
+    if !unfinished.is_empty() {
+        w(
+            out,
+            format_args!(
+                "\n# unfinished calls: entered, with no return in the trace (a pause, a \
+                 snapshot's or the recording's end, a crash); not in the times above\n#\n\
+                 #      Calls  Function\n"
+            ),
+        )?;
+        for (f, s) in unfinished {
+            w(
+                out,
+                format_args!("  {:>10}  {}\n", s.calls - s.timed, names.name(*f)),
+            )?;
+        }
+    }
     Ok(())
 }
+
+/// What a time cell of a function with no finished call says (two words,
+/// as a time's number and unit are, for whoever splits the rows).
+pub const NO_RETURN: &str = "no return";
 
 /// uftrace graph: the call tree with calls and total time per path.
 fn call_graph(tree: &CallTree, names: &Names, out: &mut impl Write) -> Result<(), ViewError> {
@@ -345,4 +409,74 @@ fn columns(
         w(out, format_args!("  {:<wd$}", cell.as_ref()))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{Call, Sink};
+
+    fn call(time: u64, func: u32) -> Call {
+        Call {
+            pid: 1,
+            tid: 1,
+            time,
+            func: FuncId(func),
+            depth: 0,
+        }
+    }
+
+    #[test]
+    fn calls_with_no_return_show_as_unfinished_never_as_zero() {
+        let mut names = Names::default();
+        let (f0, f1) = (
+            names.intern("handle_request", "x"),
+            names.intern("work", "x"),
+        );
+        let mut c = Collector::default();
+        // handle_request [0, 50) closed by the view (its return not in the
+        // trace) three times; work [10, 20] returns inside each.
+        for k in 0..3u64 {
+            let t = 100 * k;
+            c.enter(&names, call(t, f0.0)).unwrap();
+            c.enter(&names, call(t + 10, f1.0)).unwrap();
+            c.exit(&names, call(t + 20, f1.0), false).unwrap();
+            c.exit(&names, call(t + 50, f0.0), true).unwrap();
+        }
+        // One more work call still open at the end.
+        c.enter(&names, call(400, f1.0)).unwrap();
+        c.finish();
+        let mut out = Vec::new();
+        write_report(
+            &c,
+            &names,
+            &Summary::default(),
+            &ReportOptions::default(),
+            &mut out,
+        )
+        .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let row = |name: &str| {
+            text.lines()
+                .find(|l| l.split_whitespace().count() == 12 && l.ends_with(&format!("  {name}")))
+                .unwrap_or_else(|| panic!("no row of {name}:\n{text}"))
+                .to_owned()
+        };
+        let h = row("handle_request");
+        assert!(!h.contains(" 0 ns"), "a zero time: {h}");
+        assert_eq!(h.matches(NO_RETURN).count(), 5, "{h}");
+        assert_eq!(h.split_whitespace().count(), 12, "{h}");
+        // work's times are its finished calls'.
+        assert!(row("work").starts_with("       30 ns"), "{text}");
+        let section: Vec<&str> = text
+            .lines()
+            .skip_while(|l| !l.starts_with("# unfinished calls"))
+            .skip(3)
+            .collect();
+        assert_eq!(
+            section,
+            ["           1  work", "           3  handle_request"],
+            "{text}"
+        );
+    }
 }

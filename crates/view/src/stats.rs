@@ -63,6 +63,12 @@ struct NodeTimes {
     closed: u64,
     closed_total: u64,
     closed_self: u64,
+    /// Time of the returned calls made inside another call of the same
+    /// function on their thread (recursion): in the path's total, not in
+    /// the function's, which counts the outermost frames only (uftrace's
+    /// report does the same; summing the nested frames counts the same
+    /// time once per level).
+    nested_total: u64,
 }
 
 impl NodeTimes {
@@ -73,6 +79,7 @@ impl NodeTimes {
         closed: 0,
         closed_total: 0,
         closed_self: 0,
+        nested_total: 0,
     };
 }
 
@@ -207,6 +214,8 @@ struct Frame {
     node: u32,
     start: u64,
     child: u64,
+    /// Another call of the same function is open below it.
+    nested: bool,
 }
 
 /// Per-function statistics, indexed by [`FuncId`] (ids are dense: one per
@@ -260,6 +269,29 @@ impl FuncStats {
 struct ThreadState {
     stack: Vec<Frame>,
     last_time: Option<u64>,
+    /// Open calls per function (indexed by [`FuncId`]), to tell a
+    /// recursive call from an outermost one.
+    open: Vec<u32>,
+}
+
+impl ThreadState {
+    /// Counts a call of `func` opening; true when one was open already.
+    #[inline(always)]
+    fn open_call(&mut self, func: FuncId) -> bool {
+        let i = func.0 as usize;
+        if i >= self.open.len() {
+            self.open.resize(i + 1, 0);
+        }
+        self.open[i] += 1;
+        self.open[i] > 1
+    }
+
+    #[inline(always)]
+    fn close_call(&mut self, func: FuncId) {
+        if let Some(n) = self.open.get_mut(func.0 as usize) {
+            *n = n.saturating_sub(1);
+        }
+    }
 }
 
 /// Everything `perfaux report` prints, gathered in one pass.
@@ -326,7 +358,10 @@ impl Collector {
                 s.timed += timed;
                 // The sums wrap as the node's totals do: the difference is
                 // the known times' sum either way.
-                s.total += n.total.wrapping_sub(t.closed_total);
+                s.total += n
+                    .total
+                    .wrapping_sub(t.closed_total)
+                    .wrapping_sub(t.nested_total);
                 s.self_time += n.self_time.wrapping_sub(t.closed_self);
             }
         }
@@ -385,25 +420,28 @@ impl Collector {
         self.thread(tid);
         let parent = self.cur.stack.last().map_or(0, |f| f.node);
         let node = self.tree.child(parent, func);
+        let nested = self.cur.open_call(func);
         self.cur.stack.push(Frame {
             node,
             start: time,
             child: 0,
+            nested,
         });
     }
 
     #[inline(always)]
     fn exit_call(&mut self, tid: u32, time: u64, closed: bool) {
-        let th = self.thread(tid);
+        self.thread(tid);
+        let th = &mut self.cur;
         th.last_time = Some(time);
-        let st = &mut th.stack;
-        if let Some(f) = st.pop() {
+        if let Some(f) = th.stack.pop() {
             let dur = time.saturating_sub(f.start);
             let self_t = dur.saturating_sub(f.child);
-            if let Some(p) = st.last_mut() {
+            if let Some(p) = th.stack.last_mut() {
                 p.child += dur;
             }
             let n = &mut self.tree.nodes[f.node as usize];
+            th.close_call(n.func);
             n.times.returns += 1;
             n.total += dur;
             n.self_time += self_t;
@@ -417,6 +455,9 @@ impl Collector {
             } else {
                 n.times.min = n.times.min.min(dur);
                 n.times.max = n.times.max.max(dur);
+                if f.nested {
+                    n.times.nested_total += dur;
+                }
             }
         }
     }
@@ -632,6 +673,36 @@ mod tests {
         for (x, y) in a.tree.nodes.iter().zip(&b.tree.nodes) {
             assert_eq!((x.func, x.calls, x.total), (y.func, y.calls, y.total));
         }
+    }
+
+    #[test]
+    fn a_recursive_functions_total_counts_its_outermost_calls_only() {
+        let names = Names::default();
+        let mut c = Collector::default();
+        // f0 [0, 100] calling f1 [10, 90] calling f1 [20, 80] calling
+        // f1 [30, 70]; then f1 [95, 99] on its own.
+        c.enter(&names, call(1, 0, 0)).unwrap();
+        for (t, _) in [(10, 0), (20, 1), (30, 2)] {
+            c.enter(&names, call(1, t, 1)).unwrap();
+        }
+        for t in [70, 80, 90] {
+            c.exit(&names, call(1, t, 1), false).unwrap();
+        }
+        c.enter(&names, call(1, 95, 1)).unwrap();
+        c.exit(&names, call(1, 99, 1), false).unwrap();
+        c.exit(&names, call(1, 100, 0), false).unwrap();
+        c.finish();
+        let f0 = *c.funcs.get(FuncId(0)).unwrap();
+        let f1 = *c.funcs.get(FuncId(1)).unwrap();
+        assert_eq!((f1.calls, f1.timed), (4, 4));
+        assert_eq!(f1.total, 80 + 4, "the outermost frames' time");
+        assert!(f1.total <= f0.total, "{f1:?} above its caller {f0:?}");
+        // Self time is each frame's own, summed: the time inside f1 less f0's.
+        assert_eq!(f1.self_time, 84);
+        assert_eq!((f1.min, f1.max), (4, 80));
+        // The call graph's paths keep each level's time.
+        let totals: Vec<u64> = (2..5).map(|n| c.tree.nodes[n].total).collect();
+        assert_eq!(totals, [84, 60, 40]);
     }
 
     #[test]

@@ -89,24 +89,86 @@ impl Summary {
     }
 }
 
+impl Filter {
+    /// True when every thread is kept.
+    pub fn is_empty(&self) -> bool {
+        self.tids.is_empty() && self.comms.is_empty()
+    }
+
+    /// The filter as the command line gives it (`--tid 1,2 --comm x`).
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.tids.is_empty() {
+            let t: Vec<String> = self.tids.iter().map(u32::to_string).collect();
+            parts.push(format!("--tid {}", t.join(",")));
+        }
+        if !self.comms.is_empty() {
+            parts.push(format!("--comm {}", self.comms.join(",")));
+        }
+        parts.join(" ")
+    }
+}
+
 struct Threads {
     /// tid -> (pid, comm).
     info: HashMap<u32, (u32, String)>,
     filter: Filter,
+    /// Every thread the recording shows (records, samples, trace windows),
+    /// for the error of a filter that keeps none: grows with threads only.
+    seen: std::collections::BTreeSet<u32>,
+    /// The filter kept some thread.
+    matched: bool,
 }
+
+/// Threads a filter's error lists before it says how many more there are.
+const LISTED_THREADS: usize = 32;
 
 impl Threads {
     fn pid(&self, tid: u32) -> u32 {
         self.info.get(&tid).map_or(tid, |i| i.0)
     }
 
-    fn keep(&self, tid: u32) -> bool {
-        (self.filter.tids.is_empty() || self.filter.tids.contains(&tid))
+    fn keep(&mut self, tid: u32) -> bool {
+        if self.filter.is_empty() {
+            return true;
+        }
+        if tid != 0 {
+            self.seen.insert(tid);
+        }
+        let keep = (self.filter.tids.is_empty() || self.filter.tids.contains(&tid))
             && (self.filter.comms.is_empty()
                 || self
                     .info
                     .get(&tid)
-                    .is_some_and(|i| self.filter.comms.contains(&i.1)))
+                    .is_some_and(|i| self.filter.comms.contains(&i.1)));
+        self.matched |= keep;
+        keep
+    }
+
+    /// The error of a filter that kept no thread: what it was and which
+    /// threads there are.
+    fn nothing_matched(&self) -> ViewError {
+        let listed: Vec<String> = self
+            .seen
+            .iter()
+            .take(LISTED_THREADS)
+            .map(|tid| match self.info.get(tid) {
+                Some((_, comm)) => format!("{tid} ({comm})"),
+                None => tid.to_string(),
+            })
+            .collect();
+        let more = self.seen.len().saturating_sub(LISTED_THREADS);
+        let threads = if listed.is_empty() {
+            String::from("it has none")
+        } else if more > 0 {
+            format!("its threads: {}, and {more} more", listed.join(", "))
+        } else {
+            format!("its threads: {}", listed.join(", "))
+        };
+        ViewError(format!(
+            "{} matches no thread of the recording; {threads}",
+            self.filter.describe()
+        ))
     }
 }
 
@@ -138,6 +200,8 @@ pub fn walk<R: BufRead + std::io::Seek>(
     let mut threads = Threads {
         info: HashMap::new(),
         filter: rec.filter.clone(),
+        seen: Default::default(),
+        matched: false,
     };
     let mut sym = Symbolizer::new(rec.probes);
     let mut stack: Vec<FuncId> = Vec::new();
@@ -300,7 +364,10 @@ pub fn walk<R: BufRead + std::io::Seek>(
         }
     }
     sum.events = ev_names;
-    trace_windows(&rec, &aux_owner, &threads, &mut names, &mut sum, sink)?;
+    trace_windows(&rec, &aux_owner, &mut threads, &mut names, &mut sum, sink)?;
+    if !threads.filter.is_empty() && !threads.matched {
+        return Err(threads.nothing_matched());
+    }
     Ok((sum, names))
 }
 
@@ -320,7 +387,7 @@ const PERF_CONTEXT_MAX_MARKER: u64 = (-4095i64) as u64;
 fn trace_windows(
     rec: &Recording<'_, impl BufRead>,
     owner: &HashMap<u64, u32>,
-    threads: &Threads,
+    threads: &mut Threads,
     names: &mut Names,
     sum: &mut Summary,
     sink: &mut impl Sink,

@@ -16,7 +16,7 @@ use std::io::Write;
 use perfaux_perfdata::trace_reader::{SectionSource, TraceSection};
 use perfaux_perfdata::trace_section::ChunkKind;
 use perfaux_swtrace::decode::{Decoder, Event as TraceEvent, MIN_FRAMES, MIN_PIECE};
-use perfaux_swtrace::{CallTrace, CallTraceOptions};
+use perfaux_swtrace::{CallTrace, CallTraceOptions, ProbeTable};
 
 use super::Script;
 use crate::error::CliError;
@@ -47,12 +47,79 @@ pub(super) struct WindowLines<'a> {
     /// What the window's final pause or stop says instead of
     /// `(paused)`/`(stopped)`, when the window ends otherwise.
     end_label: Option<&'static str>,
+    /// The window's pending line, with its newline: one buffer, reused.
+    line: Vec<u8>,
     /// Time and leading columns (up to the time's colon) of the last line,
     /// for a `tr end` of a window that ends with no stop packet.
-    last: Option<(u64, String)>,
+    last: Option<u64>,
+    last_head: Vec<u8>,
     /// The window's end has been printed.
     ended: bool,
+    /// uftrace replay's layout instead of perf's (`script --call-trace --replay`).
+    replay: Option<Replay<'a>>,
 }
+
+/// What uftrace replay's layout needs of a window: its thread, the probe
+/// names, and the enter times of its open calls for their returns'
+/// durations.
+pub(super) struct Replay<'a> {
+    probes: &'a ProbeTable,
+    tid: u32,
+    /// (decoder depth, enter time) of the open calls, at most `MAX_FRAMES`
+    /// (the outermost forgotten past it: their returns show no duration).
+    open: Vec<(u32, u64)>,
+}
+
+impl<'a> Replay<'a> {
+    pub(super) fn new(probes: &'a ProbeTable) -> Self {
+        Replay {
+            probes,
+            tid: 0,
+            open: Vec::new(),
+        }
+    }
+
+    /// `DURATION [  TID] | ` then two spaces per level: uftrace replay's columns.
+    fn head(&self, line: &mut Vec<u8>, duration: Option<u64>, depth: u32) {
+        match duration {
+            Some(ns) => push_duration(line, ns),
+            None => line.extend_from_slice(b"           "),
+        }
+        let _ = write!(line, " [{:>6}] | ", self.tid);
+        line.resize(line.len() + 2 * depth.min(1024) as usize, b' ');
+    }
+
+    fn name(&self, line: &mut Vec<u8>, id: Option<u32>) {
+        match id.and_then(|id| self.probes.name(id).map(|n| (id, n))) {
+            Some((_, n)) => line.extend_from_slice(n.as_bytes()),
+            None => match id {
+                Some(id) => {
+                    let _ = write!(line, "[unknown probe {id}]");
+                }
+                None => line.extend_from_slice(b"[unknown]"),
+            },
+        }
+    }
+}
+
+/// A duration as uftrace replay prints it: ` %3d.%03d unit` (11 bytes for
+/// anything under 1000 s).
+fn push_duration(line: &mut Vec<u8>, ns: u64) {
+    let (div, unit) = match ns {
+        0..1_000_000 => (1_000, "us"),
+        1_000_000..1_000_000_000 => (1_000_000, "ms"),
+        _ => (1_000_000_000, " s"),
+    };
+    let _ = write!(
+        line,
+        " {:>3}.{:03} {unit}",
+        ns / div,
+        (ns % div) * 1000 / div
+    );
+}
+
+/// The header uftrace replay prints before its lines.
+pub(super) const REPLAY_HEADER: &str = "# DURATION     TID     FUNCTION\n";
 
 impl<'a> WindowLines<'a> {
     pub(super) fn new(
@@ -65,11 +132,99 @@ impl<'a> WindowLines<'a> {
             peeked: None,
             ct,
             end_label,
+            line: Vec::new(),
             last: None,
+            last_head: Vec::new(),
             ended: false,
+            replay: None,
         }
     }
 
+    /// Lines in uftrace replay's layout.
+    pub(super) fn replay(mut self, probes: &'a ProbeTable) -> Self {
+        self.replay = Some(Replay::new(probes));
+        self
+    }
+
+    /// The window's next line in uftrace replay's layout: a call that
+    /// returns before any other event is one line (`name();` with its
+    /// duration), others open (`name() {`) and close (`} /* name */`, the
+    /// duration) their block; other events are comments.
+    fn next_replay_line(&mut self) -> Option<u64> {
+        while let Some(ev) = self.next_event() {
+            let r = self.replay.as_mut()?;
+            match ev {
+                TraceEvent::Sync { tid, .. } => {
+                    r.tid = tid;
+                }
+                TraceEvent::Enter {
+                    id, depth, time, ..
+                } => {
+                    let leaf = match self.peek() {
+                        Some(&TraceEvent::Exit {
+                            depth: d, time: t, ..
+                        }) if d == depth => Some(t),
+                        _ => None,
+                    };
+                    let r = self.replay.as_mut()?;
+                    match leaf {
+                        Some(end) => {
+                            self.peeked = None;
+                            r.head(&mut self.line, Some(end.saturating_sub(time)), depth);
+                            r.name(&mut self.line, Some(id));
+                            self.line.extend_from_slice(b"();\n");
+                        }
+                        None => {
+                            if r.open.len() >= perfaux_swtrace::decode::MAX_FRAMES {
+                                r.open.remove(0);
+                            }
+                            r.open.push((depth, time));
+                            r.head(&mut self.line, None, depth);
+                            r.name(&mut self.line, Some(id));
+                            self.line.extend_from_slice(b"() {\n");
+                        }
+                    }
+                    return Some(time);
+                }
+                TraceEvent::Exit {
+                    id, depth, time, ..
+                } => {
+                    while r.open.last().is_some_and(|&(d, _)| d > depth) {
+                        r.open.pop();
+                    }
+                    let start = match r.open.last() {
+                        Some(&(d, t)) if d == depth => {
+                            r.open.pop();
+                            Some(t)
+                        }
+                        _ => None,
+                    };
+                    r.head(&mut self.line, start.map(|t| time.saturating_sub(t)), depth);
+                    self.line.extend_from_slice(b"} /* ");
+                    r.name(&mut self.line, id);
+                    self.line.extend_from_slice(b" */\n");
+                    return Some(time);
+                }
+                ev => {
+                    let Some(time) = ev.time() else { continue };
+                    let mut text = Vec::new();
+                    let Some(head) = self.ct.write_line(&ev, &mut text) else {
+                        continue;
+                    };
+                    let r = self.replay.as_ref()?;
+                    let depth = r.open.len() as u32;
+                    r.head(&mut self.line, None, depth);
+                    self.line.extend_from_slice(b"/* ");
+                    self.line.extend_from_slice(&text[head..]);
+                    self.line.extend_from_slice(b" */\n");
+                    return Some(time);
+                }
+            }
+        }
+        None
+    }
+
+    #[inline]
     fn next_event(&mut self) -> Option<TraceEvent> {
         self.peeked.take().or_else(|| self.dec.next())
     }
@@ -81,40 +236,54 @@ impl<'a> WindowLines<'a> {
         self.peeked.as_ref()
     }
 
-    /// The window's next line and its time.
-    pub(super) fn next_line(&mut self) -> Option<(u64, String)> {
+    /// The pending line ([`WindowLines::next_line`]'s), with its newline.
+    pub(super) fn line(&self) -> &[u8] {
+        &self.line
+    }
+
+    /// Makes the window's next line (in [`WindowLines::line`]) and returns
+    /// its time.
+    pub(super) fn next_line(&mut self) -> Option<u64> {
+        self.line.clear();
+        if self.replay.is_some() {
+            return self.next_replay_line();
+        }
         while let Some(ev) = self.next_event() {
             let Some(time) = ev.time() else {
                 continue;
             };
-            if let Some(mut line) = self.ct.line(&ev) {
-                let last = self
+            let Some(head) = self.ct.write_line(&ev, &mut self.line) else {
+                continue;
+            };
+            if matches!(ev, TraceEvent::Paused { .. } | TraceEvent::Stopped { .. })
+                && let Some(label) = self.end_label
+                && self
                     .peek()
-                    .is_none_or(|e| matches!(e, TraceEvent::Skipped { .. }));
-                if let Some(label) = self.end_label
-                    && last
-                    && matches!(ev, TraceEvent::Paused { .. } | TraceEvent::Stopped { .. })
-                    && let Some(at) = line.rfind(" (")
-                {
-                    line.truncate(at + 1);
-                    line.push_str(label);
-                    self.ended = true;
-                }
-                if let Some(colon) = line.find(": ") {
-                    self.last = Some((time, line[..colon + 2].to_string()));
-                }
-                line.push('\n');
-                return Some((time, line));
+                    .is_none_or(|e| matches!(e, TraceEvent::Skipped { .. }))
+                && let Some(at) = self.line.windows(2).rposition(|w| w == b" (")
+            {
+                self.line.truncate(at + 1);
+                self.line.extend_from_slice(label.as_bytes());
+                self.ended = true;
             }
+            if self.end_label == Some("(truncated)") {
+                self.last_head.clear();
+                self.last_head.extend_from_slice(&self.line[..head]);
+                self.last = Some(time);
+            }
+            self.line.push(b'\n');
+            return Some(time);
         }
         // A window cut by a full area (TRUNCATED) ends with no stop packet:
         // its end is said all the same, at the last event's time.
         if self.end_label == Some("(truncated)")
             && !self.ended
-            && let Some((time, head)) = self.last.take()
+            && let Some(time) = self.last.take()
         {
             self.ended = true;
-            return Some((time, format!("{head}tr end   (truncated)\n")));
+            self.line.extend_from_slice(&self.last_head);
+            self.line.extend_from_slice(b"tr end   (truncated)\n");
+            return Some(time);
         }
         None
     }
@@ -131,6 +300,7 @@ pub(super) fn call_trace_lines(
     trace: &TraceSection<SectionSource>,
     owner: &HashMap<u64, (u32, Option<u32>)>,
     truncated: &HashSet<(u64, u64)>,
+    replay: bool,
     out: &mut impl Write,
 ) -> Result<Option<String>, CliError> {
     let mut windows = Vec::new();
@@ -180,21 +350,38 @@ pub(super) fn call_trace_lines(
             let piece = piece.min(usize::try_from(w.len).unwrap_or(usize::MAX));
             let mut dec = Decoder::from_reader(trace.window_bytes(w), w.start(), piece);
             dec.limit(frames, held);
-            WindowLines::new(dec, CallTrace::new(&s.probes, opts), end_label)
+            let w = WindowLines::new(dec, CallTrace::new(&s.probes, opts), end_label);
+            if replay { w.replay(&s.probes) } else { w }
         })
         .collect();
+    if replay {
+        out.write_all(REPLAY_HEADER.as_bytes())
+            .map_err(CliError::output)?;
+    }
     // A k-way merge by (time, window): the order a sort of every line by
     // time would give (ties in window order), one pending line per window.
+    // Each window formats its pending line into its own buffer: nothing is
+    // allocated per line.
     let mut heap = BinaryHeap::new();
     for (i, w) in streams.iter_mut().enumerate() {
-        if let Some((t, line)) = w.next_line() {
-            heap.push(Reverse((t, i, line)));
+        if let Some(t) = w.next_line() {
+            heap.push(Reverse((t, i)));
         }
     }
-    while let Some(Reverse((_, i, line))) = heap.pop() {
-        out.write_all(line.as_bytes()).map_err(CliError::output)?;
-        if let Some((t, line)) = streams[i].next_line() {
-            heap.push(Reverse((t, i, line)));
+    while let Some(Reverse((_, i))) = heap.pop() {
+        let w = &mut streams[i];
+        out.write_all(w.line()).map_err(CliError::output)?;
+        // While this window's next line is not later than every other
+        // window's pending one it goes out at once (as the heap would pop
+        // it: ties go to the lower window).
+        let bound = heap.peek().map(|&Reverse(next)| next);
+        while let Some(t) = w.next_line() {
+            if bound.is_none_or(|b| (t, i) < b) {
+                out.write_all(w.line()).map_err(CliError::output)?;
+            } else {
+                heap.push(Reverse((t, i)));
+                break;
+            }
         }
     }
     // A window whose bytes could not all be read ended early: said after

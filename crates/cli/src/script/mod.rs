@@ -43,7 +43,6 @@ use uevent_logs::UeventLogs;
 use crate::dump::{EvInfo, ev_info};
 use crate::error::CliError;
 use crate::progress::Progress;
-use crate::workload::UEVENT_TYPES;
 use perfaux_perfdata::trace_section::PERFAUX_FEATURE_BIT;
 use perfaux_perfdata::uevent_sample::{UEVENT_EVENT_NAME, uevent_from_raw};
 
@@ -57,9 +56,10 @@ fn prefix(comm: &str, tid: i64, cpu: Option<u32>, time: u64) -> String {
     )
 }
 
-fn uevent_type_name(t: u32) -> String {
-    match UEVENT_TYPES.iter().find(|(_, v)| *v == t) {
-        Some((n, _)) => format!("{n}({t})"),
+/// A uevent type as the recording names it (its probe table), else its number.
+fn uevent_type_name(probes: &ProbeTable, t: u32) -> String {
+    match probes.uevent_type(t) {
+        Some(n) => format!("{n}({t})"),
         None => format!("type {t}"),
     }
 }
@@ -157,7 +157,7 @@ impl Script {
             line += &format!(
                 "{}: {} {}",
                 ev.name,
-                uevent_type_name(ty),
+                uevent_type_name(&self.probes, ty),
                 payload_text(&data)
             );
         } else {
@@ -190,9 +190,9 @@ impl Script {
             markers: false,
         };
         let mut w = WindowLines::new(Decoder::new(aux), CallTrace::new(&self.probes, opts), None);
-        while let Some((_, l)) = w.next_line() {
+        while w.next_line().is_some() {
             out.push_str("    ");
-            out.push_str(&l);
+            out.push_str(&String::from_utf8_lossy(w.line()));
         }
     }
 }
@@ -204,6 +204,19 @@ pub fn script(
     out: &mut impl Write,
     progress: &mut Progress,
 ) -> Result<(), CliError> {
+    script_with(path, call_trace, false, out, progress)
+}
+
+/// [`script`], the call trace in uftrace replay's layout when `replay`
+/// (which implies `call_trace`).
+pub fn script_with(
+    path: &Path,
+    call_trace: bool,
+    replay: bool,
+    out: &mut impl Write,
+    progress: &mut Progress,
+) -> Result<(), CliError> {
+    let call_trace = call_trace || replay;
     let (mut reader, file_len) = crate::input::open_input(path)?;
     let meta = reader.metadata().clone();
     // A broken feature area does not hide intact records: they are printed,
@@ -346,7 +359,7 @@ pub fn script(
                         text += &format!(
                             "{}{evname}: {} {}\n",
                             prefix(&s.comm(tid), tid, cpu, time),
-                            uevent_type_name(ty),
+                            uevent_type_name(&s.probes, ty),
                             payload_text(&data)
                         );
                     }
@@ -399,7 +412,7 @@ pub fn script(
                 path.display()
             )));
         };
-        section_error = call_trace_lines(&s, &trace, &aux_owner, &truncated, out)?;
+        section_error = call_trace_lines(&s, &trace, &aux_owner, &truncated, replay, out)?;
     }
     ord.finish(out)?;
     out.flush().map_err(CliError::output)?;

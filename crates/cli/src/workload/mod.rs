@@ -103,6 +103,11 @@ pub struct Workload {
 impl Workload {
     /// Spawns the workers, parked until [`Workload::start`].
     pub fn spawn(requests: u32, uevent: UeventSink) -> std::io::Result<Workload> {
+        // The recording says what its uevent types are called: the views
+        // read the names from it, not from this table.
+        for &(name, ty) in UEVENT_TYPES {
+            perfaux_swtrace::name_uevent_type(ty, name);
+        }
         let go = Arc::new(Gate::default());
         let release = Arc::new(Gate::default());
         let done = Arc::new(AtomicUsize::new(0));
