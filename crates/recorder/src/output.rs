@@ -25,12 +25,25 @@ use std::path::{Path, PathBuf};
 use crate::error::{RecordError, Result};
 
 /// A file-mode output in progress.
-#[derive(Debug)]
 pub struct FileOutput {
     path: PathBuf,
     /// The named temporary, or `None` for an unnamed (`O_TMPFILE`) file.
     temp: Option<PathBuf>,
     committed: bool,
+    /// Runs once between the previous output's rename and the new file's naming: where a
+    /// test puts another recording's commit.
+    #[cfg(test)]
+    after_retire: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl std::fmt::Debug for FileOutput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileOutput")
+            .field("path", &self.path)
+            .field("temp", &self.temp)
+            .field("committed", &self.committed)
+            .finish_non_exhaustive()
+    }
 }
 
 fn out_err(path: &Path, what: impl Into<String>) -> impl FnOnce(io::Error) -> RecordError {
@@ -66,14 +79,19 @@ impl FileOutput {
             .mode(0o644)
             .open(dir)
         {
-            Ok(f) => {
+            // The unnamed file takes its name through /proc at the end: without /proc, a
+            // named temporary now rather than a recording that cannot be placed then.
+            Ok(f) if proc_fd_path(&f).exists() => {
                 let out = FileOutput {
                     path: path.to_path_buf(),
                     temp: None,
                     committed: false,
+                    #[cfg(test)]
+                    after_retire: None,
                 };
                 return Ok((out, f));
             }
+            Ok(_) => {}
             // No O_TMPFILE here (EOPNOTSUPP, EISDIR on old kernels): a named temporary.
             Err(e)
                 if matches!(
@@ -103,6 +121,8 @@ impl FileOutput {
                             path: path.to_path_buf(),
                             temp: Some(temp),
                             committed: false,
+                            #[cfg(test)]
+                            after_retire: None,
                         },
                         f,
                     ));
@@ -135,12 +155,11 @@ impl FileOutput {
     /// The file is synced to disk before it gets its name, so that a name always means a
     /// whole recording. Meanwhile the older `<output>.old`, which this replaces, is removed
     /// (freeing its blocks takes as long as the sync); after the sync the previous output
-    /// becomes `.old` and the new file `<output>` at once, the previous output renamed back
-    /// if the new one cannot take its name.
+    /// becomes `.old` and the new file takes `<output>` without replacing anything there: a
+    /// recording that ended at the same moment and took the name in between becomes `.old` in
+    /// turn (the later takes the name, as perf's rename at start has it), so neither is lost.
     pub fn commit(mut self, file: File) -> Result<()> {
-        let mut old = self.path.clone().into_os_string();
-        old.push(".old");
-        let old = PathBuf::from(old);
+        let old = old_path(&self.path);
         let previous = std::fs::symlink_metadata(&self.path).is_ok();
         let synced = std::thread::scope(|s| {
             let sync = s.spawn(|| file.sync_all());
@@ -152,29 +171,96 @@ impl FileOutput {
                 .unwrap_or_else(|_| Err(io::Error::other("the sync thread panicked")))
         });
         synced.map_err(out_err(&self.path, "cannot write the output to disk"))?;
-        if previous {
-            std::fs::rename(&self.path, &old).map_err(out_err(
-                &self.path,
-                format!("cannot rename the previous output to {}", old.display()),
-            ))?;
-        }
-        let placed = match &self.temp {
-            Some(temp) => std::fs::rename(temp, &self.path),
-            None => link_unnamed(&file, &self.path),
+        let (what, source) = match self.place(&file, &old) {
+            Ok(()) => {
+                self.committed = true;
+                return Ok(());
+            }
+            Err(failed) => failed,
         };
-        if let Err(e) = placed {
-            let what = if previous && std::fs::rename(&old, &self.path).is_err() {
-                format!(
-                    "cannot put the output in place (the previous output is {})",
-                    old.display()
-                )
-            } else {
-                "cannot put the output in place".to_owned()
+        Err(out_err(&self.path, what)(source))
+    }
+
+    /// The previous output to `old`, then the file to the output's name (never replacing a
+    /// file there), again while another recording takes the name in between.
+    fn place(&mut self, file: &File, old: &Path) -> Result<(), (String, io::Error)> {
+        let mut taken = None;
+        for _ in 0..PLACE_TRIES {
+            let retired = match std::fs::rename(&self.path, old) {
+                Ok(()) => true,
+                // Nothing there, or another recording's commit moved it a moment ago.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => false,
+                Err(e) => {
+                    let what = format!("cannot rename the previous output to {}", old.display());
+                    return Err((what, e));
+                }
             };
-            return Err(out_err(&self.path, what)(e));
+            #[cfg(test)]
+            if let Some(hook) = self.after_retire.take() {
+                hook();
+            }
+            let path = self.path.clone();
+            match self.name(file, &path) {
+                Ok(()) => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => taken = Some(e),
+                Err(e) => {
+                    let mut what = "cannot put the output in place".to_owned();
+                    if retired && rename_noreplace(old, &self.path).is_err() {
+                        what.push_str(&format!(" (the previous output is {})", old.display()));
+                    }
+                    return Err((what, e));
+                }
+            }
         }
-        self.committed = true;
-        Ok(())
+        Err((
+            format!(
+                "cannot put the output in place ({PLACE_TRIES} other recordings took the name first)"
+            ),
+            taken.unwrap_or_else(|| io::Error::from(io::ErrorKind::AlreadyExists)),
+        ))
+    }
+
+    /// Gives the file the name `to` if nothing has it.
+    fn name(&mut self, file: &File, to: &Path) -> io::Result<()> {
+        match &self.temp {
+            None => link_unnamed(file, to),
+            Some(temp) => {
+                rename_noreplace(temp, to)?;
+                self.temp = None;
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The name of an open file in /proc, which `linkat` follows to the file itself.
+fn proc_fd_path(file: &File) -> PathBuf {
+    use std::os::unix::io::AsRawFd;
+    PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()))
+}
+
+/// How many times a commit moves aside a recording that took the output's name between its
+/// own two renames (each such recording ended at the same moment as this one).
+const PLACE_TRIES: u32 = 64;
+
+/// `<output>.old`.
+fn old_path(path: &Path) -> PathBuf {
+    let mut old = path.to_path_buf().into_os_string();
+    old.push(".old");
+    PathBuf::from(old)
+}
+
+/// Renames `from` to `to` unless `to` exists (`AlreadyExists` then). A file system without
+/// `RENAME_NOREPLACE` gets a hard link and an unlink, which also never replace.
+fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
+    use rustix::fs::{CWD, RenameFlags, renameat_with};
+    match renameat_with(CWD, from, CWD, to, RenameFlags::NOREPLACE) {
+        Ok(()) => Ok(()),
+        Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS) => {
+            std::fs::hard_link(from, to)?;
+            std::fs::remove_file(from)
+        }
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -239,8 +325,7 @@ fn copy_by_reads(src: &File, dst: &File, at: (u64, u64, u64), len: u64) -> io::R
 /// /proc/self/fd, which needs no capability, unlike AT_EMPTY_PATH).
 fn link_unnamed(file: &File, path: &Path) -> io::Result<()> {
     use std::os::unix::ffi::OsStrExt;
-    use std::os::unix::io::AsRawFd;
-    let from = std::ffi::CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))?;
+    let from = std::ffi::CString::new(proc_fd_path(file).into_os_string().as_bytes())?;
     let to = std::ffi::CString::new(path.as_os_str().as_bytes())?;
     // SAFETY: both are NUL-terminated strings that live across the call.
     let r = unsafe {
@@ -357,6 +442,56 @@ mod tests {
         assert_eq!(e.io_kind(), Some(io::ErrorKind::IsADirectory));
         assert!(e.to_string().starts_with(&d.path().display().to_string()));
         assert!(d.path().is_dir());
+    }
+
+    /// The race of two recordings that end together, provoked: the second commits whole
+    /// between the first's two renames (the previous output gone to `.old`, the first not yet
+    /// named). Both are kept, the first under the name, the second as `.old`.
+    #[test]
+    fn a_commit_between_anothers_two_renames_becomes_old() {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("same.data");
+        std::fs::write(&out, b"previous").unwrap();
+        let (mut first, mut f1) = FileOutput::create(&out).unwrap();
+        f1.write_all(b"first").unwrap();
+        let (second, mut f2) = FileOutput::create(&out).unwrap();
+        f2.write_all(b"second").unwrap();
+        first.after_retire = Some(Box::new(move || second.commit(f2).unwrap()));
+        first.commit(f1).unwrap();
+        assert_eq!(std::fs::read(&out).unwrap(), b"first");
+        assert_eq!(
+            std::fs::read(d.path().join("same.data.old")).unwrap(),
+            b"second"
+        );
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 2);
+    }
+
+    /// The same race with named temporaries (a file system without `O_TMPFILE`).
+    #[test]
+    fn a_commit_between_anothers_two_renames_becomes_old_with_named_temporaries() {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("same.data");
+        let named = |body: &[u8], n: u32| {
+            let temp = d.path().join(format!(".same.data.test-{n}.tmp"));
+            std::fs::write(&temp, body).unwrap();
+            let o = FileOutput {
+                path: out.clone(),
+                temp: Some(temp.clone()),
+                committed: false,
+                after_retire: None,
+            };
+            (o, File::open(&temp).unwrap())
+        };
+        let (mut first, f1) = named(b"first", 1);
+        let (second, f2) = named(b"second", 2);
+        first.after_retire = Some(Box::new(move || second.commit(f2).unwrap()));
+        first.commit(f1).unwrap();
+        assert_eq!(std::fs::read(&out).unwrap(), b"first");
+        assert_eq!(
+            std::fs::read(d.path().join("same.data.old")).unwrap(),
+            b"second"
+        );
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 2);
     }
 
     #[test]
