@@ -12,6 +12,10 @@
 //! through. Until [`FileOutput::commit`], dropping the output removes the
 //! temporary, so a failure leaves nothing behind.
 //!
+//! What would stop the end is refused at the start, before anything is recorded (a
+//! directory named `<output>.old`); a recording that still cannot take its name at the end
+//! is kept beside it under another (`<output>.<pid>`), which the error names.
+//!
 //! The trace section's chunks go straight into the output
 //! ([`crate::in_place`]); the records stream to an unnamed file (`O_TMPFILE`)
 //! in the same directory, moved after the trace at the end: it has no name to
@@ -68,6 +72,7 @@ impl FileOutput {
                 io::ErrorKind::IsADirectory,
             )));
         }
+        check_old_name(path)?;
         let dir = output_dir(path);
         let name = path
             .file_name()
@@ -158,6 +163,10 @@ impl FileOutput {
     /// becomes `.old` and the new file takes `<output>` without replacing anything there: a
     /// recording that ended at the same moment and took the name in between becomes `.old` in
     /// turn (the later takes the name, as perf's rename at start has it), so neither is lost.
+    ///
+    /// A recording that cannot take its name (`<output>.old` became a directory meanwhile, the
+    /// directory's permissions changed) is kept beside it as `<output>.<pid>` and the error
+    /// ([`RecordError::Kept`]) names where.
     pub fn commit(mut self, file: File) -> Result<()> {
         let old = old_path(&self.path);
         let previous = std::fs::symlink_metadata(&self.path).is_ok();
@@ -178,7 +187,18 @@ impl FileOutput {
             }
             Err(failed) => failed,
         };
-        Err(out_err(&self.path, what)(source))
+        match self.keep_aside(&file) {
+            Ok(kept) => {
+                self.committed = true;
+                Err(RecordError::Kept {
+                    path: self.path.clone(),
+                    kept,
+                    what,
+                    source,
+                })
+            }
+            Err(_) => Err(out_err(&self.path, what)(source)),
+        }
     }
 
     /// The previous output to `old`, then the file to the output's name (never replacing a
@@ -231,6 +251,46 @@ impl FileOutput {
             }
         }
     }
+
+    /// Gives the file a name of its own beside the output (`<output>.<pid>`, then
+    /// `<output>.<pid>.N`); returns it.
+    fn keep_aside(&mut self, file: &File) -> io::Result<PathBuf> {
+        let pid = std::process::id();
+        let mut last = io::Error::from(io::ErrorKind::AlreadyExists);
+        for n in 0..100u32 {
+            let mut name = self.path.clone().into_os_string();
+            name.push(format!(".{pid}"));
+            if n > 0 {
+                name.push(format!(".{n}"));
+            }
+            let kept = PathBuf::from(name);
+            match self.name(file, &kept) {
+                Ok(()) => return Ok(kept),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = e,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last)
+    }
+}
+
+/// Refuses, before anything is recorded, an output whose previous file could not become
+/// `<output>.old` at the end: a directory has that name (a rename cannot replace it).
+fn check_old_name(path: &Path) -> Result<()> {
+    if std::fs::symlink_metadata(path).is_err() {
+        return Ok(());
+    }
+    let old = old_path(path);
+    if std::fs::symlink_metadata(&old).is_ok_and(|m| m.is_dir()) {
+        return Err(out_err(
+            path,
+            format!(
+                "cannot keep the previous output as {}: a directory has that name",
+                old.display()
+            ),
+        )(io::Error::from(io::ErrorKind::IsADirectory)));
+    }
+    Ok(())
 }
 
 /// The name of an open file in /proc, which `linkat` follows to the file itself.
@@ -492,6 +552,57 @@ mod tests {
             b"second"
         );
         assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 2);
+    }
+
+    /// A directory named `<output>.old` would stop the end's rename: refused at the start,
+    /// saying which name, the previous output untouched.
+    #[test]
+    fn a_directory_named_old_is_refused_before_recording() {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("out.data");
+        std::fs::write(&out, b"previous").unwrap();
+        std::fs::create_dir(d.path().join("out.data.old")).unwrap();
+        let e = FileOutput::create(&out).unwrap_err();
+        assert_eq!(e.io_kind(), Some(io::ErrorKind::IsADirectory));
+        let msg = e.chain();
+        assert!(
+            msg.contains("out.data.old: a directory has that name"),
+            "{msg}"
+        );
+        assert_eq!(std::fs::read(&out).unwrap(), b"previous");
+        // Without a previous output nothing is renamed there: no reason to refuse.
+        std::fs::remove_file(&out).unwrap();
+        FileOutput::create(&out).unwrap();
+    }
+
+    /// A recording that cannot take its name at the end (the directory appeared while it
+    /// ran) is kept beside the output, under a name the error says.
+    #[test]
+    fn a_recording_that_cannot_take_its_name_is_kept_beside_it() {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("out.data");
+        std::fs::write(&out, b"previous").unwrap();
+        let (o, mut f) = FileOutput::create(&out).unwrap();
+        f.write_all(b"recording").unwrap();
+        std::fs::create_dir(d.path().join("out.data.old")).unwrap();
+        let e = o.commit(f).unwrap_err();
+        let RecordError::Kept { kept, .. } = &e else {
+            panic!("not kept: {}", e.chain());
+        };
+        let want = d.path().join(format!("out.data.{}", std::process::id()));
+        assert_eq!(kept, &want);
+        assert_eq!(std::fs::read(kept).unwrap(), b"recording");
+        assert!(
+            e.chain().contains(&want.display().to_string()),
+            "{}",
+            e.chain()
+        );
+        assert!(
+            e.chain().contains("cannot rename the previous output"),
+            "{}",
+            e.chain()
+        );
+        assert_eq!(std::fs::read(&out).unwrap(), b"previous");
     }
 
     #[test]
