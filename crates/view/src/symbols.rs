@@ -97,7 +97,13 @@ impl Symbolizer {
     /// The function at `addr` in process `pid`.
     pub fn resolve(&mut self, pid: u32, addr: u64, names: &mut Names) -> FuncId {
         if let Some(n) = self.probes.get(&addr) {
-            return names.intern(n, "[swtrace]");
+            // The object is the file mapped there, as perf names it; `[swtrace]` only where
+            // the recording has no map of it.
+            let dso = self.find_map(pid, addr).map(|(_, m)| {
+                let name = &self.dsos[m.dso].name;
+                name.rsplit('/').next().unwrap_or(name)
+            });
+            return names.intern(n, dso.unwrap_or("[swtrace]"));
         }
         let Some((start, map)) = self.find_map(pid, addr) else {
             return names.intern(UNKNOWN, UNKNOWN);

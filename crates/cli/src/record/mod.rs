@@ -148,9 +148,49 @@ impl RecordSummary {
         })
     }
 
-    /// perf's two closing lines.
+    /// What was lost and why, one line a kind (none without loss): the closing line's
+    /// "N lost" alone says neither.
+    pub fn loss_lines(&self) -> String {
+        let r = &self.recorded;
+        let mut out = String::new();
+        if r.lost_records > 0 {
+            out.push_str(&format!(
+                "perfaux record: {} records lost (PERF_RECORD_LOST): the data area ({} KiB \
+                 a thread, -m) was full when they came",
+                r.lost_records,
+                r.data_size / 1024
+            ));
+            if r.aux_sample_size > 0 {
+                out.push_str(&format!(
+                    "; each sample carries up to {} bytes of trace (--aux-sample): a larger \
+                     -m or a smaller --aux-sample keeps more",
+                    r.aux_sample_size
+                ));
+            } else {
+                out.push_str("; a larger -m keeps more");
+            }
+            out.push('\n');
+        }
+        if r.lost_samples > 0 {
+            out.push_str(&format!(
+                "perfaux record: {} samples lost (PERF_RECORD_LOST_SAMPLES): the perf core \
+                 could not write them\n",
+                r.lost_samples
+            ));
+        }
+        if r.aux_truncated > 0 {
+            out.push_str(&format!(
+                "perfaux record: {} trace transactions cut short (PERF_AUX_FLAG_TRUNCATED): \
+                 the AUX area was full (-m ,N enlarges it)\n",
+                r.aux_truncated
+            ));
+        }
+        out
+    }
+
+    /// perf's two closing lines, then what was lost and why.
     pub fn lines(&self, output: &std::path::Path) -> String {
-        format!(
+        let lines = format!(
             "[ perfaux record: Woken up {} times to write data ]\n\
              [ perfaux record: Captured and wrote {:.3} MB {} ({} records, {} bytes of AUX, {} lost, {} snapshots, {} dropped pause/resume) ]\n",
             self.recorded.wakeups,
@@ -161,6 +201,7 @@ impl RecordSummary {
             self.recorded.lost,
             self.recorded.snapshots,
             self.recorded.dropped_pause_resume
-        )
+        );
+        lines + &self.loss_lines()
     }
 }
