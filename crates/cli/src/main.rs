@@ -33,6 +33,15 @@ fn record(args: &RecordArgs, verbose: bool) -> Result<(), CliError> {
         return Err(CliError::msg(line));
     }
     if !args.command.is_empty() {
+        if perfaux::record::sampler_options(args)?.any() {
+            // The program's events are resolved where the program is started; until the
+            // options reach them there, saying so beats recording without them.
+            return Err(CliError::msg(
+                "record: -g, --call-graph, -F and -c are not yet applied to a program's \
+                 events: write them as the sampler's terms, e.g. \
+                 -e 'task-clock/call-graph=fp,freq=999/' or -e 'probe:FUNC/call-graph=fp/'",
+            ));
+        }
         let (summary, end) = perfaux::record::program::record_program(args, verbose)?;
         eprint!("{}", summary.lines(&args.output));
         if let Some(line) = end.signal_line(&args.command[0]) {

@@ -22,7 +22,7 @@ use std::path::PathBuf;
 
 use crate::cli::{RecordArgs, parse_mmap_pages, parse_size};
 use crate::error::CliError;
-use crate::events::{Event, resolve_events};
+use crate::events::{Event, SamplerOptions, apply_sampler_options, resolve_events};
 
 pub use session::record;
 
@@ -61,6 +61,20 @@ pub fn default_events(aux_sample: bool) -> Vec<String> {
     } else {
         vec!["swtrace//".into(), "uevent".into()]
     }
+}
+
+/// `-g`/`--call-graph`, `-F` and `-c`.
+pub fn sampler_options(a: &RecordArgs) -> Result<SamplerOptions, CliError> {
+    for (flag, v) in [("-F", a.freq), ("-c", a.count)] {
+        if v == Some(0) {
+            return Err(CliError::msg(format!("{flag}: must be at least 1")));
+        }
+    }
+    Ok(SamplerOptions {
+        callchain: a.call_graph_g || a.call_graph.is_some(),
+        freq: a.freq,
+        period: a.count,
+    })
 }
 
 /// `--aux-sample`'s size, if given.
@@ -103,7 +117,8 @@ impl RecordConfig {
         } else {
             a.events.clone()
         };
-        let events = resolve_events(&texts, aux_sample)?;
+        let mut events = resolve_events(&texts, aux_sample)?;
+        apply_sampler_options(&mut events, &sampler_options(a)?).map_err(CliError::msg)?;
         let page = perfaux_core::page_size() as u64;
         let (data, aux) = match &a.mmap_pages {
             Some(m) => parse_mmap_pages(m, page)?,
