@@ -100,6 +100,26 @@ pub struct RecordArgs {
     /// sizes with B/K/M/G; either may be empty, e.g. -m ,1M).
     #[arg(short = 'm', long = "mmap-pages", value_name = "DATA,AUX")]
     pub mmap_pages: Option<String>,
+    /// Samples carry the call chain (PERF_SAMPLE_CALLCHAIN): the traced thread's shadow
+    /// stack, exact, taken by the samplers (probe:FUNC, task-clock, ...).
+    #[arg(short = 'g')]
+    pub call_graph_g: bool,
+    /// As -g; every mode perf takes (fp, dwarf[,SIZE], lbr) gets the shadow stack's chain.
+    #[arg(long = "call-graph", value_name = "MODE", value_parser = parse_call_graph)]
+    pub call_graph: Option<String>,
+    /// The clock samplers' frequency in Hz (task-clock, cpu-clock), for those without
+    /// freq= or period= of their own.
+    #[arg(
+        short = 'F',
+        long = "freq",
+        value_name = "FREQ",
+        conflicts_with = "count"
+    )]
+    pub freq: Option<u64>,
+    /// Every sampler's period (a probe's: every Nth call), for those without freq= or
+    /// period= of their own.
+    #[arg(short = 'c', long = "count", value_name = "PERIOD")]
+    pub count: Option<u64>,
     /// Workload size: how many requests each worker thread serves.
     #[arg(long, default_value_t = 200)]
     pub requests: u32,
@@ -141,6 +161,15 @@ pub struct ScriptArgs {
     /// with nothing inside on one line, `func();`). Implies --call-trace.
     #[arg(long = "replay")]
     pub replay: bool,
+}
+
+/// `--call-graph`'s mode, as perf takes it.
+fn parse_call_graph(s: &str) -> Result<String, String> {
+    if crate::events::call_graph_mode(s) {
+        Ok(s.to_owned())
+    } else {
+        Err("takes fp, dwarf[,SIZE] or lbr".into())
+    }
 }
 
 /// A size as perf's -m and --aux-sample take it: a number with an optional

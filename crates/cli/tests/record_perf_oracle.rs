@@ -280,3 +280,92 @@ fn uevent_log_aux_pmu() {
         )
     );
 }
+
+/// perf's sampler options on record (issue 22 item 20): `-g -F 999 -e task-clock` records
+/// the clock at 999 Hz with call chains (perf reads the attr's freq and sample_type, and
+/// every sample's chain holds the function it sampled in and its callers);
+/// `--call-graph dwarf -c 7 -e probe:compute` samples every seventh call with its chain.
+#[test]
+fn dash_g_dash_f_and_dash_c_set_the_samplers() {
+    require_oracle!("perf");
+    let dir = tempdir();
+    let (f, r) = record(
+        dir.path(),
+        "g.data",
+        &[
+            "-g",
+            "-F",
+            "999",
+            "-e",
+            "swtrace//",
+            "-e",
+            "task-clock",
+            "--requests",
+            "3000",
+        ],
+    );
+    let cap = parse_captured(&r.stderr);
+    judged_by_perf(&f, cap);
+    let ev = perf(&["evlist", "-v", "-i", path_str(&f)], dir.path());
+    let clock = ev
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("task-clock"))
+        .unwrap_or_else(|| panic!("{}", ev.stdout));
+    assert!(clock.contains("sample_freq }: 999"), "{clock}");
+    assert!(clock.contains("freq: 1"), "{clock}");
+    assert!(clock.contains("CALLCHAIN"), "{clock}");
+    let s = perf(
+        &["script", "-F", "event,ip,sym", "-i", path_str(&f)],
+        dir.path(),
+    );
+    assert!(s.ok(), "{}", s.stderr);
+    let deep = s
+        .stdout
+        .split("\n\n")
+        .filter(|b| b.contains("task-clock"))
+        .filter(|b| b.lines().count() >= 3)
+        .count();
+    assert!(deep > 0, "no task-clock sample with a chain:\n{}", s.stdout);
+
+    let (f, _) = record(
+        dir.path(),
+        "c.data",
+        &[
+            "--call-graph",
+            "dwarf",
+            "-c",
+            "7",
+            "-e",
+            "{swtrace//,probe:compute}",
+            "--requests",
+            "70",
+        ],
+    );
+    let ev = perf(&["evlist", "-v", "-i", path_str(&f)], dir.path());
+    let probe = ev
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("probe:compute"))
+        .unwrap_or_else(|| panic!("{}", ev.stdout));
+    assert!(probe.contains("sample_freq }: 7"), "{probe}");
+    assert!(!probe.contains(" freq: 1"), "{probe}");
+    assert!(probe.contains("CALLCHAIN"), "{probe}");
+    let s = perf(
+        &["script", "-F", "event,ip,sym", "-i", path_str(&f)],
+        dir.path(),
+    );
+    let samples: Vec<&str> = s
+        .stdout
+        .split("\n\n")
+        .filter(|b| b.contains("probe:compute"))
+        .collect();
+    assert!(!samples.is_empty(), "{}", s.stdout);
+    assert!(
+        samples
+            .iter()
+            .all(|b| b.lines().any(|l| l.contains("serve_request"))),
+        "every chain holds compute's caller:\n{}",
+        s.stdout
+    );
+}

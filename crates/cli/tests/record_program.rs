@@ -572,3 +572,78 @@ fn every_thread_ends_with_an_exit_record_perf_reads() {
         );
     }
 }
+
+/// The `# cmdline :` line `perf report --header-only` prints for `file`.
+fn perf_header_cmdline(file: &Path, home: &Path) -> String {
+    let out = perfaux_testutil::perf_command(&["report", "--header-only", "-i"], home)
+        .arg(file)
+        .output()
+        .expect("perf report --header-only");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.lines()
+        .find(|l| l.starts_with("# cmdline :"))
+        .unwrap_or_else(|| panic!("no cmdline in {}:\n{text}", file.display()))
+        .to_owned()
+}
+
+/// The recorded command line is stored as perf stores its own (issue 22 item 25): `perf report
+/// --header-only` prints the words of a `sh -c 'A; B'` recording of perfaux's as it prints
+/// those of perf's own recording of the same command, and the first word is the recorder's
+/// executable (perf's `/proc/self/exe`), also when it was started by its name in PATH.
+#[test]
+fn the_command_line_is_stored_as_perf_stores_its_own() {
+    perfaux_testutil::require_oracle!("gcc");
+    perfaux_testutil::require_oracle!("perf");
+    let dir = tempfile::tempdir().unwrap();
+    build_calls(dir.path(), &["-finstrument-functions"], "calls_fi");
+    let script = "./calls_fi 3 12; echo 'it ran'";
+    let ours = dir.path().join("ours.data");
+    let bin_dir = Path::new(PERFAUX).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new("perfaux")
+        .current_dir(dir.path())
+        .env("PATH", &path)
+        .args(["record", "-o"])
+        .arg(&ours)
+        .args(["--", "sh", "-c", script])
+        .output()
+        .expect("perfaux record");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let theirs = dir.path().join("theirs.data");
+    let out = perfaux_testutil::perf_command(&["record", "-e", "task-clock", "-o"], dir.path())
+        .current_dir(dir.path())
+        .arg(&theirs)
+        .args(["--", "sh", "-c", script])
+        .output()
+        .expect("perf record");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (ours_line, theirs_line) = (
+        perf_header_cmdline(&ours, dir.path()),
+        perf_header_cmdline(&theirs, dir.path()),
+    );
+    let exe = std::fs::canonicalize(PERFAUX).unwrap();
+    let head = format!(
+        "# cmdline : {} record -o {} -- ",
+        exe.display(),
+        ours.display()
+    );
+    assert!(ours_line.starts_with(&head), "{ours_line}");
+    let tail = |l: &str| l.split_once(" -- ").map(|(_, t)| t.to_owned());
+    assert_eq!(
+        tail(&ours_line),
+        tail(&theirs_line),
+        "{ours_line}\n{theirs_line}"
+    );
+}

@@ -415,3 +415,90 @@ fn task_clock_samples_carry_the_programs_trace() {
         );
     }
 }
+
+/// `--aux-sample` on a probe sampler whose samples outrun the data area (issue 22 item 16):
+/// the loss is said with its kind, its size and why, in numbers that add up to the closing
+/// line's; the report names the sampled function's object as perf does (the program, not
+/// `[swtrace]`).
+#[test]
+fn aux_sample_loss_is_said_and_objects_are_named_as_perf_names_them() {
+    require_oracle!("gcc");
+    require_oracle!("perf");
+    let dir = tempdir();
+    let d = dir.path();
+    let prog = build(d, "server.c", &["-finstrument-functions"], "server");
+    let r = record_prog(
+        d,
+        "loss.data",
+        &[
+            "-e",
+            "{swtrace//,probe:work}",
+            "--aux-sample=4096",
+            "-m",
+            "8",
+        ],
+        &prog,
+        &["20000"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let closing = r
+        .stderr
+        .lines()
+        .find(|l| l.contains("Captured and wrote"))
+        .expect("closing line");
+    let lost: u64 = closing
+        .split(", ")
+        .find_map(|w| w.strip_suffix(" lost"))
+        .and_then(|n| n.parse().ok())
+        .expect("N lost");
+    assert!(
+        lost > 0,
+        "nothing lost with an 8-page data area: {}",
+        r.stderr
+    );
+    let said: u64 = r
+        .stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("perfaux record: "))
+        .filter_map(|l| {
+            let (n, rest) = l.split_once(' ')?;
+            (rest.contains(" lost (") || rest.contains(" cut short ("))
+                .then(|| n.parse::<u64>().ok())?
+        })
+        .sum();
+    assert_eq!(said, lost, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("records lost (PERF_RECORD_LOST): the data area (")
+            && r.stderr
+                .contains("up to 4096 bytes of trace (--aux-sample)"),
+        "{}",
+        r.stderr
+    );
+    let data = d.join("loss.data");
+    let theirs = perf(
+        &[
+            "report",
+            "--stdio",
+            "--sort",
+            "dso,sym",
+            "-i",
+            path_str(&data),
+        ],
+        d,
+    );
+    let ours = perfaux(&["report", "-i", path_str(&data)]);
+    let dso_of_work = |text: &str| -> Option<String> {
+        text.lines()
+            .filter(|l| !l.starts_with('#') && l.trim_end().ends_with("[.] work"))
+            .find_map(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                let i = w.iter().position(|&x| x == "[.]")?;
+                Some(w[i - 1].to_owned())
+            })
+    };
+    let perf_dso =
+        dso_of_work(&theirs.stdout).unwrap_or_else(|| panic!("perf:\n{}", theirs.stdout));
+    assert_eq!(perf_dso, "server", "{}", theirs.stdout);
+    assert_eq!(dso_of_work(&ours.stdout), Some(perf_dso), "{}", ours.stdout);
+}

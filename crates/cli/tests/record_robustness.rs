@@ -225,6 +225,46 @@ fn an_existing_output_becomes_old_and_a_link_is_replaced_not_followed() {
     perf_reads(&out);
 }
 
+/// A directory named `perf.data.old` would stop the end's rename of the previous output
+/// (issue 22 item 5): refused before the program runs, saying which name; the previous
+/// output and the directory untouched.
+#[test]
+fn a_directory_named_old_is_refused_before_the_program_runs() {
+    let _one = serial();
+    let dir = tempdir();
+    let out = dir.path().join("perf.data");
+    std::fs::write(&out, b"the previous recording").unwrap();
+    std::fs::create_dir(dir.path().join("perf.data.old")).unwrap();
+    let ran = dir.path().join("ran");
+    let r = perfaux(&[
+        "record",
+        "-o",
+        path_str(&out),
+        "--",
+        "touch",
+        path_str(&ran),
+    ]);
+    assert_ne!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("perf.data.old: a directory has that name"),
+        "{}",
+        r.stderr
+    );
+    assert!(!ran.exists(), "the program ran: {}", r.stderr);
+    assert_eq!(std::fs::read(&out).unwrap(), b"the previous recording");
+    assert_eq!(names_in(dir.path()), ["perf.data", "perf.data.old"]);
+    // The built-in workload's recording alike.
+    let r = perfaux(&["record", "-o", path_str(&out)]);
+    assert_ne!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("a directory has that name"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(names_in(dir.path()), ["perf.data", "perf.data.old"]);
+}
+
 /// A disk without room even for the 4 MiB the recorder holds for a recording's end (a disk
 /// that fills later keeps the recording so far: record_full_disk.rs): the recording cannot
 /// be kept, and fails with the previous file in place.

@@ -26,8 +26,22 @@ pub struct HostInfo {
     pub cpuid: String,
     /// `HEADER_TOTAL_MEM` in kB (MemTotal).
     pub total_mem_kb: u64,
-    /// `HEADER_CMDLINE`: the tool's argv.
+    /// `HEADER_CMDLINE`: the tool's argv, one string a word (the words keep their spaces and
+    /// quotes; `perf report --header-only` prints them joined by spaces), the first the
+    /// tool's executable as /proc/self/exe names it (perf's `perf_exe`), not argv[0].
     pub cmdline: Vec<String>,
+}
+
+/// The running tool's command line as perf's `write_cmdline` stores its own: the executable's
+/// path from /proc/self/exe (argv[0] where that cannot be read), then the other words as given.
+fn tool_cmdline() -> Vec<String> {
+    let mut args = std::env::args_os().map(|a| a.to_string_lossy().into_owned());
+    let argv0 = args.next();
+    let exe = std::env::current_exe()
+        .ok()
+        .map(|p| p.to_string_lossy().into_owned())
+        .or(argv0);
+    exe.into_iter().chain(args).collect()
 }
 
 fn read_trimmed(path: &str) -> Option<String> {
@@ -108,7 +122,7 @@ impl HostInfo {
             cpudesc,
             cpuid,
             total_mem_kb,
-            cmdline: std::env::args().collect(),
+            cmdline: tool_cmdline(),
         }
     }
 

@@ -62,6 +62,20 @@ pub enum RecordError {
         #[source]
         source: std::io::Error,
     },
+    /// The recording is whole but could not take the output's name: it is kept under
+    /// another, beside it.
+    #[error("{}: the recording is kept as {}: {what}", path.display(), kept.display())]
+    Kept {
+        /// The output path the user gave.
+        path: PathBuf,
+        /// Where the recording is.
+        kept: PathBuf,
+        /// What could not be done.
+        what: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
     /// Writing perf.data's structure to the output (the user's path).
     #[error("{}: {what}", path.display())]
     PerfData {

@@ -12,6 +12,10 @@
 //! through. Until [`FileOutput::commit`], dropping the output removes the
 //! temporary, so a failure leaves nothing behind.
 //!
+//! What would stop the end is refused at the start, before anything is recorded (a
+//! directory named `<output>.old`); a recording that still cannot take its name at the end
+//! is kept beside it under another (`<output>.<pid>`), which the error names.
+//!
 //! The trace section's chunks go straight into the output
 //! ([`crate::in_place`]); the records stream to an unnamed file (`O_TMPFILE`)
 //! in the same directory, moved after the trace at the end: it has no name to
@@ -25,12 +29,25 @@ use std::path::{Path, PathBuf};
 use crate::error::{RecordError, Result};
 
 /// A file-mode output in progress.
-#[derive(Debug)]
 pub struct FileOutput {
     path: PathBuf,
     /// The named temporary, or `None` for an unnamed (`O_TMPFILE`) file.
     temp: Option<PathBuf>,
     committed: bool,
+    /// Runs once between the previous output's rename and the new file's naming: where a
+    /// test puts another recording's commit.
+    #[cfg(test)]
+    after_retire: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl std::fmt::Debug for FileOutput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileOutput")
+            .field("path", &self.path)
+            .field("temp", &self.temp)
+            .field("committed", &self.committed)
+            .finish_non_exhaustive()
+    }
 }
 
 fn out_err(path: &Path, what: impl Into<String>) -> impl FnOnce(io::Error) -> RecordError {
@@ -55,6 +72,7 @@ impl FileOutput {
                 io::ErrorKind::IsADirectory,
             )));
         }
+        check_old_name(path)?;
         let dir = output_dir(path);
         let name = path
             .file_name()
@@ -66,14 +84,19 @@ impl FileOutput {
             .mode(0o644)
             .open(dir)
         {
-            Ok(f) => {
+            // The unnamed file takes its name through /proc at the end: without /proc, a
+            // named temporary now rather than a recording that cannot be placed then.
+            Ok(f) if proc_fd_path(&f).exists() => {
                 let out = FileOutput {
                     path: path.to_path_buf(),
                     temp: None,
                     committed: false,
+                    #[cfg(test)]
+                    after_retire: None,
                 };
                 return Ok((out, f));
             }
+            Ok(_) => {}
             // No O_TMPFILE here (EOPNOTSUPP, EISDIR on old kernels): a named temporary.
             Err(e)
                 if matches!(
@@ -103,6 +126,8 @@ impl FileOutput {
                             path: path.to_path_buf(),
                             temp: Some(temp),
                             committed: false,
+                            #[cfg(test)]
+                            after_retire: None,
                         },
                         f,
                     ));
@@ -135,12 +160,15 @@ impl FileOutput {
     /// The file is synced to disk before it gets its name, so that a name always means a
     /// whole recording. Meanwhile the older `<output>.old`, which this replaces, is removed
     /// (freeing its blocks takes as long as the sync); after the sync the previous output
-    /// becomes `.old` and the new file `<output>` at once, the previous output renamed back
-    /// if the new one cannot take its name.
+    /// becomes `.old` and the new file takes `<output>` without replacing anything there: a
+    /// recording that ended at the same moment and took the name in between becomes `.old` in
+    /// turn (the later takes the name, as perf's rename at start has it), so neither is lost.
+    ///
+    /// A recording that cannot take its name (`<output>.old` became a directory meanwhile, the
+    /// directory's permissions changed) is kept beside it as `<output>.<pid>` and the error
+    /// ([`RecordError::Kept`]) names where.
     pub fn commit(mut self, file: File) -> Result<()> {
-        let mut old = self.path.clone().into_os_string();
-        old.push(".old");
-        let old = PathBuf::from(old);
+        let old = old_path(&self.path);
         let previous = std::fs::symlink_metadata(&self.path).is_ok();
         let synced = std::thread::scope(|s| {
             let sync = s.spawn(|| file.sync_all());
@@ -152,29 +180,147 @@ impl FileOutput {
                 .unwrap_or_else(|_| Err(io::Error::other("the sync thread panicked")))
         });
         synced.map_err(out_err(&self.path, "cannot write the output to disk"))?;
-        if previous {
-            std::fs::rename(&self.path, &old).map_err(out_err(
-                &self.path,
-                format!("cannot rename the previous output to {}", old.display()),
-            ))?;
-        }
-        let placed = match &self.temp {
-            Some(temp) => std::fs::rename(temp, &self.path),
-            None => link_unnamed(&file, &self.path),
+        let (what, source) = match self.place(&file, &old) {
+            Ok(()) => {
+                self.committed = true;
+                return Ok(());
+            }
+            Err(failed) => failed,
         };
-        if let Err(e) = placed {
-            let what = if previous && std::fs::rename(&old, &self.path).is_err() {
-                format!(
-                    "cannot put the output in place (the previous output is {})",
-                    old.display()
-                )
-            } else {
-                "cannot put the output in place".to_owned()
-            };
-            return Err(out_err(&self.path, what)(e));
+        match self.keep_aside(&file) {
+            Ok(kept) => {
+                self.committed = true;
+                Err(RecordError::Kept {
+                    path: self.path.clone(),
+                    kept,
+                    what,
+                    source,
+                })
+            }
+            Err(_) => Err(out_err(&self.path, what)(source)),
         }
-        self.committed = true;
-        Ok(())
+    }
+
+    /// The previous output to `old`, then the file to the output's name (never replacing a
+    /// file there), again while another recording takes the name in between.
+    fn place(&mut self, file: &File, old: &Path) -> Result<(), (String, io::Error)> {
+        let mut taken = None;
+        for _ in 0..PLACE_TRIES {
+            let retired = match std::fs::rename(&self.path, old) {
+                Ok(()) => true,
+                // Nothing there, or another recording's commit moved it a moment ago.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => false,
+                Err(e) => {
+                    let what = format!("cannot rename the previous output to {}", old.display());
+                    return Err((what, e));
+                }
+            };
+            #[cfg(test)]
+            if let Some(hook) = self.after_retire.take() {
+                hook();
+            }
+            let path = self.path.clone();
+            match self.name(file, &path) {
+                Ok(()) => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => taken = Some(e),
+                Err(e) => {
+                    let mut what = "cannot put the output in place".to_owned();
+                    if retired && rename_noreplace(old, &self.path).is_err() {
+                        what.push_str(&format!(" (the previous output is {})", old.display()));
+                    }
+                    return Err((what, e));
+                }
+            }
+        }
+        Err((
+            format!(
+                "cannot put the output in place ({PLACE_TRIES} other recordings took the name first)"
+            ),
+            taken.unwrap_or_else(|| io::Error::from(io::ErrorKind::AlreadyExists)),
+        ))
+    }
+
+    /// Gives the file the name `to` if nothing has it.
+    fn name(&mut self, file: &File, to: &Path) -> io::Result<()> {
+        match &self.temp {
+            None => link_unnamed(file, to),
+            Some(temp) => {
+                rename_noreplace(temp, to)?;
+                self.temp = None;
+                Ok(())
+            }
+        }
+    }
+
+    /// Gives the file a name of its own beside the output (`<output>.<pid>`, then
+    /// `<output>.<pid>.N`); returns it.
+    fn keep_aside(&mut self, file: &File) -> io::Result<PathBuf> {
+        let pid = std::process::id();
+        let mut last = io::Error::from(io::ErrorKind::AlreadyExists);
+        for n in 0..100u32 {
+            let mut name = self.path.clone().into_os_string();
+            name.push(format!(".{pid}"));
+            if n > 0 {
+                name.push(format!(".{n}"));
+            }
+            let kept = PathBuf::from(name);
+            match self.name(file, &kept) {
+                Ok(()) => return Ok(kept),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = e,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last)
+    }
+}
+
+/// Refuses, before anything is recorded, an output whose previous file could not become
+/// `<output>.old` at the end: a directory has that name (a rename cannot replace it).
+fn check_old_name(path: &Path) -> Result<()> {
+    if std::fs::symlink_metadata(path).is_err() {
+        return Ok(());
+    }
+    let old = old_path(path);
+    if std::fs::symlink_metadata(&old).is_ok_and(|m| m.is_dir()) {
+        return Err(out_err(
+            path,
+            format!(
+                "cannot keep the previous output as {}: a directory has that name",
+                old.display()
+            ),
+        )(io::Error::from(io::ErrorKind::IsADirectory)));
+    }
+    Ok(())
+}
+
+/// The name of an open file in /proc, which `linkat` follows to the file itself.
+fn proc_fd_path(file: &File) -> PathBuf {
+    use std::os::unix::io::AsRawFd;
+    PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()))
+}
+
+/// How many times a commit moves aside a recording that took the output's name between its
+/// own two renames (each such recording ended at the same moment as this one).
+const PLACE_TRIES: u32 = 64;
+
+/// `<output>.old`.
+fn old_path(path: &Path) -> PathBuf {
+    let mut old = path.to_path_buf().into_os_string();
+    old.push(".old");
+    PathBuf::from(old)
+}
+
+/// Renames `from` to `to` unless `to` exists (`AlreadyExists` then). A file system without
+/// `RENAME_NOREPLACE` gets a hard link and an unlink, which also never replace.
+fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
+    use rustix::fs::{CWD, RenameFlags, renameat_with};
+    match renameat_with(CWD, from, CWD, to, RenameFlags::NOREPLACE) {
+        Ok(()) => Ok(()),
+        Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS) => {
+            std::fs::hard_link(from, to)?;
+            std::fs::remove_file(from)
+        }
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -239,8 +385,7 @@ fn copy_by_reads(src: &File, dst: &File, at: (u64, u64, u64), len: u64) -> io::R
 /// /proc/self/fd, which needs no capability, unlike AT_EMPTY_PATH).
 fn link_unnamed(file: &File, path: &Path) -> io::Result<()> {
     use std::os::unix::ffi::OsStrExt;
-    use std::os::unix::io::AsRawFd;
-    let from = std::ffi::CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))?;
+    let from = std::ffi::CString::new(proc_fd_path(file).into_os_string().as_bytes())?;
     let to = std::ffi::CString::new(path.as_os_str().as_bytes())?;
     // SAFETY: both are NUL-terminated strings that live across the call.
     let r = unsafe {
@@ -357,6 +502,107 @@ mod tests {
         assert_eq!(e.io_kind(), Some(io::ErrorKind::IsADirectory));
         assert!(e.to_string().starts_with(&d.path().display().to_string()));
         assert!(d.path().is_dir());
+    }
+
+    /// The race of two recordings that end together, provoked: the second commits whole
+    /// between the first's two renames (the previous output gone to `.old`, the first not yet
+    /// named). Both are kept, the first under the name, the second as `.old`.
+    #[test]
+    fn a_commit_between_anothers_two_renames_becomes_old() {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("same.data");
+        std::fs::write(&out, b"previous").unwrap();
+        let (mut first, mut f1) = FileOutput::create(&out).unwrap();
+        f1.write_all(b"first").unwrap();
+        let (second, mut f2) = FileOutput::create(&out).unwrap();
+        f2.write_all(b"second").unwrap();
+        first.after_retire = Some(Box::new(move || second.commit(f2).unwrap()));
+        first.commit(f1).unwrap();
+        assert_eq!(std::fs::read(&out).unwrap(), b"first");
+        assert_eq!(
+            std::fs::read(d.path().join("same.data.old")).unwrap(),
+            b"second"
+        );
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 2);
+    }
+
+    /// The same race with named temporaries (a file system without `O_TMPFILE`).
+    #[test]
+    fn a_commit_between_anothers_two_renames_becomes_old_with_named_temporaries() {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("same.data");
+        let named = |body: &[u8], n: u32| {
+            let temp = d.path().join(format!(".same.data.test-{n}.tmp"));
+            std::fs::write(&temp, body).unwrap();
+            let o = FileOutput {
+                path: out.clone(),
+                temp: Some(temp.clone()),
+                committed: false,
+                after_retire: None,
+            };
+            (o, File::open(&temp).unwrap())
+        };
+        let (mut first, f1) = named(b"first", 1);
+        let (second, f2) = named(b"second", 2);
+        first.after_retire = Some(Box::new(move || second.commit(f2).unwrap()));
+        first.commit(f1).unwrap();
+        assert_eq!(std::fs::read(&out).unwrap(), b"first");
+        assert_eq!(
+            std::fs::read(d.path().join("same.data.old")).unwrap(),
+            b"second"
+        );
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 2);
+    }
+
+    /// A directory named `<output>.old` would stop the end's rename: refused at the start,
+    /// saying which name, the previous output untouched.
+    #[test]
+    fn a_directory_named_old_is_refused_before_recording() {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("out.data");
+        std::fs::write(&out, b"previous").unwrap();
+        std::fs::create_dir(d.path().join("out.data.old")).unwrap();
+        let e = FileOutput::create(&out).unwrap_err();
+        assert_eq!(e.io_kind(), Some(io::ErrorKind::IsADirectory));
+        let msg = e.chain();
+        assert!(
+            msg.contains("out.data.old: a directory has that name"),
+            "{msg}"
+        );
+        assert_eq!(std::fs::read(&out).unwrap(), b"previous");
+        // Without a previous output nothing is renamed there: no reason to refuse.
+        std::fs::remove_file(&out).unwrap();
+        FileOutput::create(&out).unwrap();
+    }
+
+    /// A recording that cannot take its name at the end (the directory appeared while it
+    /// ran) is kept beside the output, under a name the error says.
+    #[test]
+    fn a_recording_that_cannot_take_its_name_is_kept_beside_it() {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("out.data");
+        std::fs::write(&out, b"previous").unwrap();
+        let (o, mut f) = FileOutput::create(&out).unwrap();
+        f.write_all(b"recording").unwrap();
+        std::fs::create_dir(d.path().join("out.data.old")).unwrap();
+        let e = o.commit(f).unwrap_err();
+        let RecordError::Kept { kept, .. } = &e else {
+            panic!("not kept: {}", e.chain());
+        };
+        let want = d.path().join(format!("out.data.{}", std::process::id()));
+        assert_eq!(kept, &want);
+        assert_eq!(std::fs::read(kept).unwrap(), b"recording");
+        assert!(
+            e.chain().contains(&want.display().to_string()),
+            "{}",
+            e.chain()
+        );
+        assert!(
+            e.chain().contains("cannot rename the previous output"),
+            "{}",
+            e.chain()
+        );
+        assert_eq!(std::fs::read(&out).unwrap(), b"previous");
     }
 
     #[test]

@@ -52,6 +52,17 @@ pub struct RecordSummary {
     /// Lost records and samples (PERF_RECORD_LOST, LOST_SAMPLES) and AUX
     /// transactions cut short (PERF_AUX_FLAG_TRUNCATED).
     pub lost: u64,
+    /// Of [`Self::lost`]: records the data area had no room for (PERF_RECORD_LOST).
+    pub lost_records: u64,
+    /// Of [`Self::lost`]: samples the perf core could not write (PERF_RECORD_LOST_SAMPLES).
+    pub lost_samples: u64,
+    /// Of [`Self::lost`]: AUX transactions cut short, the AUX area full
+    /// (PERF_AUX_FLAG_TRUNCATED).
+    pub aux_truncated: u64,
+    /// Each ring's data area, in bytes (what a loss of records says).
+    pub data_size: u64,
+    /// The most trace bytes a sample carries (`aux_sample_size`), 0 without AUX sampling.
+    pub aux_sample_size: u64,
     /// Snapshots that found trace bytes.
     pub snapshots: u64,
     /// Bytes of the file written.
@@ -178,15 +189,18 @@ impl Sink {
             }
             Some(Ok(Record::Lost(l))) => {
                 self.summary.lost += l.lost;
+                self.summary.lost_records += l.lost;
                 self.push(rec)
             }
             Some(Ok(Record::LostSamples(l))) => {
                 self.summary.lost += l.lost;
+                self.summary.lost_samples += l.lost;
                 self.push(rec)
             }
             Some(Ok(Record::Aux(a))) => {
                 if a.flags & PERF_AUX_FLAG_TRUNCATED != 0 {
                     self.summary.lost += 1;
+                    self.summary.aux_truncated += 1;
                 }
                 self.push(rec)
             }
@@ -456,7 +470,15 @@ impl Recorder {
             spec_of,
             uevent_stream: events.iter().map(|e| e.uevent_stream).collect(),
             endian,
-            summary: RecordSummary::default(),
+            summary: RecordSummary {
+                data_size: opts.data_size,
+                aux_sample_size: events
+                    .iter()
+                    .map(|e| u64::from(e.open.aux_sample_size))
+                    .max()
+                    .unwrap_or(0),
+                ..RecordSummary::default()
+            },
             path,
         };
         Ok(Recorder {

@@ -36,9 +36,11 @@
 #![warn(missing_docs)]
 
 pub mod chrome;
+mod cxa_demangle;
 pub mod event;
 pub mod firefox;
 pub mod flame;
+mod func_symbols;
 pub mod perfetto;
 pub mod report;
 pub mod stats;

@@ -1,7 +1,7 @@
 //! Sample addresses to functions, as perf report resolves them: the probe
 //! table first (perfaux's own recordings), then the recording's MMAP/MMAP2
-//! records to find the mapped file, whose ELF symbols (object + addr2line)
-//! name the function, demangled (Rust v0/legacy with rustc-demangle, C++
+//! records to find the mapped file, whose ELF function symbols (perf's
+//! table: [`crate::func_symbols`]) name the function, demangled (Rust v0/legacy with rustc-demangle, C++
 //! with cpp_demangle).
 //!
 //! Files are opened once per path and kept; an address that no map or
@@ -11,6 +11,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::event::{FuncId, Names};
+use crate::func_symbols::FuncSymbols;
 
 /// One mapping of a file into a process.
 #[derive(Clone, Copy, Debug)]
@@ -20,11 +21,11 @@ struct Map {
     dso: usize,
 }
 
-/// An ELF file's loadable segments and its symbol loader.
+/// An ELF file's loadable segments and its function symbols.
 struct Elf {
     /// (file offset, file size, virtual address) of each PT_LOAD.
     segments: Vec<(u64, u64, u64)>,
-    loader: addr2line::Loader,
+    symbols: FuncSymbols,
 }
 
 struct Dso {
@@ -96,7 +97,13 @@ impl Symbolizer {
     /// The function at `addr` in process `pid`.
     pub fn resolve(&mut self, pid: u32, addr: u64, names: &mut Names) -> FuncId {
         if let Some(n) = self.probes.get(&addr) {
-            return names.intern(n, "[swtrace]");
+            // The object is the file mapped there, as perf names it; `[swtrace]` only where
+            // the recording has no map of it.
+            let dso = self.find_map(pid, addr).map(|(_, m)| {
+                let name = &self.dsos[m.dso].name;
+                name.rsplit('/').next().unwrap_or(name)
+            });
+            return names.intern(n, dso.unwrap_or("[swtrace]"));
         }
         let Some((start, map)) = self.find_map(pid, addr) else {
             return names.intern(UNKNOWN, UNKNOWN);
@@ -115,7 +122,7 @@ impl Symbolizer {
                 .segments
                 .iter()
                 .find(|(o, sz, _)| (*o..o + sz).contains(&file_off))?;
-            e.loader.find_symbol(file_off - off + vaddr).map(demangle)
+            e.symbols.find(file_off - off + vaddr).map(demangle)
         });
         let f = match sym {
             Some(s) => names.intern(&s, &short),
@@ -137,21 +144,26 @@ fn open_elf(path: &str) -> Option<Elf> {
             (size > 0).then_some((off, size, s.address()))
         })
         .collect();
-    let loader = addr2line::Loader::new(path).ok()?;
-    Some(Elf { segments, loader })
+    let symbols = FuncSymbols::load(std::path::Path::new(path), &file);
+    Some(Elf { segments, symbols })
 }
 
 /// A symbol as people read it: Rust and C++ names demangled (Rust without
-/// its hash, as perf prints it), others unchanged.
+/// its hash, as perf prints it; C++ by `cpp_demangle`, else by the C++ runtime's
+/// demangler), others unchanged.
 pub fn demangle(sym: &str) -> String {
     if let Ok(d) = rustc_demangle::try_demangle(sym) {
         return format!("{d:#}");
     }
-    if sym.starts_with("_Z")
-        && let Ok(s) = cpp_demangle::Symbol::new(sym)
-        && let Ok(d) = s.demangle(&cpp_demangle::DemangleOptions::default())
-    {
-        return d;
+    if sym.starts_with("_Z") {
+        if let Ok(s) = cpp_demangle::Symbol::new(sym)
+            && let Ok(d) = s.demangle(&cpp_demangle::DemangleOptions::default())
+        {
+            return d;
+        }
+        if let Some(d) = crate::cxa_demangle::demangle(sym) {
+            return d;
+        }
     }
     sym.to_owned()
 }
@@ -168,6 +180,23 @@ mod tests {
         );
         assert_eq!(demangle("_ZN3foo3barEv"), "foo::bar()");
         assert_eq!(demangle("main"), "main");
+    }
+
+    /// A C++ name with a template argument pack inside an expression (`sr`, `IJ...E`), which
+    /// c++filt reads.
+    #[test]
+    fn a_cpp_name_with_an_argument_pack_is_demangled() {
+        assert_eq!(
+            demangle(
+                "_ZSt4swapINSt6thread2idEENSt9enable_ifIXsrSt6__and_IJSt6__not_ISt15__is_tuple_\
+                 likeIT_EESt21is_move_constructibleIS6_ESt18is_move_assignableIS6_EEE5valueEvE4\
+                 typeERS6_SG_"
+            ),
+            "std::enable_if<std::__and_<std::__not_<std::__is_tuple_like<std::thread::id> >, \
+             std::is_move_constructible<std::thread::id>, std::is_move_assignable<std::thread::\
+             id> >::value, void>::type std::swap<std::thread::id>(std::thread::id&, \
+             std::thread::id&)"
+        );
     }
 
     #[test]

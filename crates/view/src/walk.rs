@@ -15,7 +15,7 @@ use std::io::BufRead;
 
 use perfaux_abi::consts::*;
 use perfaux_abi::raw::RawData;
-use perfaux_abi::records::Record;
+use perfaux_abi::records::{Record, TaskKind};
 use perfaux_abi::sample_fields::SampleFields;
 use perfaux_perfdata::trace_reader::{SectionSource, TraceSection};
 use perfaux_perfdata::trace_section::ChunkKind;
@@ -346,6 +346,24 @@ pub fn walk<R: BufRead + std::io::Seek>(
                         },
                     )
                     .map_err(io)?;
+                }
+            }
+            // A thread a clone made gets no COMM record: it bears its parent's name until
+            // one comes (perf's `thread__fork` copies the parent's comm).
+            Record::Task(t) if t.kind == TaskKind::Fork => {
+                if let Some((_, comm)) = threads.info.get(&t.ptid).cloned() {
+                    threads.info.insert(t.tid, (t.pid, comm.clone()));
+                    if threads.keep(t.tid) {
+                        sink.event(
+                            &names,
+                            &ViewEvent::Comm {
+                                pid: t.pid,
+                                tid: t.tid,
+                                comm: &comm,
+                            },
+                        )
+                        .map_err(io)?;
+                    }
                 }
             }
             Record::Mmap(m) => sym.mmap(m.pid, m.addr, m.len, m.pgoff, &map_name(&m.filename)),

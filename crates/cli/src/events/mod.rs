@@ -5,4 +5,6 @@ pub mod parse;
 pub mod resolve;
 
 pub use parse::{EventError, EventSpec, parse_events};
-pub use resolve::{Event, EventKind, resolve_events};
+pub use resolve::{
+    Event, EventKind, SamplerOptions, apply_sampler_options, call_graph_mode, resolve_events,
+};

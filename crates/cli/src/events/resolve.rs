@@ -45,6 +45,7 @@ const TERMS: &[&str] = &[
     "aux-output",
     "track-paused",
     "timing",
+    "call-graph",
 ];
 
 /// What an event counts or traces.
@@ -81,6 +82,9 @@ pub struct Event {
     pub aux_sample_size: u32,
     pub aux_action: AuxAction,
     pub aux_output: bool,
+    /// Samples carry the traced thread's call chain (PERF_SAMPLE_CALLCHAIN, from its shadow
+    /// stack): `call-graph=` or record's `-g`.
+    pub callchain: bool,
     /// Index of the group leader in the list (its own index for a leader).
     pub leader: usize,
     /// The event's text, for messages.
@@ -108,6 +112,75 @@ pub fn resolve_events(args: &[String], aux_sample: Option<u32>) -> Result<Vec<Ev
     }
     apply_aux_rules(&mut events, aux_sample)?;
     Ok(events)
+}
+
+/// A `--call-graph`/`call-graph=` mode perf takes: `fp`, `dwarf` (with a stack size
+/// after a comma on the command line), `lbr`.
+pub fn call_graph_mode(s: &str) -> bool {
+    let mode = s.split(',').next().unwrap_or("");
+    matches!(mode, "fp" | "dwarf" | "lbr")
+}
+
+/// Record's sampler options (perf's `-g`/`--call-graph`, `-F`, `-c`), for the events that
+/// sample: `probe:FUNC` and the software events but dummy.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SamplerOptions {
+    /// `-g`: samples carry the call chain.
+    pub callchain: bool,
+    /// `-F`: the clock samplers' frequency, in Hz.
+    pub freq: Option<u64>,
+    /// `-c`: every sampler's period.
+    pub period: Option<u64>,
+}
+
+impl SamplerOptions {
+    /// Whether any option was given.
+    pub fn any(&self) -> bool {
+        self.callchain || self.freq.is_some() || self.period.is_some()
+    }
+}
+
+/// Applies record's sampler options to `events`, as perf's to its own: `-F` and `-c` to
+/// the samplers without a `freq=` or `period=` of their own (`-F` to the clocks alone: a
+/// probe's period counts calls, not time), `-g` to every sampler. An option no event can
+/// take is an error saying which events can.
+pub fn apply_sampler_options(events: &mut [Event], o: &SamplerOptions) -> Result<(), String> {
+    if !o.any() {
+        return Ok(());
+    }
+    let mut took = false;
+    for ev in events.iter_mut() {
+        let clock = matches!(
+            ev.kind,
+            EventKind::Software {
+                config: PERF_COUNT_SW_TASK_CLOCK | PERF_COUNT_SW_CPU_CLOCK
+            }
+        );
+        let sampler = clock
+            || matches!(ev.kind, EventKind::Probe { .. })
+            || matches!(ev.kind, EventKind::Software { config } if config != PERF_COUNT_SW_DUMMY);
+        if !sampler {
+            continue;
+        }
+        took = true;
+        ev.callchain |= o.callchain;
+        if ev.period.is_none() && ev.freq.is_none() {
+            if let Some(p) = o.period {
+                ev.period = Some(p);
+            } else if clock {
+                ev.freq = o.freq;
+            }
+        }
+    }
+    if took {
+        Ok(())
+    } else {
+        Err(
+            "-g, --call-graph, -F and -c set perfaux's samplers, and no event samples: add \
+             one, e.g. -e task-clock or -e probe:FUNC"
+                .into(),
+        )
+    }
 }
 
 fn term_err(input: &str, t: &Term, msg: impl Into<String>) -> EventError {
@@ -158,6 +231,7 @@ fn resolve_one(input: &str, spec: &EventSpec, idx: usize) -> Result<Event, Event
         aux_sample_size: 0,
         aux_action: AuxAction::empty(),
         aux_output: false,
+        callchain: false,
         leader: spec.group.unwrap_or(idx),
         text: spec.text.clone(),
     };
@@ -183,6 +257,17 @@ fn resolve_one(input: &str, spec: &EventSpec, idx: usize) -> Result<Event, Event
                     return Err(term_err(input, t, "aux-sample-size must be below 64 KiB"));
                 }
                 ev.aux_sample_size = n as u32;
+            }
+            // perf's term: every way of unwinding it names gets the same exact chain here,
+            // the shadow stack's (nothing to unwind).
+            "call-graph" => {
+                ev.callchain = match &t.value {
+                    TermValue::Str(s) if s == "no" => false,
+                    TermValue::Str(s) if call_graph_mode(s) => true,
+                    _ => {
+                        return Err(term_err(input, t, "call-graph takes fp, dwarf, lbr or no"));
+                    }
+                }
             }
             "name" => match &t.value {
                 TermValue::Str(s) => ev.name = s.clone(),

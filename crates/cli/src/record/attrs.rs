@@ -113,6 +113,11 @@ pub fn attrs_with(
         open.flags |= AttrFlags::FREQ;
         open.sample_period = f;
     }
+    if ev.callchain {
+        // The chain is the traced thread's shadow stack, taken by the sampler (probe and
+        // task-clock drivers), exact: perf reads it as any PERF_SAMPLE_CALLCHAIN.
+        open.sample_type |= PERF_SAMPLE_CALLCHAIN;
+    }
     open.aux_action = ev.aux_action;
     if ev.aux_output {
         open.flags |= AttrFlags::AUX_OUTPUT;

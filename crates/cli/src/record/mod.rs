@@ -19,7 +19,7 @@ use std::path::PathBuf;
 
 use crate::cli::{RecordArgs, parse_mmap_pages, parse_size};
 use crate::error::CliError;
-use crate::events::{Event, resolve_events};
+use crate::events::{Event, SamplerOptions, apply_sampler_options, resolve_events};
 
 pub use session::record;
 
@@ -58,6 +58,20 @@ pub fn default_events(aux_sample: bool) -> Vec<String> {
     } else {
         vec!["swtrace//".into(), "uevent".into()]
     }
+}
+
+/// `-g`/`--call-graph`, `-F` and `-c`.
+pub fn sampler_options(a: &RecordArgs) -> Result<SamplerOptions, CliError> {
+    for (flag, v) in [("-F", a.freq), ("-c", a.count)] {
+        if v == Some(0) {
+            return Err(CliError::msg(format!("{flag}: must be at least 1")));
+        }
+    }
+    Ok(SamplerOptions {
+        callchain: a.call_graph_g || a.call_graph.is_some(),
+        freq: a.freq,
+        period: a.count,
+    })
 }
 
 /// `--aux-sample`'s size, if given.
@@ -103,7 +117,8 @@ impl RecordConfig {
         } else {
             a.events.clone()
         };
-        let events = resolve_events(&texts, aux_sample)?;
+        let mut events = resolve_events(&texts, aux_sample)?;
+        apply_sampler_options(&mut events, &sampler_options(a)?).map_err(CliError::msg)?;
         let page = perfaux_core::page_size() as u64;
         let (data, aux) = match &a.mmap_pages {
             Some(m) => parse_mmap_pages(m, page)?,
@@ -139,9 +154,49 @@ impl RecordSummary {
         perfaux_preload::Notice::disk_filled(output, &self.recorded).map(|n| n.to_string())
     }
 
-    /// perf's two closing lines.
+    /// What was lost and why, one line a kind (none without loss): the closing line's
+    /// "N lost" alone says neither.
+    pub fn loss_lines(&self) -> String {
+        let r = &self.recorded;
+        let mut out = String::new();
+        if r.lost_records > 0 {
+            out.push_str(&format!(
+                "perfaux record: {} records lost (PERF_RECORD_LOST): the data area ({} KiB \
+                 a thread, -m) was full when they came",
+                r.lost_records,
+                r.data_size / 1024
+            ));
+            if r.aux_sample_size > 0 {
+                out.push_str(&format!(
+                    "; each sample carries up to {} bytes of trace (--aux-sample): a larger \
+                     -m or a smaller --aux-sample keeps more",
+                    r.aux_sample_size
+                ));
+            } else {
+                out.push_str("; a larger -m keeps more");
+            }
+            out.push('\n');
+        }
+        if r.lost_samples > 0 {
+            out.push_str(&format!(
+                "perfaux record: {} samples lost (PERF_RECORD_LOST_SAMPLES): the perf core \
+                 could not write them\n",
+                r.lost_samples
+            ));
+        }
+        if r.aux_truncated > 0 {
+            out.push_str(&format!(
+                "perfaux record: {} trace transactions cut short (PERF_AUX_FLAG_TRUNCATED): \
+                 the AUX area was full (-m ,N enlarges it)\n",
+                r.aux_truncated
+            ));
+        }
+        out
+    }
+
+    /// perf's two closing lines, then what was lost and why.
     pub fn lines(&self, output: &std::path::Path) -> String {
-        format!(
+        let lines = format!(
             "[ perfaux record: Woken up {} times to write data ]\n\
              [ perfaux record: Captured and wrote {:.3} MB {} ({} records, {} bytes of AUX, {} lost, {} snapshots, {} dropped pause/resume) ]\n",
             self.recorded.wakeups,
@@ -152,6 +207,7 @@ impl RecordSummary {
             self.recorded.lost,
             self.recorded.snapshots,
             self.recorded.dropped_pause_resume
-        )
+        );
+        lines + &self.loss_lines()
     }
 }

@@ -11,10 +11,12 @@ use perfaux_preload::{Notice, ProgramError, ProgramOptions, TracedProgram};
 
 use super::program_events::program_events;
 use super::session::{is_stdout, rec_err};
-use super::{DEFAULT_AUX_SIZE, RecordSummary, aux_sample_size, signals, snapshot_mode};
+use super::{
+    DEFAULT_AUX_SIZE, RecordSummary, aux_sample_size, sampler_options, signals, snapshot_mode,
+};
 use crate::cli::{RecordArgs, parse_mmap_pages};
 use crate::error::CliError;
-use crate::events::resolve_events;
+use crate::events::{apply_sampler_options, resolve_events};
 
 /// The "not possible" line for `-p PID` and `-a`, if either is given.
 pub fn refuse_attach(a: &RecordArgs) -> Option<String> {
@@ -44,7 +46,8 @@ fn options(a: &RecordArgs) -> Result<ProgramOptions, CliError> {
     } else {
         a.events.clone()
     };
-    let events = resolve_events(&texts, aux_sample_size(a)?).map_err(CliError::msg)?;
+    let mut events = resolve_events(&texts, aux_sample_size(a)?).map_err(CliError::msg)?;
+    apply_sampler_options(&mut events, &sampler_options(a)?).map_err(CliError::msg)?;
     let (events, table) = program_events(&events)?;
     let page = perfaux_core::page_size() as u64;
     let aux_size = match &a.mmap_pages {

@@ -251,3 +251,67 @@ fn timing_sets_the_trace_pmus_timing_fields() {
     let e = resolve_events(&args(&["probe:fib/timing=entry/"]), None).unwrap_err();
     assert!(e.contains("timing is a term of swtrace//"), "{e}");
 }
+
+/// record's -g, -F and -c reach the events that sample, as perf's reach its own: -g every
+/// sampler, -F the clocks, -c every sampler; an event's own freq= or period= stays.
+#[test]
+fn sampler_options_reach_the_samplers_only() {
+    let mut v = resolve_events(
+        &args(&[
+            "{swtrace//,probe:f}",
+            "task-clock",
+            "cpu-clock/period=5/",
+            "uevent",
+        ]),
+        None,
+    )
+    .unwrap();
+    let o = SamplerOptions {
+        callchain: true,
+        freq: Some(999),
+        period: None,
+    };
+    apply_sampler_options(&mut v, &o).unwrap();
+    let got: Vec<_> = v.iter().map(|e| (e.callchain, e.freq, e.period)).collect();
+    assert_eq!(
+        got,
+        [
+            (false, None, None),
+            (true, None, None),
+            (true, Some(999), None),
+            (true, None, Some(5)),
+            (false, None, None),
+        ]
+    );
+    let mut v = resolve_events(&args(&["{swtrace//,probe:f}", "task-clock"]), None).unwrap();
+    let o = SamplerOptions {
+        callchain: false,
+        freq: None,
+        period: Some(10),
+    };
+    apply_sampler_options(&mut v, &o).unwrap();
+    let got: Vec<_> = v.iter().map(|e| (e.callchain, e.period)).collect();
+    assert_eq!(got, [(false, None), (false, Some(10)), (false, Some(10))]);
+    let mut v = resolve_events(&args(&["swtrace//", "uevent"]), None).unwrap();
+    let e = apply_sampler_options(
+        &mut v,
+        &SamplerOptions {
+            callchain: true,
+            ..SamplerOptions::default()
+        },
+    )
+    .unwrap_err();
+    assert!(e.contains("-e task-clock"), "{e}");
+}
+
+/// perf's call-graph term: fp, dwarf and lbr ask for the chain, no for none; others are an
+/// error naming the term.
+#[test]
+fn the_call_graph_term_takes_perfs_modes() {
+    for (mode, on) in [("fp", true), ("dwarf", true), ("lbr", true), ("no", false)] {
+        let v = resolve_events(&args(&[&format!("task-clock/call-graph={mode}/")]), None).unwrap();
+        assert_eq!(v[0].callchain, on, "{mode}");
+    }
+    let e = resolve_events(&args(&["task-clock/call-graph=stack/"]), None).unwrap_err();
+    assert!(e.contains("call-graph takes fp, dwarf, lbr or no"), "{e}");
+}
