@@ -44,7 +44,7 @@ use super::process_ends::{ProcessEnds, ProcessKey};
 use super::program_events::{open_error, program_events, unfound, unfound_line};
 use super::program_ring::{self, SlotRing};
 use super::session::{is_stdout, rec_err};
-use super::{DEFAULT_AUX_SIZE, RecordSummary, aux_sample_size, signals};
+use super::{DEFAULT_AUX_SIZE, DEFAULT_DATA_SIZE, RecordSummary, aux_sample_size, signals};
 use crate::cli::{RecordArgs, parse_mmap_pages};
 use crate::error::CliError;
 use crate::events::resolve_events;
@@ -52,8 +52,6 @@ use crate::events::resolve_events;
 /// Threads of the program (of all its processes) that can be traced in one recording: a slot
 /// serves one thread for the whole recording (later ones are counted and said).
 const SLOTS: usize = 64;
-/// Data pages per traced thread (its AUX records and ITRACE_START).
-const DATA_PAGES: usize = 16;
 
 /// How the traced program ended.
 #[derive(Debug, Clone, Copy)]
@@ -206,13 +204,17 @@ pub fn record_program(
     let events = resolve_events(&texts, aux_sample_size(a)?).map_err(CliError::msg)?;
     let (mut specs, mut table) = program_events(&events)?;
     let page = perfaux_core::page_size() as u64;
-    let aux_size = match &a.mmap_pages {
-        Some(m) => parse_mmap_pages(m, page)?.1,
-        None => None,
-    }
-    .unwrap_or(DEFAULT_AUX_SIZE);
+    // `-m DATA,AUX` sizes each thread's areas as it does the built-in workload's: the data
+    // area holds the thread's uevents and records until the next pass (every millisecond),
+    // so a larger one loses fewer in a burst.
+    let (data_size, aux_size) = match &a.mmap_pages {
+        Some(m) => parse_mmap_pages(m, page)?,
+        None => (None, None),
+    };
+    let data_size = data_size.unwrap_or(DEFAULT_DATA_SIZE);
+    let aux_size = aux_size.unwrap_or(DEFAULT_AUX_SIZE);
     let rec_opts = RecorderOptions {
-        data_size: DATA_PAGES as u64 * page,
+        data_size,
         aux_size,
         overwrite,
     };
@@ -226,7 +228,7 @@ pub fn record_program(
     let opts = Options {
         runtime: runtime.clone(),
         slots: SLOTS,
-        data_pages: DATA_PAGES,
+        data_pages: (data_size / page) as usize,
         aux_pages: (aux_size / page) as usize,
         overwrite,
         events: table.clone(),
