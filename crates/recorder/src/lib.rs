@@ -38,8 +38,10 @@ pub mod pmus;
 pub mod recorder;
 pub mod ring;
 pub mod synth;
+pub mod trace_gaps;
 mod wakeups;
 
 pub use error::{RecordError, Result};
 pub use recorder::{EventSpec, Output, RecordSummary, Recorder, RecorderOptions};
 pub use ring::{AUX_WATERMARK_MAX, AuxBytes, Ring, ThreadRing, default_watermarks};
+pub use trace_gaps::{MAX_LISTED_GAPS, TraceGap};
