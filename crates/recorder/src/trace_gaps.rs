@@ -173,3 +173,112 @@ fn look(o: &mut Open, offset: u64, data: &[u8]) -> Look {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use perfaux_swtrace::format::{SyncHeader, TimeConv};
+
+    use super::*;
+
+    /// The bytes the writer writes where a stopped trace starts again: LOST (full, `dropped`)
+    /// and a SYNC at `ns` (a 1:1 clock).
+    fn restart(dropped: u64, ns: u64) -> Vec<u8> {
+        let mut b = vec![0u8; format::MAX_LOST + format::MAX_SYNC];
+        let n = format::encode_lost(&mut b, LostKind::Full, dropped, 0);
+        let conv = TimeConv {
+            anchor_ticks: 0,
+            anchor_ns: 0,
+            mult: 1,
+            shift: 0,
+        };
+        let h = SyncHeader {
+            flags: 0,
+            tid: 7,
+            depth: 0,
+            first: 0,
+            ticks: ns,
+            conv,
+        };
+        let m = format::encode_sync(&mut b[n..], &h, &[]);
+        b.truncate(n + m);
+        b
+    }
+
+    fn gap(tid: i32, from_ns: u64, to: Option<(u64, u64)>) -> TraceGap {
+        TraceGap {
+            tid,
+            from_ns,
+            to_ns: to.map(|t| t.0),
+            dropped_events: to.map(|t| t.1),
+        }
+    }
+
+    #[test]
+    fn a_gap_ends_at_the_sync_after_its_truncated_record() {
+        let mut g = TraceGaps::default();
+        g.trace_bytes(1, 0, &[0; 100]);
+        g.truncated(1, 500, 100);
+        // Bytes before the gap's end, read after the record: the gap stays open.
+        g.trace_bytes(1, 40, &[0; 60]);
+        let mut after = restart(300, 900);
+        after.extend_from_slice(&[0xff; 10]);
+        g.trace_bytes(1, 100, &after);
+        assert_eq!(g.finish(), (vec![gap(1, 500, Some((900, 300)))], 0));
+    }
+
+    #[test]
+    fn gaps_found_in_one_chunk_and_across_chunks() {
+        let mut g = TraceGaps::default();
+        // The area filled twice before the recorder read the bytes after the first gap.
+        let first = restart(10, 2000);
+        g.truncated(3, 1000, 64);
+        g.truncated(3, 3000, 64 + 200);
+        let mut chunk = vec![0u8; 200];
+        chunk[..first.len()].copy_from_slice(&first);
+        g.trace_bytes(3, 64, &chunk);
+        // The second restart's packets split between two chunks.
+        let second = restart(20, 4000);
+        let (a, b) = second.split_at(5);
+        g.trace_bytes(3, 264, a);
+        g.trace_bytes(3, 269, b);
+        assert_eq!(
+            g.finish(),
+            (
+                vec![
+                    gap(3, 1000, Some((2000, 10))),
+                    gap(3, 3000, Some((4000, 20)))
+                ],
+                0
+            )
+        );
+    }
+
+    #[test]
+    fn bytes_that_are_no_restart_or_missing_leave_the_end_unknown() {
+        let mut g = TraceGaps::default();
+        g.truncated(1, 10, 100);
+        g.trace_bytes(1, 100, &[0xee; 300]);
+        g.truncated(2, 20, 100);
+        // The bytes after the gap's end never came: the next chunk starts later.
+        g.trace_bytes(2, 150, &restart(1, 30));
+        g.truncated(3, 40, 0);
+        assert_eq!(
+            g.finish(),
+            (
+                vec![gap(1, 10, None), gap(2, 20, None), gap(3, 40, None)],
+                0
+            )
+        );
+    }
+
+    #[test]
+    fn past_the_listed_gaps_the_rest_are_counted() {
+        let mut g = TraceGaps::default();
+        for i in 0..(MAX_LISTED_GAPS as u64 + 5) {
+            g.truncated(1, i, i * 100);
+        }
+        let (listed, unlisted) = g.finish();
+        assert_eq!(listed.len(), MAX_LISTED_GAPS);
+        assert_eq!(unlisted, 5);
+    }
+}
