@@ -9,7 +9,10 @@
  * runtime's function is a weak reference, null when perfaux's runtime is not loaded.
  *
  * Returns 0, or -1 with errno set (the seed's uevent rules): E2BIG for more than 4096 bytes,
- * EFAULT for a null buf with a non-zero len, ENODEV when the thread cannot be traced.
+ * EFAULT for a null buf with a non-zero len, ENODEV when the thread cannot be traced, ENOSPC
+ * when the thread's buffer had no room for it (a burst faster than the recorder drains; `-m`
+ * sets the room): that uevent is not in the recording, which counts it among its lost
+ * records. A call that returned 0 has its uevent in the recording.
  */
 #ifndef PERFAUX_H
 #define PERFAUX_H

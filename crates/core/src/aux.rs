@@ -182,6 +182,29 @@ pub fn perf_aux_output_begin(event: &Event) -> Option<AuxHandle<'_>> {
     }
 }
 
+/// For PMUs whose last transaction ended TRUNCATED (which disabled the event,
+/// pending disable): the consumer has made room since, so the event is active
+/// again and the PMU may begin a new transaction, as the kernel's drivers
+/// restart tracing at their next `perf_aux_output_begin` once there is space.
+/// Only a disable the control path has not applied yet is withdrawn: true if
+/// it was; false if the event was disabled meanwhile (an ioctl, its close),
+/// and then it stays off until enabled.
+pub fn perf_aux_output_restart(event: &Event) -> bool {
+    if event.state() != crate::event::EventState::Off {
+        return false;
+    }
+    if event
+        .hw
+        .pending_disable
+        .compare_exchange(true, false, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        return false;
+    }
+    event.set_state(crate::event::EventState::Active);
+    true
+}
+
 /// For PMUs: `perf_aux_output_end(handle, size)`: publishes `aux_head`,
 /// writes the PERF_RECORD_AUX (with the event's `sample_id`) when there is
 /// something to report, and disables the event when TRUNCATED.

@@ -354,6 +354,7 @@ fn release(ev: &Arc<Event>) {
     thread::uninstall(ev);
     perf_group_detach(ev);
     ev.pmu.destroy(ev);
+    output::perf_output_lost(ev);
     ev.rb.store(None);
 }
 

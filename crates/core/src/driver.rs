@@ -13,7 +13,9 @@
 //!   one sample per elapsed period) and [`perf_event_overflow`] (one
 //!   sample now), with what it knows of the sample in [`SampleData`];
 //! - the AUX path: [`perf_aux_output_begin`] / [`perf_aux_output_end`]
-//!   around what it writes into the AUX area, [`perf_output_aux_record`]
+//!   around what it writes into the AUX area, [`perf_aux_output_restart`]
+//!   to go on after a TRUNCATED end once the consumer made room,
+//!   [`perf_output_aux_record`]
 //!   for a PERF_RECORD_AUX it reports itself, and
 //!   [`perf_event_itrace_started`] once it traces (ITRACE PMUs);
 //! - the thread it observes: [`gettid`] and [`current_cpu`] (where it runs),
@@ -26,7 +28,7 @@
 //! [`RcuCell`] is the core's read-copy-update cell, for per-event state a
 //! signal handler reads while the control path replaces it.
 
-pub use crate::aux::{perf_aux_output_begin, perf_aux_output_end};
+pub use crate::aux::{perf_aux_output_begin, perf_aux_output_end, perf_aux_output_restart};
 pub use crate::buffer::{AuxArea, Buffer};
 pub use crate::error::{Error, Result, einval, enoent, eopnotsupp};
 pub use crate::event::{Event, EventState, Target};

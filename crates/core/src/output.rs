@@ -58,6 +58,36 @@ pub(crate) fn perf_output(
     }
 }
 
+/// The buffer's records dropped since its last PERF_RECORD_LOST, said in a
+/// LOST record of their own as `event` leaves the buffer (its close): the
+/// kernel keeps that count for the next record, which does not come once the
+/// last writer is gone, and the loss would be in no file. Written only where
+/// no other writer can be inside the ring: on the thread that owns a
+/// per-thread buffer, or once that thread is gone; a full ring keeps the
+/// count (nothing more is lost by trying).
+pub(crate) fn perf_output_lost(event: &Event) {
+    let Some(rb) = event.rb.load() else {
+        return;
+    };
+    if rb.data.lost() == 0 {
+        return;
+    }
+    if let Some(owner) = rb.owner_tid
+        && owner != crate::thread::gettid()
+        && crate::thread::thread_exists(owner)
+    {
+        return;
+    }
+    let id = SampleId::now(event);
+    let mut trailer = StackSink::<64>::new();
+    id.write(event, &mut trailer);
+    let lost = LostInfo {
+        id: event.id,
+        sample_id: trailer.bytes(),
+    };
+    let _ = rb.data.output_lost(&lost);
+}
+
 /// `perf_log_itrace_start`: PERF_RECORD_ITRACE_START `{pid, tid}` for PMUs
 /// with `PERF_PMU_CAP_ITRACE`, until the PMU reports it started tracing.
 ///

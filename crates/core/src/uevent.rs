@@ -13,6 +13,14 @@
 //! struct { header; u32 type; u32 size; u8 data[size]; u8 pad[-size & 7]; sample_id; }
 //! ```
 //!
+//! A record that finds no room (the data area full, or its output paused) is
+//! counted in the buffer's `lost`, as the seed's `perf_uevent_output` leaves
+//! it to `perf_output_begin`, and the call says so with ENOSPC, the error
+//! `perf_output_begin` returns there: the seed's call returned 0 whatever
+//! happened to the record, so a caller could not tell a recorded event from a
+//! lost one. A call that returns 0 put its record into every `attr.uevents`
+//! event that observes the thread.
+//!
 //! PMUs that react to uevents (the `uevent` counting PMU, the `uevent_aux`
 //! AUX PMU) get them through [`crate::pmu::Pmu::uevent`].
 
@@ -41,8 +49,14 @@ pub fn perf_uevent(type_: u32, data: &[u8], flags: u64) -> Result<()> {
             "perf_uevent: more than 4096 bytes",
         ));
     }
-    deliver(type_, data);
-    Ok(())
+    if deliver(type_, data) {
+        Ok(())
+    } else {
+        Err(Error::new(
+            errno::ENOSPC,
+            "perf_uevent: no room for the record in the buffer (counted lost)",
+        ))
+    }
 }
 
 /// The C entry point: returns 0, or -1 with `errno` set.
@@ -70,8 +84,11 @@ pub unsafe extern "C" fn perfaux_uevent(
             // readable bytes; only read during this call.
             unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size as usize) }
         };
-        deliver(type_, bytes);
-        Ok(())
+        if deliver(type_, bytes) {
+            Ok(())
+        } else {
+            Err(errno::ENOSPC)
+        }
     };
     match r {
         Ok(()) => 0,
@@ -83,8 +100,10 @@ pub unsafe extern "C" fn perfaux_uevent(
 }
 
 /// `perf_event_aux(perf_uevent_output, ...)`: every observing event.
+/// Whether every `attr.uevents` event among them took its record.
 #[inline]
-fn deliver(type_: u32, data: &[u8]) {
+fn deliver(type_: u32, data: &[u8]) -> bool {
+    let mut written = true;
     let tid = thread::gettid();
     let mut cpu = -2;
     thread::for_each_observing(|ev| {
@@ -100,16 +119,17 @@ fn deliver(type_: u32, data: &[u8]) {
             }
         }
         if ev.flag(AttrFlags::UEVENTS) {
-            perf_uevent_output(ev, type_, data);
+            written &= perf_uevent_output(ev, type_, data);
         }
         ev.pmu.uevent(ev, type_, data);
     });
+    written
 }
 
 /// `perf_uevent_output`: one PERF_RECORD_UEVENT into `event`'s buffer
-/// (perfaux-abi's `UeventRecord` encoder).
+/// (perfaux-abi's `UeventRecord` encoder). Whether it was written.
 #[inline]
-fn perf_uevent_output(event: &crate::event::Event, type_: u32, data: &[u8]) {
+fn perf_uevent_output(event: &crate::event::Event, type_: u32, data: &[u8]) -> bool {
     let id = SampleId::now(event);
     let rec = UeventRecord {
         misc: 0,
@@ -117,5 +137,5 @@ fn perf_uevent_output(event: &crate::event::Event, type_: u32, data: &[u8]) {
         data: RawData::new(data, &[]),
         sample_id: id.0,
     };
-    write_record(event, &rec, &id);
+    write_record(event, &rec, &id)
 }

@@ -50,12 +50,21 @@
 //! buffer stops (`pt_handle_status`), the transaction is ended with
 //! PERF_AUX_FLAG_TRUNCATED, which wakes the consumer and disables the event
 //! (pending disable); the writer stops and counts what it drops. The
-//! consumer sees the loss in the TRUNCATED record; after it read the area
-//! and re-enabled the event, `start` begins a new transaction and tracing
-//! resumes with a SYNC. A `perf_aux_output_begin` that still finds no
-//! space (a consumer whose aux_tail went back) gets the kernel's pending
-//! disable and wakeup, and the loss is reported by an empty TRUNCATED
-//! record at aux_head.
+//! consumer sees the loss in the TRUNCATED record. Tracing resumes as soon
+//! as the consumer has made room, as the kernel's drivers restart at their
+//! next `perf_aux_output_begin`, with no re-enable: the stopped writer asks
+//! the slow path again once in `writer::FULL_RETRY_EVERY` dropped events
+//! (so a stopped thread's probes stay cheap), and when aux_tail has moved
+//! far enough the pending disable is withdrawn (`perf_aux_output_restart`,
+//! unless the control path applied it already), a new transaction begins at
+//! the head the trace stopped at, and the stream goes on with a LOST packet
+//! (the events dropped) and a SYNC from which a decoder re-anchors. The gap
+//! lies between the TRUNCATED record's time and that SYNC's. A consumer
+//! that re-enables the event after reading gets the same: `start` begins a
+//! new transaction and tracing resumes with a SYNC. A
+//! `perf_aux_output_begin` that still finds no space (a consumer whose
+//! aux_tail went back) gets the kernel's pending disable and wakeup, and the
+//! loss is reported by an empty TRUNCATED record at aux_head.
 //!
 //! # Stopping from another thread
 //!
@@ -87,8 +96,8 @@ use perfaux_swtrace::writer::{self, AuxMode, AuxRegion, Timing, WriterConfig, Wr
 
 use perfaux_core::driver::{
     AuxArea, Buffer, Event, Pmu, PmuCaps, PmuPrivate, Result, Target, ef, einval, in_remote_call,
-    perf_aux_output_begin, perf_aux_output_end, perf_event_itrace_started, perf_output_aux_record,
-    run_on,
+    perf_aux_output_begin, perf_aux_output_end, perf_aux_output_restart, perf_event_itrace_started,
+    perf_output_aux_record, run_on,
 };
 
 /// The trace PMU.
@@ -162,6 +171,9 @@ pub(crate) struct TraceState {
     parked: AtomicBool,
     /// This event holds its thread's claim (`exclusive_event_installable`).
     claimed: AtomicBool,
+    /// The last transaction ended TRUNCATED and the writer stopped: the slow
+    /// path may restart it once the consumer made room.
+    truncated: AtomicBool,
 }
 
 struct Transaction {
@@ -244,6 +256,7 @@ impl Pmu for SwtracePmu {
             lost: AtomicU64::new(0),
             parked: AtomicBool::new(false),
             claimed: AtomicBool::new(false),
+            truncated: AtomicBool::new(false),
         }))
     }
 
@@ -486,6 +499,7 @@ fn start_here(event: &Event, st: &TraceState) -> bool {
         _buffer: buffer,
     });
     CURRENT.with(|c| c.set(event));
+    st.truncated.store(false, Ordering::Release);
     st.running.store(true, Ordering::Release);
     perf_event_itrace_started(event);
     true
@@ -644,11 +658,14 @@ fn on_full(aux_head: u64, needed: u64) -> Option<u64> {
     let event = unsafe { &*ev };
     let st = TraceState::of(event)?;
     let mut tx = st.tx.try_lock().ok()?;
-    let Transaction {
+    let Some(Transaction {
         handle,
         start_head,
         _buffer: buffer,
-    } = tx.take()?;
+    }) = tx.take()
+    else {
+        return restart(event, st, &mut tx, aux_head, needed);
+    };
     let written = aux_head.wrapping_sub(start_head);
     let space_end = handle.head() + handle.size();
     if aux_head.saturating_add(needed) > space_end
@@ -657,6 +674,7 @@ fn on_full(aux_head: u64, needed: u64) -> Option<u64> {
             .is_none_or(|aux| space_at(aux, aux_head) < needed)
     {
         truncate(event, handle, written);
+        st.truncated.store(true, Ordering::Release);
         return None;
     }
     perf_aux_output_end(event, handle, written);
@@ -670,14 +688,63 @@ fn on_full(aux_head: u64, needed: u64) -> Option<u64> {
             flags: PERF_AUX_FLAG_TRUNCATED,
         };
         perf_output_aux_record(event, &rec);
+        st.truncated.store(true, Ordering::Release);
         return None;
     };
     if handle.size() < needed {
         truncate(event, handle, 0);
+        st.truncated.store(true, Ordering::Release);
         return None;
     }
     let limit = transaction_limit(&handle, needed);
     // SAFETY: as in start_here.
+    let handle: AuxHandle<'static> = unsafe { std::mem::transmute(handle) };
+    *tx = Some(Transaction {
+        start_head: handle.head(),
+        handle,
+        _buffer: buffer,
+    });
+    Some(limit)
+}
+
+/// The stopped writer asks again (no open transaction): after a TRUNCATED
+/// end, once the consumer's aux_tail leaves room for the `needed` bytes at
+/// the head the trace stopped at, the event is active again and a new
+/// transaction begins there (module doc, "Full trace"). `None` while there
+/// is no room, or when the event was disabled meanwhile.
+fn restart(
+    event: &Event,
+    st: &TraceState,
+    tx: &mut Option<Transaction>,
+    aux_head: u64,
+    needed: u64,
+) -> Option<u64> {
+    if !st.truncated.load(Ordering::Acquire) {
+        return None;
+    }
+    let buffer = event.buffer_arc()?;
+    let aux = buffer.aux()?;
+    // Looked at first: a consumer that has not read yet costs one load.
+    if aux.overwrite() || space_at(aux, aux_head) < needed {
+        return None;
+    }
+    if !perf_aux_output_restart(event) {
+        return None;
+    }
+    st.truncated.store(false, Ordering::Release);
+    let Some(handle) = perf_aux_output_begin(event) else {
+        st.truncated.store(true, Ordering::Release);
+        return None;
+    };
+    if handle.head() != aux_head || handle.size() < needed {
+        // Not the stream the writer stopped in, or the room went again.
+        truncate(event, handle, 0);
+        st.truncated.store(true, Ordering::Release);
+        return None;
+    }
+    let limit = transaction_limit(&handle, needed);
+    // SAFETY: as in start_here: the Transaction holds `buffer`, whose grave
+    // keeps the AuxArea the handle borrows, and drops the handle first.
     let handle: AuxHandle<'static> = unsafe { std::mem::transmute(handle) };
     *tx = Some(Transaction {
         start_head: handle.head(),

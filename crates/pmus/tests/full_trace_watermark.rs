@@ -199,6 +199,72 @@ fn full_area_ends_truncated_and_resumes_after_read() {
     assert_eq!(entered_names(&events), vec!["wm_call"; 20]);
 }
 
+/// The consumer reads the full area and does nothing else: the trace resumes by itself, as a
+/// driver restarts at its next `perf_aux_output_begin` (no re-enable). The stopped writer asks
+/// again within `FULL_RETRY_EVERY` dropped events; the event is active again, the TRUNCATED
+/// record stays for the gap, the next transaction starts where the trace stopped, and the
+/// stream goes on with LOST (the dropped events) and a SYNC: the calls after the gap decode.
+#[test]
+fn a_truncated_trace_resumes_once_the_consumer_made_room() {
+    perfaux_pmus::register();
+    let w = Worker::spawn();
+    let mut t = open_on(&trace_attr(), w.tid, 1);
+    t.ev.enable(0).unwrap();
+    w.calls(10_000);
+    assert_eq!(t.ev.event().state(), EventState::Off, "pending disable");
+    let recs = aux_records(&mut t);
+    let last = recs.last().expect("PERF_RECORD_AUX records");
+    assert_ne!(last.2 & PERF_AUX_FLAG_TRUNCATED, 0, "{recs:?}");
+    let end = assert_tiled(&recs, 0);
+    let before = t.aux.aux_reader().unwrap().read().unwrap().data.to_vec();
+    assert_eq!(before.len() as u64, end, "the consumer read it all");
+
+    // Each call is two events: a retry comes within these, and the area (4 KiB) holds what
+    // follows it.
+    w.calls(perfaux_swtrace::writer::FULL_RETRY_EVERY / 2);
+    assert_eq!(
+        t.ev.event().state(),
+        EventState::Active,
+        "tracing resumed without a re-enable"
+    );
+    w.calls(200);
+    t.ev.disable(0).unwrap();
+    let more = aux_records(&mut t);
+    assert!(!more.is_empty());
+    assert!(
+        more.iter().all(|r| r.2 & PERF_AUX_FLAG_TRUNCATED == 0),
+        "{more:?}"
+    );
+    let end2 = assert_tiled(&more, end);
+    let after = t.aux.aux_reader().unwrap().read().unwrap();
+    assert_eq!(after.offset, end, "the stream goes on where it stopped");
+    assert_eq!(end + after.data.len() as u64, end2);
+
+    // The whole stream: no skipped byte, the loss said, calls after it.
+    let mut whole = before;
+    whole.extend_from_slice(after.data);
+    let events = perfaux_swtrace::decode(&whole);
+    assert_eq!(skipped(&events), Vec::<&Packet>::new());
+    let lost_at = events
+        .iter()
+        .position(|e| {
+            matches!(e, Packet::Lost { kind, count, offset, .. }
+                if *kind == perfaux_swtrace::format::LostKind::Full && *count > 0 && *offset == end)
+        })
+        .expect("a LOST packet for the dropped events where the stream stopped");
+    assert!(
+        matches!(events[lost_at + 1], Packet::Sync { .. }),
+        "a SYNC re-anchors after the gap"
+    );
+    let resumed = entered_names(&events[lost_at..]);
+    assert!(
+        resumed.len() >= 200,
+        "{} calls after the gap",
+        resumed.len()
+    );
+    assert!(resumed.iter().all(|n| n == "wm_call"));
+}
+
 /// A consumer that keeps up: one transaction per watermark (PT's PMI at
 /// `handle->wakeup`), records tiling the stream with no gap and no
 /// TRUNCATED, a wakeup per watermark crossed, the whole trace decodable.

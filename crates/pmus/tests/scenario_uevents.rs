@@ -159,3 +159,63 @@ fn uevent_aux_pmu_logs_into_its_aux_area() {
         .unwrap();
     assert_eq!((u64_at(&aux_rec.1, 8), u64_at(&aux_rec.1, 16)), (0, 16));
 }
+
+/// A uevent whose record finds the data area full is refused with ENOSPC (C: -1 and errno)
+/// and counted lost; every call that returned 0 has its record in the buffer, and the loss
+/// reaches the consumer as a PERF_RECORD_LOST of exactly the refused calls once there is room.
+#[test]
+fn a_uevent_that_finds_no_room_fails_with_enospc_and_is_counted() {
+    perfaux_pmus::register();
+    let ev = perf_event_open_attr(&uevents_attr(), Target::current(), -1, -1, 0).unwrap();
+    // Two data pages: the ring fills long before 500 records of 64 bytes.
+    let mut m = ev.mmap(0, 1 + 2, Prot::READ_WRITE).unwrap();
+    ev.enable(0).unwrap();
+    let (mut accepted, mut refused) = (0u32, 0u32);
+    for i in 0..500u32 {
+        let payload = i.to_ne_bytes();
+        let r = if i % 2 == 0 {
+            perf_uevent(50, &payload, 0).map_err(|e| e.errno)
+        } else {
+            // SAFETY: `payload` holds 4 readable bytes.
+            match unsafe { perfaux_uevent(50, 4, payload.as_ptr().cast(), 0) } {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error().raw_os_error().unwrap()),
+            }
+        };
+        match r {
+            Ok(()) => accepted += 1,
+            Err(e) => {
+                assert_eq!(e, perfaux_abi::errno::ENOSPC, "uevent {i}");
+                refused += 1;
+            }
+        }
+    }
+    assert!(
+        accepted > 0 && refused > 0,
+        "{accepted} accepted, {refused} refused"
+    );
+    assert_eq!(ev.event().counters().lost, u64::from(refused));
+    let recs = drain(&mut m);
+    let written: Vec<u32> = recs
+        .iter()
+        .filter(|r| u32_at(r, 0) == ext::PERF_RECORD_UEVENT)
+        .map(|r| u32_at(r, 16))
+        .collect();
+    assert_eq!(
+        written.len() as u32,
+        accepted,
+        "every accepted uevent is in the buffer"
+    );
+    assert_eq!(
+        written,
+        (0..accepted).collect::<Vec<_>>(),
+        "the first ones, in order"
+    );
+    // With room again, the next record carries the count.
+    perf_uevent(51, b"after", 0).unwrap();
+    let recs = drain(&mut m);
+    assert_eq!(recs.len(), 2);
+    assert_eq!(u32_at(&recs[0], 0), PERF_RECORD_LOST);
+    assert_eq!(u64_at(&recs[0], 16), u64::from(refused));
+    assert_eq!(u32_at(&recs[1], 8), 51);
+}

@@ -43,11 +43,13 @@ fn concurrent_tracing_uevents_and_snapshots_account_for_every_record() {
 
     let stop = Arc::new(AtomicBool::new(false));
     let emitted = Arc::new(AtomicU64::new(0));
+    let refused = Arc::new(AtomicU64::new(0));
     let (tid_tx, tid_rx) = std::sync::mpsc::channel();
     let mut workers = Vec::new();
     for w in 0..WORKERS {
         let stop = stop.clone();
         let emitted = emitted.clone();
+        let refused = refused.clone();
         let tid_tx = tid_tx.clone();
         workers.push(std::thread::spawn(move || {
             tid_tx.send(perfaux_core::gettid()).unwrap();
@@ -57,7 +59,15 @@ fn concurrent_tracing_uevents_and_snapshots_account_for_every_record() {
                 acc = acc.wrapping_add(st_outer(i));
                 if i.is_multiple_of(16) {
                     let payload = [w as u8; 24];
-                    perf_uevent(0x57, &payload, 0).unwrap();
+                    // A uevent that finds its collector full is counted lost and
+                    // refused with ENOSPC.
+                    match perf_uevent(0x57, &payload, 0) {
+                        Ok(()) => {}
+                        Err(e) if e.errno == perfaux_abi::errno::ENOSPC => {
+                            refused.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(e) => panic!("perf_uevent: {e}"),
+                    }
                     emitted.fetch_add(1, Ordering::Relaxed);
                 }
                 i += 1;
@@ -125,6 +135,11 @@ fn concurrent_tracing_uevents_and_snapshots_account_for_every_record() {
         delivered + lost,
         emitted,
         "delivered {delivered} + lost {lost}"
+    );
+    assert_eq!(
+        lost,
+        refused.load(Ordering::Relaxed),
+        "the uevents counted lost are those refused"
     );
     drop(traces);
 }

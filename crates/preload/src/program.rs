@@ -44,8 +44,10 @@ use crate::symbols::Symbolizer;
 /// Threads of the program (of all its processes) that can be traced at once: a slot serves
 /// one thread at a time (later ones wait for a slot or are counted and said).
 pub const SLOTS: usize = 64;
-/// Data pages per traced thread (its AUX records and ITRACE_START).
-const DATA_PAGES: usize = 16;
+/// Each traced thread's data area unless the options say otherwise: it holds the thread's
+/// uevents, samples and AUX records until the recorder's next pass, so a burst of uevents
+/// needs room (perf's own default is 512 KiB a CPU).
+pub const DEFAULT_DATA_SIZE: u64 = 4 << 20;
 
 /// What to record of the program.
 #[derive(Debug, Clone)]
@@ -57,6 +59,9 @@ pub struct ProgramOptions {
     pub table: Vec<ProgramEvent>,
     /// Each thread's AUX area, in bytes (a power-of-two number of pages).
     pub aux_size: u64,
+    /// Each thread's data area, in bytes (a power-of-two number of pages;
+    /// [`DEFAULT_DATA_SIZE`] unless asked otherwise).
+    pub data_size: u64,
     /// `-S`: the AUX areas run in overwrite mode, and the file holds snapshots (taken by
     /// [`TracedProgram::snapshot`] and when the program ends).
     pub overwrite: bool,
@@ -84,6 +89,7 @@ impl ProgramOptions {
                 },
             ],
             aux_size,
+            data_size: DEFAULT_DATA_SIZE,
             overwrite,
         }
     }
@@ -265,6 +271,7 @@ impl TracedProgram {
             events: mut specs,
             mut table,
             aux_size,
+            data_size,
             overwrite,
         } = options;
         if specs.len() != table.len() {
@@ -276,7 +283,7 @@ impl TracedProgram {
         }
         let page = perfaux_core::page_size() as u64;
         let rec_opts = RecorderOptions {
-            data_size: DATA_PAGES as u64 * page,
+            data_size,
             aux_size,
             overwrite,
         };
@@ -290,7 +297,7 @@ impl TracedProgram {
         let opts = Options {
             runtime: runtime.path.clone(),
             slots: SLOTS,
-            data_pages: DATA_PAGES,
+            data_pages: (data_size / page) as usize,
             aux_pages: (aux_size / page) as usize,
             overwrite,
             events: table.clone(),

@@ -39,9 +39,11 @@ pub mod recorder;
 pub mod ring;
 mod spec;
 pub mod synth;
+pub mod trace_gaps;
 mod wakeups;
 
 pub use error::{RecordError, Result};
 pub use recorder::{Output, RecordSummary, Recorder};
 pub use ring::{AuxBytes, Ring, ThreadRing};
 pub use spec::{AUX_WATERMARK_MAX, EventSpec, RecorderOptions, default_watermarks};
+pub use trace_gaps::{MAX_LISTED_GAPS, TraceGap};

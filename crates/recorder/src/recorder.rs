@@ -18,7 +18,7 @@ use perfaux_abi::records::Record;
 use perfaux_perfdata::Feature;
 use perfaux_perfdata::record_attrs::{file_attr, finished_round};
 use perfaux_perfdata::trace_section::{
-    CHUNKS_FIRST_HEAD, ChunkHeader, ChunkStream, PERFAUX_FEATURE_BIT, probe_table_tail,
+    CHUNKS_FIRST_HEAD, ChunkHeader, ChunkKind, ChunkStream, PERFAUX_FEATURE_BIT, probe_table_tail,
 };
 use perfaux_perfdata::uevent_sample::uevent_sample;
 use perfaux_perfdata::writer::{
@@ -30,6 +30,7 @@ use crate::in_place::InPlace;
 use crate::output::FileOutput;
 use crate::ring::{AuxBytes, Ring, ThreadRing};
 use crate::spec::{EventSpec, RecorderOptions, default_watermarks};
+use crate::trace_gaps::{TraceGap, TraceGaps};
 use crate::wakeups::Wakeups;
 
 /// Where the perf.data goes.
@@ -78,6 +79,12 @@ pub struct RecordSummary {
     pub trace_lost_to_full_disk: u64,
     /// Records (the rings' and the caller's) not written because the disk was full.
     pub records_lost_to_full_disk: u64,
+    /// Spans of a thread's time with no trace: its AUX area filled (a TRUNCATED record)
+    /// until the trace resumed, in time order, at most
+    /// [`MAX_LISTED_GAPS`](crate::trace_gaps::MAX_LISTED_GAPS).
+    pub trace_gaps: Vec<TraceGap>,
+    /// Gaps past [`MAX_LISTED_GAPS`](crate::trace_gaps::MAX_LISTED_GAPS), counted only.
+    pub unlisted_trace_gaps: u64,
 }
 
 /// Room kept on the output's file system for the recording's end (the records move after the
@@ -100,6 +107,9 @@ struct Sink {
     file_info: Vec<RecordParseInfo>,
     spec_of: HashMap<u64, usize>,
     uevent_stream: Vec<bool>,
+    /// Per spec: its AUX area holds uevents, not trace (no gaps are looked for there).
+    uevent_log: Vec<bool>,
+    gaps: TraceGaps,
     endian: Endianness,
     summary: RecordSummary,
     path: PathBuf,
@@ -201,6 +211,11 @@ impl Sink {
                 if a.flags & PERF_AUX_FLAG_TRUNCATED != 0 {
                     self.summary.lost += 1;
                     self.summary.aux_truncated += 1;
+                    let s = spec.unwrap_or(0);
+                    if !self.uevent_log.get(s).copied().unwrap_or(true) {
+                        let end = a.aux_offset.saturating_add(a.aux_size);
+                        self.gaps.truncated(tid, a.sample_id.time.unwrap_or(0), end);
+                    }
                 }
                 self.push(rec)
             }
@@ -219,6 +234,9 @@ impl Sink {
     }
 
     fn take_aux(&mut self, tid: i32, a: AuxBytes<'_>) -> Result<()> {
+        if a.kind == ChunkKind::Trace {
+            self.gaps.trace_bytes(tid, a.offset, a.data);
+        }
         if self.summary.disk_full {
             self.summary.trace_lost_to_full_disk += a.data.len() as u64;
             return Ok(());
@@ -469,6 +487,8 @@ impl Recorder {
             file_info: files.iter().map(RecordParseInfo::new).collect(),
             spec_of,
             uevent_stream: events.iter().map(|e| e.uevent_stream).collect(),
+            uevent_log: events.iter().map(|e| e.uevent_log).collect(),
+            gaps: TraceGaps::default(),
             endian,
             summary: RecordSummary {
                 data_size: opts.data_size,
@@ -681,6 +701,9 @@ impl Recorder {
             .ok();
         let Recorder { mut sink, .. } = self;
         sink.flush_trace()?;
+        let (gaps, unlisted) = std::mem::take(&mut sink.gaps).finish();
+        sink.summary.trace_gaps = gaps;
+        sink.summary.unlisted_trace_gaps = unlisted;
         // The end's room: the records move after the trace, the features follow.
         sink.reserve = None;
         let Sink {

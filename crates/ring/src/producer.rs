@@ -326,6 +326,22 @@ impl PerfBuffer {
             self.lost.fetch_add(1, Ordering::Relaxed);
             return Err(OutputError::NoSpace);
         }
+        let Some(mut handle) = self.reserve(total) else {
+            self.lost.fetch_add(1, Ordering::Relaxed);
+            return Err(OutputError::NoSpace);
+        };
+        if have_lost {
+            let count = self.lost.swap(0, Ordering::Relaxed);
+            put_lost(&mut handle, lost, count);
+        }
+        Ok(handle)
+    }
+
+    /// The reservation of `perf_output_begin()`: `total` bytes (at most the
+    /// area) from the head, moving `rb->wakeup` past a watermark; `None`
+    /// if they do not fit before `data_tail`. Nothing is counted here.
+    #[inline(always)]
+    fn reserve(&self, total: u64) -> Option<OutputHandle<'_>> {
         let wakeup = self.wakeup_pos.load(Ordering::Relaxed);
         let tail = self.mem.user_word(offsets::DATA_TAIL);
         let (state, data_size, check) = (&self.state, self.data_size, !self.overwrite);
@@ -348,10 +364,7 @@ impl PerfBuffer {
                 self.backward,
             )
         };
-        let Some(r) = reserved else {
-            self.lost.fetch_add(1, Ordering::Relaxed);
-            return Err(OutputError::NoSpace);
-        };
+        let r = reserved?;
         // The published head after this record: bytes written so far, for
         // both directions (a backward head is published negated).
         let head = r.end;
@@ -369,23 +382,39 @@ impl PerfBuffer {
         } else {
             r.start
         };
-        let mut handle = OutputHandle {
+        Some(OutputHandle {
             rb: self,
             pos,
             remaining: total as usize,
             wakeup,
-        };
-        if have_lost {
-            let count = self.lost.swap(0, Ordering::Relaxed);
-            let header = PerfEventHeader::new(PERF_RECORD_LOST, 0, lost_size as u16);
-            let mut rec = [0u8; LOST_SIZE];
-            rec[..8].copy_from_slice(&header.to_native_u64().to_ne_bytes());
-            rec[8..16].copy_from_slice(&lost.id.to_ne_bytes());
-            rec[16..24].copy_from_slice(&count.to_ne_bytes());
-            handle.put(&rec);
-            handle.put(lost.sample_id);
+        })
+    }
+
+    /// Writes the `PERF_RECORD_LOST` of the records dropped since the last
+    /// one on its own, without a record after it: the kernel leaves such a
+    /// count in `rb->lost` until the next record, which never comes once
+    /// the ring's writers are gone, and the loss would go unsaid. Returns
+    /// the count written (0: nothing was lost); `NoSpace` if the LOST
+    /// record does not fit (the count stays for a later try), `Paused` if
+    /// output is paused. Neither is counted as another loss.
+    pub fn output_lost(&self, lost: &LostInfo<'_>) -> Result<u64, OutputError> {
+        if self.lost.load(Ordering::Relaxed) == 0 {
+            return Ok(0);
         }
-        Ok(handle)
+        let size = LOST_SIZE + lost.sample_id.len();
+        if !lost.sample_id.len().is_multiple_of(8) || size > usize::from(u16::MAX) {
+            return Err(OutputError::InvalidSize { size });
+        }
+        if self.paused.load(Ordering::Relaxed) {
+            return Err(OutputError::Paused);
+        }
+        if size as u64 > self.data_size {
+            return Err(OutputError::NoSpace);
+        }
+        let mut handle = self.reserve(size as u64).ok_or(OutputError::NoSpace)?;
+        let count = self.lost.swap(0, Ordering::Relaxed);
+        put_lost(&mut handle, lost, count);
+        Ok(count)
     }
 
     /// `perf_output_begin()`, a copy of `record`, `perf_output_end()`.
@@ -493,6 +522,20 @@ unsafe fn small_copy(src: &[u8], dst: *mut u8) {
 
 /// Size of `PERF_RECORD_LOST` without `sample_id`: header, id, lost.
 pub const LOST_SIZE: usize = 24;
+
+/// Writes `PERF_RECORD_LOST { id, lost = count }` and `lost`'s `sample_id`
+/// at the start of `h`'s reservation.
+#[inline]
+fn put_lost(h: &mut OutputHandle<'_>, lost: &LostInfo<'_>, count: u64) {
+    let size = LOST_SIZE + lost.sample_id.len();
+    let header = PerfEventHeader::new(PERF_RECORD_LOST, 0, size as u16);
+    let mut rec = [0u8; LOST_SIZE];
+    rec[..8].copy_from_slice(&header.to_native_u64().to_ne_bytes());
+    rec[8..16].copy_from_slice(&lost.id.to_ne_bytes());
+    rec[16..24].copy_from_slice(&count.to_ne_bytes());
+    h.put(&rec);
+    h.put(lost.sample_id);
+}
 
 /// `struct perf_output_handle` for the data area: the reserved bytes of one
 /// record. Writing goes straight into the ring ([`ByteSink`]); dropping

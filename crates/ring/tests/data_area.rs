@@ -379,3 +379,49 @@ fn bytes_reserved_but_not_written_are_published_as_zeros() {
     assert_eq!(&got[0][..16], &record(0, 1, 32)[..16]);
     assert_eq!(&got[0][16..], &[0u8; 16]);
 }
+
+/// The count of records dropped last, with no record after them to carry it (the writers are
+/// gone), is written on its own by `output_lost` once there is room: not counted again while
+/// the ring is full, exact once written, and nothing when nothing was lost.
+#[test]
+fn output_lost_says_the_last_drops_on_their_own_once_there_is_room() {
+    let (rb, mut md) = ring(1, DataConfig::default());
+    let sample_id = [0xcdu8; 48];
+    let lost = LostInfo {
+        id: 0x77,
+        sample_id: &sample_id,
+    };
+    assert_eq!(
+        rb.output_lost(&lost),
+        Ok(0),
+        "nothing lost, nothing written"
+    );
+    let mut dropped = 0;
+    for seq in 0..100 {
+        if rb.output_record(&record(0, seq, 64), &NO_LOST).is_err() {
+            dropped += 1;
+        }
+    }
+    assert!(dropped > 0);
+    // 63 records of 64 bytes leave 63 bytes: too few for LOST with its 48-byte sample_id.
+    assert_eq!(rb.output_lost(&lost), Err(OutputError::NoSpace));
+    assert_eq!(
+        rb.lost(),
+        dropped,
+        "a LOST that did not fit is no further loss"
+    );
+    assert_eq!(drain(&mut md).len(), 63);
+    assert_eq!(rb.output_lost(&lost), Ok(dropped));
+    let got = drain(&mut md);
+    assert_eq!(got.len(), 1);
+    assert_eq!(
+        u32::from_ne_bytes(got[0][0..4].try_into().unwrap()),
+        PERF_RECORD_LOST
+    );
+    assert_eq!(u64::from_ne_bytes(got[0][8..16].try_into().unwrap()), 0x77);
+    assert_eq!(lost_count(&got[0]), dropped);
+    assert_eq!(&got[0][24..], &sample_id);
+    assert_eq!(rb.lost(), 0);
+    assert_eq!(rb.output_lost(&lost), Ok(0));
+    assert!(drain(&mut md).is_empty());
+}

@@ -194,9 +194,25 @@ impl RecordSummary {
         out
     }
 
-    /// perf's two closing lines, then what was lost and why.
+    /// perf's two closing lines, then what was lost and why, then one line for each span of a
+    /// thread's time with no trace (its AUX area filled before the recorder drained it).
     pub fn lines(&self, output: &std::path::Path) -> String {
-        let lines = format!(
+        let mut s = self.closing_lines(output);
+        s.push_str(&self.loss_lines());
+        for g in &self.recorded.trace_gaps {
+            s.push_str(&gap_line(g));
+        }
+        if self.recorded.unlisted_trace_gaps > 0 {
+            s.push_str(&format!(
+                "[ perfaux record: and {} more spans of a thread with no trace ]\n",
+                self.recorded.unlisted_trace_gaps
+            ));
+        }
+        s
+    }
+
+    fn closing_lines(&self, output: &std::path::Path) -> String {
+        format!(
             "[ perfaux record: Woken up {} times to write data ]\n\
              [ perfaux record: Captured and wrote {:.3} MB {} ({} records, {} bytes of AUX, {} lost, {} snapshots, {} dropped pause/resume) ]\n",
             self.recorded.wakeups,
@@ -207,7 +223,32 @@ impl RecordSummary {
             self.recorded.lost,
             self.recorded.snapshots,
             self.recorded.dropped_pause_resume
-        );
-        lines + &self.loss_lines()
+        )
+    }
+}
+
+/// Seconds with microseconds, as perf script prints times.
+fn seconds(ns: u64) -> String {
+    format!("{}.{:06}", ns / 1_000_000_000, ns % 1_000_000_000 / 1000)
+}
+
+/// `thread T: no trace from t0 to t1 (N trace events dropped)`: where a thread's AUX area was
+/// full (the TRUNCATED record) until the trace resumed.
+fn gap_line(g: &perfaux_recorder::TraceGap) -> String {
+    match (g.to_ns, g.dropped_events) {
+        (Some(to), Some(n)) => format!(
+            "[ perfaux record: thread {}: no trace from {} to {} ({} trace events dropped: its \
+             AUX area was full) ]\n",
+            g.tid,
+            seconds(g.from_ns),
+            seconds(to),
+            n
+        ),
+        _ => format!(
+            "[ perfaux record: thread {}: no trace from {} to the end of its recording (its AUX \
+             area was full) ]\n",
+            g.tid,
+            seconds(g.from_ns)
+        ),
     }
 }

@@ -12,7 +12,8 @@ use perfaux_preload::{Notice, ProgramError, ProgramOptions, TracedProgram};
 use super::program_events::program_events;
 use super::session::{is_stdout, rec_err};
 use super::{
-    DEFAULT_AUX_SIZE, RecordSummary, aux_sample_size, sampler_options, signals, snapshot_mode,
+    DEFAULT_AUX_SIZE, DEFAULT_DATA_SIZE, RecordSummary, aux_sample_size, sampler_options, signals,
+    snapshot_mode,
 };
 use crate::cli::{RecordArgs, parse_mmap_pages};
 use crate::error::CliError;
@@ -50,15 +51,18 @@ fn options(a: &RecordArgs) -> Result<ProgramOptions, CliError> {
     apply_sampler_options(&mut events, &sampler_options(a)?).map_err(CliError::msg)?;
     let (events, table) = program_events(&events)?;
     let page = perfaux_core::page_size() as u64;
-    let aux_size = match &a.mmap_pages {
-        Some(m) => parse_mmap_pages(m, page)?.1,
-        None => None,
-    }
-    .unwrap_or(DEFAULT_AUX_SIZE);
+    // `-m DATA,AUX` sizes each thread's areas as it does the built-in workload's: the data
+    // area holds the thread's uevents and records until the next pass, so a larger one loses
+    // fewer in a burst.
+    let (data_size, aux_size) = match &a.mmap_pages {
+        Some(m) => parse_mmap_pages(m, page)?,
+        None => (None, None),
+    };
     Ok(ProgramOptions {
         events,
         table,
-        aux_size,
+        aux_size: aux_size.unwrap_or(DEFAULT_AUX_SIZE),
+        data_size: data_size.unwrap_or(DEFAULT_DATA_SIZE),
         overwrite,
     })
 }

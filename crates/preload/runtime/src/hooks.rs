@@ -78,7 +78,7 @@ pub extern "C" fn perfaux_preload_probe_exit(key: usize) {
 /// of `type_` with `len` bytes at `buf` into the calling thread's recording (its events opened
 /// first if no traced call did yet). 0, or -1 with errno as the seed's uevent call sets it
 /// (E2BIG over 4096 bytes, EFAULT for a null `buf` with a length, ENODEV if the thread is not
-/// traced).
+/// traced, ENOSPC if its buffer had no room: counted lost).
 ///
 /// # Safety
 /// `buf` is null or points to `len` readable bytes.

@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use perfaux_preload_abi::{Control, MAX_SLOTS, open_error_word, slot};
 
 /// How long a thread waits for the recorder to free a slot whose thread ended.
-const SLOT_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
+pub(crate) const SLOT_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Claims a slot for the calling thread (see [`claim_slot`]); `None`, counted in the header's
 /// `no_slot` for the recorder to say, if every slot stays taken.

@@ -44,6 +44,7 @@ impl Drop for Traced {
             return;
         }
         if let Some(ev) = self.events.take() {
+            wait_for_room_to_say_loss(&ev.fd);
             for m in &ev.members {
                 let _ = m.disable(0);
             }
@@ -53,6 +54,31 @@ impl Drop for Traced {
         if let Some(ctl) = crate::control() {
             crate::slot::release(&ctl, self.slot);
         }
+    }
+}
+
+/// Room in the data area for the records a thread's end writes: its trace's last
+/// PERF_RECORD_AUX and the PERF_RECORD_LOST of what it dropped (each with its `sample_id`).
+const END_RECORDS_ROOM: u64 = 512;
+
+/// A thread that dropped records (uevents into a full data area, refused with ENOSPC) has them
+/// said in a PERF_RECORD_LOST at its events' close, which needs room in the data area: the
+/// recorder, which drains every millisecond, is given up to [`crate::slot::SLOT_WAIT`] to make
+/// it (the kernel writes no such record; its count would wait for a next record that never
+/// comes). No wait once the recording ended or the recorder is gone.
+fn wait_for_room_to_say_loss(fd: &EventFd) {
+    let Some(rb) = fd.event().buffer() else {
+        return;
+    };
+    let data = rb.data();
+    let start = std::time::Instant::now();
+    while data.lost() != 0
+        && data.data_space() < END_RECORDS_ROOM
+        && start.elapsed() < crate::slot::SLOT_WAIT
+        && !crate::control().is_none_or(|c| crate::recording_closed(&c))
+        && !crate::recorder_alive::gone()
+    {
+        std::thread::sleep(std::time::Duration::from_micros(200));
     }
 }
 

@@ -105,8 +105,11 @@ pub enum AuxMode {
 
 /// The full-trace slow path: called with the head and the bytes the next packet needs when they
 /// do not fit below the limit. Returns the new limit (after perf_aux_output_end/begin), or
-/// `None` to stop writing until [`set_limit`](super::set_limit). Runs inside the writer's busy section: probes it
-/// enters are counted as lost, and control calls it makes are deferred.
+/// `None` to stop writing until [`set_limit`](super::set_limit), or until the slow path gives
+/// space when asked again: a stopped writer asks once in
+/// [`FULL_RETRY_EVERY`](super::FULL_RETRY_EVERY) dropped events (with the head it stopped at).
+/// Runs inside the writer's busy section: probes it enters are counted as lost, and control
+/// calls it makes are deferred.
 pub type OnFull = fn(aux_head: u64, needed: u64) -> Option<u64>;
 
 /// What [`install`](super::install) sets up.

@@ -50,8 +50,9 @@ impl ThreadTrace {
             } else {
                 self.trace_enter(probe)
             }
+        } else if self.drop_full() {
+            self.trace_enter(probe)
         } else {
-            self.count_lost_full();
             self.shadow.push(probe)
         };
         // Read inside the section: the guard and its depth belong to the same shadow stack.
@@ -110,8 +111,8 @@ impl ThreadTrace {
                         } else {
                             self.trace_exit();
                         }
-                    } else {
-                        self.count_lost_full();
+                    } else if self.drop_full() {
+                        self.trace_exit();
                     }
                 }
                 self.shadow.pop_to(guard.depth);

@@ -121,6 +121,7 @@ pub use control::{
 };
 pub use lifetime::{forget_after_fork, prepare};
 pub(crate) use lifetime::{slot, thread_trace_ptr};
+pub use packets::FULL_RETRY_EVERY;
 #[cfg(test)]
 pub(crate) use test_points::{Point, arm_point, at_point};
 pub(crate) use thread::ThreadTrace;

@@ -4,9 +4,15 @@
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::config::OnFull;
-use super::thread::{TIMING_SPARSE, ThreadTrace};
+use super::thread::{TIMING_SPARSE, TRACING, ThreadTrace};
 use crate::clock::{self, ClockSource};
 use crate::format::{self, LostKind, MAX_EVENT, SyncHeader, TimeConv};
+
+/// Events a writer stopped for lack of space drops between two asks for space
+/// ([`ThreadTrace::drop_full`]): often enough that the trace resumes soon after the consumer
+/// read the area (a few microseconds of a busy thread's calls), rarely enough that a stopped
+/// writer's probes stay about as cheap as counting.
+pub const FULL_RETRY_EVERY: u64 = 1024;
 
 /// Ticks after which a SYNC re-measures its clock anchor (about 5 ms of TSC at 3 GHz).
 const ANCHOR_REFRESH_TICKS: u64 = 1 << 24;
@@ -53,6 +59,58 @@ impl ThreadTrace {
         self.full_stopped.store(true, Relaxed);
         self.update_mode();
         false
+    }
+
+    /// An ENTER or EXIT dropped by a writer stopped for lack of space (mode FULL), counted.
+    /// Once in [`FULL_RETRY_EVERY`] drops the slow path is asked for space again: the consumer
+    /// may have read the area since, and a driver restarts at its next
+    /// `perf_aux_output_begin`. Given the space, the stream starts again with LOST (the drops)
+    /// and a SYNC, the mode is TRACING, and this event is not lost after all: true, and the
+    /// caller writes it. Busy section held by the caller.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn drop_full(&self) -> bool {
+        let dropped = self.lost_full.fetch_add(1, Relaxed) + 1;
+        if !dropped.is_multiple_of(FULL_RETRY_EVERY) {
+            return false;
+        }
+        self.lost_full.fetch_sub(1, Relaxed);
+        if self.restart_full() {
+            return true;
+        }
+        self.lost_full.fetch_add(1, Relaxed);
+        false
+    }
+
+    /// Asks the slow path for space to go on after a stop for lack of it; with room for the
+    /// LOST and SYNC that restart the stream and the event after them, writes them and
+    /// returns true.
+    fn restart_full(&self) -> bool {
+        let f = self.on_full.load(Relaxed);
+        if f == 0 {
+            return false;
+        }
+        // SAFETY: on_full holds either 0 or an `OnFull` fn pointer stored by `install`.
+        let on_full: OnFull = unsafe { std::mem::transmute::<usize, OnFull>(f) };
+        let head = self.head.load(Relaxed);
+        let needed = (format::MAX_SYNC + 2 * format::MAX_LOST + MAX_EVENT) as u64;
+        let Some(limit) = on_full(head, needed) else {
+            return false;
+        };
+        // The slow path's word, checked as `set_limit` checks a new limit.
+        let size = self.mask.load(Relaxed) + 1;
+        if limit < head.saturating_add(needed) || limit - head > size {
+            return false;
+        }
+        self.limit.store(limit, Relaxed);
+        self.full_stopped.store(false, Relaxed);
+        self.update_fast_end();
+        self.update_mode();
+        if self.mode.load(Relaxed) != TRACING {
+            return false;
+        }
+        self.write_lost_and_sync(self.now());
+        true
     }
 
     /// Writes LOST for the drops not reported yet (the caller made room: 2 x MAX_LOST);

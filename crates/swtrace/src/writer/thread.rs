@@ -149,11 +149,6 @@ impl ThreadTrace {
     }
 
     #[cold]
-    pub(super) fn count_lost_full(&self) {
-        self.lost_full.fetch_add(1, Relaxed);
-    }
-
-    #[cold]
     pub(super) fn count_lost_nested(&self) {
         self.lost_nested.fetch_add(1, Relaxed);
         // Report it soon: the next packet starts with LOST + SYNC.
