@@ -473,6 +473,16 @@ impl ProgramSession {
         self.control().header().no_slot.load(Ordering::Acquire)
     }
 
+    /// Calls the program made inside signal handlers that interrupted the runtime's hooks
+    /// (untraced: the thread's writer may have been mid-packet). The program's count; only
+    /// said, never relied on.
+    pub fn calls_in_handlers(&self) -> u64 {
+        self.control()
+            .header()
+            .calls_in_handlers
+            .load(Ordering::Acquire)
+    }
+
     /// Objects the program's processes loaded that found the ring of objects full for
     /// [`shared::OBJECT_WAIT`] (their MMAP2 records and symbols are missing: their functions
     /// are named by address). The program's count; only said, never relied on.

@@ -25,6 +25,12 @@ pub enum Notice {
         /// The recording's slots.
         slots: usize,
     },
+    /// Calls made inside signal handlers that interrupted the runtime's hooks: not traced (the
+    /// thread's writer may have been mid-packet), counted at their entries.
+    CallsInHandlers {
+        /// How many.
+        calls: u64,
+    },
     /// Objects the program's processes loaded whose MMAP2 and symbols are missing.
     ObjectsLost {
         /// How many (the program's count).
@@ -88,6 +94,12 @@ impl fmt::Display for Notice {
                  while the recording's {slots} slots were all held (a slot goes to another \
                  thread once its thread ended, its process exec'd, or its process ended, this \
                  last seen only in perfaux's pid namespace)"
+            ),
+            Notice::CallsInHandlers { calls } => write!(
+                f,
+                "{calls} call(s) made in signal handlers that interrupted the runtime's hooks \
+                 were not traced (the thread's trace was mid-write; the handlers' other calls \
+                 are in the trace)"
             ),
             Notice::ObjectsLost { objects } => write!(
                 f,

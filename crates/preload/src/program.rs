@@ -460,6 +460,7 @@ impl TracedProgram {
         let missing = unfound(&session, &self.table);
         let without_slot = session.threads_without_slot();
         let objects_lost = session.objects_lost();
+        let calls_in_handlers = session.calls_in_handlers();
         let failed = (!missing.is_empty())
             .then(|| functions_missing(&missing, &self.prog, ""))
             .or_else(|| open_error(&session, rec.events()));
@@ -507,6 +508,11 @@ impl TracedProgram {
         if objects_lost > 0 {
             notices.push(Notice::ObjectsLost {
                 objects: objects_lost,
+            });
+        }
+        if calls_in_handlers > 0 {
+            notices.push(Notice::CallsInHandlers {
+                calls: calls_in_handlers,
             });
         }
         notices.extend(Notice::disk_filled(&self.output, &summary));
