@@ -28,7 +28,7 @@ const TLSDESC: &str = "-Cllvm-args=-enable-tlsdesc";
 /// that the few hundred instructions a traced call runs sit in whole fetch and uop-cache
 /// lines. The hot path's speed moved by a tenth with unrelated code changes before (its
 /// layout); aligned, the periodic timing mode ran 6 % faster on the Intel host
-/// (crates/preload/BENCHMARKS.md). The library grows by about a sixth.
+/// (BENCHMARKS-JOURNAL.md, 2026-11-25). The library grows by about a sixth.
 const ALIGN: [&str; 2] = [
     "-Cllvm-args=-align-all-functions=6",
     "-Cllvm-args=-align-all-nofallthru-blocks=5",

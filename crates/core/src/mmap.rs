@@ -1,5 +1,5 @@
 //! `perf_mmap` and `perf_mmap_aux`: mapping an event's data area and AUX
-//! area, with the kernel's rules (UPSTREAM.md section 3, "mmap rules").
+//! area, with the kernel's rules (`perf_mmap()` in kernel/events/core.c).
 //!
 //! The "mapping" is a [`Mmap`] handle over the buffer's memory in this
 //! process: dropping it is `munmap`. The data mapping comes first

@@ -2,8 +2,8 @@
 //! with every other record is [`crate::sample_id`]'s).
 //!
 //! Everything here runs on the overflow path, possibly in a signal handler:
-//! no allocation, no lock. Field order is the kernel's (UPSTREAM.md section
-//! 2, "PERF_RECORD_SAMPLE body order").
+//! no allocation, no lock. Field order is the kernel's (`perf_output_sample()`;
+//! the body order of include/uapi/linux/perf_event.h).
 //!
 //! The `sample_id` trailer is perfaux-abi's. The SAMPLE body is written
 //! here, field by field, rather than with perfaux-abi's `SampleRecord`:

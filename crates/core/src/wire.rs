@@ -1,7 +1,7 @@
 //! Native-endian puts for the records the core writes into its own rings.
 //!
 //! Record *layouts* (which field comes where) follow perfaux-abi's
-//! definitions and UPSTREAM.md section 2; this module only spares the
+//! definitions (include/uapi/linux/perf_event.h); this module only spares the
 //! writers from spelling `to_ne_bytes` at every field. A ring the core
 //! writes is always native-endian, as a kernel ring is.
 //!
