@@ -254,9 +254,10 @@ impl<'t> CallTrace<'t> {
             Event::Lost {
                 kind, count, time, ..
             } => {
-                // The depth note is said whatever the options: the returns it leaves
-                // unnamed need it.
-                if !self.options.markers && *kind != LostKind::Depth {
+                // The depth note is said whatever the options (the returns it leaves
+                // unnamed need it), and so is a full AUX area's gap: the trace resumes after
+                // it, so without the line the calls before and after would read as one run.
+                if !self.options.markers && !matches!(kind, LostKind::Depth | LostKind::Full) {
                     return None;
                 }
                 let text = match kind {
