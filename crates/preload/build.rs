@@ -231,4 +231,12 @@ fn main() {
         .join(if release { "release" } else { "debug" })
         .join("libperfaux_runtime.so");
     std::fs::copy(&built, out.join("libperfaux_runtime.so")).expect("copying the preload runtime");
+    // The copy's FNV-1a hash names the file a recording keeps it in (runtime.rs), computed here
+    // once instead of at every recording's start.
+    let bytes = std::fs::read(out.join("libperfaux_runtime.so")).expect("reading the runtime");
+    let hash = bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    std::fs::write(out.join("runtime_hash.rs"), format!("{hash:#018x}\n"))
+        .expect("writing runtime_hash.rs");
 }

@@ -8,7 +8,7 @@
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The runtime, built by build.rs.
 static RUNTIME: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libperfaux_runtime.so"));
@@ -31,15 +31,24 @@ pub struct Runtime {
     _fd: Option<OwnedFd>,
 }
 
+/// The carried copy's FNV-1a hash (build.rs), in the name of the file it is kept in.
+const RUNTIME_HASH: u64 = include!(concat!(env!("OUT_DIR"), "/runtime_hash.rs"));
+
 impl Runtime {
-    /// `PERFAUX_PRELOAD_LIB` if set, else the carried copy, written to a memfd that the
-    /// program's loader opens as /proc/PID/fd/N of this process.
+    /// `PERFAUX_PRELOAD_LIB` if set; else the carried copy kept in the user's cache directory
+    /// ([`Runtime::kept`]), a file that perf and the views can open to name the runtime's own
+    /// functions in samples; else the carried copy written to a memfd that the program's
+    /// loader opens as /proc/PID/fd/N of this process (a path no tool can open once the
+    /// recording is over).
     pub fn find() -> std::io::Result<Runtime> {
         if let Some(p) = std::env::var_os(ENV_RUNTIME) {
             return Ok(Runtime {
                 path: PathBuf::from(p),
                 _fd: None,
             });
+        }
+        if let Some(path) = crate::tsc_cache::cache_dir().and_then(|d| Runtime::kept(&d)) {
+            return Ok(Runtime { path, _fd: None });
         }
         let fd =
             rustix::fs::memfd_create("libperfaux_runtime.so", rustix::fs::MemfdFlags::CLOEXEC)?;
@@ -55,6 +64,64 @@ impl Runtime {
     /// The carried runtime's bytes (an ELF shared object).
     pub fn carried() -> &'static [u8] {
         RUNTIME
+    }
+
+    /// The carried copy as a file of `dir` (made 0700 if missing), named by its hash: the one
+    /// a previous recording left there if it is this user's, written by no one else, and holds
+    /// the carried bytes exactly; else written anew (a temporary renamed into place). `None`
+    /// where `dir` is not this user's alone, is on a file system mounted noexec (the loader
+    /// could not map it), or cannot be written.
+    fn kept(dir: &Path) -> Option<PathBuf> {
+        use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .ok()?;
+        let noexec = rustix::fs::statvfs(dir)
+            .map(|v| v.f_flag.contains(rustix::fs::StatVfsMountFlags::NOEXEC))
+            .unwrap_or(true);
+        if !crate::tsc_cache::own_dir(dir) || noexec {
+            return None;
+        }
+        let path = dir.join(format!("libperfaux_runtime-{RUNTIME_HASH:016x}.so"));
+        let same = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(&path)
+            .and_then(|mut f| {
+                let m = f.metadata()?;
+                // SAFETY: geteuid has no preconditions.
+                let mine = m.is_file() && m.uid() == unsafe { libc::geteuid() };
+                if !mine || m.mode() & 0o022 != 0 || m.len() != RUNTIME.len() as u64 {
+                    return Ok(false);
+                }
+                let mut bytes = Vec::with_capacity(RUNTIME.len());
+                std::io::Read::read_to_end(&mut f, &mut bytes)?;
+                Ok(bytes == RUNTIME)
+            })
+            .unwrap_or(false);
+        if same {
+            return Some(path);
+        }
+        let tmp = dir.join(format!(
+            ".libperfaux_runtime.{}.{}",
+            std::process::id(),
+            perfaux_swtrace::clock::monotonic_ns()
+        ));
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .mode(0o500)
+            .open(&tmp)
+            .and_then(|mut f| f.write_all(RUNTIME))
+            .and_then(|()| std::fs::rename(&tmp, &path));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+            return None;
+        }
+        Some(path)
     }
 }
 
@@ -73,5 +140,41 @@ mod tests {
             let r = Runtime::find().unwrap();
             assert_eq!(std::fs::read(&r.path).unwrap(), b);
         }
+    }
+
+    /// The kept copy is a file named by the carried bytes' hash, holding them; a damaged or
+    /// foreign-writable file of that name is replaced, never used; a directory others may
+    /// write into gives none.
+    #[test]
+    fn the_kept_runtime_is_the_carried_copy_in_a_directory_of_the_users_alone() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("perfaux");
+        let path = Runtime::kept(&dir).expect("a kept copy");
+        assert_eq!(path.parent(), Some(dir.as_path()));
+        assert!(
+            path.to_string_lossy()
+                .contains(&format!("{RUNTIME_HASH:016x}"))
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), Runtime::carried());
+        // Kept again: the same file.
+        assert_eq!(Runtime::kept(&dir), Some(path.clone()));
+        // Damaged: written anew.
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::fs::write(&path, b"not the runtime").unwrap();
+        assert_eq!(Runtime::kept(&dir), Some(path.clone()));
+        assert_eq!(std::fs::read(&path).unwrap(), Runtime::carried());
+        // Writable by others: written anew.
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
+        assert_eq!(Runtime::kept(&dir), Some(path.clone()));
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o500
+        );
+        // A directory others may write into: none.
+        let open = d.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert_eq!(Runtime::kept(&open), None);
     }
 }

@@ -56,6 +56,12 @@ pub fn calibration() -> TscCalibration {
 /// `$XDG_CACHE_HOME/perfaux/tsc-rate`, or `$HOME/.cache/perfaux/tsc-rate`, under a directory
 /// that exists (a HOME that does not is not made, even where root could).
 fn cache_path() -> Option<PathBuf> {
+    Some(cache_dir()?.join("tsc-rate"))
+}
+
+/// `$XDG_CACHE_HOME/perfaux`, or `$HOME/.cache/perfaux`, under a directory that exists (made
+/// by whoever writes there first, mode 0700).
+pub(crate) fn cache_dir() -> Option<PathBuf> {
     let existing = |d: &std::ffi::OsStr| Path::new(d).is_absolute() && Path::new(d).is_dir();
     let dir = std::env::var_os("XDG_CACHE_HOME")
         .filter(|d| existing(d))
@@ -65,7 +71,7 @@ fn cache_path() -> Option<PathBuf> {
                 .filter(|d| existing(d))
                 .map(|h| PathBuf::from(h).join(".cache"))
         })?;
-    Some(dir.join("perfaux").join("tsc-rate"))
+    Some(dir.join("perfaux"))
 }
 
 /// This boot's id (a kept pair is of one boot's clocks).
@@ -90,7 +96,7 @@ fn suspended_ns() -> Option<u64> {
 }
 
 /// Whether `dir` is this user's alone (not a place another user could put files in).
-fn own_dir(dir: &Path) -> bool {
+pub(crate) fn own_dir(dir: &Path) -> bool {
     std::fs::symlink_metadata(dir).is_ok_and(|m| {
         // SAFETY: geteuid has no preconditions.
         m.is_dir() && m.uid() == unsafe { libc::geteuid() } && m.mode() & 0o022 == 0
