@@ -156,3 +156,38 @@ fn a_program_whose_recorder_was_killed_stops_tracing_and_runs_on() {
         );
     }
 }
+
+/// A program that makes 2,000 short threads one after another: perf reads the recording with
+/// no "out of order events" warning (each thread's COMM is timed when the thread began, not at
+/// the program's start, which perf would find behind rounds it had flushed already).
+#[test]
+fn many_short_threads_give_perf_no_out_of_order_events() {
+    perfaux_testutil::require_oracle!("gcc");
+    perfaux_testutil::require_oracle!("perf");
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build_c(
+        dir.path(),
+        "hostile.c",
+        &["-finstrument-functions"],
+        "threads_fi",
+    );
+    for run in 0..2 {
+        let (out, data) = record(dir.path(), &prog, &["threads", "2000"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "run {run}: {stderr}");
+        assert_eq!(printed(&out.stdout, "body ran "), 2000, "run {run}");
+        let perf = Command::new("perf")
+            .args(["script", "-i"])
+            .arg(&data)
+            .output()
+            .unwrap();
+        assert!(perf.status.success(), "run {run}: perf script failed");
+        let warnings = String::from_utf8_lossy(&perf.stderr);
+        assert!(
+            !warnings.contains("out of order"),
+            "run {run}: perf script says: {warnings}"
+        );
+        let counts = report_counts(&data);
+        assert_eq!(counts.get("body"), Some(&2000), "run {run}: {counts:?}");
+    }
+}

@@ -210,9 +210,13 @@ impl<W: ProcessWatch> Sideband<W> {
                 continue;
             }
             self.traced += 1;
-            // A thread of the program's start is named from then on; one in a slot another
-            // thread had (a tid the kernel may have given before) from when it began.
-            let mut comm_ns = if t.generation > 0 && t.open_time != 0 {
+            // The program's first thread is named from its start (its first pass writes it);
+            // any other thread from when it began, before its first event: a later thread
+            // named at the program's start is a record perf finds behind rounds it has
+            // already flushed ("out of order events"), and its tid may be one the kernel gave
+            // another thread before.
+            let first_thread = t.pid == self.pid && t.tid == t.pid && t.fork.is_none();
+            let mut comm_ns = if t.open_time != 0 && !(first_thread && t.generation == 0) {
                 t.open_time
             } else {
                 self.start_ns
@@ -676,6 +680,7 @@ mod tests {
         });
         let mut named = thread(1, PID, PID + 1, 0);
         named.comm = Some("worker".into());
+        named.open_time = START + 200;
         session.threads = vec![thread(0, PID, PID, 0), named];
         sb.add_new(&mut rec, &mut session).unwrap();
         let seen = take(&mut rec);
@@ -695,12 +700,15 @@ mod tests {
                     time: START,
                     id: 100
                 },
+                // The program's first thread is named from the program's start; another
+                // from when it opened its events (a COMM at the start would be behind what
+                // perf has flushed by the time a late thread is seen).
                 Seen::Comm {
                     pid: PID,
                     tid: PID + 1,
                     name: "worker".into(),
                     exec: false,
-                    time: START,
+                    time: START + 200,
                     id: 101
                 },
             ]

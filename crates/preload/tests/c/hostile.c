@@ -4,6 +4,7 @@
  *                          whose (instrumented) handler counts its runs; prints the count
  *   hostile cancel         64 threads cancelled right after pthread_create, then 10 plain
  *                          ones; prints how often the thread body ran
+ *   hostile threads N      makes N short threads one after another
  *   hostile orphan DIR N   asks for a uevent (so the main thread traces), creates DIR/started,
  *                          waits until DIR/go exists (the test kills the recorder first), then
  *                          makes N short threads one after another, each asking for a uevent;
@@ -71,6 +72,17 @@ static int cancel(void)
     return 0;
 }
 
+static int threads(int n)
+{
+    for (int k = 0; k < n; k++) {
+        pthread_t t;
+        pthread_create(&t, 0, body, 0);
+        pthread_join(t, 0);
+    }
+    printf("body ran %d times\n", ran);
+    return 0;
+}
+
 static int refused;
 
 __attribute__((noinline)) void *asks(void *a)
@@ -109,8 +121,10 @@ int main(int argc, char **argv)
         return signals(atoi(argv[2]));
     if (argc >= 2 && strcmp(argv[1], "cancel") == 0)
         return cancel();
+    if (argc >= 3 && strcmp(argv[1], "threads") == 0)
+        return threads(atoi(argv[2]));
     if (argc >= 4 && strcmp(argv[1], "orphan") == 0)
         return orphan(argv[2], atoi(argv[3]));
-    fprintf(stderr, "usage: hostile signals USEC | cancel | orphan DIR N\n");
+    fprintf(stderr, "usage: hostile signals USEC | cancel | threads N | orphan DIR N\n");
     return 2;
 }
