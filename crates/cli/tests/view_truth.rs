@@ -421,3 +421,47 @@ fn a_plain_full_trace_has_no_pause_resume_tracks_in_perfetto() {
         "the pause/resume track of a paused trace"
     );
 }
+
+/// The number after `what` on the line of `text` that has it, or before it (`N what`).
+fn number_near(text: &str, what: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.contains(what))?;
+    let (before, after) = line.split_once(what)?;
+    after
+        .trim_start_matches([':', ' '])
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .and_then(|n| n.parse().ok())
+        .or_else(|| before.split_whitespace().last()?.parse().ok())
+}
+
+/// What record and report both say is the same number in the same words: a start-paused
+/// trace's first resume is no dropped request (report said 3 where record said 0), and the
+/// transactions a full AUX area cut short are counted alike, each loss with why.
+#[test]
+fn record_and_report_say_the_same_numbers_in_the_same_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let (f, run) = common::record_windows(dir.path(), "pr.data", "200");
+    let recorded = number_near(&run.stderr, "dropped pause/resume").expect("record's count");
+    let report = stdout_of(&["report"], &f);
+    if let Some(reported) = number_near(&report, "dropped pause/resume") {
+        assert_eq!(reported, recorded, "{report}");
+    }
+    let chrome = dir.path().join("pr.json");
+    stdout_of(
+        &["export", "-F", "chrome", "-o", chrome.to_str().unwrap()],
+        &f,
+    );
+    let json = std::fs::read_to_string(&chrome).unwrap();
+    assert_eq!(
+        recorded == 0,
+        !json.contains("dropped resume") && !json.contains("dropped pause"),
+        "record dropped {recorded}; the export's markers disagree"
+    );
+    let (f, run) = common::record(dir.path(), "tr.data", &["-m", ",8K", "--requests", "300"]);
+    let what = "trace transactions cut short (PERF_AUX_FLAG_TRUNCATED)";
+    let recorded = number_near(&run.stderr, what).expect("record says the cut transactions");
+    let report = stdout_of(&["report"], &f);
+    assert_eq!(number_near(&report, what), Some(recorded), "{report}");
+    let why = "the AUX area was full (-m ,N enlarges it)";
+    assert!(report.contains(why) && run.stderr.contains(why), "{report}");
+}

@@ -64,6 +64,20 @@ pub enum LostKind {
 }
 
 impl LostKind {
+    /// Every kind.
+    pub const ALL: [LostKind; 5] = [
+        LostKind::AuxTruncated,
+        LostKind::Records,
+        LostKind::Samples,
+        LostKind::ProbeEvents,
+        LostKind::SkippedBytes,
+    ];
+
+    /// The kind whose [`LostKind::name`] is `name`.
+    pub fn by_name(name: &str) -> Option<LostKind> {
+        LostKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
     /// The word the views print.
     pub fn name(self) -> &'static str {
         match self {
@@ -72,6 +86,34 @@ impl LostKind {
             LostKind::Samples => "LOST_SAMPLES",
             LostKind::ProbeEvents => "lost probe events",
             LostKind::SkippedBytes => "skipped trace bytes",
+        }
+    }
+
+    /// What the count is and why it happened, in the words `perfaux record` says it with.
+    pub fn explanation(self) -> (&'static str, &'static str) {
+        match self {
+            LostKind::AuxTruncated => (
+                "trace transactions cut short (PERF_AUX_FLAG_TRUNCATED)",
+                "the AUX area was full (-m ,N enlarges it)",
+            ),
+            LostKind::Records => (
+                "records lost (PERF_RECORD_LOST)",
+                "the data area was full when they came (a larger -m keeps more)",
+            ),
+            LostKind::Samples => (
+                "samples lost (PERF_RECORD_LOST_SAMPLES)",
+                "the perf core could not write them",
+            ),
+            LostKind::ProbeEvents => (
+                "probe events lost (LOST packets in the trace)",
+                "calls the trace writer could not write: its AUX area was full, or a signal \
+                 handler came inside a packet",
+            ),
+            LostKind::SkippedBytes => (
+                "trace bytes skipped",
+                "bytes the decoder passed over: before a window's first sync point, corrupt, \
+                 or missing from the recording",
+            ),
         }
     }
 }

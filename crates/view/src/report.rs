@@ -159,12 +159,22 @@ pub fn write_report(
         w(
             out,
             format_args!(
-                "\n# pause/resume\n#\n  windows: {}\n  time paused: {}\n  dropped pause/resume: {}\n",
+                "\n# pause/resume\n#\n  windows: {}\n  time paused: {}\n",
                 p.windows,
                 fmt_time(p.paused_time).trim(),
-                p.dropped
             ),
         )?;
+        // The requests the perf core dropped are counted by `perfaux record` alone (its
+        // "dropped pause/resume"); the trace shows only a marker that repeats its state.
+        if p.dropped > 0 {
+            w(
+                out,
+                format_args!(
+                    "  pause/resume markers repeating the state: {}\n",
+                    p.dropped
+                ),
+            )?;
+        }
     }
     if c.snapshots.0 > 0 {
         w(
@@ -178,7 +188,9 @@ pub fn write_report(
     if !c.lost.is_empty() {
         w(out, format_args!("\n# lost data\n#\n"))?;
         for (k, (markers, n)) in &c.lost {
-            w(out, format_args!("  {k}: {markers} times, {n} in all\n"))?;
+            let (what, why) =
+                crate::event::LostKind::by_name(k).map_or((*k, ""), |kind| kind.explanation());
+            w(out, format_args!("  {n} {what}, {markers} times: {why}\n"))?;
         }
     }
     Ok(())

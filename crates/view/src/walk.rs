@@ -427,7 +427,7 @@ fn trace_windows(
             stack: Vec::new(),
             last: 0,
             first: None,
-            paused: false,
+            paused: None,
         };
         let piece = WINDOW_PIECE.min(usize::try_from(w.len).unwrap_or(usize::MAX));
         let mut dec = Decoder::from_reader(section.window_bytes(&w), w.start(), piece);
@@ -525,7 +525,10 @@ struct Window {
     stack: Vec<(u32, FuncId)>,
     last: u64,
     first: Option<u64>,
-    paused: bool,
+    /// Whether the trace is paused, once a marker said it: unknown at the window's start (a
+    /// `start-paused` trace, a snapshot taken while paused), so a window's first marker is
+    /// never a dropped request.
+    paused: Option<bool>,
 }
 
 impl Window {
@@ -669,8 +672,8 @@ impl Window {
             &TraceEvent::Exit { depth, time, .. } => self.exit(depth, time, names, sink),
             TraceEvent::Paused { .. } | TraceEvent::Resumed { .. } => {
                 let pause = matches!(ev, TraceEvent::Paused { .. });
-                let dropped = pause == self.paused;
-                self.paused = pause;
+                let dropped = self.paused == Some(pause);
+                self.paused = Some(pause);
                 sink.event(
                     names,
                     &ViewEvent::PauseResume {
