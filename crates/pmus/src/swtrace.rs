@@ -696,15 +696,7 @@ fn on_full(aux_head: u64, needed: u64) -> Option<u64> {
         st.truncated.store(true, Ordering::Release);
         return None;
     }
-    let limit = transaction_limit(&handle, needed);
-    // SAFETY: as in start_here.
-    let handle: AuxHandle<'static> = unsafe { std::mem::transmute(handle) };
-    *tx = Some(Transaction {
-        start_head: handle.head(),
-        handle,
-        _buffer: buffer,
-    });
-    Some(limit)
+    Some(next_transaction(&mut tx, handle, buffer, needed))
 }
 
 /// The stopped writer asks again (no open transaction): after a TRUNCATED
@@ -742,6 +734,18 @@ fn restart(
         st.truncated.store(true, Ordering::Release);
         return None;
     }
+    Some(next_transaction(tx, handle, buffer, needed))
+}
+
+/// Makes `handle` (of `buffer`'s AUX area) the open transaction of the
+/// writer's slow path; the writer's limit in it for a step of `needed`
+/// bytes.
+fn next_transaction(
+    tx: &mut Option<Transaction>,
+    handle: AuxHandle<'_>,
+    buffer: Arc<Buffer>,
+    needed: u64,
+) -> u64 {
     let limit = transaction_limit(&handle, needed);
     // SAFETY: as in start_here: the Transaction holds `buffer`, whose grave
     // keeps the AuxArea the handle borrows, and drops the handle first.
@@ -751,7 +755,7 @@ fn restart(
         handle,
         _buffer: buffer,
     });
-    Some(limit)
+    limit
 }
 
 /// The AUX area's first byte (null if it has none: `AuxRegion::new`
