@@ -483,6 +483,16 @@ impl ProgramSession {
             .load(Ordering::Acquire)
     }
 
+    /// Calls the program made deeper than a thread's return stack holds
+    /// ([`shared::STACK_DEPTH`] open calls): untraced, their exits too. The program's count;
+    /// only said, never relied on.
+    pub fn calls_past_depth(&self) -> u64 {
+        self.control()
+            .header()
+            .calls_past_depth
+            .load(Ordering::Acquire)
+    }
+
     /// Objects the program's processes loaded that found the ring of objects full for
     /// [`shared::OBJECT_WAIT`] (their MMAP2 records and symbols are missing: their functions
     /// are named by address). The program's count; only said, never relied on.

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::shared::{MAX_OBJECTS, OBJECT_WAIT};
+use crate::shared::{MAX_OBJECTS, OBJECT_WAIT, STACK_DEPTH};
 
 /// One thing to tell. `Display` gives the sentence without a prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +28,12 @@ pub enum Notice {
     /// Calls made inside signal handlers that interrupted the runtime's hooks: not traced (the
     /// thread's writer may have been mid-packet), counted at their entries.
     CallsInHandlers {
+        /// How many.
+        calls: u64,
+    },
+    /// Calls made deeper than a thread's return stack holds: not traced, nor their exits,
+    /// counted at their entries.
+    CallsPastDepth {
         /// How many.
         calls: u64,
     },
@@ -100,6 +106,11 @@ impl fmt::Display for Notice {
                 "{calls} call(s) made in signal handlers that interrupted the runtime's hooks \
                  were not traced (the thread's trace was mid-write; the handlers' other calls \
                  are in the trace)"
+            ),
+            Notice::CallsPastDepth { calls } => write!(
+                f,
+                "{calls} call(s) made deeper than {STACK_DEPTH} open calls in a thread were not \
+                 traced (the runtime's depth limit; the calls around them are in the trace)"
             ),
             Notice::ObjectsLost { objects } => write!(
                 f,

@@ -461,6 +461,7 @@ impl TracedProgram {
         let without_slot = session.threads_without_slot();
         let objects_lost = session.objects_lost();
         let calls_in_handlers = session.calls_in_handlers();
+        let calls_past_depth = session.calls_past_depth();
         let failed = (!missing.is_empty())
             .then(|| functions_missing(&missing, &self.prog, ""))
             .or_else(|| open_error(&session, rec.events()));
@@ -513,6 +514,11 @@ impl TracedProgram {
         if calls_in_handlers > 0 {
             notices.push(Notice::CallsInHandlers {
                 calls: calls_in_handlers,
+            });
+        }
+        if calls_past_depth > 0 {
+            notices.push(Notice::CallsPastDepth {
+                calls: calls_past_depth,
             });
         }
         notices.extend(Notice::disk_filled(&self.output, &summary));

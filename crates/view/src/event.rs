@@ -61,6 +61,9 @@ pub enum LostKind {
     ProbeEvents,
     /// Trace bytes the decoder skipped (gap, corrupt, before the first sync).
     SkippedBytes,
+    /// Calls deeper than a view keeps open (perfaux-swtrace's `MAX_FRAMES`): counted as calls,
+    /// their times not known.
+    CallsPastDepth,
 }
 
 impl LostKind {
@@ -86,6 +89,7 @@ impl LostKind {
             LostKind::Samples => "LOST_SAMPLES",
             LostKind::ProbeEvents => "lost probe events",
             LostKind::SkippedBytes => "skipped trace bytes",
+            LostKind::CallsPastDepth => "untimed calls past the view's depth",
         }
     }
 

@@ -258,7 +258,8 @@ fn functions(
             out,
             format_args!(
                 "\n# unfinished calls: entered, with no return in the trace (a pause, a \
-                 snapshot's or the recording's end, a crash); not in the times above\n#\n\
+                 snapshot's or the recording's end, a crash) or deeper than the view follows \
+                 (said under lost data); not in the times above\n#\n\
                  #      Calls  Function\n"
             ),
         )?;

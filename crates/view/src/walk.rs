@@ -425,6 +425,7 @@ fn trace_windows(
             tid,
             pid: threads.pid(tid),
             stack: Vec::new(),
+            cut: 0,
             last: 0,
             first: None,
             paused: None,
@@ -523,6 +524,9 @@ struct Window {
     pid: u32,
     /// (decoder depth, function) of each open call the window saw enter.
     stack: Vec<(u32, FuncId)>,
+    /// Calls entered past the stack's bound since the last note of them: counted as calls
+    /// (closed at once, untimed), said as one [`LostKind::CallsPastDepth`] note.
+    cut: u64,
     last: u64,
     first: Option<u64>,
     /// Whether the trace is paused, once a marker said it: unknown at the window's start (a
@@ -534,6 +538,7 @@ struct Window {
 impl Window {
     /// Closes the calls at decoder depth `depth` and deeper.
     fn pop_to(&mut self, depth: u32, names: &Names, sink: &mut impl Sink) -> std::io::Result<()> {
+        self.say_cut(names, sink)?;
         while let Some(&(d, func)) = self.stack.last() {
             if d < depth {
                 break;
@@ -549,6 +554,54 @@ impl Window {
             sink.exit(names, c, true)?;
         }
         Ok(())
+    }
+
+    /// The calls cut past the stack's bound since the last note, as one note (the views count
+    /// them as calls; this says their times are not known).
+    #[cold]
+    #[inline(never)]
+    fn say_cut(&mut self, names: &Names, sink: &mut impl Sink) -> std::io::Result<()> {
+        if self.cut == 0 {
+            return Ok(());
+        }
+        let count = std::mem::take(&mut self.cut);
+        sink.event(
+            names,
+            &ViewEvent::Lost {
+                tid: self.tid,
+                time: self.last,
+                kind: LostKind::CallsPastDepth,
+                count,
+            },
+        )
+    }
+
+    /// A call entered past the stack's bound: counted as a call the view closed (untimed, its
+    /// return not followed), so every view counts the calls the call trace shows.
+    #[cold]
+    #[inline(never)]
+    fn enter_past_bound(
+        &mut self,
+        id: u32,
+        time: u64,
+        funcs: &ProbeFuncs,
+        names: &mut Names,
+        sink: &mut impl Sink,
+    ) -> std::io::Result<()> {
+        let func = match funcs.get(id) {
+            Some(f) => f,
+            None => names.intern(&format!("[unknown probe {id}]"), "[swtrace]"),
+        };
+        let c = Call {
+            pid: self.pid,
+            tid: self.tid,
+            time,
+            func,
+            depth: self.stack.len() as u32,
+        };
+        self.cut += 1;
+        sink.enter(names, c)?;
+        sink.exit(names, c, true)
     }
 
     fn close(&mut self, names: &Names, sink: &mut impl Sink) -> std::io::Result<()> {
@@ -605,9 +658,9 @@ impl Window {
         if self.stack.last().is_some_and(|&(d, _)| d >= depth) {
             self.pop_to(depth, names, sink)?;
         }
-        // Bounded like the decoder's (whose Lost note says so): deeper calls go unshown.
+        // Bounded like the decoder's: deeper calls are counted, untimed, and said.
         if self.stack.len() >= perfaux_swtrace::decode::MAX_FRAMES {
-            return Ok(());
+            return self.enter_past_bound(id, time, funcs, names, sink);
         }
         let func = match funcs.get(id) {
             Some(f) => f,
@@ -640,6 +693,7 @@ impl Window {
         }
         match self.stack.last() {
             Some(&(d, func)) if d == depth => {
+                self.say_cut(names, sink)?;
                 self.stack.pop();
                 let c = Call {
                     pid: self.pid,

@@ -25,7 +25,7 @@ const PAGE_WORDS: usize = PAGE / 8;
 /// Bytes the header takes (its words, the ring descriptors, reserved room).
 pub const HEADER_SIZE: usize = 2 * PAGE;
 /// The header's own words, before [`ControlHeader::ring_fds`].
-const HEADER_WORDS: usize = 18;
+const HEADER_WORDS: usize = 19;
 
 /// A slot's ring memfds, each a [`crate::fd_word`].
 #[repr(C)]
@@ -94,6 +94,10 @@ pub struct ControlHeader {
     /// thread's trace writer was mid-packet, so they are not traced): counted here, at their
     /// entries, for the recorder to say.
     pub calls_in_handlers: AtomicU64,
+    /// Calls the program made deeper than a thread's return stack holds (the runtime's depth
+    /// limit): not traced, nor their exits; counted here, at their entries, for the recorder
+    /// to say.
+    pub calls_past_depth: AtomicU64,
     /// Each slot's ring memfds (the first `nslots` written).
     pub ring_fds: [RingFds; MAX_SLOTS],
     pub(crate) reserved:

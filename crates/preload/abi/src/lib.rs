@@ -34,6 +34,10 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"PFXPRELD");
 /// any change of a field's place, size or name, or a struct's size, changes it.
 pub const VERSION: u64 = layout::layout_hash(&layout::STRUCTS, &layout::FIELDS);
 /// The environment variable naming the control memfd's descriptor in the program.
+/// Open calls a traced thread's return stack keeps: deeper calls go untraced and are counted
+/// in [`ControlHeader::calls_past_depth`].
+pub const STACK_DEPTH: usize = 8192;
+
 pub const ENV_CTL_FD: &str = "PERFAUX_PRELOAD_FD";
 /// The environment variable naming the recorder's descriptor directory (`/proc/PID/fd`): a
 /// descendant that closed the inherited descriptors (a shell's or Python's `close_fds`)

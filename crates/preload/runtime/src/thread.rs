@@ -11,8 +11,7 @@ use perfaux_swtrace::{Lane, Probe, ProbeGuard};
 
 use crate::traced::Traced;
 
-/// Open calls kept per thread; deeper calls are counted and go untraced.
-const STACK_DEPTH: usize = 8192;
+use perfaux_preload_abi::STACK_DEPTH;
 
 /// An open call on a thread's return stack.
 struct Frame {
@@ -114,6 +113,18 @@ impl Thread {
         {
             ctl.header()
                 .calls_in_handlers
+                .fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// A call entered deeper than the return stack holds: not traced, counted for the recorder
+    /// to say (`calls_past_depth`).
+    #[cold]
+    #[inline(never)]
+    fn missed_past_depth(&self) {
+        if let Some(ctl) = crate::control() {
+            ctl.header()
+                .calls_past_depth
                 .fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -254,6 +265,7 @@ impl Thread {
         };
         if st.len() >= STACK_DEPTH || self.overflow.get() > 0 {
             self.overflow.set(self.overflow.get() + 1);
+            self.missed_past_depth();
             return true;
         }
         push_frame(&mut st, key, self.enter_probe(p), slot, 0, 0);
@@ -310,6 +322,9 @@ impl Thread {
         }
         let p = crate::intern::probe_for(addr);
         let Some(p) = p.filter(|_| st.len() < STACK_DEPTH) else {
+            if p.is_some() {
+                self.missed_past_depth();
+            }
             // Untraced; the slot may have held the trampoline for a popped frame.
             // SAFETY: as above.
             unsafe { parent_loc.write(ret) };
