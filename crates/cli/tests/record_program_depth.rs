@@ -88,7 +88,7 @@ fn recursion_past_the_depth_limit_is_said_by_record_and_counted_alike_by_script_
         let untimed = report_text
             .lines()
             .find(|l| l.contains("untimed calls past the view's depth"))
-            .and_then(|l| count_before(l, "in all"))
+            .and_then(|l| count_before(l, "untimed calls past the view's depth"))
             .unwrap_or_else(|| panic!("{name}: report said nothing of the depth:\n{report_text}"));
         assert!(
             untimed > 0 && untimed < traced,

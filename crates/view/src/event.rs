@@ -68,12 +68,13 @@ pub enum LostKind {
 
 impl LostKind {
     /// Every kind.
-    pub const ALL: [LostKind; 5] = [
+    pub const ALL: [LostKind; 6] = [
         LostKind::AuxTruncated,
         LostKind::Records,
         LostKind::Samples,
         LostKind::ProbeEvents,
         LostKind::SkippedBytes,
+        LostKind::CallsPastDepth,
     ];
 
     /// The kind whose [`LostKind::name`] is `name`.
@@ -112,6 +113,11 @@ impl LostKind {
                 "probe events lost (LOST packets in the trace)",
                 "calls the trace writer could not write: its AUX area was full, or a signal \
                  handler came inside a packet",
+            ),
+            LostKind::CallsPastDepth => (
+                "untimed calls past the view's depth",
+                "calls deeper than the open calls a reader follows (MAX_FRAMES): counted as \
+                 calls, their times not known",
             ),
             LostKind::SkippedBytes => (
                 "trace bytes skipped",
