@@ -77,7 +77,9 @@ pub struct RecordArgs {
     #[arg(short, long = "event", value_name = "EVENTS")]
     pub events: Vec<String>,
     /// AUX area tracing snapshot mode: the AUX area is mapped read-only
-    /// (overwrite) and a snapshot is taken on SIGUSR2; `-Se` also at exit.
+    /// (overwrite) and a snapshot is taken on SIGUSR2. Of a program
+    /// (`-- PROG`), also of each thread as it ends, with `-S` and `-Se`
+    /// alike; of the built-in workload, at its end only with `-Se`.
     #[arg(
         short = 'S',
         long = "snapshot",

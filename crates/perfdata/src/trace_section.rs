@@ -48,7 +48,11 @@
 //!                    2 = uevent log (the `uevent_aux` PMU's AUX area, full or snapshot)
 //!   flags      u32   PERF_AUX_FLAG_OVERWRITE (0x2) on a snapshot whose area had
 //!                    wrapped: its first bytes start mid-stream (the decoder
-//!                    resynchronizes); 0 otherwise
+//!                    resynchronizes); 0 otherwise. perfaux's own bit
+//!                    [`SNAPSHOT_BEGIN`] (0x10000, above the kernel's PERF_AUX_FLAG_* bits)
+//!                    on the first snapshot chunk of each snapshot taken (all the
+//!                    areas at once on SIGUSR2 or -Se, or an ended thread's area):
+//!                    a snapshot is counted once however many threads it holds
 //!   bytes      size bytes, then zeros to a multiple of 8
 //! ```
 //!
@@ -84,6 +88,11 @@ pub(crate) const MAGIC_CHUNKS_FIRST: &[u8; 8] = b"PFXAUX02";
 /// Bytes of the chunks-first form before its first chunk (magic, chunk count, table
 /// offset, table length).
 pub const CHUNKS_FIRST_HEAD: u64 = 32;
+
+/// Chunk flag bit: this snapshot chunk is the first of one snapshot taken.
+/// The recorder's summary and the views count snapshots by it, so that
+/// both give the same number: one per taking, not one per thread in it.
+pub const SNAPSHOT_BEGIN: u32 = 0x1_0000;
 
 /// What a chunk of trace bytes is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

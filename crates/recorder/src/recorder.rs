@@ -18,7 +18,8 @@ use perfaux_abi::records::Record;
 use perfaux_perfdata::Feature;
 use perfaux_perfdata::record_attrs::{file_attr, finished_round};
 use perfaux_perfdata::trace_section::{
-    CHUNKS_FIRST_HEAD, ChunkHeader, ChunkKind, ChunkStream, PERFAUX_FEATURE_BIT, probe_table_tail,
+    CHUNKS_FIRST_HEAD, ChunkHeader, ChunkKind, ChunkStream, PERFAUX_FEATURE_BIT, SNAPSHOT_BEGIN,
+    probe_table_tail,
 };
 use perfaux_perfdata::uevent_sample::uevent_sample;
 use perfaux_perfdata::writer::{
@@ -64,7 +65,10 @@ pub struct RecordSummary {
     pub data_size: u64,
     /// The most trace bytes a sample carries (`aux_sample_size`), 0 without AUX sampling.
     pub aux_sample_size: u64,
-    /// Snapshots that found trace bytes.
+    /// Snapshots that wrote trace bytes to the file: one per taking of all the
+    /// areas (SIGUSR2, -Se), however many threads it held, and one per ended
+    /// thread whose area its last drain took (-S with a program). The chunk
+    /// that begins each carries [`SNAPSHOT_BEGIN`], which the views count.
     pub snapshots: u64,
     /// Bytes of the file written.
     pub file_size: u64,
@@ -120,6 +124,10 @@ struct Sink {
     boundaries: std::collections::VecDeque<(u64, u64, u64)>,
     /// [`FULL_DISK_RESERVE`] bytes held beside the output, if the file system had them.
     reserve: Option<File>,
+    /// Inside [`Recorder::snapshot`]: whether the taking's first trace chunk was written.
+    /// Outside it, a snapshot chunk (an ended thread's, from a drain) is a snapshot of its
+    /// own.
+    taking: Option<bool>,
 }
 
 /// Whether `e` says the file system is full (or the user's quota is).
@@ -242,16 +250,27 @@ impl Sink {
             return Ok(());
         }
         self.summary.aux_bytes += a.data.len() as u64;
+        let begins = a.kind == ChunkKind::Snapshot && self.taking != Some(true);
         let h = ChunkHeader {
             event_id: a.event_id,
             cpu: u32::MAX,
             tid: tid as u32,
             aux_offset: a.offset,
             kind: a.kind,
-            flags: a.flags,
+            flags: if begins {
+                a.flags | SNAPSHOT_BEGIN
+            } else {
+                a.flags
+            },
         };
         match self.chunks.push(&h, &[a.data]) {
             Ok(()) => {
+                if begins {
+                    self.summary.snapshots += 1;
+                    if self.taking.is_some() {
+                        self.taking = Some(true);
+                    }
+                }
                 self.boundaries.push_back((
                     self.chunks.len(),
                     self.chunks.chunks(),
@@ -500,6 +519,7 @@ impl Recorder {
                 ..RecordSummary::default()
             },
             path,
+            taking: None,
         };
         Ok(Recorder {
             events,
@@ -663,20 +683,23 @@ impl Recorder {
     /// scratch space at once, so memory stays bounded by the rings.
     pub fn snapshot(&mut self) -> Result<bool> {
         let mut took = false;
-        for r in &mut self.rings {
-            let tid = r.tid();
-            let sink = &mut self.sink;
-            r.snapshot(&mut |a| {
-                took = true;
-                sink.take_aux(tid, a)
-            })?;
-        }
+        self.sink.taking = Some(false);
+        let mut each = || -> Result<()> {
+            for r in &mut self.rings {
+                let tid = r.tid();
+                let sink = &mut self.sink;
+                r.snapshot(&mut |a| {
+                    took = true;
+                    sink.take_aux(tid, a)
+                })?;
+            }
+            Ok(())
+        };
+        let done = each();
+        self.sink.taking = None;
+        done?;
         // A snapshot after the disk filled is not in the file.
-        let took = took && !self.sink.summary.disk_full;
-        if took {
-            self.sink.summary.snapshots += 1;
-        }
-        Ok(took)
+        Ok(took && !self.sink.summary.disk_full)
     }
 
     /// What the recording did so far.

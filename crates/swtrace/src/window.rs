@@ -140,6 +140,31 @@ where
     }
 }
 
+/// Where consecutive snapshots of one AUX stream (an event's, on a thread) overlap.
+///
+/// An overwrite area snapshotted twice gives two windows whose bytes overlap where the later
+/// one begins before the earlier one's end: the same packets at the same stream positions.
+/// A reader decodes the later window whole (its first SYNC gives the depth and time of what
+/// follows) and shows only the events of packets at or after the earlier one's end, so each
+/// call is shown once. Holds one position per stream, whatever the windows say.
+#[derive(Debug, Default)]
+pub struct SnapshotEnds {
+    ends: std::collections::HashMap<(u64, u32), u64>,
+}
+
+impl SnapshotEnds {
+    /// Takes snapshot window `w` (in recording order); returns the stream position before
+    /// which its events were already shown by the stream's snapshot before it, or 0 where
+    /// the two do not overlap.
+    pub fn seen_end<C: WindowChunk>(&mut self, w: &Window<C>) -> u64 {
+        let stream = (w.first.event_id(), w.first.tid());
+        match self.ends.insert(stream, w.end()) {
+            Some(end) if w.start() < end => end,
+            _ => 0,
+        }
+    }
+}
+
 /// A chunk of one thread's stream held in memory: `(stream position, bytes)`, as
 /// [`crate::decode_chunks`] takes them.
 impl WindowChunk for (u64, &[u8]) {
@@ -240,6 +265,44 @@ mod tests {
                 (1, 30, 1, 5),
                 (1, 35, 1, 1),
             ]
+        );
+    }
+
+    #[test]
+    fn a_snapshot_overlapping_the_one_before_it_says_where_that_one_ended() {
+        let snap = |id, off, len| Window {
+            first: C {
+                id,
+                off,
+                len,
+                snapshot: true,
+                log: false,
+            },
+            chunks: 1,
+            len,
+        };
+        let mut ends = SnapshotEnds::default();
+        assert_eq!(
+            ends.seen_end(&snap(1, 0, 100)),
+            0,
+            "the first has none before it"
+        );
+        assert_eq!(ends.seen_end(&snap(1, 60, 100)), 100, "overlaps [60, 100)");
+        assert_eq!(
+            ends.seen_end(&snap(2, 100, 50)),
+            0,
+            "another event's stream"
+        );
+        assert_eq!(
+            ends.seen_end(&snap(1, 160, 40)),
+            0,
+            "starts at the end: no overlap"
+        );
+        assert_eq!(ends.seen_end(&snap(1, 170, 40)), 200, "overlaps [170, 200)");
+        assert_eq!(
+            ends.seen_end(&snap(2, 120, 10)),
+            150,
+            "event 2 kept its own end"
         );
     }
 

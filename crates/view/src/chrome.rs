@@ -372,6 +372,7 @@ impl<W: Write> Sink for ChromeWriter<W> {
                 begin,
                 end,
                 bytes,
+                ..
             } => {
                 json!({"ph": "X", "name": "snapshot", "pid": self.pids.get(&tid).copied().unwrap_or(tid), "tid": marker_tid(tid),
                 "ts": us(begin), "dur": us(end - begin), "args": {"bytes": bytes}})

@@ -233,6 +233,10 @@ pub enum ViewEvent<'e> {
         end: u64,
         /// Its size in bytes.
         bytes: u64,
+        /// Whether it is the first thread's of one snapshot taken (the chunk's
+        /// `SNAPSHOT_BEGIN`): snapshots are counted by it, once per taking, as
+        /// `perfaux record` counts them.
+        begins: bool,
     },
     /// Data the recording does not hold.
     Lost {

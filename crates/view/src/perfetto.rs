@@ -466,6 +466,7 @@ impl<W: Write> Sink for PerfettoWriter<W> {
                 begin,
                 end,
                 bytes,
+                ..
             } => {
                 let pid = self.pid(tid);
                 let key = (Track::TraceData, pid, tid);

@@ -532,8 +532,8 @@ impl Sink for Collector {
             ViewEvent::Stopped { tid, time } => {
                 self.thread(tid).last_time = Some(time);
             }
-            ViewEvent::Snapshot { bytes, .. } => {
-                self.snapshots.0 += 1;
+            ViewEvent::Snapshot { bytes, begins, .. } => {
+                self.snapshots.0 += u64::from(begins);
                 self.snapshots.1 += bytes;
             }
             ViewEvent::Lost { kind, count, .. } => self.lost(kind, count),

@@ -18,11 +18,12 @@ use perfaux_abi::raw::RawData;
 use perfaux_abi::records::{Record, TaskKind};
 use perfaux_abi::sample_fields::SampleFields;
 use perfaux_perfdata::trace_reader::{SectionSource, TraceSection};
-use perfaux_perfdata::trace_section::ChunkKind;
+use perfaux_perfdata::trace_section::{ChunkKind, SNAPSHOT_BEGIN};
 use perfaux_perfdata::{PerfDataReader, UserRecord};
 use perfaux_swtrace::ProbeTable;
 use perfaux_swtrace::decode::{Decoder, Event as TraceEvent};
 use perfaux_swtrace::format::LostKind as TraceLost;
+use perfaux_swtrace::window::SnapshotEnds;
 
 use crate::ViewError;
 use crate::event::{Call, FuncId, LostKind, Names, Sink, ViewEvent};
@@ -414,6 +415,7 @@ fn trace_windows(
     let Some(section) = rec.trace else {
         return Ok(());
     };
+    let mut snapshot_ends = SnapshotEnds::default();
     for w in section.windows() {
         let w = w.map_err(|e| ViewError(e.to_string()))?;
         let first = &w.first.header;
@@ -421,6 +423,12 @@ fn trace_windows(
         if !threads.keep(tid) {
             continue;
         }
+        let snapshot = first.kind == ChunkKind::Snapshot;
+        let seen_end = if snapshot {
+            snapshot_ends.seen_end(&w)
+        } else {
+            0
+        };
         let mut win = Window {
             tid,
             pid: threads.pid(tid),
@@ -437,11 +445,16 @@ fn trace_windows(
         // `Iterator::next` they came back through memory: a store-forwarding
         // stall per event). The fields are taken out here, as scalars:
         // handing the event on by reference made the compiler copy it whole.
-        dec.try_each(
-            #[inline(always)]
-            |ev| win.on(ev, &funcs, names, sink),
-        )
-        .map_err(io)?;
+        if seen_end == 0 {
+            dec.try_each(
+                #[inline(always)]
+                |ev| win.on(ev, &funcs, names, sink),
+            )
+            .map_err(io)?;
+        } else {
+            dec.try_each(|ev| win.on_after(seen_end, ev, &funcs, names, sink))
+                .map_err(io)?;
+        }
         if let Some(e) = dec.take_error() {
             return Err(ViewError(format!(
                 "reading the trace window at file offset {:#x}: {e}",
@@ -452,7 +465,7 @@ fn trace_windows(
         if let Some(f) = win.first {
             sum.saw(f);
             sum.saw(win.last);
-            if first.kind == ChunkKind::Snapshot {
+            if snapshot {
                 sink.event(
                     names,
                     &ViewEvent::Snapshot {
@@ -460,6 +473,7 @@ fn trace_windows(
                         begin: f,
                         end: win.last,
                         bytes: w.len,
+                        begins: first.flags & SNAPSHOT_BEGIN != 0,
                     },
                 )
                 .map_err(io)?;
@@ -641,6 +655,27 @@ impl Window {
             TraceEvent::Exit { depth, time, .. } => self.exit(depth, time, names, sink),
             ev => self.event(&ev, funcs, names, sink),
         }
+    }
+
+    /// Takes one decoded event of a snapshot that overlaps the thread's one before it: the
+    /// events of packets before `seen_end` (that one's end in the stream) were shown by it
+    /// and only move the window's time. The decoder still reads them, for the depth and
+    /// time of what follows. A call the earlier snapshot left open was ended there
+    /// (truncated); its return here finds no call entered in this window and is passed
+    /// over, so it is counted once.
+    fn on_after(
+        &mut self,
+        seen_end: u64,
+        ev: TraceEvent,
+        funcs: &ProbeFuncs,
+        names: &mut Names,
+        sink: &mut impl Sink,
+    ) -> std::io::Result<()> {
+        if ev.offset() >= seen_end {
+            return self.on(ev, funcs, names, sink);
+        }
+        self.advance(ev.time());
+        Ok(())
     }
 
     /// A call began (the decoder's ENTER at `depth`).

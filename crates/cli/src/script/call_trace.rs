@@ -16,6 +16,7 @@ use std::io::Write;
 use perfaux_perfdata::trace_reader::{SectionSource, TraceSection};
 use perfaux_perfdata::trace_section::ChunkKind;
 use perfaux_swtrace::decode::{Decoder, Event as TraceEvent, MIN_FRAMES, MIN_PIECE};
+use perfaux_swtrace::window::SnapshotEnds;
 use perfaux_swtrace::{CallTrace, CallTraceOptions, ProbeTable};
 
 use super::Script;
@@ -57,6 +58,9 @@ pub(super) struct WindowLines<'a> {
     ended: bool,
     /// uftrace replay's layout instead of perf's (`script --call-trace --replay`).
     replay: Option<Replay<'a>>,
+    /// A snapshot overlapping its thread's one before it: the events of packets before
+    /// this stream position were shown by that one (0: none).
+    seen_end: u64,
 }
 
 /// What uftrace replay's layout needs of a window: its thread, the probe
@@ -137,7 +141,17 @@ impl<'a> WindowLines<'a> {
             last_head: Vec::new(),
             ended: false,
             replay: None,
+            seen_end: 0,
         }
+    }
+
+    /// Shows only the events of packets at or after `seen_end`: the window is a snapshot
+    /// whose bytes before it were shown by its thread's snapshot before
+    /// (perfaux-swtrace's `SnapshotEnds`). They are still decoded, for the depth and time
+    /// of what follows; the thread a SYNC names is still taken in replay's layout.
+    pub(super) fn after(mut self, seen_end: u64) -> Self {
+        self.seen_end = seen_end;
+        self
     }
 
     /// Lines in uftrace replay's layout.
@@ -226,14 +240,28 @@ impl<'a> WindowLines<'a> {
 
     #[inline]
     fn next_event(&mut self) -> Option<TraceEvent> {
-        self.peeked.take().or_else(|| self.dec.next())
+        self.peeked.take().or_else(|| self.decoded())
     }
 
     fn peek(&mut self) -> Option<&TraceEvent> {
         if self.peeked.is_none() {
-            self.peeked = self.dec.next();
+            self.peeked = self.decoded();
         }
         self.peeked.as_ref()
+    }
+
+    /// The decoder's next event not shown already ([`WindowLines::after`]).
+    #[inline]
+    fn decoded(&mut self) -> Option<TraceEvent> {
+        loop {
+            let ev = self.dec.next()?;
+            if self.seen_end == 0 || ev.offset() >= self.seen_end {
+                return Some(ev);
+            }
+            if let (TraceEvent::Sync { tid, .. }, Some(r)) = (&ev, self.replay.as_mut()) {
+                r.tid = *tid;
+            }
+        }
     }
 
     /// The pending line ([`WindowLines::next_line`]'s), with its newline.
@@ -325,10 +353,16 @@ pub(super) fn call_trace_lines(
     let piece = (MERGE_BUDGET / windows.len().max(1)).clamp(MIN_PIECE, MAX_PIECE);
     let held = (HELD_BUDGET / windows.len().max(1)).max(MIN_HELD);
     let frames = (FRAME_BUDGET / windows.len().max(1)).max(MIN_FRAMES);
+    let mut snapshot_ends = SnapshotEnds::default();
     let mut streams: Vec<WindowLines<'_>> = windows
         .iter()
         .map(|w| {
             let h = &w.first.header;
+            let seen_end = if h.kind == ChunkKind::Snapshot {
+                snapshot_ends.seen_end(w)
+            } else {
+                0
+            };
             let (tid, cpu) = owner.get(&h.event_id).copied().unwrap_or((h.tid, None));
             let opts = CallTraceOptions {
                 comm: s.comm_of_event(h.event_id, i64::from(tid as i32)),
@@ -350,7 +384,8 @@ pub(super) fn call_trace_lines(
             let piece = piece.min(usize::try_from(w.len).unwrap_or(usize::MAX));
             let mut dec = Decoder::from_reader(trace.window_bytes(w), w.start(), piece);
             dec.limit(frames, held);
-            let w = WindowLines::new(dec, CallTrace::new(&s.probes, opts), end_label);
+            let w =
+                WindowLines::new(dec, CallTrace::new(&s.probes, opts), end_label).after(seen_end);
             if replay { w.replay(&s.probes) } else { w }
         })
         .collect();

@@ -103,6 +103,20 @@ pub enum Event {
 }
 
 impl Event {
+    /// The stream position of the packet the event came from.
+    pub fn offset(&self) -> u64 {
+        match *self {
+            Event::Sync { offset, .. }
+            | Event::Enter { offset, .. }
+            | Event::Exit { offset, .. }
+            | Event::Paused { offset, .. }
+            | Event::Resumed { offset, .. }
+            | Event::Stopped { offset, .. }
+            | Event::Lost { offset, .. }
+            | Event::Skipped { offset, .. } => offset,
+        }
+    }
+
     /// The event's CLOCK_MONOTONIC time (`None` for [`Event::Skipped`], which has none).
     pub fn time(&self) -> Option<u64> {
         match self {

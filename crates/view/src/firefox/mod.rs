@@ -350,6 +350,7 @@ impl Sink for FirefoxProfile {
                 begin,
                 end,
                 bytes,
+                ..
             } => {
                 let pid = self.pid(tid);
                 self.info((pid, tid), (begin, Some(end)), "snapshot", bytes as f64, "")

@@ -298,6 +298,7 @@ impl Sink for ReferenceProfile {
                 begin,
                 end,
                 bytes,
+                ..
             } => {
                 let pid = self.pid(tid);
                 self.info(pid, tid, (begin, Some(end)), "snapshot", bytes as f64, "");

@@ -155,6 +155,7 @@ fn every_kind_of_event_is_written_as_the_crate_writes_it() {
                 begin: 10,
                 end: 20,
                 bytes: 4096,
+                begins: true,
             },
         );
         for (i, kind) in [
