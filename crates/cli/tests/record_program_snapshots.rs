@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use calls::{PERFAUX, build_c, report_counts};
+use calls::{PERFAUX, build_c, call_fields, report_counts};
 
 /// The children of process `pid` (of any of its threads).
 fn children(pid: u32) -> Vec<u32> {
@@ -30,30 +30,15 @@ fn children(pid: u32) -> Vec<u32> {
 
 /// (tid, time, function) of every call line of `perfaux script --call-trace`.
 fn call_lines(data: &Path) -> Vec<(String, String, String)> {
-    let out = Command::new(PERFAUX)
-        .args(["script", "--call-trace", "-i"])
-        .arg(data)
-        .output()
-        .expect("perfaux script");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter(|l| !l.contains("tr end") && !l.contains("tr strt"))
-        .map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
+    call_fields(data)
+        .into_iter()
+        .map(|f| {
             let time = f
                 .iter()
                 .find(|w| w.ends_with(':'))
-                .unwrap_or_else(|| panic!("time in {l:?}"));
-            (
-                f[1].to_owned(),
-                (*time).to_owned(),
-                f[f.len() - 1].to_owned(),
-            )
+                .unwrap_or_else(|| panic!("time in {f:?}"))
+                .clone();
+            (f[1].clone(), time, f[f.len() - 1].clone())
         })
         .collect()
 }

@@ -73,8 +73,9 @@ pub fn record_with(
     (out, data)
 }
 
-/// (tid, function) of every call of `perfaux script --call-trace`, in order.
-pub fn calls_by_tid(data: &Path) -> Vec<(u32, String)> {
+/// The call lines of `perfaux script --call-trace` (trace starts and ends left out), each
+/// split into its whitespace-separated fields.
+pub fn call_fields(data: &Path) -> Vec<Vec<String>> {
     let out = Command::new(PERFAUX)
         .args(["script", "--call-trace", "-i"])
         .arg(data)
@@ -88,10 +89,17 @@ pub fn calls_by_tid(data: &Path) -> Vec<(u32, String)> {
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter(|l| !l.contains("tr end") && !l.contains("tr strt"))
-        .map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            let tid = f[1].parse().unwrap_or_else(|_| panic!("tid in {l:?}"));
-            (tid, f[f.len() - 1].to_owned())
+        .map(|l| l.split_whitespace().map(str::to_owned).collect())
+        .collect()
+}
+
+/// (tid, function) of every call of `perfaux script --call-trace`, in order.
+pub fn calls_by_tid(data: &Path) -> Vec<(u32, String)> {
+    call_fields(data)
+        .into_iter()
+        .map(|f| {
+            let tid = f[1].parse().unwrap_or_else(|_| panic!("tid in {f:?}"));
+            (tid, f[f.len() - 1].clone())
         })
         .collect()
 }
