@@ -74,21 +74,10 @@ fn ns(value: &str, unit: &str) -> f64 {
 
 /// The report's total time per function.
 fn report_totals(data: &Path) -> BTreeMap<String, f64> {
-    let text = stdout_of(&["report", "--stdio"], data);
-    let mut m = BTreeMap::new();
-    for l in text
-        .lines()
-        .skip_while(|l| !l.trim_start().starts_with("===="))
-        .skip(1)
-    {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        if f.len() != 12 {
-            break;
-        }
-        m.insert(f[11].to_owned(), ns(f[0], f[1]));
-    }
-    assert!(!m.is_empty(), "no rows in:\n{text}");
-    m
+    report_rows(data)
+        .into_iter()
+        .map(|f| (f[11].clone(), ns(&f[0], &f[1])))
+        .collect()
 }
 
 #[test]

@@ -74,11 +74,7 @@ fn the_command_keeps_the_callers_environment_directory_and_streams() {
 fn a_program_built_with_hooks_is_recorded_and_its_end_said() {
     perfaux_testutil::require_oracle!("gcc");
     let dir = tempfile::tempdir().unwrap();
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/calls.c");
-    perfaux_testutil::gcc_instrumented(
-        dir.path(),
-        &[src.to_str().unwrap(), "-o", "calls", "-pthread"],
-    );
+    build_calls(dir.path());
     let mut cmd = Command::new(dir.path().join("calls"));
     cmd.args(["2", "6", "none", "nojmp"]).stdout(Stdio::null());
     let output = dir.path().join("perf.data");
@@ -102,11 +98,7 @@ fn a_program_built_with_hooks_is_recorded_and_its_end_said() {
 fn a_program_ended_by_a_signal_says_which() {
     perfaux_testutil::require_oracle!("gcc");
     let dir = tempfile::tempdir().unwrap();
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/calls.c");
-    perfaux_testutil::gcc_instrumented(
-        dir.path(),
-        &[src.to_str().unwrap(), "-o", "calls", "-pthread"],
-    );
+    build_calls(dir.path());
     // It hangs in a traced function until the recording's SIGTERM ends it.
     let mut cmd = Command::new(dir.path().join("calls"));
     cmd.args(["1", "3", "hang"]).stdout(Stdio::null());
@@ -133,4 +125,10 @@ fn a_program_ended_by_a_signal_says_which() {
     assert!(f.summary.snapshots >= 1, "{:?}", f.summary);
     assert!(f.summary.aux_bytes > 0, "{:?}", f.summary);
     assert!(output.exists());
+}
+
+/// tests/c/calls.c, built with the compiler's hooks into `dir/calls`.
+fn build_calls(dir: &Path) {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/calls.c");
+    perfaux_testutil::gcc_instrumented(dir, &[src.to_str().unwrap(), "-o", "calls", "-pthread"]);
 }

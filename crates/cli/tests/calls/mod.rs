@@ -109,9 +109,9 @@ pub fn call_trace(data: &Path) -> Vec<String> {
     calls_by_tid(data).into_iter().map(|(_, f)| f).collect()
 }
 
-/// `perfaux report`'s Calls column per function (the report counts calls as uftrace's does).
-/// Its rows: total, self, calls, avg, min, max (each time a number and a unit), function.
-pub fn report_counts(data: &Path) -> BTreeMap<String, u64> {
+/// The rows of `perfaux report`'s function table, each split into its 12 fields: total, self,
+/// calls, avg, min, max (each time a number and a unit), function. At least one row.
+pub fn report_rows(data: &Path) -> Vec<Vec<String>> {
     let out = Command::new(PERFAUX)
         .args(["report", "--stdio", "-i"])
         .arg(data)
@@ -122,24 +122,29 @@ pub fn report_counts(data: &Path) -> BTreeMap<String, u64> {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let mut m = BTreeMap::new();
-    for l in text
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rows: Vec<Vec<String>> = text
         .lines()
         .skip_while(|l| !l.trim_start().starts_with("===="))
         .skip(1)
-    {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        if f.len() != 12 {
-            break;
-        }
-        let calls = f[4]
-            .parse::<u64>()
-            .unwrap_or_else(|_| panic!("calls in {l:?}"));
-        m.insert(f[11].to_owned(), calls);
-    }
-    assert!(!m.is_empty(), "no rows in:\n{text}");
-    m
+        .map(|l| l.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
+        .take_while(|f| f.len() == 12)
+        .collect();
+    assert!(!rows.is_empty(), "no rows in:\n{text}");
+    rows
+}
+
+/// `perfaux report`'s Calls column per function (the report counts calls as uftrace's does).
+pub fn report_counts(data: &Path) -> BTreeMap<String, u64> {
+    report_rows(data)
+        .into_iter()
+        .map(|f| {
+            let calls = f[4]
+                .parse::<u64>()
+                .unwrap_or_else(|_| panic!("calls in {f:?}"));
+            (f[11].clone(), calls)
+        })
+        .collect()
 }
 
 pub fn counts(names: &[String]) -> BTreeMap<String, u64> {
