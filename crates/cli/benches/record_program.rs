@@ -11,6 +11,9 @@
 //! recording costs once (start, calibration, the file's end). Without gcc nothing is
 //! measured; without uftrace its peer is left out (both said on stderr).
 //!
+//! `record_program_patched`: calls.c built with no instrumentation at all, under `perfaux
+//! record -P .` and `uftrace record -P . --no-libcall` (both patch the entries at the start).
+//!
 //! `record_program_snapshots`: the flight recorder (`-S`, 64 KiB areas, so that what each
 //! snapshot writes stays small beside the run) on the -finstrument-functions build, alone and
 //! with a SIGUSR2 to perfaux every millisecond (a snapshot each, taken while the program
@@ -94,52 +97,10 @@ fn bench(c: &mut Criterion) {
             traced_calls(dir.path(), &prog, &ARGS),
             traced_calls(dir.path(), &prog, &ARGS_25)
         );
-        let data = dir.path().join("b.data");
-        let udir = dir.path().join("u.data");
-        let mut g = c.benchmark_group(format!("record_program{flag}"));
-        g.sample_size(10);
-        for (suffix, args) in [("", ARGS), ("_fib25", ARGS_25)] {
-            g.bench_function(format!("plain{suffix}"), |b| {
-                b.iter(|| run(Command::new(&prog).args(args)))
-            });
-            g.bench_function(format!("perfaux_record{suffix}"), |b| {
-                b.iter(|| {
-                    run(perfaux()
-                        .args(["record", "-m", ",64M", "-o"])
-                        .arg(&data)
-                        .arg("--")
-                        .arg(&prog)
-                        .args(args))
-                })
-            });
-            // The cheapest timing mode (one timestamp per 256 packets, the others
-            // interpolated): what tracing costs when exact per-call durations are not needed.
-            g.bench_function(format!("perfaux_record_periodic{suffix}"), |b| {
-                b.iter(|| {
-                    run(perfaux()
-                        .args(["record", "-e", "swtrace/timing=periodic:256/", "-m", ",64M"])
-                        .arg("-o")
-                        .arg(&data)
-                        .arg("--")
-                        .arg(&prog)
-                        .args(args))
-                })
-            });
-            if have_uftrace {
-                g.bench_function(format!("uftrace_record{suffix}"), |b| {
-                    b.iter(|| {
-                        run(Command::new("uftrace")
-                            .arg("record")
-                            .arg("-d")
-                            .arg(&udir)
-                            .arg(&prog)
-                            .args(args))
-                    })
-                });
-            }
-        }
-        g.finish();
+        let group = format!("record_program{flag}");
+        peers(c, &group, dir.path(), &prog, &[], &[], have_uftrace);
     }
+    patched(c, dir.path(), have_uftrace);
     if let Some(prog) = build(dir.path(), "-finstrument-functions") {
         let data = dir.path().join("s.data");
         let mut g = c.benchmark_group("record_program_snapshots");
@@ -175,6 +136,92 @@ fn bench(c: &mut Criterion) {
         g.bench_function("S_snapshot_every_ms", |b| b.iter(|| flight(true)));
         g.finish();
     }
+}
+
+/// The group `name`: `prog` run plainly, under `perfaux record` (with `opts`) in the default
+/// and the periodic timing, and under `uftrace record` (with `uftrace_opts`), with fib(30)
+/// and fib(25).
+fn peers(
+    c: &mut Criterion,
+    name: &str,
+    dir: &Path,
+    prog: &Path,
+    opts: &[&str],
+    uftrace_opts: &[&str],
+    have_uftrace: bool,
+) {
+    let data = dir.join("b.data");
+    let udir = dir.join("u.data");
+    let mut g = c.benchmark_group(name);
+    g.sample_size(10);
+    for (suffix, args) in [("", ARGS), ("_fib25", ARGS_25)] {
+        g.bench_function(format!("plain{suffix}"), |b| {
+            b.iter(|| run(Command::new(prog).args(args)))
+        });
+        g.bench_function(format!("perfaux_record{suffix}"), |b| {
+            b.iter(|| {
+                run(perfaux()
+                    .arg("record")
+                    .args(opts)
+                    .args(["-m", ",64M", "-o"])
+                    .arg(&data)
+                    .arg("--")
+                    .arg(prog)
+                    .args(args))
+            })
+        });
+        // The cheapest timing mode (one timestamp per 256 packets, the others
+        // interpolated): what tracing costs when exact per-call durations are not needed.
+        g.bench_function(format!("perfaux_record_periodic{suffix}"), |b| {
+            b.iter(|| {
+                run(perfaux()
+                    .arg("record")
+                    .args(opts)
+                    .args(["-e", "swtrace/timing=periodic:256/", "-m", ",64M"])
+                    .arg("-o")
+                    .arg(&data)
+                    .arg("--")
+                    .arg(prog)
+                    .args(args))
+            })
+        });
+        if have_uftrace {
+            g.bench_function(format!("uftrace_record{suffix}"), |b| {
+                b.iter(|| {
+                    run(Command::new("uftrace")
+                        .arg("record")
+                        .args(uftrace_opts)
+                        .arg("-d")
+                        .arg(&udir)
+                        .arg(prog)
+                        .args(args))
+                })
+            });
+        }
+    }
+    g.finish();
+}
+
+/// `record_program_patched`: the same program built with no instrumentation (`gcc -O2`), its
+/// functions' entries patched at its start (`-P .`), against `uftrace record -P .
+/// --no-libcall` (the same functions, patched by uftrace; library calls off, as perfaux's
+/// `-P` traces none).
+fn patched(c: &mut Criterion, dir: &Path, have_uftrace: bool) {
+    // No instrumentation flag: the define only gives the build a name of its own.
+    let Some(prog) = build(dir, "-DPLAIN") else {
+        return;
+    };
+    let p = ["-P", "."];
+    let u = ["-P", ".", "--no-libcall"];
+    peers(
+        c,
+        "record_program_patched",
+        dir,
+        &prog,
+        &p,
+        &u,
+        have_uftrace,
+    );
 }
 
 criterion_group!(benches, bench);

@@ -132,8 +132,20 @@ pub struct RecordArgs {
     /// System-wide collection from all CPUs (not possible: see -p).
     #[arg(short = 'a', long = "all-cpus")]
     pub all_cpus: bool,
-    /// A program to trace: built with -finstrument-functions (or -pg, -pg -mfentry), started
-    /// with perfaux's runtime preloaded.
+    /// Trace a program built without instrumentation: patch the entries of the functions
+    /// FUNC names when it starts (uftrace's -P: a regular expression searched in each
+    /// demangled name, or the exact name if it has no special character; FUNC@LIB names a
+    /// library's functions, else the executable's; `-P .` patches them all; repeatable).
+    #[arg(short = 'P', long = "patch", value_name = "FUNC")]
+    pub patch: Vec<String>,
+    /// Leave the functions FUNC names unpatched (as -P's syntax; repeatable).
+    #[arg(short = 'U', long = "unpatch", value_name = "FUNC", requires = "patch")]
+    pub unpatch: Vec<String>,
+    /// How -P and -U read FUNC: regex (the default) or glob (the whole name).
+    #[arg(long = "match", value_name = "TYPE", value_parser = ["regex", "glob"], default_value = "regex")]
+    pub match_kind: String,
+    /// A program to trace: built with -finstrument-functions (or -pg, -pg -mfentry), or
+    /// any program with -P, started with perfaux's runtime preloaded.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
 }

@@ -385,23 +385,7 @@ fn shared_and_dlopened_library_calls_are_named_and_counted() {
     perfaux_testutil::require_oracle!("uftrace");
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../preload/tests/c");
-    let gcc = |args: &[&str]| perfaux_testutil::gcc_instrumented(d, args);
-    let lib = src.join("lib.c");
-    let lib = lib.to_str().unwrap();
-    gcc(&["-fPIC", "-shared", "-o", "libcallee.so", lib]);
-    gcc(&["-fPIC", "-shared", "-DPLUGIN", "-o", "libplugin.so", lib]);
-    let main = src.join("libmain.c");
-    gcc(&[
-        "-o",
-        "libmain",
-        main.to_str().unwrap(),
-        "-L.",
-        "-lcallee",
-        "-Wl,-rpath,$ORIGIN",
-        "-ldl",
-    ]);
-    let prog = d.join("libmain");
+    let prog = build_libmain(d, |args| perfaux_testutil::gcc_instrumented(d, args));
     let arg = d.to_str().unwrap();
     let (out, data) = record(d, &prog, &[arg]);
     assert!(

@@ -29,18 +29,7 @@ const FUNCTIONS: [&str; 8] = [
 const ROUNDS: &str = "12";
 
 fn build(dir: &Path, flags: &[&str], name: &str) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../preload/tests/c/exceptions.cpp");
-    let out = dir.join(name);
-    let st = Command::new("g++")
-        .args(["-O1", "-g"])
-        .args(flags)
-        .arg("-o")
-        .arg(&out)
-        .arg(&src)
-        .status()
-        .expect("g++");
-    assert!(st.success(), "g++ {flags:?} failed");
-    out
+    build_cxx(dir, "exceptions.cpp", flags, name)
 }
 
 /// Counts of [`FUNCTIONS`] among `names` (a C++ name's parameter list dropped).

@@ -41,7 +41,7 @@ pub enum ProgramError {
     Recorder(#[from] RecordError),
     /// The program ended without a traced thread: no file is written (a previous one stays).
     #[error(
-        "nothing traced in '{prog}'{}: {NO_HOOKS}",
+        "nothing traced in '{prog}'{}: {hint}",
         end.as_ref().map(|l| format!(" ({l})")).unwrap_or_default()
     )]
     NothingTraced {
@@ -49,6 +49,8 @@ pub enum ProgramError {
         prog: String,
         /// perf's line for the signal that ended it, if one did.
         end: Option<String>,
+        /// Why, and what to do: [`NO_HOOKS`] and what `-P` would trace, or what `-P` did.
+        hint: String,
     },
     /// The program ran and its recording is written, without something it was asked for (a
     /// `probe:FUNC` whose function no object had, a thread whose events could not be set up).

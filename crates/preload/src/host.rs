@@ -493,6 +493,17 @@ impl ProgramSession {
             .load(Ordering::Acquire)
     }
 
+    /// `-P`: the functions the program's runtimes patched, and those they refused. The
+    /// program's counts; only said, never relied on.
+    pub fn functions_patched(&self) -> (u64, u64) {
+        let ctl = self.control();
+        let h = ctl.header();
+        (
+            h.functions_patched.load(Ordering::Acquire),
+            h.functions_refused.load(Ordering::Acquire),
+        )
+    }
+
     /// Objects the program's processes loaded that found the ring of objects full for
     /// [`shared::OBJECT_WAIT`] (their MMAP2 records and symbols are missing: their functions
     /// are named by address). The program's count; only said, never relied on.

@@ -36,6 +36,7 @@ mod error;
 mod events;
 pub mod host;
 mod notice;
+pub mod patching;
 mod process_ends;
 pub mod program;
 pub mod runtime;
@@ -50,4 +51,5 @@ pub use program::{Finished, ProgramEnd, ProgramOptions, Step, TracedProgram};
 
 /// The control area's layout: the contract with the runtime, in a crate of its own
 /// (perfaux-preload-abi) that the runtime links without this crate.
+pub use perfaux_patch::{MatchKind, PatchSpec};
 pub use perfaux_preload_abi as shared;

@@ -37,6 +37,14 @@ pub enum Notice {
         /// How many.
         calls: u64,
     },
+    /// `-P`: functions a pattern named whose entries could not be patched safely: untouched,
+    /// so not traced.
+    FunctionsRefused {
+        /// How many were refused.
+        refused: u64,
+        /// How many were patched.
+        patched: u64,
+    },
     /// Objects the program's processes loaded whose MMAP2 and symbols are missing.
     ObjectsLost {
         /// How many (the program's count).
@@ -111,6 +119,12 @@ impl fmt::Display for Notice {
                 f,
                 "{calls} call(s) made deeper than {STACK_DEPTH} open calls in a thread were not \
                  traced (the runtime's depth limit; the calls around them are in the trace)"
+            ),
+            Notice::FunctionsRefused { refused, patched } => write!(
+                f,
+                "{refused} function(s) that -P named were left unpatched, so untraced (their \
+                 first instructions cannot move safely; -v lists each with its reason); \
+                 {patched} were patched"
             ),
             Notice::ObjectsLost { objects } => write!(
                 f,

@@ -14,7 +14,7 @@
 //! recording has to tell comes back as [`Notice`]s; the caller owns the command's
 //! environment, directory and standard streams, its signals and its messages.
 
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{Command, ExitStatus};
@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use perfaux_abi::parse_info::RecordParseInfo;
+use perfaux_patch::PatchSpec;
 use perfaux_perfdata::record_attrs::{base_attr, uevent_stream_attr};
 use perfaux_perfdata::uevent_sample::UEVENT_EVENT_NAME;
 use perfaux_recorder::pmus::SWTRACE_TYPE;
@@ -65,6 +66,9 @@ pub struct ProgramOptions {
     /// `-S`: the AUX areas run in overwrite mode, and the file holds snapshots (taken by
     /// [`TracedProgram::snapshot`] and when the program ends).
     pub overwrite: bool,
+    /// `-P` / `-U`: the functions whose entries the runtime patches in a program built without
+    /// instrumentation (perfaux-patch's rules; `None`: none).
+    pub patch: Option<PatchSpec>,
 }
 
 impl ProgramOptions {
@@ -91,6 +95,7 @@ impl ProgramOptions {
             aux_size,
             data_size: DEFAULT_DATA_SIZE,
             overwrite,
+            patch: None,
         }
     }
 }
@@ -248,6 +253,8 @@ pub struct TracedProgram {
     /// Whether the `probe:FUNC` functions were looked for since a thread was traced.
     functions_checked: bool,
     overwrite: bool,
+    /// Whether the runtime patches entries (`-P`).
+    patching: bool,
     /// The runtime's memfd stays open while the program's processes may load it.
     _runtime: Runtime,
 }
@@ -273,6 +280,7 @@ impl TracedProgram {
             aux_size,
             data_size,
             overwrite,
+            patch,
         } = options;
         if specs.len() != table.len() {
             return Err(ProgramError::Options(format!(
@@ -310,6 +318,28 @@ impl TracedProgram {
         let ends = ProcessEnds::new();
         session.set_watched_pid_ns(ends.watched_ns());
         let prog = command.get_program().to_string_lossy().into_owned();
+        let mut command = command;
+        let patching = patch.as_ref().is_some_and(|p| !p.is_empty());
+        // The executable's plan, made here before the program starts (the runtime would scan
+        // every function of it otherwise), handed over as an inherited sealed memfd; kept
+        // open until the program has started.
+        let mut plan_fd = None;
+        if let Some(spec) = patch.as_ref().filter(|_| patching) {
+            command.env(crate::patching::ENV_PATCH, spec.encode());
+            plan_fd = crate::patching::plan_memfd(&prog, spec);
+        }
+        if let Some(fd) = &plan_fd {
+            let raw = fd.as_raw_fd();
+            command.env(crate::patching::ENV_PATCH_PLAN_FD, raw.to_string());
+            let inherit = move || -> std::io::Result<()> {
+                // SAFETY: the plan's descriptor, open until the spawn returns.
+                let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(raw) };
+                rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty())?;
+                Ok(())
+            };
+            // SAFETY: runs in the forked child before exec; fcntl is async-signal-safe.
+            unsafe { std::os::unix::process::CommandExt::pre_exec(&mut command, inherit) };
+        }
         let start_ns = perfaux_swtrace::clock::monotonic_ns();
         let pid = session
             .spawn(command, &runtime.path)
@@ -317,6 +347,7 @@ impl TracedProgram {
                 prog: prog.clone(),
                 source,
             })?;
+        drop(plan_fd);
         let program_fd = ProcessEnds::pidfd(pid);
         // The program starts while the calibration ends (its loading and first steps take
         // some of the 10 ms); its first hook waits for what is left.
@@ -342,6 +373,7 @@ impl TracedProgram {
             steps: 0,
             functions_checked: false,
             overwrite,
+            patching,
             _runtime: runtime,
         })
     }
@@ -462,15 +494,22 @@ impl TracedProgram {
         let objects_lost = session.objects_lost();
         let calls_in_handlers = session.calls_in_handlers();
         let calls_past_depth = session.calls_past_depth();
+        let (patched, refused) = session.functions_patched();
         let failed = (!missing.is_empty())
             .then(|| functions_missing(&missing, &self.prog, ""))
             .or_else(|| open_error(&session, rec.events()));
         if self.sideband.traced() == 0 {
             // Dropping the recorder unmade leaves no file and the previous one in place.
             drop(rec);
+            let hint = if self.patching {
+                crate::patching::nothing_ran_hint(patched, refused)
+            } else {
+                crate::patching::no_hooks_hint(&self.prog)
+            };
             return Err(ProgramError::NothingTraced {
                 end: end.signal_line(&self.prog),
                 prog: self.prog,
+                hint,
             });
         }
         let probes = session.probes();
@@ -515,6 +554,9 @@ impl TracedProgram {
             notices.push(Notice::CallsInHandlers {
                 calls: calls_in_handlers,
             });
+        }
+        if refused > 0 {
+            notices.push(Notice::FunctionsRefused { refused, patched });
         }
         if calls_past_depth > 0 {
             notices.push(Notice::CallsPastDepth {

@@ -44,7 +44,7 @@ fn the_command_keeps_the_callers_environment_directory_and_streams() {
     assert!(run(&mut p).is_empty());
     // The shell calls no hook: nothing traced, and no file.
     match p.finish() {
-        Err(ProgramError::NothingTraced { prog, end }) => {
+        Err(ProgramError::NothingTraced { prog, end, .. }) => {
             assert_eq!(prog, "sh");
             assert_eq!(end, None);
         }

@@ -7,7 +7,7 @@
 use std::process::Command;
 use std::time::Duration;
 
-use perfaux_preload::{Notice, ProgramError, ProgramOptions, TracedProgram};
+use perfaux_preload::{MatchKind, Notice, PatchSpec, ProgramError, ProgramOptions, TracedProgram};
 
 use super::program_events::program_events;
 use super::session::{is_stdout, rec_err};
@@ -64,7 +64,58 @@ fn options(a: &RecordArgs) -> Result<ProgramOptions, CliError> {
         aux_size: aux_size.unwrap_or(DEFAULT_AUX_SIZE),
         data_size: data_size.unwrap_or(DEFAULT_DATA_SIZE),
         overwrite,
+        patch: patch_spec(a)?,
     })
+}
+
+/// The `-P` / `-U` rules, if any; without them, `-P .` for a program whose entries the
+/// compiler prepared for patching (said in one line).
+fn patch_spec(a: &RecordArgs) -> Result<Option<PatchSpec>, CliError> {
+    if a.patch.is_empty() {
+        let prepared = a
+            .command
+            .first()
+            .and_then(|p| perfaux_preload::patching::executable(p))
+            .and_then(|p| perfaux_preload::patching::prepared_entries(&p));
+        return Ok(prepared.map(|(how, n)| {
+            eprintln!(
+                "perfaux record: tracing {} through its {n} patchable function entries ({how}); \
+                 -P selects functions",
+                a.command[0]
+            );
+            PatchSpec::parse(&[".".into()], &[], MatchKind::Regex).expect("'.' parses")
+        }));
+    }
+    let kind = if a.match_kind == "glob" {
+        MatchKind::Glob
+    } else {
+        MatchKind::Regex
+    };
+    PatchSpec::parse(&a.patch, &a.unpatch, kind)
+        .map(Some)
+        .map_err(|e| CliError::msg(format!("record: -P/-U: {e}")))
+}
+
+/// With -v and -P: what the runtime will patch in the executable, and each refused function
+/// with its reason (the same plans the runtime makes, from the file).
+fn say_patch_plan(prog: &str, spec: &PatchSpec) {
+    let Some(path) = perfaux_preload::patching::executable(prog) else {
+        return;
+    };
+    match perfaux_preload::patching::plan_executable(&path, spec) {
+        Ok(plan) => {
+            eprintln!(
+                "perfaux record: -P: {} function(s) of {} to patch, {} refused",
+                plan.plans.len(),
+                path.display(),
+                plan.refused.len()
+            );
+            for (name, why) in &plan.refused {
+                eprintln!("perfaux record: -P: {name}: not patched: {why}");
+            }
+        }
+        Err(e) => eprintln!("perfaux record: -P: {e}"),
+    }
 }
 
 /// A tracing error as the command line says it: a recorder's error as itself (it names its
@@ -102,6 +153,9 @@ pub fn record_program(a: &RecordArgs, verbose: bool) -> Result<i32, CliError> {
     }
     let opts = options(a)?;
     let prog = &a.command[0];
+    if verbose && let Some(spec) = &opts.patch {
+        say_patch_plan(prog, spec);
+    }
     let mut cmd = Command::new(prog);
     cmd.args(&a.command[1..]);
     let mut p = TracedProgram::start(cmd, opts, a.output.clone()).map_err(program_err)?;

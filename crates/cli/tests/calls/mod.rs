@@ -41,6 +41,47 @@ pub fn build_c(dir: &Path, source: &str, flags: &[&str], name: &str) -> PathBuf 
     out
 }
 
+/// The C++ test program `source` (in crates/preload/tests/c) compiled by g++ with `flags` (and
+/// -O1 -g) into `dir`.
+pub fn build_cxx(dir: &Path, source: &str, flags: &[&str], name: &str) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../preload/tests/c")
+        .join(source);
+    let out = dir.join(name);
+    let st = Command::new("g++")
+        .args(["-O1", "-g"])
+        .args(flags)
+        .arg("-o")
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .expect("g++");
+    assert!(st.success(), "g++ {flags:?} failed");
+    out
+}
+
+/// crates/preload/tests/c's libmain in `dir`, with the library it links (libcallee.so) and the
+/// one it dlopens (libplugin.so), each compiled by `gcc` (the arguments after the compiler's
+/// own flags, run in `dir`); the program's path.
+pub fn build_libmain(dir: &Path, gcc: impl Fn(&[&str])) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../preload/tests/c");
+    let lib = src.join("lib.c");
+    let lib = lib.to_str().unwrap();
+    gcc(&["-fPIC", "-shared", "-o", "libcallee.so", lib]);
+    gcc(&["-fPIC", "-shared", "-DPLUGIN", "-o", "libplugin.so", lib]);
+    let main = src.join("libmain.c");
+    gcc(&[
+        "-o",
+        "libmain",
+        main.to_str().unwrap(),
+        "-L.",
+        "-lcallee",
+        "-Wl,-rpath,$ORIGIN",
+        "-ldl",
+    ]);
+    dir.join("libmain")
+}
+
 pub fn record(dir: &Path, prog: &Path, args: &[&str]) -> (Output, PathBuf) {
     record_with(dir, prog, args, &[], &[])
 }
@@ -168,10 +209,23 @@ pub fn uftrace_counts_of(
     args: &[&str],
     keep: impl Fn(&str) -> bool,
 ) -> BTreeMap<String, u64> {
+    uftrace_counts_with(dir, prog, args, &[], keep)
+}
+
+/// [`uftrace_counts_of`] with `uftrace record` options `opts` (`-P .`).
+pub fn uftrace_counts_with(
+    dir: &Path,
+    prog: &Path,
+    args: &[&str],
+    opts: &[&str],
+    keep: impl Fn(&str) -> bool,
+) -> BTreeMap<String, u64> {
     let d = dir.join("uftrace.data");
     let st = Command::new("uftrace")
         .current_dir(dir)
-        .args(["record", "--no-libcall", "-d"])
+        .args(["record", "--no-libcall"])
+        .args(opts)
+        .arg("-d")
         .arg(&d)
         .arg(prog)
         .args(args)

@@ -25,7 +25,7 @@ const PAGE_WORDS: usize = PAGE / 8;
 /// Bytes the header takes (its words, the ring descriptors, reserved room).
 pub const HEADER_SIZE: usize = 2 * PAGE;
 /// The header's own words, before [`ControlHeader::ring_fds`].
-const HEADER_WORDS: usize = 19;
+const HEADER_WORDS: usize = 21;
 
 /// A slot's ring memfds, each a [`crate::fd_word`].
 #[repr(C)]
@@ -98,6 +98,12 @@ pub struct ControlHeader {
     /// limit): not traced, nor their exits; counted here, at their entries, for the recorder
     /// to say.
     pub calls_past_depth: AtomicU64,
+    /// `-P`: the functions whose entries the runtimes of the recording patched (each process
+    /// image counts its own; a forked child adds nothing).
+    pub functions_patched: AtomicU64,
+    /// `-P`: the functions a pattern named whose entries could not be patched safely (left
+    /// untouched, so untraced).
+    pub functions_refused: AtomicU64,
     /// Each slot's ring memfds (the first `nslots` written).
     pub ring_fds: [RingFds; MAX_SLOTS],
     pub(crate) reserved:

@@ -92,12 +92,12 @@ pub const STRUCTS: [Struct; 10] = {
 };
 
 /// Every field of every struct in [`STRUCTS`], in declaration order.
-pub const FIELDS: [Field; 76] = concat(&[
+pub const FIELDS: [Field; 78] = concat(&[
     &fields!(RingFds: data, aux),
     &fields!(ControlHeader: magic, version, nslots, data_pages, aux_pages, pid, max_probe_id,
         overwrite, tsc_base_ticks, tsc_base_ns, tsc_span, tsc_rate, next_event_id, closed,
-        tsc_pending, no_slot, watched_pid_ns, calls_in_handlers, calls_past_depth, ring_fds,
-        reserved),
+        tsc_pending, no_slot, watched_pid_ns, calls_in_handlers, calls_past_depth, functions_patched,
+        functions_refused, ring_fds, reserved),
     &fields!(Slot: state, tid, event_id, pid, writer_head, open_error, ppid, ptid, fork_time,
         comm, open_time, image_time, pid_ns, reserved),
     &fields!(SharedObject: done, base, start, len, pgoff, path_len, time, pid, path),
@@ -354,6 +354,8 @@ mod tests {
             "watched_pid_ns",
             "calls_in_handlers",
             "calls_past_depth",
+            "functions_patched",
+            "functions_refused",
             "ring_fds",
         ];
         for (k, name) in header.iter().enumerate() {

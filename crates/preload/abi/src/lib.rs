@@ -33,16 +33,23 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"PFXPRELD");
 /// The layout's hash ([`layout::layout_hash`] of [`layout::STRUCTS`] and [`layout::FIELDS`]):
 /// any change of a field's place, size or name, or a struct's size, changes it.
 pub const VERSION: u64 = layout::layout_hash(&layout::STRUCTS, &layout::FIELDS);
-/// The environment variable naming the control memfd's descriptor in the program.
 /// Open calls a traced thread's return stack keeps: deeper calls go untraced and are counted
 /// in [`ControlHeader::calls_past_depth`].
 pub const STACK_DEPTH: usize = 8192;
 
+/// The environment variable naming the control memfd's descriptor in the program.
 pub const ENV_CTL_FD: &str = "PERFAUX_PRELOAD_FD";
 /// The environment variable naming the recorder's descriptor directory (`/proc/PID/fd`): a
 /// descendant that closed the inherited descriptors (a shell's or Python's `close_fds`)
 /// opens the recorder's memfds there, by the numbers they have in the recorder.
 pub const ENV_FD_DIR: &str = "PERFAUX_PRELOAD_FD_DIR";
+/// The environment variable that carries `-P` / `-U` rules to the runtime (perfaux-patch's
+/// `PatchSpec::encode`); absent: nothing is patched.
+pub const ENV_PATCH: &str = "PERFAUX_PATCH";
+/// The environment variable naming the descriptor of the recorder's plan of the executable
+/// (a sealed memfd of perfaux-patch's `Verdicts`), which spares the runtime the scan of every
+/// function; absent or not such a memfd: the runtime plans itself.
+pub const ENV_PATCH_PLAN_FD: &str = "PERFAUX_PATCH_PLAN_FD";
 
 /// The control memfd's size.
 pub const fn total_len() -> usize {

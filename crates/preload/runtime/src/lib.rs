@@ -10,13 +10,15 @@
 //!   recorder's events ([`traced`], from the table [`events`] read: the trace PMU's event over
 //!   the slot's memory, the others in its group or redirected into its buffer, as `perf
 //!   record` opens them); its thread-local destructor ends them cleanly.
+//! - [`patch`]: `-P`, the entries of a program built without instrumentation patched in the
+//!   constructor to stubs ([`stub_region`]) that enter the call as `-pg`'s hook does.
 //! - [`fork`]: a forked child is traced too (perf's inherit default): it leaves its parent's
 //!   slot and events without a write and traces into a slot of its own, whose words say the
 //!   fork ([`lineage`]).
 //!
 //! The modules import one way (tests/layers.rs): the leaves (`events`, `memfds`, `lineage`)
 //! below `objects` and `slot`, below `intern` and `traced`, below `thread`, below what calls
-//! into it (`hooks`, `trampoline`, `fork`, `crash`, then `unwind`).
+//! into it (`hooks`, `trampoline`, `fork`, `crash`, then `unwind` and `patch`).
 
 mod crash;
 mod events;
@@ -27,8 +29,10 @@ mod lineage;
 mod memfds;
 mod no_cancel;
 mod objects;
+mod patch;
 mod recorder_alive;
 mod slot;
+mod stub_region;
 mod thread;
 mod traced;
 mod trampoline;
@@ -142,6 +146,8 @@ extern "C" fn init() {
     // probe is made.
     events::load(&ctl);
     ACTIVE.store(true, Ordering::Release);
+    // Last: the program's code may call the hooks from here on.
+    patch::install(&ctl);
 }
 
 /// Maps the control memfd candidate `f` (its size checked: total_len); the mapping if it holds

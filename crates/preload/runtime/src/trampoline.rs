@@ -13,7 +13,7 @@
 //! [`Thread::enter_hijack`]: crate::thread::Thread
 //! [`Thread::exit_hijacked`]: crate::thread::Thread
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::thread::THREAD;
 
@@ -135,9 +135,120 @@ extern "C" fn perfaux_return_trampoline() {
     )
 }
 
+/// Saves every call-clobbered register for the patched entries of code built without
+/// instrumentation: there a caller may keep values in them across a call to a function that
+/// does not touch them (gcc's -fipa-ra), which the hooks' Rust code would clobber. After
+/// `and rsp, -16`: 9 pushes (72 bytes) and 264 bytes (xmm0-15, 8 spare) keep it aligned.
+/// (The upper halves of ymm registers are not saved: the runtime is built for SSE2 only, whose
+/// legacy encodings leave them as they are.)
+macro_rules! save_all {
+    () => {
+        concat!(
+            "push rax\n push rcx\n push rdx\n push rsi\n push rdi\n",
+            "push r8\n push r9\n push r10\n push r11\n",
+            "sub rsp, 264\n",
+            "movdqu [rsp + 0], xmm0\n movdqu [rsp + 16], xmm1\n",
+            "movdqu [rsp + 32], xmm2\n movdqu [rsp + 48], xmm3\n",
+            "movdqu [rsp + 64], xmm4\n movdqu [rsp + 80], xmm5\n",
+            "movdqu [rsp + 96], xmm6\n movdqu [rsp + 112], xmm7\n",
+            "movdqu [rsp + 128], xmm8\n movdqu [rsp + 144], xmm9\n",
+            "movdqu [rsp + 160], xmm10\n movdqu [rsp + 176], xmm11\n",
+            "movdqu [rsp + 192], xmm12\n movdqu [rsp + 208], xmm13\n",
+            "movdqu [rsp + 224], xmm14\n movdqu [rsp + 240], xmm15\n",
+        )
+    };
+}
+
+/// Restores what [`save_all`] saved.
+macro_rules! restore_all {
+    () => {
+        concat!(
+            "movdqu xmm0, [rsp + 0]\n movdqu xmm1, [rsp + 16]\n",
+            "movdqu xmm2, [rsp + 32]\n movdqu xmm3, [rsp + 48]\n",
+            "movdqu xmm4, [rsp + 64]\n movdqu xmm5, [rsp + 80]\n",
+            "movdqu xmm6, [rsp + 96]\n movdqu xmm7, [rsp + 112]\n",
+            "movdqu xmm8, [rsp + 128]\n movdqu xmm9, [rsp + 144]\n",
+            "movdqu xmm10, [rsp + 160]\n movdqu xmm11, [rsp + 176]\n",
+            "movdqu xmm12, [rsp + 192]\n movdqu xmm13, [rsp + 208]\n",
+            "movdqu xmm14, [rsp + 224]\n movdqu xmm15, [rsp + 240]\n",
+            "add rsp, 264\n",
+            "pop r11\n pop r10\n pop r9\n pop r8\n",
+            "pop rdi\n pop rsi\n pop rdx\n pop rcx\n pop rax\n",
+        )
+    };
+}
+
+/// A patched function's common entry (`-P`), called by its stub (perfaux-patch's `relocate`),
+/// which pushed the function's address first: after `push rbx`, the return into the stub is
+/// at rbx + 8, the function's address at rbx + 16 and the function's own return address at
+/// rbx + 24. `ret 8` drops the pushed address on the way back to the stub, which then runs the
+/// function's moved first instructions.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+pub(crate) extern "C" fn perfaux_patched_entry() {
+    std::arch::naked_asm!(
+        "push rbx",
+        "mov rbx, rsp",
+        "and rsp, -16",
+        save_all!(),
+        "lea rdi, [rbx + 24]",
+        "mov rsi, [rbx + 16]",
+        "call {entry}",
+        restore_all!(),
+        "mov rsp, rbx",
+        "pop rbx",
+        "ret 8",
+        entry = sym hook_entry,
+    )
+}
+
+/// The return trampoline of a process with patched entries: as [`perfaux_return_trampoline`],
+/// but every call-clobbered register is kept (see [`save_all`]), so the way on cannot be in a
+/// register: the original return address goes into the freed slot, and the jump reads it
+/// from there once the stack pointer is back above it (within the red zone, which a signal
+/// frame never overwrites).
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+extern "C" fn perfaux_return_trampoline_full() {
+    std::arch::naked_asm!(
+        "sub rsp, 8",
+        "push rbx",
+        "mov rbx, rsp",
+        "and rsp, -16",
+        save_all!(),
+        "lea rdi, [rbx + 16]",
+        "call {exit}",
+        "mov [rbx + 8], rax",
+        restore_all!(),
+        "mov rsp, rbx",
+        "pop rbx",
+        "lea rsp, [rsp + 8]",
+        "jmp qword ptr [rsp - 8]",
+        exit = sym hook_exit,
+    )
+}
+
+/// Set once a process patches entries (before any hook runs): every hijack then uses the
+/// trampoline that keeps every register.
+static FULL_SAVE: AtomicBool = AtomicBool::new(false);
+
+/// Makes every later hijack keep every register ([`perfaux_return_trampoline_full`]).
+pub(crate) fn keep_every_register() {
+    FULL_SAVE.store(true, Ordering::Relaxed);
+}
+
+/// The address of the common entry patched stubs call.
+pub(crate) fn patched_entry_addr() -> usize {
+    perfaux_patched_entry as *const () as usize
+}
+
 /// The address hijacked return slots get.
 pub(crate) fn return_trampoline_addr() -> usize {
-    perfaux_return_trampoline as *const () as usize
+    if FULL_SAVE.load(Ordering::Relaxed) {
+        perfaux_return_trampoline_full as *const () as usize
+    } else {
+        perfaux_return_trampoline as *const () as usize
+    }
 }
 
 /// Called by `mcount` / `__fentry__` with the slot of the function's return address and an

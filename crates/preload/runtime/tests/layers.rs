@@ -9,8 +9,15 @@ use std::path::Path;
 /// (the constructor and the process-wide words every floor reads) stands outside them.
 const FLOORS: &[&[&str]] = &[
     // Leaves: the event table, the recorder's descriptors and liveness, this process's fork
-    // words, cancellation held off.
-    &["events", "memfds", "lineage", "recorder_alive", "no_cancel"],
+    // words, cancellation held off, the memory of patched stubs.
+    &[
+        "events",
+        "memfds",
+        "lineage",
+        "recorder_alive",
+        "no_cancel",
+        "stub_region",
+    ],
     // The loaded objects; the thread's slot.
     &["objects", "slot"],
     // Function address -> probe; the thread's events over its slot.
@@ -19,8 +26,9 @@ const FLOORS: &[&[&str]] = &[
     &["thread"],
     // What calls into the thread: the hooks, the trampoline, the fork and crash handlers.
     &["hooks", "trampoline", "fork", "crash"],
-    // The unwinder's wrappers (they need the trampoline's address).
-    &["unwind"],
+    // The unwinder's wrappers (they need the trampoline's address); the patched entries
+    // (they need the common entry's).
+    &["unwind", "patch"],
 ];
 
 /// The modules each source file of `src/` names through `crate::` (comment lines and test

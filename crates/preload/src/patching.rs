@@ -1,0 +1,133 @@
+//! `-P` seen from the recorder: the executable a command runs, what the runtime would patch
+//! in it (perfaux-patch's plans over its file, the same the runtime makes in memory), and the
+//! words for a program that ran without a traced call.
+
+use std::io::Write;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+
+use perfaux_patch::{MatchKind, ObjectPlan, PatchSpec, Verdicts};
+
+pub use perfaux_preload_abi::{ENV_PATCH, ENV_PATCH_PLAN_FD};
+
+use crate::error::NO_HOOKS;
+
+/// The file `prog` runs: itself if it names a path, else the first executable file of that
+/// name in `PATH` (as execvp finds it).
+pub fn executable(prog: &str) -> Option<PathBuf> {
+    if prog.contains('/') {
+        return Some(PathBuf::from(prog));
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(prog))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// What `spec` would patch in the executable `path`, from its file.
+pub fn plan_executable(path: &Path, spec: &PatchSpec) -> Result<ObjectPlan, String> {
+    let data = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    perfaux_patch::plan_file(&data, spec, &path.to_string_lossy(), true).map_err(|e| {
+        format!(
+            "{}: not an ELF object perfaux can read: {e}",
+            path.display()
+        )
+    })
+}
+
+/// How a binary with no compiler hooks prepared its function entries for patching, and how
+/// many: gcc's `-fpatchable-function-entry=N` (a `__patchable_function_entries` section of
+/// entry addresses) or `-pg -mfentry -mnop-mcount -mrecord-mcount` (`__mcount_loc`, with no
+/// `__fentry__` or `mcount` to call). `None`: neither, or the binary calls hooks (the
+/// compiler-hook path traces it).
+pub fn prepared_entries(path: &Path) -> Option<(&'static str, usize)> {
+    use object::{Object, ObjectSection, ObjectSymbol};
+    let data = std::fs::read(path).ok()?;
+    let file = object::File::parse(&*data).ok()?;
+    let hooks = ["mcount", "__fentry__", "__cyg_profile_func_enter"];
+    if file
+        .dynamic_symbols()
+        .chain(file.symbols())
+        .any(|s| s.is_undefined() && s.name().is_ok_and(|n| hooks.contains(&n)))
+    {
+        return None;
+    }
+    [
+        ("__patchable_function_entries", "-fpatchable-function-entry"),
+        ("__mcount_loc", "-mnop-mcount"),
+    ]
+    .into_iter()
+    .find_map(|(name, how)| {
+        let sec = file.section_by_name(name)?;
+        Some((how, (sec.size() / 8) as usize)).filter(|&(_, n)| n > 0)
+    })
+}
+
+/// The plan of the executable `prog` runs, for the runtime, as a sealed memfd (close-on-exec:
+/// the caller hands it to the program); `None` if the rules do not name the executable or its
+/// file cannot be read (the runtime then plans itself).
+pub fn plan_memfd(prog: &str, spec: &PatchSpec) -> Option<OwnedFd> {
+    let path = executable(prog)?;
+    if !spec.wants_object(&path.to_string_lossy(), true) {
+        return None;
+    }
+    let meta = std::fs::metadata(&path).ok()?;
+    let plan = plan_executable(&path, spec).ok()?;
+    let verdicts = Verdicts {
+        identity: perfaux_patch::verdicts::identity(&meta),
+        refused: plan.refused.len() as u64,
+        patch: plan.plans.iter().map(|p| p.entry).zip(plan.sizes).collect(),
+    };
+    let fd = rustix::fs::memfd_create(
+        "perfaux-patch-plan",
+        rustix::fs::MemfdFlags::CLOEXEC | rustix::fs::MemfdFlags::ALLOW_SEALING,
+    )
+    .ok()?;
+    let mut file = std::fs::File::from(fd);
+    file.write_all(&verdicts.to_bytes()).ok()?;
+    let fd = OwnedFd::from(file);
+    rustix::fs::fcntl_add_seals(
+        &fd,
+        rustix::fs::SealFlags::SHRINK
+            | rustix::fs::SealFlags::GROW
+            | rustix::fs::SealFlags::WRITE
+            | rustix::fs::SealFlags::SEAL,
+    )
+    .ok()?;
+    Some(fd)
+}
+
+/// The hint for a program that called no hook: build it with hooks, or use `-P`, saying how
+/// many of its functions `-P .` would trace when its file can be read.
+pub fn no_hooks_hint(prog: &str) -> String {
+    let every = PatchSpec::parse(&[".".into()], &[], MatchKind::Regex).expect("'.' parses");
+    let plan = executable(prog).and_then(|p| plan_executable(&p, &every).ok());
+    match plan {
+        Some(p) if !p.plans.is_empty() => format!(
+            "{NO_HOOKS}; or trace it as it is with -P PATTERN (uftrace's syntax: -P . would \
+             patch {} of its {} functions)",
+            p.plans.len(),
+            p.plans.len() + p.refused.len()
+        ),
+        _ => NO_HOOKS.to_string(),
+    }
+}
+
+/// The hint for a program that ran with `-P` and made no traced call.
+pub fn nothing_ran_hint(patched: u64, refused: u64) -> String {
+    match (patched, refused) {
+        (0, 0) => "-P named no function of it: check the pattern against `nm -C` of the \
+                   program, or name a library's functions with FUNC@LIB"
+            .to_string(),
+        (0, r) => format!(
+            "-P named {r} function(s), and none could be patched safely (-v lists each with \
+             its reason)"
+        ),
+        (p, r) => format!("-P patched {p} function(s) ({r} refused), and none of them was called"),
+    }
+}
