@@ -12,7 +12,8 @@
 //! measured; without uftrace its peer is left out (both said on stderr).
 //!
 //! `record_program_patched`: calls.c built with no instrumentation at all, under `perfaux
-//! record -P .` and `uftrace record -P . --no-libcall` (both patch the entries at the start).
+//! record -P . --no-libcall` and `uftrace record -P . --no-libcall` (both patch the entries at
+//! the start).
 //!
 //! `record_program_snapshots`: the flight recorder (`-S`, 64 KiB areas, so that what each
 //! snapshot writes stays small beside the run) on the -finstrument-functions build, alone and
@@ -203,15 +204,14 @@ fn peers(
 }
 
 /// `record_program_patched`: the same program built with no instrumentation (`gcc -O2`), its
-/// functions' entries patched at its start (`-P .`), against `uftrace record -P .
-/// --no-libcall` (the same functions, patched by uftrace; library calls off, as perfaux's
-/// `-P` traces none).
+/// functions' entries patched at its start (`-P . --no-libcall`), against `uftrace record -P .
+/// --no-libcall` (the same functions, patched by uftrace; library calls off in both).
 fn patched(c: &mut Criterion, dir: &Path, have_uftrace: bool) {
     // No instrumentation flag: the define only gives the build a name of its own.
     let Some(prog) = build(dir, "-DPLAIN") else {
         return;
     };
-    let p = ["-P", "."];
+    let p = ["-P", ".", "--no-libcall"];
     let u = ["-P", ".", "--no-libcall"];
     peers(
         c,

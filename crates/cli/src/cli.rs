@@ -141,6 +141,10 @@ pub struct RecordArgs {
     /// Leave the functions FUNC names unpatched (as -P's syntax; repeatable).
     #[arg(short = 'U', long = "unpatch", value_name = "FUNC", requires = "patch")]
     pub unpatch: Vec<String>,
+    /// With -P: leave the program's calls into shared libraries untraced (by default they
+    /// are traced through its PLT, under the library functions' names, as uftrace does).
+    #[arg(long = "no-libcall")]
+    pub no_libcall: bool,
     /// How -P and -U read FUNC: regex (the default) or glob (the whole name).
     #[arg(long = "match", value_name = "TYPE", value_parser = ["regex", "glob"], default_value = "regex")]
     pub match_kind: String,

@@ -15,7 +15,9 @@ use calls::*;
 /// uftrace's call count of each of the program's functions under `uftrace record -P .`
 /// (library calls off).
 fn uftrace_patched_counts(dir: &Path, prog: &Path, args: &[&str]) -> BTreeMap<String, u64> {
-    uftrace_counts_with(dir, prog, args, &["-P", "."], |n| !n.contains(':'))
+    uftrace_counts_with(dir, prog, args, &["--no-libcall", "-P", "."], |n| {
+        !n.contains(':')
+    })
 }
 
 /// `perfaux record -P .` of `prog`: its stdout, and the report's counts.
@@ -27,6 +29,31 @@ fn perfaux_patched(dir: &Path, prog: &Path, args: &[&str]) -> (Vec<u8>, BTreeMap
         String::from_utf8_lossy(&out.stderr)
     );
     (out.stdout, report_counts(&data))
+}
+
+/// `perfaux record OPTS -- PROG ARGS` in `dir`, which must succeed: its stdout and the
+/// report's counts.
+fn recorded(
+    dir: &Path,
+    prog: &Path,
+    args: &[&str],
+    opts: &[&str],
+) -> (String, BTreeMap<String, u64>) {
+    let (out, data) = record_with(dir, prog, args, opts, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        report_counts(&data),
+    )
+}
+
+/// The counts `pairs` give.
+fn counts_of(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
+    pairs.iter().map(|&(f, n)| (f.to_string(), n)).collect()
 }
 
 /// Every function uftrace patched is patched by perfaux with the same count of calls.
@@ -42,7 +69,7 @@ fn assert_agrees(what: &str, ours: &BTreeMap<String, u64>, uftrace: &BTreeMap<St
 }
 
 #[test]
-fn patched_calls_equal_uftraces_in_pie_and_non_pie_builds() {
+fn patched_calls_equal_uftraces_in_pie_and_non_pie_builds_with_and_without_library_calls() {
     perfaux_testutil::require_oracle!("uftrace");
     let dir = tempfile::tempdir().unwrap();
     for (flags, name) in [
@@ -52,23 +79,32 @@ fn patched_calls_equal_uftraces_in_pie_and_non_pie_builds() {
     ] {
         let prog = build_calls(dir.path(), flags, name);
         for args in [&["3"][..], &["2", "6"][..]] {
+            let what = format!("{name} {args:?}");
             let alone = Command::new(&prog).args(args).output().unwrap();
             let want = uftrace_patched_counts(dir.path(), &prog, args);
-            let (stdout, ours) = perfaux_patched(dir.path(), &prog, args);
-            // Less the child's pid that fork mode prints.
-            let lines = |b: &[u8]| -> Vec<String> {
-                String::from_utf8_lossy(b)
-                    .lines()
-                    .filter(|l| !l.starts_with("forked "))
-                    .map(str::to_owned)
-                    .collect()
-            };
-            assert_eq!(
-                lines(&stdout),
-                lines(&alone.stdout),
-                "{name} {args:?}: the program's output"
+            let (out, data) =
+                record_with(dir.path(), &prog, args, &["-P", ".", "--no-libcall"], &[]);
+            assert!(
+                out.status.success(),
+                "{what}: {}",
+                String::from_utf8_lossy(&out.stderr)
             );
-            assert_agrees(&format!("{name} {args:?}"), &ours, &want);
+            assert_eq!(out.stdout, alone.stdout, "{what}: the program's output");
+            let ours = report_counts(&data);
+            assert_agrees(&what, &ours, &want);
+            assert!(!ours.contains_key("printf"), "--no-libcall: {ours:?}");
+            // uftrace's default: library calls on (perfaux's too). perfaux never hooks the
+            // setjmp family (they return twice), which uftrace handles apart.
+            let want = uftrace_counts_with(dir.path(), &prog, args, &["-P", "."], |n| {
+                !n.contains(':') && !n.contains("setjmp")
+            });
+            assert!(
+                want.contains_key("printf") && want.contains_key("strcmp"),
+                "{want:?}"
+            );
+            let (stdout, ours) = perfaux_patched(dir.path(), &prog, args);
+            assert_eq!(stdout, alone.stdout, "{what}: the program's output");
+            assert_agrees(&format!("{what} with library calls"), &ours, &want);
         }
     }
 }
@@ -276,7 +312,9 @@ fn forked_and_execd_processes_run_patched_code_traced() {
     let dir = tempfile::tempdir().unwrap();
     let prog = build_calls(dir.path(), &["-O2"], "calls_fork");
     for how in ["fork", "forkexec", "exec"] {
-        let (out, data) = record_with(dir.path(), &prog, &["1", "4", how], &["-P", "."], &[]);
+        // Library calls off: a child's execl would make it traced before it execs.
+        let opts = ["-P", ".", "--no-libcall"];
+        let (out, data) = record_with(dir.path(), &prog, &["1", "4", how], &opts, &[]);
         assert!(
             out.status.success(),
             "{how}: {}",
@@ -296,7 +334,14 @@ fn forked_and_execd_processes_run_patched_code_traced() {
 fn a_crash_in_a_patched_function_keeps_the_calls_before_it() {
     let dir = tempfile::tempdir().unwrap();
     let prog = build_calls(dir.path(), &["-O2"], "calls_crash");
-    let (out, data) = record_with(dir.path(), &prog, &["1", "4", "segv"], &["-P", "."], &[]);
+    // Library calls off: boom's own strcmp would be the last call.
+    let (out, data) = record_with(
+        dir.path(),
+        &prog,
+        &["1", "4", "segv"],
+        &["-P", ".", "--no-libcall"],
+        &[],
+    );
     assert_eq!(
         out.status.code(),
         Some(128 + 11),
@@ -345,7 +390,7 @@ fn a_pattern_that_patches_nothing_leaves_the_program_unchanged_and_says_why() {
         dir.path(),
         &prog,
         &["threads", "3"],
-        &["-v", "-P", "^f$"],
+        &["-v", "-P", "^f$", "--no-libcall"],
         &[],
     );
     assert_eq!(out.stdout, alone.stdout, "the program ran as alone");
@@ -362,7 +407,7 @@ fn a_pattern_that_patches_nothing_leaves_the_program_unchanged_and_says_why() {
         dir.path(),
         &prog,
         &["threads", "3"],
-        &["-P", "no_such_fn"],
+        &["-P", "no_such_fn", "--no-libcall"],
         &[],
     );
     assert_eq!(out.stdout, alone.stdout);
@@ -406,29 +451,34 @@ fn a_librarys_functions_are_patched_when_named_with_at_lib() {
             .expect("gcc");
         assert!(st.success(), "gcc {args:?}");
     });
-    let arg = d.to_str().unwrap();
-    let (out, data) = record_with(
-        d,
-        &prog,
-        &[arg],
-        &["-P", "main", "-P", "callee_.*@libcallee"],
-        &[],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        "30 91\n",
-        "the program's output"
-    );
-    let counts = report_counts(&data);
-    // sum(5) squares 0..4; run_plugin is not named; the dlopen'd plugin is not patched.
-    let want: BTreeMap<String, u64> = [("main", 1), ("callee_sum", 1), ("callee_square", 5)]
-        .into_iter()
-        .map(|(f, n)| (f.to_string(), n))
-        .collect();
+    let opts = ["-P", "main", "-P", "callee_.*@libcallee", "--no-libcall"];
+    let (stdout, counts) = recorded(d, &prog, &[d.to_str().unwrap()], &opts);
+    assert_eq!(stdout, "30 91\n", "the program's output");
+    // sum(5) squares 0..4; run_plugin is not named, nor the dlopen'd plugin.
+    let want = counts_of(&[("main", 1), ("callee_sum", 1), ("callee_square", 5)]);
+    assert_eq!(counts, want);
+}
+
+#[test]
+fn a_dlopened_library_is_patched_while_other_threads_run_patched_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let gcc = |args: &[&str]| {
+        let st = Command::new("gcc")
+            .current_dir(d)
+            .args(["-O2", "-pthread"])
+            .args(args)
+            .status()
+            .expect("gcc");
+        assert!(st.success(), "gcc {args:?}");
+    };
+    build_libmain(d, gcc);
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../preload/tests/c/dlopen_threads.c");
+    gcc(&["-o", "dlopen_threads", src.to_str().unwrap(), "-ldl"]);
+    let prog = d.join("dlopen_threads");
+    let opts = ["-P", "spin", "-P", "plugin_.*@libplugin", "--no-libcall"];
+    let (stdout, counts) = recorded(d, &prog, &[d.to_str().unwrap(), "4", "20000"], &opts);
+    assert_eq!(stdout, "80000 calls, sum 910\n");
+    let want = counts_of(&[("spin", 80000), ("plugin_sum", 10), ("plugin_square", 70)]);
     assert_eq!(counts, want);
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use perfaux_patch::{MatchKind, ObjectPlan, PatchSpec, Verdicts};
 
-pub use perfaux_preload_abi::{ENV_PATCH, ENV_PATCH_PLAN_FD};
+pub use perfaux_preload_abi::{ENV_LIBCALL, ENV_PATCH, ENV_PATCH_PLAN_FD};
 
 use crate::error::NO_HOOKS;
 

@@ -69,6 +69,9 @@ pub struct ProgramOptions {
     /// `-P` / `-U`: the functions whose entries the runtime patches in a program built without
     /// instrumentation (perfaux-patch's rules; `None`: none).
     pub patch: Option<PatchSpec>,
+    /// With `patch`: the executable's calls into shared libraries (through its PLT) are
+    /// traced too, under the library functions' names (uftrace's default; `--no-libcall`).
+    pub libcalls: bool,
 }
 
 impl ProgramOptions {
@@ -96,6 +99,7 @@ impl ProgramOptions {
             data_size: DEFAULT_DATA_SIZE,
             overwrite,
             patch: None,
+            libcalls: false,
         }
     }
 }
@@ -281,6 +285,7 @@ impl TracedProgram {
             data_size,
             overwrite,
             patch,
+            libcalls,
         } = options;
         if specs.len() != table.len() {
             return Err(ProgramError::Options(format!(
@@ -327,6 +332,11 @@ impl TracedProgram {
         if let Some(spec) = patch.as_ref().filter(|_| patching) {
             command.env(crate::patching::ENV_PATCH, spec.encode());
             plan_fd = crate::patching::plan_memfd(&prog, spec);
+            if libcalls {
+                // Every PLT slot filled before the constructors, for the runtime to hook.
+                command.env("LD_BIND_NOW", "1");
+                command.env(crate::patching::ENV_LIBCALL, "1");
+            }
         }
         if let Some(fd) = &plan_fd {
             let raw = fd.as_raw_fd();

@@ -91,6 +91,16 @@ impl Symbolizer {
                     add(sym);
                 }
             }
+            // PLT entries, under the functions they call (`-P`'s library calls are entered at
+            // them), as uftrace names a library call.
+            for (entry, name) in perfaux_patch::plt::plt_names(&bytes).unwrap_or_default() {
+                let start = entry.wrapping_add(o.base);
+                if !self.funcs.contains_key(&start)
+                    && wanted.range(start..start + 16).next().is_some()
+                {
+                    self.funcs.insert(start, (start + 16, demangle(&name)));
+                }
+            }
         }
     }
 

@@ -65,6 +65,7 @@ fn options(a: &RecordArgs) -> Result<ProgramOptions, CliError> {
         data_size: data_size.unwrap_or(DEFAULT_DATA_SIZE),
         overwrite,
         patch: patch_spec(a)?,
+        libcalls: !a.no_libcall,
     })
 }
 

@@ -169,7 +169,14 @@ pub fn report_rows(data: &Path) -> Vec<Vec<String>> {
         .skip_while(|l| !l.trim_start().starts_with("===="))
         .skip(1)
         .map(|l| l.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
-        .take_while(|f| f.len() == 12)
+        .take_while(|f| f.len() >= 12)
+        // A name with spaces (`operator new(unsigned long)`) is the twelfth field whole.
+        .map(|mut f| {
+            let name = f[11..].join(" ");
+            f.truncate(11);
+            f.push(name);
+            f
+        })
         .collect();
     assert!(!rows.is_empty(), "no rows in:\n{text}");
     rows
@@ -209,10 +216,11 @@ pub fn uftrace_counts_of(
     args: &[&str],
     keep: impl Fn(&str) -> bool,
 ) -> BTreeMap<String, u64> {
-    uftrace_counts_with(dir, prog, args, &[], keep)
+    uftrace_counts_with(dir, prog, args, &["--no-libcall"], keep)
 }
 
-/// [`uftrace_counts_of`] with `uftrace record` options `opts` (`-P .`).
+/// [`uftrace_counts_of`] with the `uftrace record` options `opts` (library calls on unless
+/// they say `--no-libcall`).
 pub fn uftrace_counts_with(
     dir: &Path,
     prog: &Path,
@@ -223,7 +231,7 @@ pub fn uftrace_counts_with(
     let d = dir.join("uftrace.data");
     let st = Command::new("uftrace")
         .current_dir(dir)
-        .args(["record", "--no-libcall"])
+        .arg("record")
         .args(opts)
         .arg("-d")
         .arg(&d)

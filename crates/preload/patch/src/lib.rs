@@ -10,6 +10,7 @@
 
 pub mod functions;
 pub mod pattern;
+pub mod plt;
 pub mod relocate;
 pub mod verdicts;
 

@@ -89,6 +89,12 @@ impl PatchSpec {
             .any(|r| r.patch && r.names_object(module, is_main))
     }
 
+    /// Whether a `-P` rule names a library (`FUNC@LIB`): only then can an object loaded later
+    /// (never the executable) have functions to patch.
+    pub fn names_libraries(&self) -> bool {
+        self.rules.iter().any(|r| r.patch && r.module.is_some())
+    }
+
     /// Whether every function of `module` is patched whatever its name (`-P .` and no `-U`):
     /// then no name needs demangling.
     pub fn takes_every_function(&self, module: &str, is_main: bool) -> bool {
@@ -272,6 +278,12 @@ mod tests {
         assert!(!spec(&["."], &["x"], MatchKind::Regex).takes_every_function("/bin/p", true));
         assert!(!spec(&["^m"], &[], MatchKind::Regex).takes_every_function("/bin/p", true));
         assert!(spec(&["*"], &[], MatchKind::Glob).takes_every_function("/bin/p", true));
+    }
+
+    #[test]
+    fn only_a_rule_with_a_library_names_libraries() {
+        assert!(!spec(&["."], &["x@liby"], MatchKind::Regex).names_libraries());
+        assert!(spec(&["f", "g@libz"], &[], MatchKind::Regex).names_libraries());
     }
 
     #[test]

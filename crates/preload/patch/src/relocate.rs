@@ -480,6 +480,19 @@ pub fn jmp_rel32(from: u64, to: u64) -> Option<[u8; JMP_LEN]> {
     Some([0xe9, r[0], r[1], r[2], r[3]])
 }
 
+/// Whether `bytes` (at `ip`) decode whole into no-op instructions (alignment padding).
+pub fn all_nops(bytes: &[u8], ip: u64) -> bool {
+    let mut decoder = Decoder::with_ip(64, bytes, ip, DecoderOptions::NONE);
+    let mut insn = Instruction::default();
+    while decoder.can_decode() {
+        decoder.decode_out(&mut insn);
+        if insn.is_invalid() || !matches!(insn.mnemonic(), iced_x86::Mnemonic::Nop) {
+            return false;
+        }
+    }
+    true
+}
+
 /// The bytes a patched entry holds from [`Plan::patch_at`]: the jump to `stub`, then `int3`
 /// over the rest of the moved bytes.
 pub fn patched_bytes(plan: &Plan, stub: u64) -> Option<Vec<u8>> {

@@ -11,16 +11,19 @@
 //!   the slot's memory, the others in its group or redirected into its buffer, as `perf
 //!   record` opens them); its thread-local destructor ends them cleanly.
 //! - [`patch`]: `-P`, the entries of a program built without instrumentation patched in the
-//!   constructor to stubs ([`stub_region`]) that enter the call as `-pg`'s hook does.
+//!   constructor to stubs ([`stub_region`]) that enter the call as `-pg`'s hook does, and
+//!   those of objects a `dlopen` maps, before their code runs ([`dl_watch`]).
 //! - [`fork`]: a forked child is traced too (perf's inherit default): it leaves its parent's
 //!   slot and events without a write and traces into a slot of its own, whose words say the
 //!   fork ([`lineage`]).
 //!
 //! The modules import one way (tests/layers.rs): the leaves (`events`, `memfds`, `lineage`)
 //! below `objects` and `slot`, below `intern` and `traced`, below `thread`, below what calls
-//! into it (`hooks`, `trampoline`, `fork`, `crash`, then `unwind` and `patch`).
+//! into it (`hooks`, `trampoline`, `fork`, `crash`), then `dl_watch`, then `unwind` and
+//! `patch`.
 
 mod crash;
+mod dl_watch;
 mod events;
 mod fork;
 mod hooks;
@@ -30,6 +33,7 @@ mod memfds;
 mod no_cancel;
 mod objects;
 mod patch;
+mod plt_hooks;
 mod recorder_alive;
 mod slot;
 mod stub_region;

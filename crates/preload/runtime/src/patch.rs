@@ -16,10 +16,13 @@
 //! control area (`functions_refused`) for the recorder to say; the recorder lists them with
 //! their reasons itself (`-v`), from the same plans.
 //!
-//! Objects a `dlopen` brings in later are not patched yet.
+//! Objects a `dlopen` brings in later are patched when the loader has mapped them, before
+//! their relocation and constructors ([`crate::dl_watch`]), if a rule names a library
+//! (`FUNC@LIB`: a dlopen'd object is never the executable).
 
 use std::ffi::CStr;
 use std::sync::atomic::Ordering;
+use std::sync::{Mutex, OnceLock};
 
 use perfaux_patch::{
     Cells, PatchSpec, Plan, Verdicts, encode_stub, patched_bytes, plan_object, plan_window,
@@ -31,14 +34,15 @@ use crate::stub_region::StubRegion;
 /// [`perfaux_preload_abi::ENV_PATCH`], for getenv.
 const ENV_PATCH: &CStr = c"PERFAUX_PATCH";
 
-/// A loaded object: its path, load bias, executable and readable segments (loaded
-/// addresses).
+/// A loaded object: its path, load bias, executable and readable segments and its span that
+/// is read-only after relocation (loaded addresses).
 struct Loaded {
     path: String,
     bias: u64,
     is_main: bool,
     exec: Vec<(u64, u64)>,
     readable: Vec<(u64, u64)>,
+    relro: Option<(u64, u64)>,
 }
 
 /// Patches the entries the recording's `-P` rules name, if it has any. From the constructor.
@@ -59,18 +63,83 @@ pub(crate) fn install(ctl: &Control) {
     }
     crate::trampoline::keep_every_register();
     let verdicts = recorders_plan();
+    let spec = SPEC.get_or_init(|| spec);
+    patch_new_objects(ctl, spec, verdicts.as_ref());
+    if spec.names_libraries() {
+        crate::dl_watch::install(on_loader_change);
+    }
+}
+
+/// The rules, for the loads after the constructor.
+static SPEC: OnceLock<PatchSpec> = OnceLock::new();
+
+/// The objects looked at already: (load bias, path).
+static SEEN: Mutex<Vec<(u64, String)>> = Mutex::new(Vec::new());
+
+/// Patches the objects loaded since the last call that the rules name (the executable from the
+/// recorder's plan `given`, if it is of the same file).
+fn patch_new_objects(ctl: &Control, spec: &PatchSpec, given: Option<&Verdicts>) {
+    let mut seen = SEEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let own = install as *const () as u64;
-    for o in loaded() {
-        if o.exec.iter().any(|&(s, e)| (s..e).contains(&own))
+    let now = loaded();
+    for o in &now {
+        if seen.iter().any(|(b, p)| *b == o.bias && *p == o.path)
+            || o.exec.iter().any(|&(s, e)| (s..e).contains(&own))
             || !spec.wants_object(&o.path, o.is_main)
         {
             continue;
         }
-        let given = verdicts.as_ref().filter(|_| o.is_main);
-        let (patched, refused) = patch_object(&o, &spec, given);
+        let (patched, refused) = patch_object(o, spec, given.filter(|_| o.is_main));
+        if o.is_main && libcalls() {
+            hook_library_calls(o, &now);
+        }
         let h = ctl.header();
         h.functions_patched.fetch_add(patched, Ordering::Relaxed);
         h.functions_refused.fetch_add(refused, Ordering::Relaxed);
+    }
+    // What is loaded now (an object a dlclose took away is forgotten).
+    *seen = now.into_iter().map(|o| (o.bias, o.path)).collect();
+}
+
+/// Whether the recording traces library calls ([`perfaux_preload_abi::ENV_LIBCALL`]).
+fn libcalls() -> bool {
+    debug_assert_eq!(perfaux_preload_abi::ENV_LIBCALL, "PERFAUX_LIBCALL");
+    // SAFETY: getenv with a NUL-terminated name, from the constructor.
+    let v = unsafe { libc::getenv(c"PERFAUX_LIBCALL".as_ptr()) };
+    // SAFETY: getenv returned a NUL-terminated string.
+    !v.is_null() && unsafe { CStr::from_ptr(v) }.to_bytes() == b"1"
+}
+
+/// Points the PLT slots of `o` at stubs that enter the library calls; a function in `o`
+/// itself, in the runtime or in the loader is left alone.
+fn hook_library_calls(o: &Loaded, all: &[Loaded]) {
+    let Some(file) = MappedFile::open(&o.path) else {
+        return;
+    };
+    let Ok(slots) = perfaux_patch::plt::jump_slots(file.bytes()) else {
+        return;
+    };
+    let own = install as *const () as u64;
+    let in_exec = |l: &Loaded, a: u64| l.exec.iter().any(|&(s, e)| (s..e).contains(&a));
+    let left_alone = |a: u64| {
+        in_exec(o, a)
+            || all
+                .iter()
+                .any(|l| in_exec(l, a) && (in_exec(l, own) || l.path.contains("/ld-linux")))
+    };
+    crate::plt_hooks::hook(o.bias, &slots, left_alone, o.relro);
+}
+
+/// The loader's call after each load or unload ([`crate::dl_watch`]): the new objects are
+/// mapped, not yet relocated or initialised.
+extern "C" fn on_loader_change() {
+    if !crate::dl_watch::consistent() {
+        return;
+    }
+    if let (Some(ctl), Some(spec)) = (crate::control(), SPEC.get()) {
+        patch_new_objects(&ctl, spec, None);
     }
 }
 
@@ -116,13 +185,17 @@ unsafe extern "C" fn collect(
     }
     let mut exec = Vec::new();
     let mut readable = Vec::new();
+    let mut relro = None;
     for k in 0..info.dlpi_phnum as usize {
         // SAFETY: dlpi_phdr has dlpi_phnum entries, so the k-th lies within them.
         let ph = unsafe { &*info.dlpi_phdr.wrapping_add(k) };
+        let start = info.dlpi_addr.wrapping_add(ph.p_vaddr);
+        if ph.p_type == libc::PT_GNU_RELRO {
+            relro = Some((start, start + ph.p_memsz));
+        }
         if ph.p_type != libc::PT_LOAD {
             continue;
         }
-        let start = info.dlpi_addr.wrapping_add(ph.p_vaddr);
         if ph.p_flags & libc::PF_X != 0 {
             exec.push((start, start + ph.p_memsz));
         }
@@ -136,6 +209,7 @@ unsafe extern "C" fn collect(
         is_main,
         exec,
         readable,
+        relro,
     });
     0
 }

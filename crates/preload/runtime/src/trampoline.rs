@@ -228,6 +228,43 @@ extern "C" fn perfaux_return_trampoline_full() {
     )
 }
 
+/// What the loader's `_dl_debug_state` (the debuggers' breakpoint, `r_debug.r_brk`) runs once
+/// [`crate::dl_watch`] has patched it: a plain function called from ld.so, which keeps every
+/// call-clobbered register (as the `ret` it replaced did) around the watch's callback.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+pub(crate) extern "C" fn perfaux_r_brk() {
+    std::arch::naked_asm!(
+        "push rbx",
+        "mov rbx, rsp",
+        "and rsp, -16",
+        save_all!(),
+        "call {brk}",
+        restore_all!(),
+        "mov rsp, rbx",
+        "pop rbx",
+        "ret",
+        brk = sym on_r_brk,
+    )
+}
+
+/// The callback [`perfaux_r_brk`] calls (0: none yet).
+static R_BRK_CALLBACK: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Sets what [`perfaux_r_brk`] calls.
+pub(crate) fn set_r_brk_callback(f: extern "C" fn()) {
+    R_BRK_CALLBACK.store(f as usize, Ordering::Release);
+}
+
+extern "C" fn on_r_brk() {
+    let f = R_BRK_CALLBACK.load(Ordering::Acquire);
+    if f != 0 {
+        // SAFETY: the only values stored are `extern "C" fn()` pointers (set_r_brk_callback).
+        let f: extern "C" fn() = unsafe { std::mem::transmute::<usize, extern "C" fn()>(f) };
+        f();
+    }
+}
+
 /// Set once a process patches entries (before any hook runs): every hijack then uses the
 /// trampoline that keeps every register.
 static FULL_SAVE: AtomicBool = AtomicBool::new(false);

@@ -26,8 +26,11 @@ const FLOORS: &[&[&str]] = &[
     &["thread"],
     // What calls into the thread: the hooks, the trampoline, the fork and crash handlers.
     &["hooks", "trampoline", "fork", "crash"],
+    // The loader's calls after each load (they need the trampoline's r_brk entry); the PLT
+    // slots' stubs (they need the common entry's address).
+    &["dl_watch", "plt_hooks"],
     // The unwinder's wrappers (they need the trampoline's address); the patched entries
-    // (they need the common entry's).
+    // (they need the common entry's, and the loader's calls).
     &["unwind", "patch"],
 ];
 

@@ -344,3 +344,15 @@ proptest! {
         prop_assert_eq!(p.resume_at() - FUNC, original.iter().take(p.moved()).map(|i| i.len() as u64).sum::<u64>());
     }
 }
+
+#[test]
+fn alignment_padding_reads_as_nops_and_code_does_not() {
+    // data16 cs nopw 0x0(%rax,%rax,1); nopl 0x0(%rax): ld.so's padding after `ret`
+    let pad = [
+        0x66, 0x66, 0x2e, 0x0f, 0x1f, 0x84, 0, 0, 0, 0, 0, 0x0f, 0x1f, 0x40, 0,
+    ];
+    assert!(all_nops(&pad, FUNC));
+    assert!(all_nops(&[0x90, 0x90], FUNC));
+    assert!(!all_nops(&[0x90, 0x55], FUNC), "push rbp");
+    assert!(!all_nops(&[0x0f, 0x1f], FUNC), "cut short");
+}
