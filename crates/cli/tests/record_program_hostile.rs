@@ -1,5 +1,6 @@
 //! Programs that are hard on a tracer (crates/preload/tests/c/hostile.c), in all three hook
-//! flavours: the program must run as it runs without perfaux, and what the trace lacks must be
+//! flavours (and, where the program's tiny functions allow, built without hooks and patched
+//! with `-P`): the program must run as it runs without perfaux, and what the trace lacks must be
 //! said in numbers.
 
 mod calls;
@@ -14,6 +15,15 @@ const FLAVOURS: [(&[&str], &str); 3] = [
     (&["-finstrument-functions"], "fi"),
     (&["-pg"], "pg"),
     (&["-pg", "-mfentry"], "fentry"),
+];
+
+/// [`FLAVOURS`] with their `record` options, and the build without hooks under `-P .`
+/// (library calls on, as by default).
+const WITH_PATCHED: [(&[&str], &str, &[&str]); 4] = [
+    (&["-finstrument-functions"], "fi", &[]),
+    (&["-pg"], "pg", &[]),
+    (&["-pg", "-mfentry"], "fentry", &[]),
+    (&[], "patched", &["-P", "."]),
 ];
 
 /// The number before `what` on the line of `text` that has it (`None`: no such line).
@@ -75,11 +85,11 @@ fn signal_handlers_interrupting_hooks_leave_the_program_whole_and_their_calls_co
 fn cancelled_threads_run_as_without_perfaux_and_give_their_slots_back() {
     perfaux_testutil::require_oracle!("gcc");
     let dir = tempfile::tempdir().unwrap();
-    for (flags, name) in FLAVOURS {
+    for (flags, name, opts) in WITH_PATCHED {
         let prog = build_c(dir.path(), "hostile.c", flags, &format!("cancel_{name}"));
         let plain = Command::new(&prog).arg("cancel").output().unwrap();
         let plain_runs = printed(&plain.stdout, "body ran ");
-        let (out, data) = record(dir.path(), &prog, &["cancel"]);
+        let (out, data) = record_with(dir.path(), &prog, &["cancel"], opts, &[]);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{name}: {stderr}");
         let runs = printed(&out.stdout, "body ran ");
@@ -115,14 +125,16 @@ fn a_program_whose_recorder_was_killed_stops_tracing_and_runs_on() {
     perfaux_testutil::require_oracle!("gcc");
     let dir = tempfile::tempdir().unwrap();
     const THREADS: u64 = 100;
-    for (flags, name) in FLAVOURS {
+    for (flags, name, opts) in WITH_PATCHED {
         let prog = build_c(dir.path(), "hostile.c", flags, &format!("orphan_{name}"));
         let work = dir.path().join(name);
         std::fs::create_dir(&work).unwrap();
         let out_path = work.join("stdout");
         let mut rec = Command::new(PERFAUX)
             .current_dir(&work)
-            .args(["record", "-o"])
+            .arg("record")
+            .args(opts)
+            .arg("-o")
             .arg(work.join("perf.data"))
             .arg("--")
             .arg(&prog)
