@@ -482,3 +482,17 @@ fn a_dlopened_library_is_patched_while_other_threads_run_patched_code() {
     let want = counts_of(&[("spin", 80000), ("plugin_sum", 10), ("plugin_square", 70)]);
     assert_eq!(counts, want);
 }
+
+#[test]
+fn a_library_function_both_patched_and_called_through_the_plt_counts_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let prog = build_calls(d, &["-O2"], "calls_twice");
+    let (_, through_plt) = recorded(d, &prog, &["1"], &["-P", "."]);
+    let n = through_plt
+        .get("strtol")
+        .copied()
+        .expect("strtol as a library call");
+    let (_, both) = recorded(d, &prog, &["1"], &["-P", ".", "-P", "strtol@libc"]);
+    assert_eq!(both.get("strtol"), Some(&n), "{both:?}");
+}

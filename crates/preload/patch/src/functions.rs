@@ -10,6 +10,9 @@ pub struct Function {
     pub addr: u64,
     pub size: u64,
     pub names: Vec<String>,
+    /// Its parts moved out of line (`NAME.cold`, gcc's hot/cold split): address and size.
+    /// They jump back into the function, so their branches count as its own.
+    pub cold: Vec<(u64, u64)>,
 }
 
 /// The toolchain's own start-up and tear-down code, never the program's functions (uftrace
@@ -30,13 +33,18 @@ const TOOLCHAIN: &[&str] = &[
 pub fn functions(data: &[u8]) -> Result<Vec<Function>, object::Error> {
     let file = object::File::parse(data)?;
     let mut found: Vec<(u64, u64, &str)> = Vec::new();
+    let mut cold: Vec<(&str, u64, u64)> = Vec::new();
     for sym in file.symbols().chain(file.dynamic_symbols()) {
         if sym.kind() != SymbolKind::Text || sym.size() == 0 || !sym.is_definition() {
             continue;
         }
         let Ok(name) = sym.name() else { continue };
+        if name.is_empty() {
+            continue;
+        }
         // `foo.cold`: the unlikely part of `foo`, entered by a jump from it, never called.
-        if name.is_empty() || name.ends_with(".cold") || name.contains(".cold.") {
+        if let Some(base) = name.split_once(".cold").map(|(b, _)| b) {
+            cold.push((base, sym.address(), sym.size()));
             continue;
         }
         let in_code = sym
@@ -63,7 +71,15 @@ pub fn functions(data: &[u8]) -> Result<Vec<Function>, object::Error> {
                 addr,
                 size,
                 names: vec![name.to_string()],
+                cold: Vec::new(),
             }),
+        }
+    }
+    for (base, addr, size) in cold {
+        if let Some(f) = out.iter_mut().find(|f| f.names.iter().any(|n| n == base))
+            && !f.cold.contains(&(addr, size))
+        {
+            f.cold.push((addr, size));
         }
     }
     out.retain(|f| !f.names.iter().any(|n| TOOLCHAIN.contains(&n.as_str())));
@@ -97,12 +113,12 @@ impl<'a> FileCode<'a> {
         Ok(FileCode { sections, data })
     }
 
-    /// The 8 bytes at `addr` (little-endian), if one section holds them.
-    pub fn word(&self, addr: u64) -> Option<u64> {
+    /// The 4 bytes at `addr` (little-endian), if one section holds them.
+    pub fn word(&self, addr: u64) -> Option<u32> {
         self.data.iter().find_map(|&(start, bytes)| {
             let off = usize::try_from(addr.checked_sub(start)?).ok()?;
-            let b = bytes.get(off..off.checked_add(8)?)?;
-            Some(u64::from_le_bytes(b.try_into().ok()?))
+            let b = bytes.get(off..off.checked_add(4)?)?;
+            Some(u32::from_le_bytes(b.try_into().ok()?))
         })
     }
 

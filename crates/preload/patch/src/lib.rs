@@ -69,7 +69,7 @@ pub fn plan_object<'a>(
         return out;
     }
     let every = spec.takes_every_function(path, is_main);
-    for f in funcs {
+    for (k, f) in funcs.iter().enumerate() {
         let names: Vec<String> = if every {
             Vec::new()
         } else {
@@ -79,8 +79,23 @@ pub fn plan_object<'a>(
             continue;
         }
         let at = f.addr.wrapping_add(bias);
+        let next = funcs.get(k + 1).map(|n| n.addr.wrapping_add(bias));
         let result = match code(at, f.size) {
-            Some(bytes) => plan(at, bytes, data),
+            Some(bytes) => plan(at, bytes, data).and_then(|p| {
+                let window = p.entry..p.patch_at + p.patch_len as u64;
+                if let Some(n) = next.filter(|n| window.contains(n)) {
+                    return Err(Refusal::FunctionInside { at: n });
+                }
+                for &(part, size) in &f.cold {
+                    let part = part.wrapping_add(bias);
+                    let into = code(part, size)
+                        .is_none_or(|c| relocate::branches_into(c, part, window.clone()));
+                    if into {
+                        return Err(Refusal::ColdPartBranch { part });
+                    }
+                }
+                Ok(p)
+            }),
             None => Err(Refusal::Undecodable { offset: 0 }),
         };
         match result {
@@ -98,4 +113,60 @@ pub fn plan_object<'a>(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const F: u64 = 0x1000;
+    /// push rbx; mov ebx, edi; mov eax, edi; pop rbx; ret
+    const BODY: [u8; 8] = [0x53, 0x89, 0xfb, 0x89, 0xf8, 0x5b, 0xc3, 0xcc];
+    /// At 0x2000: jmp F + 3 (rel32), into BODY's first bytes.
+    const COLD_BACK: [u8; 5] = [0xe9, 0xfe, 0xef, 0xff, 0xff];
+
+    fn function(addr: u64, size: u64, name: &str, cold: Vec<(u64, u64)>) -> Function {
+        Function {
+            addr,
+            size,
+            names: vec![name.into()],
+            cold,
+        }
+    }
+
+    fn every() -> PatchSpec {
+        PatchSpec::parse(&[".".into()], &[], MatchKind::Regex).unwrap()
+    }
+
+    fn code_at(a: u64, n: u64) -> Option<&'static [u8]> {
+        match a {
+            F => Some(&BODY[..n as usize]),
+            0x2000 => Some(&COLD_BACK[..n as usize]),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn an_out_of_line_part_that_jumps_into_the_first_bytes_refuses_its_function() {
+        let funcs = [function(F, 8, "f", vec![(0x2000, 5)])];
+        let p = plan_object(&funcs, &every(), "/p", true, 0, code_at, &|_| None);
+        assert!(p.plans.is_empty());
+        assert_eq!(
+            p.refused,
+            [("f".to_string(), Refusal::ColdPartBranch { part: 0x2000 })]
+        );
+        let alone = [function(F, 8, "f", vec![])];
+        let p = plan_object(&alone, &every(), "/p", true, 0, code_at, &|_| None);
+        assert_eq!(p.plans.len(), 1, "without the part: patched");
+    }
+
+    #[test]
+    fn a_symbol_inside_the_first_bytes_refuses_the_function_it_is_in() {
+        let funcs = [function(F, 8, "f", vec![]), function(F + 3, 5, "g", vec![])];
+        let p = plan_object(&funcs, &every(), "/p", true, 0, code_at, &|_| None);
+        assert_eq!(
+            p.refused[0],
+            ("f".to_string(), Refusal::FunctionInside { at: F + 3 })
+        );
+    }
 }

@@ -11,9 +11,10 @@
 //! so that the callee returns into the function (where the unwind tables describe the frame an
 //! exception or a backtrace walks), not into the stub, which no unwind table covers.
 //!
-//! Refused, and so left untouched: a function shorter than the jump; an instruction that does
-//! not decode; a call among the moved instructions that the jump does not end with (its
-//! return would land in the bytes the jump overwrote); a branch anywhere in the function into the moved bytes
+//! Refused, and so left untouched (here, and in the caller's checks of a function's `.cold`
+//! part and of a symbol starting inside the moved bytes): a function shorter than the jump; an
+//! instruction that does not decode; a call among the moved instructions that the jump does not
+//! end with (its return would land in the bytes the jump overwrote); a branch anywhere in the function into the moved bytes
 //! or back to the entry (it would land mid-jump, or enter the stub a second time), directly or
 //! through one of its jump tables (read where the function takes their address: a RIP-relative
 //! `lea` for tables of offsets, a scaled absolute operand for tables of addresses); and an
@@ -55,6 +56,10 @@ pub enum Refusal {
     IndirectJump { offset: u64 },
     /// iced-x86 could not re-encode the moved instructions at the stub's address.
     Unencodable(String),
+    /// The function's out-of-line part at this address branches into the moved bytes.
+    ColdPartBranch { part: u64 },
+    /// Another function's symbol starts at this address, inside the moved bytes.
+    FunctionInside { at: u64 },
 }
 
 impl std::fmt::Display for Refusal {
@@ -82,6 +87,18 @@ impl std::fmt::Display for Refusal {
                 write!(f, "an indirect jump at +{offset:#x} (a jump table?)")
             }
             Refusal::Unencodable(why) => write!(f, "cannot re-encode the first bytes: {why}"),
+            Refusal::ColdPartBranch { part } => {
+                write!(
+                    f,
+                    "its out-of-line part at {part:#x} branches into the first bytes"
+                )
+            }
+            Refusal::FunctionInside { at } => {
+                write!(
+                    f,
+                    "another function starts at {at:#x}, inside the first bytes"
+                )
+            }
         }
     }
 }
@@ -127,9 +144,9 @@ impl Plan {
     }
 }
 
-/// Reads the object's data: the 8 bytes (little-endian) at an address of the object, `None`
+/// Reads the object's data: the 4 bytes (little-endian) at an address of the object, `None`
 /// where it has none (used to read jump tables).
-pub type ReadData<'a> = &'a dyn Fn(u64) -> Option<u64>;
+pub type ReadData<'a> = &'a dyn Fn(u64) -> Option<u32>;
 
 /// Decides whether the function at `entry`, whose bytes are `code` (its symbol's size), can be
 /// patched; `data` reads the object's jump tables.
@@ -175,11 +192,14 @@ pub fn plan_window(entry: u64, code: &[u8]) -> Result<Plan, Refusal> {
         }
         taken += insn.len();
         match insn.flow_control() {
+            // `syscall` and `sysenter` (iced counts them as calls) and software interrupts
+            // come back to the next instruction, as any other one does.
+            _ if returns_to_next(&insn) => push(insn),
             // A call that ends the moved bytes moves as a push of its return address (the
             // instruction after it, in the function) and a jump: the callee returns into the
             // function itself, where the unwind tables describe the frame.
             FlowControl::Call | FlowControl::IndirectCall
-                if taken >= JMP_LEN && !uses_rsp(&insn) =>
+                if taken >= JMP_LEN && movable_call(&insn) =>
             {
                 push(insn);
                 falls_through = false;
@@ -194,13 +214,14 @@ pub fn plan_window(entry: u64, code: &[u8]) -> Result<Plan, Refusal> {
             FlowControl::Return
             | FlowControl::UnconditionalBranch
             | FlowControl::IndirectBranch
-            | FlowControl::Interrupt
             | FlowControl::Exception => {
                 push(insn);
                 falls_through = false;
                 break;
             }
-            FlowControl::Next | FlowControl::ConditionalBranch => push(insn),
+            FlowControl::Interrupt | FlowControl::Next | FlowControl::ConditionalBranch => {
+                push(insn)
+            }
         }
     }
     let patch_len = taken.max(JMP_LEN);
@@ -234,6 +255,7 @@ fn scan_branches(
     let into_window = |t: u64| (entry..window_end).contains(&t);
     let mut tables = Vec::new();
     let mut indirect = None;
+    let mut indirect_jumps = 0usize;
     while decoder.can_decode() {
         decoder.decode_out(&mut insn);
         let offset = insn.ip() - entry;
@@ -259,6 +281,7 @@ fn scan_branches(
             }
             FlowControl::IndirectBranch if !through_rip_cell(&insn) => {
                 indirect.get_or_insert(offset);
+                indirect_jumps += 1;
             }
             _ => {}
         }
@@ -266,29 +289,28 @@ fn scan_branches(
     let Some(jump) = indirect else {
         return Ok(());
     };
-    if tables.is_empty() {
-        return Err(Refusal::IndirectJump { offset: jump });
-    }
     let function = entry..entry + code.len() as u64;
-    let near = entry.saturating_sub(TABLE_SPAN)..function.end + TABLE_SPAN;
-    // Some table must read as one (an entry landing in the function): else the jump's targets
-    // are unknown.
-    let mut read_one = false;
+    // Each indirect jump needs a table of its own that reads as one (entries landing in the
+    // function): else some jump's targets are unknown.
+    let mut tables_read = 0;
     for t in tables {
-        // Entries outside the function in a row: a case moved out of it (gcc's `.cold` part)
-        // is one; a run of them is past the table's end (or no table at all).
+        // Entries outside the function in a row: cases moved out of it (gcc's `.cold` part,
+        // which may lie far away) are some; a long run of them is past the table's end (or no
+        // table at all).
         let mut outside = 0;
+        let mut in_function = false;
         for k in 0..MAX_TABLE_ENTRIES {
-            let Some(word) = data(t.base + k * t.stride) else {
-                break;
-            };
+            let at = t.base + k * t.stride;
             let target = match t.stride {
-                4 => t.base.wrapping_add(word as u32 as i32 as i64 as u64),
-                _ => word,
+                4 => match data(at) {
+                    Some(w) => t.base.wrapping_add(w as i32 as i64 as u64),
+                    None => break,
+                },
+                _ => match (data(at), data(at + 4)) {
+                    (Some(lo), Some(hi)) => u64::from(lo) | u64::from(hi) << 32,
+                    _ => break,
+                },
             };
-            if !near.contains(&target) {
-                break;
-            }
             if !function.contains(&target) {
                 outside += 1;
                 if outside > MAX_OUTSIDE_IN_A_ROW {
@@ -297,25 +319,23 @@ fn scan_branches(
                 continue;
             }
             outside = 0;
-            read_one = true;
+            in_function = true;
             if into_window(target) {
                 return Err(Refusal::BranchIntoWindow { from: jump });
             }
         }
+        tables_read += usize::from(in_function);
     }
-    if !read_one {
+    if tables_read < indirect_jumps {
         return Err(Refusal::IndirectJump { offset: jump });
     }
     Ok(())
 }
 
-/// How far from the function a jump table's targets are believed (a table is read until an
-/// entry lands farther: past its end).
-const TABLE_SPAN: u64 = 16 << 20;
 /// The most entries read of one table.
 const MAX_TABLE_ENTRIES: u64 = 4096;
 /// Entries landing outside the function in a row that still belong to a table.
-const MAX_OUTSIDE_IN_A_ROW: u32 = 4;
+const MAX_OUTSIDE_IN_A_ROW: u32 = 16;
 
 /// A jump table a function may dispatch through: entries of `stride` bytes from `base`.
 struct Table {
@@ -345,11 +365,45 @@ fn table_at(insn: &Instruction) -> Option<Table> {
         })
 }
 
-/// Whether a memory operand is addressed from the stack pointer (which the moved call's push
-/// would shift).
-fn uses_rsp(insn: &Instruction) -> bool {
-    insn.op0_kind() == OpKind::Memory
-        && (insn.memory_base() == Register::RSP || insn.memory_index() == Register::RSP)
+/// Whether an instruction iced counts as a call or an interrupt comes back to the next one
+/// (it is no call of a function).
+fn returns_to_next(insn: &Instruction) -> bool {
+    matches!(
+        insn.code(),
+        Code::Syscall | Code::Sysenter | Code::Int3 | Code::Int_imm8 | Code::Into | Code::Int1
+    )
+}
+
+/// A call the stub can make as a push and a jump: `call rel32`, or `call r/m64` not addressed
+/// from the stack pointer (which the push would shift).
+fn movable_call(insn: &Instruction) -> bool {
+    match insn.code() {
+        Code::Call_rel32_64 => true,
+        Code::Call_rm64 => {
+            insn.op0_kind() != OpKind::Memory
+                || (insn.memory_base() != Register::RSP && insn.memory_index() != Register::RSP)
+        }
+        _ => false,
+    }
+}
+
+/// Whether code at `ip` (another part of a function) branches directly into `window` (a call
+/// to the window's start is a call of the function, not a branch into it).
+pub fn branches_into(code: &[u8], ip: u64, window: std::ops::Range<u64>) -> bool {
+    let mut decoder = Decoder::with_ip(64, code, ip, DecoderOptions::NONE);
+    let mut insn = Instruction::default();
+    while decoder.can_decode() {
+        decoder.decode_out(&mut insn);
+        if !has_near_target(&insn) {
+            continue;
+        }
+        let t = insn.near_branch_target();
+        let call = matches!(insn.flow_control(), FlowControl::Call);
+        if window.contains(&t) && !(call && t == window.start) {
+            return true;
+        }
+    }
+    false
 }
 
 fn has_near_target(insn: &Instruction) -> bool {
@@ -386,7 +440,9 @@ pub fn encode_stub(plan: &Plan, stub_ip: u64, cells: Cells) -> Result<Vec<u8>, R
 /// Whether an instruction does the same wherever it is (no RIP-relative operand, no relative
 /// branch): its bytes can be copied as they are.
 fn position_independent(insn: &Instruction) -> bool {
-    !insn.is_ip_rel_memory_operand() && !has_near_target(insn)
+    !insn.is_ip_rel_memory_operand()
+        && !has_near_target(insn)
+        && !matches!(insn.code(), Code::Call_rel32_64 | Code::Call_rm64)
 }
 
 /// The stub of a plan whose moved instructions are position-independent, written by hand (the
@@ -416,11 +472,10 @@ fn encode_relocated(plan: &Plan, stub_ip: u64, cells: Cells) -> Result<Vec<u8>, 
     block.push(Instruction::with1(Code::Push_rm64, rip_cell(cells.function)).map_err(fail)?);
     block.push(Instruction::with1(Code::Call_rm64, rip_cell(cells.common_entry)).map_err(fail)?);
     for insn in plan.moved_insns() {
-        match insn.flow_control() {
-            FlowControl::Call | FlowControl::IndirectCall => {
-                call_as_push_and_jump(&mut block, insn).map_err(fail)?;
-            }
-            _ => block.push(*insn),
+        if movable_call(insn) {
+            call_as_push_and_jump(&mut block, insn).map_err(fail)?;
+        } else {
+            block.push(*insn);
         }
     }
     if plan.falls_through {

@@ -73,6 +73,10 @@ pub(crate) fn install(ctl: &Control) {
 /// The rules, for the loads after the constructor.
 static SPEC: OnceLock<PatchSpec> = OnceLock::new();
 
+/// The entries patched, sorted: a library call to one is entered there, not at its PLT slot
+/// too.
+static PATCHED_ENTRIES: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+
 /// The objects looked at already: (load bias, path).
 static SEEN: Mutex<Vec<(u64, String)>> = Mutex::new(Vec::new());
 
@@ -92,12 +96,18 @@ fn patch_new_objects(ctl: &Control, spec: &PatchSpec, given: Option<&Verdicts>) 
             continue;
         }
         let (patched, refused) = patch_object(o, spec, given.filter(|_| o.is_main));
-        if o.is_main && libcalls() {
-            hook_library_calls(o, &now);
-        }
         let h = ctl.header();
         h.functions_patched.fetch_add(patched, Ordering::Relaxed);
         h.functions_refused.fetch_add(refused, Ordering::Relaxed);
+    }
+    // After every object's entries: a library call to a patched entry is entered there.
+    let first = seen.is_empty();
+    if let Some(main) = now
+        .iter()
+        .find(|o| o.is_main)
+        .filter(|_| first && libcalls())
+    {
+        hook_library_calls(main, &now);
     }
     // What is loaded now (an object a dlclose took away is forgotten).
     *seen = now.into_iter().map(|o| (o.bias, o.path)).collect();
@@ -123,8 +133,12 @@ fn hook_library_calls(o: &Loaded, all: &[Loaded]) {
     };
     let own = install as *const () as u64;
     let in_exec = |l: &Loaded, a: u64| l.exec.iter().any(|&(s, e)| (s..e).contains(&a));
+    let entries = PATCHED_ENTRIES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let left_alone = |a: u64| {
         in_exec(o, a)
+            || entries.binary_search(&a).is_ok()
             || all
                 .iter()
                 .any(|l| in_exec(l, a) && (in_exec(l, own) || l.path.contains("/ld-linux")))
@@ -275,9 +289,20 @@ fn recorders_plan() -> Option<Verdicts> {
         return None;
     }
     // SAFETY: getenv returned a NUL-terminated string.
-    let fd: i32 = unsafe { CStr::from_ptr(v) }.to_str().ok()?.parse().ok()?;
-    // An exec'd image of a process whose runtime closed it, or a descendant that reused the
-    // number: only the recorder's sealed memfd is read.
+    let fd: Option<i32> = unsafe { CStr::from_ptr(v) }.to_str().ok()?.parse().ok();
+    // The variable is for this image only: an image exec'd later finds the number closed or
+    // reused for another file.
+    // SAFETY: unsetenv with a NUL-terminated name, from the constructor (no other thread).
+    unsafe { libc::unsetenv(c"PERFAUX_PATCH_PLAN_FD".as_ptr()) };
+    let fd = fd?;
+    // Only the recorder's sealed memfd of that name is read (and closed).
+    let link = std::fs::read_link(format!("/proc/self/fd/{fd}")).ok()?;
+    if !link
+        .to_string_lossy()
+        .starts_with("/memfd:perfaux-patch-plan")
+    {
+        return None;
+    }
     let need = libc::F_SEAL_WRITE | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW;
     // SAFETY: fcntl on a descriptor number; a closed or foreign one fails or lacks the seals.
     let seals = unsafe { libc::fcntl(fd, libc::F_GET_SEALS) };
@@ -332,13 +357,13 @@ fn patch_object(o: &Loaded, spec: &PatchSpec, given: Option<&Verdicts>) -> (u64,
     let Ok(funcs) = perfaux_patch::functions(file.bytes()) else {
         return (0, 0);
     };
-    let word = |at: u64| -> Option<u64> {
+    let word = |at: u64| -> Option<u32> {
         o.readable
             .iter()
-            .any(|&(s, e)| s <= at && at.saturating_add(8) <= e)
-            // SAFETY: 8 bytes inside a readable segment of the loaded object (checked),
+            .any(|&(s, e)| s <= at && at.saturating_add(4) <= e)
+            // SAFETY: 4 bytes inside a readable segment of the loaded object (checked),
             // mapped while it is loaded (see below).
-            .then(|| unsafe { (at as *const u64).read_unaligned() })
+            .then(|| unsafe { (at as *const u32).read_unaligned() })
     };
     let code = |at: u64, size: u64| {
         // SAFETY: [at, at + size) lies in an executable segment of the loaded object
@@ -362,10 +387,8 @@ fn place_and_write(o: &Loaded, plans: &[Plan], mut refused: u64) -> (u64, u64) {
         return (0, refused + all);
     };
     refused += all - stubs.len() as u64;
-    if !write_entries(o, &stubs) {
-        return (0, refused + stubs.len() as u64);
-    }
-    (stubs.len() as u64, refused)
+    let written = write_entries(o, &stubs);
+    (written, refused + stubs.len() as u64 - written)
 }
 
 /// Writes the stubs of `plans` into a sealed region near `o`; each plan placed, with its
@@ -404,8 +427,9 @@ fn place_stubs<'p>(o: &Loaded, plans: &'p [Plan]) -> Option<Vec<(&'p Plan, u64)>
     region.seal().then_some(placed)
 }
 
-/// Writes each placed plan's jump at its entry, the object's text writable meanwhile.
-fn write_entries(o: &Loaded, stubs: &[(&Plan, u64)]) -> bool {
+/// Writes each placed plan's jump at its entry, the object's text writable meanwhile; how many
+/// were written.
+fn write_entries(o: &Loaded, stubs: &[(&Plan, u64)]) -> u64 {
     let page = 4096u64;
     let segs: Vec<(u64, u64)> = o
         .exec
@@ -421,8 +445,12 @@ fn write_entries(o: &Loaded, stubs: &[(&Plan, u64)]) -> bool {
     };
     if !protect(libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC) {
         protect(libc::PROT_READ | libc::PROT_EXEC);
-        return false;
+        return 0;
     }
+    let mut written = 0;
+    let mut entries = PATCHED_ENTRIES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     for &(p, stub) in stubs {
         let Some(bytes) = patched_bytes(p, stub) else {
             continue;
@@ -433,7 +461,10 @@ fn write_entries(o: &Loaded, stubs: &[(&Plan, u64)]) -> bool {
         unsafe {
             std::ptr::copy_nonoverlapping(bytes.as_ptr(), p.patch_at as *mut u8, bytes.len());
         }
+        written += 1;
+        entries.push(p.entry);
     }
     protect(libc::PROT_READ | libc::PROT_EXEC);
-    true
+    entries.sort_unstable();
+    written
 }

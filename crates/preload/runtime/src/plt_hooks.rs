@@ -86,11 +86,15 @@ pub(crate) fn hook(
     stubs.len() as u64
 }
 
-/// Makes `[start, end)` (RELRO: read-only after relocation) writable or read-only again.
+/// Makes `[start, end)` (RELRO: read-only after relocation) writable or read-only again: its
+/// whole pages, as the loader protects them (a partial last page stays as it was).
 fn make_writable(start: u64, end: u64, writable: bool) -> bool {
     let page = 4096u64;
     let s = start & !(page - 1);
-    let e = end.next_multiple_of(page);
+    let e = end & !(page - 1);
+    if e <= s {
+        return true;
+    }
     let prot = if writable {
         libc::PROT_READ | libc::PROT_WRITE
     } else {

@@ -139,8 +139,10 @@ extern "C" fn perfaux_return_trampoline() {
 /// instrumentation: there a caller may keep values in them across a call to a function that
 /// does not touch them (gcc's -fipa-ra), which the hooks' Rust code would clobber. After
 /// `and rsp, -16`: 9 pushes (72 bytes) and 264 bytes (xmm0-15, 8 spare) keep it aligned.
-/// (The upper halves of ymm registers are not saved: the runtime is built for SSE2 only, whose
-/// legacy encodings leave them as they are.)
+/// On a CPU with AVX, [`save_all_avx`] is used instead: the hooks reach the C library (its
+/// allocator and copies on a function's first call), whose AVX2 routines end in `vzeroupper`,
+/// which would clear the upper halves of a `__m256` argument or return value. (AVX-512's
+/// upper halves and zmm16-31 are not saved.)
 macro_rules! save_all {
     () => {
         concat!(
@@ -155,6 +157,44 @@ macro_rules! save_all {
             "movdqu [rsp + 160], xmm10\n movdqu [rsp + 176], xmm11\n",
             "movdqu [rsp + 192], xmm12\n movdqu [rsp + 208], xmm13\n",
             "movdqu [rsp + 224], xmm14\n movdqu [rsp + 240], xmm15\n",
+        )
+    };
+}
+
+/// [`save_all`] with ymm0-15 whole: 9 pushes (72 bytes) and 520 bytes (16 x 32, 8 spare).
+macro_rules! save_all_avx {
+    () => {
+        concat!(
+            "push rax\n push rcx\n push rdx\n push rsi\n push rdi\n",
+            "push r8\n push r9\n push r10\n push r11\n",
+            "sub rsp, 520\n",
+            "vmovdqu [rsp + 0], ymm0\n vmovdqu [rsp + 32], ymm1\n",
+            "vmovdqu [rsp + 64], ymm2\n vmovdqu [rsp + 96], ymm3\n",
+            "vmovdqu [rsp + 128], ymm4\n vmovdqu [rsp + 160], ymm5\n",
+            "vmovdqu [rsp + 192], ymm6\n vmovdqu [rsp + 224], ymm7\n",
+            "vmovdqu [rsp + 256], ymm8\n vmovdqu [rsp + 288], ymm9\n",
+            "vmovdqu [rsp + 320], ymm10\n vmovdqu [rsp + 352], ymm11\n",
+            "vmovdqu [rsp + 384], ymm12\n vmovdqu [rsp + 416], ymm13\n",
+            "vmovdqu [rsp + 448], ymm14\n vmovdqu [rsp + 480], ymm15\n",
+        )
+    };
+}
+
+/// Restores what [`save_all_avx`] saved.
+macro_rules! restore_all_avx {
+    () => {
+        concat!(
+            "vmovdqu ymm0, [rsp + 0]\n vmovdqu ymm1, [rsp + 32]\n",
+            "vmovdqu ymm2, [rsp + 64]\n vmovdqu ymm3, [rsp + 96]\n",
+            "vmovdqu ymm4, [rsp + 128]\n vmovdqu ymm5, [rsp + 160]\n",
+            "vmovdqu ymm6, [rsp + 192]\n vmovdqu ymm7, [rsp + 224]\n",
+            "vmovdqu ymm8, [rsp + 256]\n vmovdqu ymm9, [rsp + 288]\n",
+            "vmovdqu ymm10, [rsp + 320]\n vmovdqu ymm11, [rsp + 352]\n",
+            "vmovdqu ymm12, [rsp + 384]\n vmovdqu ymm13, [rsp + 416]\n",
+            "vmovdqu ymm14, [rsp + 448]\n vmovdqu ymm15, [rsp + 480]\n",
+            "add rsp, 520\n",
+            "pop r11\n pop r10\n pop r9\n pop r8\n",
+            "pop rdi\n pop rsi\n pop rdx\n pop rcx\n pop rax\n",
         )
     };
 }
@@ -178,55 +218,91 @@ macro_rules! restore_all {
     };
 }
 
-/// A patched function's common entry (`-P`), called by its stub (perfaux-patch's `relocate`),
-/// which pushed the function's address first: after `push rbx`, the return into the stub is
-/// at rbx + 8, the function's address at rbx + 16 and the function's own return address at
-/// rbx + 24. `ret 8` drops the pushed address on the way back to the stub, which then runs the
-/// function's moved first instructions.
-#[cfg(target_arch = "x86_64")]
-#[unsafe(naked)]
-pub(crate) extern "C" fn perfaux_patched_entry() {
-    std::arch::naked_asm!(
-        "push rbx",
-        "mov rbx, rsp",
-        "and rsp, -16",
-        save_all!(),
-        "lea rdi, [rbx + 24]",
-        "mov rsi, [rbx + 16]",
-        "call {entry}",
-        restore_all!(),
-        "mov rsp, rbx",
-        "pop rbx",
-        "ret 8",
-        entry = sym hook_entry,
-    )
+/// Defines a patched function's common entry (`-P`) saving registers with `$save` /
+/// `$restore`: called by the function's stub (perfaux-patch's `relocate`), which pushed the
+/// function's address first: after `push rbx`, the return into the stub is at rbx + 8, the
+/// function's address at rbx + 16 and the function's own return address at rbx + 24. `ret 8`
+/// drops the pushed address on the way back to the stub, which then runs the function's moved
+/// first instructions.
+macro_rules! patched_entry {
+    ($(#[$doc:meta])* $name:ident, $save:ident, $restore:ident) => {
+        $(#[$doc])*
+        #[cfg(target_arch = "x86_64")]
+        #[unsafe(naked)]
+        pub(crate) extern "C" fn $name() {
+            std::arch::naked_asm!(
+                "push rbx",
+                "mov rbx, rsp",
+                "and rsp, -16",
+                $save!(),
+                "lea rdi, [rbx + 24]",
+                "mov rsi, [rbx + 16]",
+                "call {entry}",
+                $restore!(),
+                "mov rsp, rbx",
+                "pop rbx",
+                "ret 8",
+                entry = sym hook_entry,
+            )
+        }
+    };
 }
 
-/// The return trampoline of a process with patched entries: as [`perfaux_return_trampoline`],
-/// but every call-clobbered register is kept (see [`save_all`]), so the way on cannot be in a
-/// register: the original return address goes into the freed slot, and the jump reads it
-/// from there once the stack pointer is back above it (within the red zone, which a signal
-/// frame never overwrites).
-#[cfg(target_arch = "x86_64")]
-#[unsafe(naked)]
-extern "C" fn perfaux_return_trampoline_full() {
-    std::arch::naked_asm!(
-        "sub rsp, 8",
-        "push rbx",
-        "mov rbx, rsp",
-        "and rsp, -16",
-        save_all!(),
-        "lea rdi, [rbx + 16]",
-        "call {exit}",
-        "mov [rbx + 8], rax",
-        restore_all!(),
-        "mov rsp, rbx",
-        "pop rbx",
-        "lea rsp, [rsp + 8]",
-        "jmp qword ptr [rsp - 8]",
-        exit = sym hook_exit,
-    )
+/// Defines the return trampoline of a process with patched entries, saving registers with
+/// `$save` / `$restore`: as [`perfaux_return_trampoline`], but every call-clobbered register is
+/// kept (see [`save_all`]), so the way on cannot be in a register: the original return address
+/// goes into the freed slot, and the jump reads it from there once the stack pointer is back
+/// above it (within the red zone, which a signal frame never overwrites).
+macro_rules! full_return_trampoline {
+    ($(#[$doc:meta])* $name:ident, $save:ident, $restore:ident) => {
+        $(#[$doc])*
+        #[cfg(target_arch = "x86_64")]
+        #[unsafe(naked)]
+        extern "C" fn $name() {
+            std::arch::naked_asm!(
+                "sub rsp, 8",
+                "push rbx",
+                "mov rbx, rsp",
+                "and rsp, -16",
+                $save!(),
+                "lea rdi, [rbx + 16]",
+                "call {exit}",
+                "mov [rbx + 8], rax",
+                $restore!(),
+                "mov rsp, rbx",
+                "pop rbx",
+                "lea rsp, [rsp + 8]",
+                "jmp qword ptr [rsp - 8]",
+                exit = sym hook_exit,
+            )
+        }
+    };
 }
+
+patched_entry!(
+    /// The common entry of patched functions, xmm0-15 kept.
+    perfaux_patched_entry,
+    save_all,
+    restore_all
+);
+patched_entry!(
+    /// The common entry of patched functions, ymm0-15 kept whole (a CPU with AVX).
+    perfaux_patched_entry_avx,
+    save_all_avx,
+    restore_all_avx
+);
+full_return_trampoline!(
+    /// The full return trampoline, xmm0-15 kept.
+    perfaux_return_trampoline_full,
+    save_all,
+    restore_all
+);
+full_return_trampoline!(
+    /// The full return trampoline, ymm0-15 kept whole (a CPU with AVX).
+    perfaux_return_trampoline_full_avx,
+    save_all_avx,
+    restore_all_avx
+);
 
 /// What the loader's `_dl_debug_state` (the debuggers' breakpoint, `r_debug.r_brk`) runs once
 /// [`crate::dl_watch`] has patched it: a plain function called from ld.so, which keeps every
@@ -268,23 +344,36 @@ extern "C" fn on_r_brk() {
 /// Set once a process patches entries (before any hook runs): every hijack then uses the
 /// trampoline that keeps every register.
 static FULL_SAVE: AtomicBool = AtomicBool::new(false);
+/// With [`FULL_SAVE`]: the CPU and kernel have AVX (the ymm variants are used).
+static AVX: AtomicBool = AtomicBool::new(false);
 
 /// Makes every later hijack keep every register ([`perfaux_return_trampoline_full`]).
 pub(crate) fn keep_every_register() {
+    AVX.store(
+        std::arch::is_x86_feature_detected!("avx"),
+        Ordering::Relaxed,
+    );
     FULL_SAVE.store(true, Ordering::Relaxed);
 }
 
 /// The address of the common entry patched stubs call.
 pub(crate) fn patched_entry_addr() -> usize {
-    perfaux_patched_entry as *const () as usize
+    if AVX.load(Ordering::Relaxed) {
+        perfaux_patched_entry_avx as *const () as usize
+    } else {
+        perfaux_patched_entry as *const () as usize
+    }
 }
 
 /// The address hijacked return slots get.
 pub(crate) fn return_trampoline_addr() -> usize {
-    if FULL_SAVE.load(Ordering::Relaxed) {
-        perfaux_return_trampoline_full as *const () as usize
-    } else {
-        perfaux_return_trampoline as *const () as usize
+    match (
+        FULL_SAVE.load(Ordering::Relaxed),
+        AVX.load(Ordering::Relaxed),
+    ) {
+        (true, true) => perfaux_return_trampoline_full_avx as *const () as usize,
+        (true, false) => perfaux_return_trampoline_full as *const () as usize,
+        _ => perfaux_return_trampoline as *const () as usize,
     }
 }
 

@@ -8,7 +8,7 @@ const CELLS: Cells = Cells {
 };
 
 /// An object with no data (no jump table can be read).
-fn no_data(_: u64) -> Option<u64> {
+fn no_data(_: u64) -> Option<u32> {
     None
 }
 
@@ -156,6 +156,58 @@ fn a_call_before_the_jumps_end_is_refused() {
 }
 
 #[test]
+fn an_indirect_call_that_ends_the_first_bytes_returns_into_the_function() {
+    // push rbx; mov rax, [rdi]; call [rax + 0x10]; pop rbx; ret
+    let code = [0x53, 0x48, 0x8b, 0x07, 0xff, 0x50, 0x10, 0x5b, 0xc3];
+    let p = plan(FUNC, &code, &no_data).unwrap();
+    assert_eq!(p.patch_len, 7);
+    let stub_ip = 0x50_0000;
+    let stub = encode_stub(&p, stub_ip, CELLS).unwrap();
+    let d = decode_all(stub_ip, &stub);
+    let codes: Vec<Code> = d.iter().map(Instruction::code).collect();
+    assert_eq!(
+        codes,
+        [
+            Code::Push_rm64,
+            Code::Call_rm64,
+            Code::Push_r64,
+            Code::Mov_r64_rm64,
+            Code::Lea_r64_m,
+            Code::Mov_rm32_imm32,
+            Code::Mov_rm32_imm32,
+            Code::Jmp_rm64,
+        ],
+        "the call becomes the return address pushed and a jump: the stub never runs off its end"
+    );
+    assert_eq!(d[5].immediate32(), (FUNC + 7) as u32);
+    // call rax at the end: the same.
+    let code = [0x53, 0x48, 0x8b, 0x07, 0xff, 0xd0, 0x5b, 0xc3];
+    let p = plan(FUNC, &code, &no_data).unwrap();
+    let d = decode_all(stub_ip, &encode_stub(&p, stub_ip, CELLS).unwrap());
+    assert_eq!(d.last().unwrap().code(), Code::Jmp_rm64);
+}
+
+#[test]
+fn a_syscall_or_int3_in_the_first_bytes_falls_through_to_the_jump_back() {
+    // mov eax, 39; syscall; ret
+    let code = [0xb8, 39, 0, 0, 0, 0x0f, 0x05, 0xc3];
+    let p = plan(FUNC, &code, &no_data).unwrap();
+    assert_eq!(p.resume_at(), FUNC + 5, "the mov is enough");
+    // int3; mov eax, 1; ret
+    let code = [0xcc, 0xb8, 1, 0, 0, 0, 0xc3];
+    let p = plan(FUNC, &code, &no_data).unwrap();
+    let d = decode_all(0x50_0000, &encode_stub(&p, 0x50_0000, CELLS).unwrap());
+    assert_eq!(d.last().unwrap().code(), Code::Jmp_rel32_64);
+    assert_eq!(d.last().unwrap().near_branch_target(), FUNC + 6);
+    // nop; nop; nop; syscall (ends the five bytes); ret
+    let code = [0x90, 0x90, 0x90, 0x0f, 0x05, 0xc3];
+    let p = plan(FUNC, &code, &no_data).unwrap();
+    let d = decode_all(0x50_0000, &encode_stub(&p, 0x50_0000, CELLS).unwrap());
+    assert_eq!(d[5].code(), Code::Syscall);
+    assert_eq!(d.last().unwrap().near_branch_target(), FUNC + 5);
+}
+
+#[test]
 fn a_call_that_ends_the_first_bytes_returns_into_the_function() {
     // push rbx; call rel32 (to FUNC + 6 + 0x100); jmp ...; pop rbx; ret
     let code = [0x53, 0xe8, 0x00, 0x01, 0x00, 0x00, 0xeb, 0x00, 0x5b, 0xc3];
@@ -188,7 +240,7 @@ fn a_call_that_ends_the_first_bytes_returns_into_the_function() {
 /// lea rdx, [rip + TABLE]; movsxd rax, [rdx + rdi*4]; add rax, rdx; jmp rax), whose entries
 /// land at the function's offsets `cases`; its first bytes: push rbx (1), mov ebx, edi (2),
 /// mov eax, edi (2).
-fn dispatching(cases: &[u64]) -> (Vec<u8>, impl Fn(u64) -> Option<u64>) {
+fn dispatching(cases: &[u64]) -> (Vec<u8>, impl Fn(u64) -> Option<u32>) {
     const TABLE: u64 = FUNC + 0x1000;
     let mut code = vec![0x53, 0x89, 0xfb, 0x89, 0xf8];
     let lea_ip = FUNC + code.len() as u64;
@@ -202,12 +254,10 @@ fn dispatching(cases: &[u64]) -> (Vec<u8>, impl Fn(u64) -> Option<u64>) {
         .iter()
         .map(|&c| (FUNC + c).wrapping_sub(TABLE) as u32)
         .collect();
-    let read = move |a: u64| -> Option<u64> {
+    let read = move |a: u64| -> Option<u32> {
         let k = usize::try_from(a.checked_sub(TABLE)? / 4).ok()?;
-        // Past the table: a word whose offset lands far away (the table's end).
-        let lo = entries.get(k).copied().unwrap_or(0x4000_0000);
-        let hi = entries.get(k + 1).copied().unwrap_or(0x4000_0000);
-        Some(u64::from(lo) | u64::from(hi) << 32)
+        // Past the table: words whose offsets land far away (the table's end).
+        Some(entries.get(k).copied().unwrap_or(0x4000_0000))
     };
     (code, read)
 }
@@ -219,6 +269,12 @@ fn a_jump_table_is_read_and_a_case_at_the_entry_refuses() {
     assert!(plan(FUNC, &code, &read).is_ok());
     // A case at the third byte, inside the moved bytes: refused, at the jump.
     let (code, read) = dispatching(&[0x15, 0x03, 0x1c]);
+    assert!(matches!(
+        plan(FUNC, &code, &read),
+        Err(Refusal::BranchIntoWindow { from: 0x13 })
+    ));
+    // A first case far away (a `.cold` part) does not end the table's reading.
+    let (code, read) = dispatching(&[0x4000_0000, 0x15, 0x03]);
     assert!(matches!(
         plan(FUNC, &code, &read),
         Err(Refusal::BranchIntoWindow { from: 0x13 })
