@@ -47,8 +47,10 @@ pub fn plan_executable(path: &Path, spec: &PatchSpec) -> Result<ObjectPlan, Stri
 /// compiler-hook path traces it).
 pub fn prepared_entries(path: &Path) -> Option<(&'static str, usize)> {
     use object::{Object, ObjectSection, ObjectSymbol};
-    let data = std::fs::read(path).ok()?;
-    let file = object::File::parse(&*data).ok()?;
+    // Read as parsed (headers, the symbol tables, a section's header), not whole: every
+    // `record -- PROG` without -P asks this of its program, which may be large.
+    let cache = object::ReadCache::new(std::fs::File::open(path).ok()?);
+    let file = object::File::parse(&cache).ok()?;
     let hooks = ["mcount", "__fentry__", "__cyg_profile_func_enter"];
     if file
         .dynamic_symbols()
