@@ -176,6 +176,9 @@ macro_rules! save_all_avx {
             "vmovdqu [rsp + 320], ymm10\n vmovdqu [rsp + 352], ymm11\n",
             "vmovdqu [rsp + 384], ymm12\n vmovdqu [rsp + 416], ymm13\n",
             "vmovdqu [rsp + 448], ymm14\n vmovdqu [rsp + 480], ymm15\n",
+            // The hooks' code is legacy SSE: with the upper halves clean it pays no
+            // transition (or false dependency) on every instruction.
+            "vzeroupper\n",
         )
     };
 }
