@@ -93,7 +93,7 @@ impl Symbolizer {
             }
             // PLT entries, under the functions they call (`-P`'s library calls are entered at
             // them), as uftrace names a library call.
-            for (entry, name) in perfaux_patch::plt::plt_names(&bytes).unwrap_or_default() {
+            for (entry, name) in perfaux_patch::plt::plt_names(&file) {
                 let start = entry.wrapping_add(o.base);
                 if !self.funcs.contains_key(&start)
                     && wanted.range(start..start + 16).next().is_some()

@@ -55,17 +55,17 @@ pub fn never_hooked(name: &str) -> bool {
 
 /// The PLT's GOT slots of `data` (an ELF file), those never hooked left out.
 pub fn jump_slots(data: &[u8]) -> Result<Vec<JumpSlot>, object::Error> {
-    let mut slots = all_jump_slots(data)?;
+    let mut slots = all_jump_slots(&object::File::parse(data)?);
     slots.retain(|s| !never_hooked(&s.name));
     Ok(slots)
 }
 
-/// Every PLT entry of `data` with a slot: (entry address, name), for naming calls.
-pub fn plt_names(data: &[u8]) -> Result<Vec<(u64, String)>, object::Error> {
-    Ok(all_jump_slots(data)?
+/// Every PLT entry of `file` with a slot: (entry address, name), for naming calls.
+pub fn plt_names(file: &object::File<'_>) -> Vec<(u64, String)> {
+    all_jump_slots(file)
         .into_iter()
         .filter_map(|s| Some((s.plt?, s.name)))
-        .collect())
+        .collect()
 }
 
 /// The PLT entries of `file`: each entry's address and the GOT slot its `jmp [rip + slot]`
@@ -92,13 +92,12 @@ fn plt_entries(file: &object::File<'_>) -> Vec<(u64, u64)> {
     out
 }
 
-fn all_jump_slots(data: &[u8]) -> Result<Vec<JumpSlot>, object::Error> {
-    let file = object::File::parse(data)?;
+fn all_jump_slots(file: &object::File<'_>) -> Vec<JumpSlot> {
     let (Some(relocs), Some(syms)) = (file.dynamic_relocations(), file.dynamic_symbol_table())
     else {
-        return Ok(Vec::new());
+        return Vec::new();
     };
-    let entries = plt_entries(&file);
+    let entries = plt_entries(file);
     let mut out = Vec::new();
     for (got, r) in relocs {
         let RelocationFlags::Elf { r_type } = r.flags() else {
@@ -119,7 +118,7 @@ fn all_jump_slots(data: &[u8]) -> Result<Vec<JumpSlot>, object::Error> {
             plt: entries.iter().find(|e| e.1 == got).map(|e| e.0),
         });
     }
-    Ok(out)
+    out
 }
 
 /// The stub of a hooked slot at `at` (18 bytes): `push [rip → key]`, `call [rip → common]`,
@@ -204,7 +203,7 @@ mod tests {
                 .unwrap();
             assert_eq!(jump.ip_rel_memory_address(), s.got, "{}", s.name);
         }
-        let named = plt_names(&data).unwrap();
+        let named = plt_names(&object::File::parse(&*data).unwrap());
         assert!(
             named.iter().any(|(_, n)| n == "_setjmp"),
             "names cover every entry"
