@@ -99,21 +99,16 @@ fn patchable_shape(brk: usize) -> bool {
     perfaux_patch::relocate::all_nops(pad, brk as u64 + 1)
 }
 
-/// Writes `bytes` at `at` in text, made writable (and executable throughout) meanwhile.
+/// Writes `bytes` at `at` in ld.so's text, made writable meanwhile.
 fn write_text(at: usize, bytes: &[u8]) -> bool {
-    let page = 4096;
-    let start = at & !(page - 1);
-    let len = (at + bytes.len()).next_multiple_of(page) - start;
-    let rwx = libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC;
-    // SAFETY: ld.so's own text pages; their protection changes, not their mapping.
-    if unsafe { libc::mprotect(start as *mut libc::c_void, len, rwx) } != 0 {
+    let span = [(at as u64, (at + bytes.len()) as u64)];
+    if !crate::text::set_writable(&span, true) {
+        crate::text::set_writable(&span, false);
         return false;
     }
     // SAFETY: the bytes of `_dl_debug_state` and its padding (checked), writable now; the
     // only thread runs the constructor, not this function.
     unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), at as *mut u8, bytes.len()) };
-    let rx = libc::PROT_READ | libc::PROT_EXEC;
-    // SAFETY: as above.
-    unsafe { libc::mprotect(start as *mut libc::c_void, len, rx) };
+    crate::text::set_writable(&span, false);
     true
 }

@@ -37,6 +37,7 @@ mod plt_hooks;
 mod recorder_alive;
 mod slot;
 mod stub_region;
+mod text;
 mod thread;
 mod traced;
 mod trampoline;
@@ -104,15 +105,7 @@ extern "C" fn init() {
     refresh_pid_ns();
     perfaux_swtrace::forward::disable();
     unwind::resolve();
-    // SAFETY: getenv with a NUL-terminated name; the result is read before any setenv can run
-    // (constructors run before main, on the only thread).
-    let v = unsafe { libc::getenv(c"PERFAUX_PRELOAD_FD".as_ptr()) };
-    if v.is_null() {
-        return;
-    }
-    // SAFETY: getenv returned a NUL-terminated string.
-    let s = unsafe { std::ffi::CStr::from_ptr(v) };
-    let Some(fd) = s.to_str().ok().and_then(|s| s.parse::<i32>().ok()) else {
+    let Some(fd) = env_at_start(c"PERFAUX_PRELOAD_FD").and_then(|s| s.parse::<i32>().ok()) else {
         return;
     };
     debug_assert_eq!(shared::ENV_CTL_FD, "PERFAUX_PRELOAD_FD");
@@ -152,6 +145,19 @@ extern "C" fn init() {
     ACTIVE.store(true, Ordering::Release);
     // Last: the program's code may call the hooks from here on.
     patch::install(&ctl);
+}
+
+/// The environment variable `name`, if set and UTF-8: for the constructor only (constructors
+/// run before main, on the only thread: no setenv runs while it is read).
+pub(crate) fn env_at_start(name: &std::ffi::CStr) -> Option<String> {
+    // SAFETY: getenv with a NUL-terminated name, under the contract above.
+    let v = unsafe { libc::getenv(name.as_ptr()) };
+    if v.is_null() {
+        return None;
+    }
+    // SAFETY: getenv returned a NUL-terminated string, copied out at once.
+    let s = unsafe { std::ffi::CStr::from_ptr(v) };
+    s.to_str().ok().map(str::to_owned)
 }
 
 /// Maps the control memfd candidate `f` (its size checked: total_len); the mapping if it holds

@@ -21,7 +21,7 @@
 //! (`FUNC@LIB`: a dlopen'd object is never the executable).
 
 use std::ffi::CStr;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use perfaux_patch::{
@@ -48,16 +48,17 @@ struct Loaded {
 /// Patches the entries the recording's `-P` rules name, if it has any. From the constructor.
 pub(crate) fn install(ctl: &Control) {
     debug_assert_eq!(perfaux_preload_abi::ENV_PATCH, "PERFAUX_PATCH");
-    // SAFETY: getenv with a NUL-terminated name, from the constructor (no setenv runs).
-    let v = unsafe { libc::getenv(ENV_PATCH.as_ptr()) };
-    if v.is_null() {
+    let Some(text) = crate::env_at_start(ENV_PATCH) else {
         return;
-    }
-    // SAFETY: getenv returned a NUL-terminated string.
-    let text = unsafe { CStr::from_ptr(v) }.to_string_lossy();
+    };
     let Ok(spec) = PatchSpec::decode(&text) else {
         return;
     };
+    debug_assert_eq!(perfaux_preload_abi::ENV_LIBCALL, "PERFAUX_LIBCALL");
+    LIBCALLS.store(
+        crate::env_at_start(c"PERFAUX_LIBCALL").as_deref() == Some("1"),
+        Ordering::Relaxed,
+    );
     if spec.is_empty() {
         return;
     }
@@ -113,13 +114,12 @@ fn patch_new_objects(ctl: &Control, spec: &PatchSpec, given: Option<&Verdicts>) 
     *seen = now.into_iter().map(|o| (o.bias, o.path)).collect();
 }
 
-/// Whether the recording traces library calls ([`perfaux_preload_abi::ENV_LIBCALL`]).
+/// Whether the recording traces library calls ([`perfaux_preload_abi::ENV_LIBCALL`], read
+/// in the constructor).
+static LIBCALLS: AtomicBool = AtomicBool::new(false);
+
 fn libcalls() -> bool {
-    debug_assert_eq!(perfaux_preload_abi::ENV_LIBCALL, "PERFAUX_LIBCALL");
-    // SAFETY: getenv with a NUL-terminated name, from the constructor.
-    let v = unsafe { libc::getenv(c"PERFAUX_LIBCALL".as_ptr()) };
-    // SAFETY: getenv returned a NUL-terminated string.
-    !v.is_null() && unsafe { CStr::from_ptr(v) }.to_bytes() == b"1"
+    LIBCALLS.load(Ordering::Relaxed)
 }
 
 /// Points the PLT slots of `o` at stubs that enter the library calls; a function in `o`
@@ -279,17 +279,11 @@ fn stub_bound(p: &Plan) -> usize {
 /// The recorder's plan of the executable ([`perfaux_preload_abi::ENV_PATCH_PLAN_FD`]), if the
 /// descriptor named is a sealed memfd holding one; the descriptor is closed once read.
 fn recorders_plan() -> Option<Verdicts> {
-    // SAFETY: getenv with a NUL-terminated name, from the constructor.
-    let v = unsafe { libc::getenv(c"PERFAUX_PATCH_PLAN_FD".as_ptr()) };
     debug_assert_eq!(
         perfaux_preload_abi::ENV_PATCH_PLAN_FD,
         "PERFAUX_PATCH_PLAN_FD"
     );
-    if v.is_null() {
-        return None;
-    }
-    // SAFETY: getenv returned a NUL-terminated string.
-    let fd: Option<i32> = unsafe { CStr::from_ptr(v) }.to_str().ok()?.parse().ok();
+    let fd: Option<i32> = crate::env_at_start(c"PERFAUX_PATCH_PLAN_FD")?.parse().ok();
     // The variable is for this image only: an image exec'd later finds the number closed or
     // reused for another file.
     // SAFETY: unsetenv with a NUL-terminated name, from the constructor (no other thread).
@@ -430,21 +424,8 @@ fn place_stubs<'p>(o: &Loaded, plans: &'p [Plan]) -> Option<Vec<(&'p Plan, u64)>
 /// Writes each placed plan's jump at its entry, the object's text writable meanwhile; how many
 /// were written.
 fn write_entries(o: &Loaded, stubs: &[(&Plan, u64)]) -> u64 {
-    let page = 4096u64;
-    let segs: Vec<(u64, u64)> = o
-        .exec
-        .iter()
-        .map(|&(s, e)| (s & !(page - 1), e.next_multiple_of(page)))
-        .collect();
-    let protect = |prot: i32| {
-        segs.iter().all(|&(s, e)| {
-            // SAFETY: the object's own executable segments, page-aligned; their protection
-            // changes, not their contents or mapping.
-            unsafe { libc::mprotect(s as *mut libc::c_void, (e - s) as usize, prot) == 0 }
-        })
-    };
-    if !protect(libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC) {
-        protect(libc::PROT_READ | libc::PROT_EXEC);
+    if !crate::text::set_writable(&o.exec, true) {
+        crate::text::set_writable(&o.exec, false);
         return 0;
     }
     let mut written = 0;
@@ -464,7 +445,7 @@ fn write_entries(o: &Loaded, stubs: &[(&Plan, u64)]) -> u64 {
         written += 1;
         entries.push(p.entry);
     }
-    protect(libc::PROT_READ | libc::PROT_EXEC);
+    crate::text::set_writable(&o.exec, false);
     entries.sort_unstable();
     written
 }

@@ -9,7 +9,7 @@ use std::path::Path;
 /// (the constructor and the process-wide words every floor reads) stands outside them.
 const FLOORS: &[&[&str]] = &[
     // Leaves: the event table, the recorder's descriptors and liveness, this process's fork
-    // words, cancellation held off, the memory of patched stubs.
+    // words, cancellation held off, the memory of patched stubs, the code made writable.
     &[
         "events",
         "memfds",
@@ -17,6 +17,7 @@ const FLOORS: &[&[&str]] = &[
         "recorder_alive",
         "no_cancel",
         "stub_region",
+        "text",
     ],
     // The loaded objects; the thread's slot.
     &["objects", "slot"],
