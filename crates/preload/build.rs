@@ -192,6 +192,9 @@ fn main() {
         flags.extend(ALIGN);
     }
     let mut cmd = Command::new(cargo);
+    // No standard input of the outer build's: cargo probes rustc with `rustc -`, which reads
+    // it as a source file (and caches a failed probe in the target directory).
+    cmd.stdin(std::process::Stdio::null());
     cmd.arg("build")
         .arg("--manifest-path")
         .arg(root.join("Cargo.toml"))

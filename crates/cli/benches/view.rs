@@ -11,6 +11,7 @@ use std::process::{Command, Stdio};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use perfaux::export::{ExportArgs, Format, export};
+use perfaux::progress::Progress;
 use perfaux::report::{ViewArgs, report};
 
 fn ok(c: &mut Command) -> bool {
@@ -77,7 +78,9 @@ fn bench(c: &mut Criterion) {
             tid: Vec::new(),
             comm: Vec::new(),
         };
-        g.bench_function(name, |b| b.iter(|| export(&args).unwrap()));
+        g.bench_function(name, |b| {
+            b.iter(|| export(&args, &mut Progress::quiet()).unwrap())
+        });
     }
     if let Some(u) = &uft {
         g.bench_function("uftrace_report", |b| {

@@ -30,6 +30,97 @@ pub enum Command {
     Script(ScriptArgs),
     /// Write perf.data in a viewer's format: Perfetto, Chrome JSON, Firefox Profiler.
     Export(crate::export::ExportArgs),
+    /// Intel PT traces: dump a raw stream's packets (as libipt's ptdump does).
+    #[command(name = "intel-pt", subcommand)]
+    IntelPt(IntelPtCommand),
+}
+
+/// `perfaux intel-pt ...`.
+#[derive(Debug, Subcommand)]
+pub enum IntelPtCommand {
+    /// Print every packet of a raw Intel PT stream, one line each, as libipt's ptdump does
+    /// (its options, its columns, its sync and diagnostics): `perfaux intel-pt dump [OPTIONS]
+    /// FILE[:FROM[-TO]]`.
+    #[command(after_help = "\
+ptdump's options:
+  --no-sync                 don't sync to the first PSB, assume one at the start
+  --quiet                   print nothing but diagnostics
+  --no-pad                  don't show PAD packets
+  --no-timing               don't show timing packets (tsc, cbr, tma, mtc, cyc)
+  --no-cyc                  don't show CYC packets and ignore them when tracking time
+  --no-offset               don't show the offset as the first column
+  --raw                     show the packets' bytes
+  --lastip                  show the last IP on packets with IP payloads
+  --exec-mode               show the execution mode on mode.exec packets
+  --time                    show the estimated TSC on timing packets
+  --tcal                    show the time calibration
+  --time-delta              show time and calibration as differences
+  --no-tcal                 don't calibrate (CYC packets then give errors)
+  --no-wall-clock           print relative time where no TSC has come yet
+  --keep-tcal-on-ovf        keep the calibration over an overflow
+  --cpu none|F/M[/S]        decode with the errata of family F, model M, stepping S
+  --mtc-freq N              IA32_RTIT_CTL.MTCFreq
+  --nom-freq N              MSR_PLATFORM_INFO[15:8], the nominal core:bus ratio
+  --cpuid-0x15.eax N        CPUID leaf 0x15's EAX
+  --cpuid-0x15.ebx N        CPUID leaf 0x15's EBX
+  --pevent[:primary|:secondary] FILE[:FROM[-TO]]
+                            perf_event sideband records to print among the packets,
+                            by time (turns time tracking on)
+  --pevent:sample-type N, --pevent:time-zero N, --pevent:time-shift N,
+  --pevent:time-mult N, --pevent:tsc-offset N, --pevent:sample-config ID:TYPE
+                            how the next sideband file was written (perf's attr and
+                            the TIME_CONV of its recording)
+  --sb:compact|--sb:verbose one line a record, or every field
+  --sb:filename, --sb:offset, --sb:time
+                            prefix each record with its file, offset or time
+  FILE[:FROM[-TO]]          the stream, or the bytes FROM to TO of it (offsets are
+                            printed from FROM)")]
+    Dump {
+        /// ptdump's options, then the trace file.
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            num_args = 1..,
+            value_name = "ARGS"
+        )]
+        args: Vec<String>,
+    },
+    /// Print the instructions a raw Intel PT stream executed, one address a line, and the
+    /// events between them, as libipt's `ptxed --no-inst` does: `perfaux intel-pt decode --raw
+    /// CODE[:FROM[-TO]]:BASE ... --pt TRACE`.
+    #[command(after_help = "\
+ptxed's options (the ones implemented so far):
+  --pt FILE[:FROM[-TO]]          the trace
+  --raw FILE[:FROM[-TO]]:BASE    code: the bytes of FILE (or FROM to TO of them) at BASE;
+                                 give as many as the trace runs through
+  --elf FILE[:BASE]              code: an ELF file's loadable segments at their addresses,
+                                 or from BASE on
+  --cpu none|F/M[/S]             decode with the errata of that cpu (an unknown one is said)
+  --filter:addrN_cfg|_a|_b N     the address filters the trace was recorded with (N 0-3)
+  --event:ip                     show the IPs of events
+  --event:iflags                 report changes of the interrupt flag
+  --resync-on-error              after an error, go on at the next event, not the next PSB
+  --quiet                        print only errors (and statistics)
+  --stat, --stat:insn, --stat:blocks
+                                 count instructions and blocks
+  --block:show-blocks, --block:end-on-call, --block:end-on-jump
+                                 the block decoder's blocks
+  --no-inst, --check, --insn-decoder, --block-decoder
+                                 accepted: the output is the addresses, as ptxed's with --no-inst
+  --event:tick, --event:time       ticks where time moved on at a branch; each event's TSC
+  --mtc-freq N, --nom-freq N, --cpuid-0x15.eax N, --cpuid-0x15.ebx N, --insn:keep-tcal-on-ovf
+                                 the clocks, for the TSC estimates (as intel-pt dump's)
+Not yet: perf_event sideband.")]
+    Decode {
+        /// ptxed's options.
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            num_args = 1..,
+            value_name = "ARGS"
+        )]
+        args: Vec<String>,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -88,6 +179,18 @@ pub struct RecordArgs {
         default_missing_value = ""
     )]
     pub snapshot: Option<String>,
+    /// With -S, for a program that records its `tracing` events with perfaux-tracing's
+    /// layer: a snapshot when it records an event this severe or more (error, warn, info,
+    /// debug, trace), at most one a second.
+    #[arg(long = "snapshot-on", value_name = "LEVEL")]
+    pub snapshot_on: Option<String>,
+    /// With -S and perfaux-tracing's layer: a snapshot when a span has been entered for this
+    /// long in all (e.g. 50ms, 2s).
+    #[arg(long = "snapshot-on-slow", value_name = "DURATION")]
+    pub snapshot_on_slow: Option<String>,
+    /// With -S and perfaux-tracing's layer: a snapshot when a thread of the program panics.
+    #[arg(long = "snapshot-on-panic")]
+    pub snapshot_on_panic: bool,
     /// Sample AUX area: samples of events grouped behind the AUX event carry
     /// SIZE bytes of trace (default 4096; K/M suffixes).
     #[arg(
@@ -145,6 +248,12 @@ pub struct RecordArgs {
     /// are traced through its PLT, under the library functions' names, as uftrace does).
     #[arg(long = "no-libcall")]
     pub no_libcall: bool,
+    /// The most threads of the program traced at once (each with rings of -m's sizes, made as
+    /// threads need them): later ones wait a little for a slot whose thread ended, or are
+    /// counted and said.
+    #[arg(long = "max-threads", value_name = "N", default_value_t = perfaux_preload::program::MAX_THREADS as u64,
+          value_parser = clap::value_parser!(u64).range(1..=perfaux_preload::program::MAX_THREADS as u64))]
+    pub max_threads: u64,
     /// How -P and -U read FUNC: regex (the default) or glob (the whole name).
     #[arg(long = "match", value_name = "TYPE", value_parser = ["regex", "glob"], default_value = "regex")]
     pub match_kind: String,

@@ -10,6 +10,7 @@ use perfaux_view::perfetto::PerfettoWriter;
 use perfaux_view::{Filter, walk};
 
 use crate::error::CliError;
+use crate::progress::{Counted, Progress, Watched, Written};
 use crate::report::create;
 
 /// The output formats.
@@ -44,8 +45,10 @@ pub struct ExportArgs {
     pub comm: Vec<String>,
 }
 
-/// Runs `perfaux export`; returns the file written.
-pub fn export(args: &ExportArgs) -> Result<PathBuf, CliError> {
+/// Runs `perfaux export`, its progress (calls read, bytes written) shown through `progress`;
+/// returns the file written and its size (an export of millions of calls is gigabytes: the
+/// command says it).
+pub fn export(args: &ExportArgs, progress: &mut Progress) -> Result<(PathBuf, u64), CliError> {
     let out = args.output.clone().unwrap_or_else(|| {
         PathBuf::from(match args.format {
             Format::Perfetto => "trace.perfetto-trace",
@@ -58,48 +61,61 @@ pub fn export(args: &ExportArgs) -> Result<PathBuf, CliError> {
         comms: args.comm.clone(),
     };
     let input = &args.input;
-    let w = create(&out)?;
-    let written = write(args, input, filter, w, &out);
+    let size = Written::default();
+    let w = Counted::new(create(&out)?, size.clone());
+    let written = write(args, input, filter, w, &out, progress, &size);
+    progress.done();
     // What was written is no export of the recording (a filter that
     // matched nothing, a damaged input): no file is left to be taken for
     // one. Only a regular file: `-o /dev/null` stays.
     if written.is_err() && std::fs::symlink_metadata(&out).is_ok_and(|m| m.is_file()) {
         let _ = std::fs::remove_file(&out);
     }
-    written.map(|()| out)
+    written?;
+    Ok((out, size.get()))
 }
 
 fn write(
     args: &ExportArgs,
     input: &Path,
     filter: Filter,
-    w: std::io::BufWriter<std::fs::File>,
+    w: Counted<std::io::BufWriter<std::fs::File>>,
     out: &Path,
+    progress: &mut Progress,
+    size: &Written,
 ) -> Result<(), CliError> {
     let werr = |e: std::io::Error| CliError::file(out, e);
     match args.format {
         Format::Perfetto => {
             let mut p = PerfettoWriter::new(w);
-            run(input, filter, &mut p)?;
+            walk_into(input, filter, &mut p, progress, size)?;
             p.finish().map_err(werr)?;
         }
         Format::Chrome => {
             let mut c = ChromeWriter::new(w).map_err(werr)?;
-            run(input, filter, &mut c)?;
+            walk_into(input, filter, &mut c, progress, size)?;
             c.finish().map_err(werr)?;
         }
         Format::Firefox => {
             let mut p = FirefoxProfile::new(&format!("perfaux: {}", input.display()));
-            run(input, filter, &mut p)?;
+            walk_into(input, filter, &mut p, progress, size)?;
             p.write(w).map_err(werr)?;
         }
     }
     Ok(())
 }
 
-fn run(input: &Path, filter: Filter, sink: &mut impl perfaux_view::Sink) -> Result<(), CliError> {
+/// Walks the recording into `sink`, its progress shown.
+fn walk_into(
+    input: &Path,
+    filter: Filter,
+    sink: &mut impl perfaux_view::Sink,
+    progress: &mut Progress,
+    size: &Written,
+) -> Result<(), CliError> {
     crate::view_input::with_recording(input, filter, |rec| {
-        walk(rec, sink).map_err(|e| CliError::file(input, e))
+        let mut watched = Watched::new(sink, progress, Some(size.clone()));
+        walk(rec, &mut watched).map_err(|e| CliError::file(input, e))
     })
     .map(|_| ())
 }

@@ -4,7 +4,7 @@ use std::io::BufWriter;
 use std::process::ExitCode;
 
 use clap::Parser;
-use perfaux::cli::{Cli, Command, RecordArgs, ReportArgs, ScriptArgs};
+use perfaux::cli::{Cli, Command, IntelPtCommand, RecordArgs, ReportArgs, ScriptArgs};
 use perfaux::error::CliError;
 use perfaux::progress::Progress;
 use perfaux::record::RecordConfig;
@@ -13,7 +13,10 @@ fn report(args: &ReportArgs, verbose: bool) -> Result<(), CliError> {
     let stdout = std::io::stdout().lock();
     let mut out = BufWriter::with_capacity(1 << 16, stdout);
     if !args.dump_raw_trace {
-        return perfaux::report::report(&args.input, &args.view, &mut out);
+        let mut progress = Progress::new("report", verbose, true);
+        let r = perfaux::report::report_with(&args.input, &args.view, &mut out, &mut progress);
+        progress.done();
+        return r;
     }
     let mut progress = Progress::new("report -D", verbose, true);
     let shown = args.input.to_string_lossy();
@@ -32,6 +35,45 @@ fn script(args: &ScriptArgs, verbose: bool) -> Result<(), CliError> {
         &mut out,
         &mut progress,
     )
+}
+
+fn export(args: &perfaux::export::ExportArgs, verbose: bool) -> Result<(), CliError> {
+    let mut progress = Progress::new("export", verbose, false);
+    let (out, size) = perfaux::export::export(args, &mut progress)?;
+    eprintln!(
+        "perfaux export: wrote {} ({})",
+        out.display(),
+        perfaux::progress::human_bytes(size)
+    );
+    Ok(())
+}
+
+fn intel_pt(cmd: &IntelPtCommand) -> Result<(), CliError> {
+    match cmd {
+        IntelPtCommand::Dump { args } => {
+            let (opts, input) = perfaux_intelpt::ptdump::parse_args(args).map_err(|e| {
+                CliError::msg(format!(
+                    "intel-pt dump: {e} (perfaux intel-pt dump --help lists the options)"
+                ))
+            })?;
+            let buf = input
+                .load()
+                .map_err(|e| CliError::msg(format!("intel-pt dump: {e}")))?;
+            let stdout = std::io::stdout().lock();
+            let out = BufWriter::with_capacity(1 << 16, stdout);
+            perfaux_intelpt::ptdump::dump(&buf, &opts, out).map_err(CliError::output)
+        }
+        IntelPtCommand::Decode { args } => {
+            let setup = perfaux_intelpt::ptxed::parse_args(args).map_err(|e| {
+                CliError::msg(format!(
+                    "intel-pt decode: {e} (perfaux intel-pt decode --help lists the options)"
+                ))
+            })?;
+            let stdout = std::io::stdout().lock();
+            let out = BufWriter::with_capacity(1 << 16, stdout);
+            perfaux_intelpt::ptxed::run(&setup, out).map_err(CliError::output)
+        }
+    }
 }
 
 fn record(args: &RecordArgs, verbose: bool) -> Result<(), CliError> {
@@ -76,7 +118,8 @@ fn main() -> ExitCode {
         Command::Report(a) => report(a, cli.verbose),
         Command::Script(a) => script(a, cli.verbose),
         Command::Record(a) => record(a, cli.verbose),
-        Command::Export(a) => perfaux::export::export(a).map(|_| ()),
+        Command::Export(a) => export(a, cli.verbose),
+        Command::IntelPt(c) => intel_pt(c),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -7,12 +7,14 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use perfaux_view::flame::{FlameChart, write_flame_graph};
+use perfaux_view::flame::write_flame_graph;
+use perfaux_view::flame_chart::FlameChart;
 use perfaux_view::report::{ReportOptions, write_report};
 use perfaux_view::stats::Collector;
 use perfaux_view::{Filter, walk};
 
 use crate::error::CliError;
+use crate::progress::{Progress, Watched};
 
 /// `perfaux report`'s options beyond -i and -D.
 #[derive(Debug, Args, Clone, Default)]
@@ -55,6 +57,16 @@ impl ViewArgs {
 
 /// Runs `perfaux report` (no -D) on `input` into `out`.
 pub fn report(input: &Path, args: &ViewArgs, out: &mut impl Write) -> Result<(), CliError> {
+    report_with(input, args, out, &mut Progress::quiet())
+}
+
+/// [`report`], its progress (the calls read) shown through `progress`.
+pub fn report_with(
+    input: &Path,
+    args: &ViewArgs,
+    out: &mut impl Write,
+    progress: &mut Progress,
+) -> Result<(), CliError> {
     let opts = ReportOptions {
         sort: args.sort.clone(),
         call_graph: args.call_graph,
@@ -66,8 +78,8 @@ pub fn report(input: &Path, args: &ViewArgs, out: &mut impl Write) -> Result<(),
         // The sinks are called directly, not through `dyn`: a call per
         // traced call, inlined into the pass.
         match chart.as_mut() {
-            Some(ch) => walk(rec, &mut (&mut c, ch)),
-            None => walk(rec, &mut c),
+            Some(ch) => walk(rec, &mut Watched::new((&mut c, ch), progress, None)),
+            None => walk(rec, &mut Watched::new(&mut c, progress, None)),
         }
         .map_err(|e| CliError::file(input, e))
     })?;
@@ -76,7 +88,7 @@ pub fn report(input: &Path, args: &ViewArgs, out: &mut impl Write) -> Result<(),
         write_flame_graph(&c, &names, &sum, create(p)?).map_err(|e| CliError::file(p, e))?;
     }
     if let (Some(p), Some(ch)) = (&args.flame_chart, chart) {
-        ch.write(&sum, create(p)?)
+        ch.write(&names, &sum, create(p)?)
             .map_err(|e| CliError::file(p, e))?;
     }
     let mut watched = WatchedOutput { out, error: None };

@@ -130,7 +130,7 @@ fn readers_hold_a_bounded_part_of_a_trace_section_larger_than_the_bound() {
         comm: Vec::new(),
     };
     let used = peak(|| {
-        export(&args).unwrap();
+        export(&args, &mut perfaux::progress::Progress::quiet()).unwrap();
     });
     let written = std::fs::metadata(&json).unwrap().len();
     assert!(

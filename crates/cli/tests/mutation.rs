@@ -119,9 +119,17 @@ fn mutate_file(name: &str, bytes: &[u8], call_trace: bool, seed: u64) {
         let p = pass(&mutant, call_trace, &what);
         if cut {
             // A file cut short prints only lines the intact file has (in
-            // the columns before the symbol: the probe names live in the
-            // feature area) and says it is damaged.
-            let prefix = |l: &str| l.get(..40).unwrap_or(l).to_string();
+            // the tid, cpu and time columns: event and probe names live in
+            // the feature area) and says it is damaged. The thread's name
+            // is left out too: a line is named by the COMM of its time,
+            // which can sit in the file after the line (another CPU's
+            // buffer written later) and so beyond the cut.
+            let prefix = |l: &str| {
+                let rest = l.trim_start().split_once(' ').map_or(l, |(_, r)| r);
+                rest.split_once(": ")
+                    .map_or(rest, |(cols, _)| cols)
+                    .to_string()
+            };
             let intact_prefixes: std::collections::HashSet<String> =
                 all.iter().map(|l| prefix(l)).collect();
             for l in p.script.0.lines() {

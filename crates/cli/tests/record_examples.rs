@@ -12,11 +12,16 @@ use common::*;
 
 /// Builds perfaux-recorder's examples; returns their directory.
 fn examples() -> PathBuf {
+    examples_of("perfaux-recorder")
+}
+
+/// Builds `package`'s examples; returns their directory.
+fn examples_of(package: &str) -> PathBuf {
     let st = Command::new(env!("CARGO"))
-        .args(["build", "-q", "-p", "perfaux-recorder", "--examples"])
+        .args(["build", "-q", "-p", package, "--examples"])
         .status()
         .expect("cargo");
-    assert!(st.success(), "building perfaux-recorder's examples");
+    assert!(st.success(), "building {package}'s examples");
     // target/<profile>/deps/<test> -> target/<profile>/examples
     let exe = std::env::current_exe().unwrap();
     exe.parent().unwrap().parent().unwrap().join("examples")
@@ -71,4 +76,136 @@ fn the_flight_recorder_example_writes_a_file_perf_and_perfaux_read() {
         assert_eq!(p.code, 0, "perf {args:?}: {}", p.stderr);
         assert_eq!(p.stderr.trim(), "", "perf {args:?} warned");
     }
+}
+
+/// A Rust service with `tracing` spans and events and perfaux-tracing's layer, recorded by
+/// `perfaux record`: every span is a call named `target::name` (the names the program gave,
+/// through the control area, not the layer's code address), every event a uevent, the counts
+/// those the program made (3 workers x 1000 requests, every 97th slow), and the program's own
+/// recording declines to start.
+#[test]
+fn a_tracing_service_recorded_by_perfaux_record_has_its_spans_by_name() {
+    let ex = examples_of("perfaux-tracing");
+    let dir = tempdir();
+    let out = dir.path().join("svc.data");
+    let own = dir.path().join("own.data");
+    let r = perfaux(&[
+        "record",
+        "-o",
+        path_str(&out),
+        "--",
+        path_str(&ex.join("service")),
+        path_str(&own),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("runs under `perfaux record`"),
+        "{}",
+        r.stderr
+    );
+    assert!(!own.exists(), "the service's own recording declined");
+    let rep = perfaux(&["report", "-i", path_str(&out)]);
+    assert_eq!(rep.code, 0, "{}", rep.stderr);
+    let calls = |f: &str| {
+        rep.stdout
+            .lines()
+            .find(|l| l.split_whitespace().last() == Some(f))
+            .and_then(|l| l.split_whitespace().nth(4))
+            .map(str::to_owned)
+    };
+    assert_eq!(
+        calls("service::request").as_deref(),
+        Some("3000"),
+        "{}",
+        rep.stdout
+    );
+    assert_eq!(
+        calls("service::lookup").as_deref(),
+        Some("3000"),
+        "{}",
+        rep.stdout
+    );
+    assert_eq!(
+        calls("service::slow_path").as_deref(),
+        Some("33"),
+        "{}",
+        rep.stdout
+    );
+    // The uevent types by the names the program gave them.
+    let script = perfaux(&["script", "-i", path_str(&out)]);
+    let events = script
+        .stdout
+        .lines()
+        .filter(|l| l.contains("tracing_event(29697) \"level="))
+        .count();
+    assert_eq!(events, 3033, "3000 done, 33 slow");
+    let spans = script
+        .stdout
+        .lines()
+        .filter(|l| l.contains("tracing_span(29698) \"span=request "))
+        .count();
+    assert_eq!(spans, 3000);
+}
+
+/// `record -S --snapshot-on warn` with a program that uses perfaux-tracing: its layer sends a
+/// `tracing_snapshot` uevent at its first warning (then at most one a second: the service's
+/// 33 warnings come within a fraction of one), and the recording takes one snapshot more than
+/// the same recording without the option (whose snapshots are the threads' ends). Without -S
+/// the option is refused.
+#[test]
+fn record_s_snapshot_on_a_level_takes_a_snapshot_when_the_program_warns() {
+    let ex = examples_of("perfaux-tracing");
+    let service = ex.join("service");
+    let dir = tempdir();
+    let own = dir.path().join("own.data");
+    let snapshots = |extra: &[&str], name: &str| {
+        let out = dir.path().join(name);
+        let mut args = vec!["record", "-S"];
+        args.extend_from_slice(extra);
+        args.extend([
+            "-o",
+            path_str(&out),
+            "--",
+            path_str(&service),
+            path_str(&own),
+        ]);
+        let r = perfaux(&args);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let n: u64 = r
+            .stderr
+            .split(" snapshots")
+            .next()
+            .and_then(|s| s.rsplit(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no snapshot count: {}", r.stderr));
+        let script = perfaux(&["script", "-i", path_str(&out)]);
+        let said: Vec<String> = script
+            .stdout
+            .lines()
+            .filter(|l| l.contains("tracing_snapshot("))
+            .map(|l| l.rsplit('"').nth(1).unwrap_or("").to_string())
+            .collect();
+        (n, said)
+    };
+    let (plain, none) = snapshots(&[], "plain.data");
+    assert!(none.is_empty(), "{none:?}");
+    let (warned, said) = snapshots(&["--snapshot-on", "warn"], "warn.data");
+    assert_eq!(said, ["reason=level level=WARN"]);
+    assert_eq!(
+        warned,
+        plain + 1,
+        "one snapshot more than the threads' ends"
+    );
+    let r = perfaux(&[
+        "record",
+        "--snapshot-on",
+        "warn",
+        "-o",
+        path_str(&dir.path().join("x.data")),
+        "--",
+        path_str(&service),
+        path_str(&own),
+    ]);
+    assert_ne!(r.code, 0);
+    assert!(r.stderr.contains("they need -S"), "{}", r.stderr);
 }

@@ -103,6 +103,111 @@ fn cancelled_threads_run_as_without_perfaux_and_give_their_slots_back() {
     }
 }
 
+/// A program that writes pseudo-random words over every writable memfd mapping it has (perfaux's
+/// rings and control area: the wild pointer a user records a trace to find), after a thread
+/// whose trace the recorder drained: the program runs to its end with its own result, the
+/// recording is written with that thread's calls whole, and the damage is said ring by ring
+/// and for the control area; the counts read from the damaged area are not said as facts.
+#[test]
+fn a_program_that_writes_over_its_rings_loses_only_those_rings() {
+    perfaux_testutil::require_oracle!("gcc");
+    let dir = tempfile::tempdir().unwrap();
+    for (flags, name) in FLAVOURS {
+        let prog = build_c(dir.path(), "hostile.c", flags, &format!("scribble_{name}"));
+        let plain = Command::new(&prog).arg("scribble").output().unwrap();
+        let plain_out = String::from_utf8_lossy(&plain.stdout);
+        let sums = |s: &str| s.split_once("sums").map(|(_, r)| r.trim().to_owned());
+        assert_eq!(
+            sums(&plain_out).as_deref(),
+            Some("1000 1000 1000"),
+            "{plain_out}"
+        );
+        let (out, data) = record(dir.path(), &prog, &["scribble"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{name}: {:?}: {stderr}", out.status);
+        assert_eq!(
+            sums(&stdout),
+            sums(&plain_out),
+            "{name}: the program's result"
+        );
+        assert!(
+            !stdout.contains("scribbled 0 "),
+            "{name}: nothing was written over: {stdout}"
+        );
+        assert!(
+            stderr.contains("the program wrote over its trace ring's memory"),
+            "{name}: {stderr}"
+        );
+        assert!(
+            stderr.contains("the program wrote over the memory it shares with the recorder"),
+            "{name}: {stderr}"
+        );
+        // The control area's counters were noise after the damage: none said as a count.
+        for noise in [
+            "were not traced:",
+            "signal handlers",
+            "deeper than",
+            "object(s)",
+        ] {
+            assert!(!stderr.contains(noise), "{name}: {noise}: {stderr}");
+        }
+        // The first thread's calls, drained before the damage, are whole under their names.
+        let per = calls_by_tid(&data);
+        let mut by_tid: std::collections::BTreeMap<u32, (u64, u64)> = Default::default();
+        for (tid, f) in &per {
+            let e = by_tid.entry(*tid).or_default();
+            match f.as_str() {
+                "thousand" => e.0 += 1,
+                "f" => e.1 += 1,
+                _ => {}
+            }
+        }
+        assert!(
+            by_tid.values().any(|&c| c == (1, 1000)),
+            "{name}: no thread with thousand() and its 1000 calls of f: {by_tid:?}"
+        );
+    }
+}
+
+/// A process that closed the recorder's descriptors and changed its user (as root: to 65534)
+/// before making threads: its threads cannot open their slots' rings, by number or through
+/// /proc/RECORDER/fd. They run untraced, counted and said with the reason; the recording (the
+/// main thread's calls) is written and the program's result is its own.
+#[test]
+fn threads_whose_process_cannot_open_the_rings_are_said_untraced() {
+    perfaux_testutil::require_oracle!("gcc");
+    let dir = tempfile::tempdir().unwrap();
+    // The recording's directory must take the file written by root; the program only runs.
+    let prog = build_c(
+        dir.path(),
+        "hostile.c",
+        &["-finstrument-functions"],
+        "unreach_fi",
+    );
+    let (out, data) = record(dir.path(), &prog, &["unreachable"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if stdout.trim() == "not root" {
+        eprintln!("skipped: changing the program's user needs root");
+        return;
+    }
+    assert!(out.status.success(), "{:?}: {stderr}", out.status);
+    assert_eq!(stdout.trim(), "ran 3 threads");
+    assert_eq!(
+        count_before(
+            &stderr,
+            "thread(s) of the program's processes were not traced: their process could not open"
+        ),
+        Some(3),
+        "{stderr}"
+    );
+    assert!(stderr.contains("Permission denied"), "{stderr}");
+    let counts = report_counts(&data);
+    assert_eq!(counts.get("main"), Some(&1), "{counts:?}");
+    assert_eq!(counts.get("thousand"), None, "{counts:?}");
+}
+
 /// Waits (at most a minute: a guard against a hang, not a measure of speed) until `path`
 /// exists.
 fn wait_for(path: &Path, what: &str) {

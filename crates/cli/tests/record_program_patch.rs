@@ -194,6 +194,44 @@ fn entries_the_compiler_prepared_are_traced_without_p() {
     }
 }
 
+/// A program built with compiler hooks is traced through them, and `record` says so in one
+/// line naming the flags (the prepared entries' line is the test above's): the three flavours.
+#[test]
+fn the_compiler_hooks_a_program_calls_are_said_in_one_line() {
+    perfaux_testutil::require_oracle!("gcc");
+    let dir = tempfile::tempdir().unwrap();
+    for (flags, name, how) in [
+        (
+            &["-O2", "-finstrument-functions"][..],
+            "calls_fi_way",
+            "-finstrument-functions",
+        ),
+        (&["-O2", "-pg"][..], "calls_pg_way", "-pg"),
+        (
+            &["-O2", "-pg", "-mfentry"][..],
+            "calls_fentry_way",
+            "-pg -mfentry",
+        ),
+    ] {
+        let prog = build_calls(dir.path(), flags, name);
+        let (out, _) = record(dir.path(), &prog, &["1"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{name}: {err}");
+        let ways: Vec<&str> = err
+            .lines()
+            .filter(|l| l.contains(" through its "))
+            .collect();
+        assert_eq!(
+            ways,
+            [format!(
+                "perfaux record: tracing {} through its compiler hooks ({how})",
+                prog.display()
+            )],
+            "{name}"
+        );
+    }
+}
+
 #[test]
 fn a_cet_build_keeps_its_endbr64_and_its_calls() {
     perfaux_testutil::require_oracle!("uftrace");

@@ -1,9 +1,10 @@
-//! `perfaux record -- ./prog` on programs with more threads than the recording has slots
-//! (crates/preload/tests/c/calls.c `serial` and `together`). A slot serves one thread at a
-//! time: when its thread ends, the recorder takes its last bytes and gives it to the next, so
-//! a program that makes threads one after another is traced whole (judged by uftrace's call
-//! counts); only threads that start while every slot is held by a running thread go
-//! untraced, and those are counted and said.
+//! `perfaux record -- ./prog` on programs with many threads (crates/preload/tests/c/calls.c
+//! `serial` and `together`). A slot serves one thread at a time: the recorder makes more as the
+//! program's threads take them (a thousand at once, under the usual soft limit of 1024
+//! descriptors), and when a thread ends it takes its last bytes and gives the slot to the next.
+//! With `--max-threads N` (the tests below use the 64 slots made before the program starts),
+//! a program that makes threads one after another is still traced whole (judged by uftrace's
+//! call counts); only threads that start while N are traced go untraced, counted and said.
 
 mod calls;
 
@@ -11,8 +12,22 @@ use std::collections::BTreeMap;
 
 use calls::*;
 
-/// The recording's slots (perfaux-preload `program::SLOTS`).
+/// The recording's slots made before the program starts (perfaux-preload `program::SLOTS`),
+/// kept as the most with `--max-threads` where a test is about giving slots back.
 const SLOTS: usize = 64;
+/// `--max-threads` at [`SLOTS`].
+const AT_SLOTS: [&str; 2] = ["--max-threads", "64"];
+
+/// Records with the most threads at once at [`SLOTS`].
+fn record_at_slots(
+    d: &std::path::Path,
+    prog: &std::path::Path,
+    args: &[&str],
+    opts: &[&str],
+) -> (std::process::Output, std::path::PathBuf) {
+    let opts: Vec<&str> = AT_SLOTS.iter().chain(opts).copied().collect();
+    record_with(d, prog, args, &opts, &[])
+}
 
 fn build(name: &str) -> Option<(tempfile::TempDir, std::path::PathBuf)> {
     if !perfaux_testutil::oracle("gcc") || !perfaux_testutil::oracle("uftrace") {
@@ -51,7 +66,7 @@ fn threads_made_one_after_another_past_the_slots_are_all_traced() {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let want = uftrace_counts(d, &prog, &args);
     assert_eq!(want.get("worker"), Some(&(threads as u64)), "{want:?}");
-    let (out, data) = record(d, &prog, &args);
+    let (out, data) = record_at_slots(d, &prog, &args, &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(!stderr.contains("not traced"), "{stderr}");
@@ -62,7 +77,7 @@ fn threads_made_one_after_another_past_the_slots_are_all_traced() {
 
     // -S with an area far larger than a worker's trace: each ended thread's snapshot holds
     // all its calls.
-    let (out, data) = record_with(d, &prog, &args, &["-S", "-m", ",256K"], &[]);
+    let (out, data) = record_at_slots(d, &prog, &args, &["-S", "-m", ",256K"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let per = by_thread(&calls_by_tid(&data));
@@ -91,7 +106,7 @@ fn threads_beyond_the_slots_at_once_are_counted_and_said() {
     let threads = SLOTS + 16;
     let args = args_of(threads, "together");
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (out, data) = record(d, &prog, &args);
+    let (out, data) = record_at_slots(d, &prog, &args, &[]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     let untraced: usize = err
@@ -119,6 +134,137 @@ fn threads_beyond_the_slots_at_once_are_counted_and_said() {
     }
 }
 
+/// `perfaux record` with its soft RLIMIT_NOFILE at 1024 (a desktop session's default; the
+/// hard limit as it is), from `dir`.
+fn record_under_1024_descriptors(
+    dir: &std::path::Path,
+    command: &[&str],
+    opts: &[&str],
+    data: &std::path::Path,
+) -> std::process::Output {
+    std::process::Command::new("sh")
+        .current_dir(dir)
+        .arg("-c")
+        .arg(r#"ulimit -Sn 1024 && exec "$0" "$@""#)
+        .arg(PERFAUX)
+        .arg("record")
+        .args(opts)
+        .arg("-o")
+        .arg(data)
+        .arg("--")
+        .args(command)
+        .output()
+        .expect("perfaux record under sh")
+}
+
+/// A thousand threads alive at once, past the 64 slots made before the program starts and
+/// with two descriptors a slot past a soft limit of 1024: the recorder makes the rings as the
+/// threads come, so every thread is traced whole, and the summary says how many at once and
+/// what their rings cost.
+#[test]
+fn a_thousand_threads_at_once_are_all_traced() {
+    let Some((dir, prog)) = build("thousand_fi") else {
+        return;
+    };
+    let d = dir.path();
+    let threads = 1000;
+    let args = args_of(threads, "together");
+    let data = d.join("thousand.data");
+    let mut command = vec![prog.to_str().unwrap()];
+    command.extend(args.iter().map(String::as_str));
+    let out = record_under_1024_descriptors(d, &command, &["-m", ",64K"], &data);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    // Two descriptors a ring in the recorder: a host whose hard limit leaves no room for a
+    // thousand rings must say so, with the reason, and trace what it could.
+    let hard: u64 = std::process::Command::new("sh")
+        .args(["-c", "ulimit -Hn"])
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+        .unwrap_or(u64::MAX);
+    if hard < 2 * threads as u64 + 512 {
+        assert!(
+            err.contains("the most the recorder could make rings for") && err.contains("EMFILE"),
+            "a hard limit of {hard} descriptors: {err}"
+        );
+        eprintln!("not all judged: a hard RLIMIT_NOFILE of {hard} holds too few rings");
+        return;
+    }
+    assert!(!err.contains("not traced"), "{err}");
+    let per = by_thread(&calls_by_tid(&data));
+    assert_eq!(per.len(), threads + 1, "{err}");
+    let workers: Vec<_> = per
+        .values()
+        .filter(|c| c.contains_key("together_worker"))
+        .collect();
+    assert_eq!(workers.len(), threads);
+    for w in workers {
+        assert_eq!(w.get("together_worker"), Some(&1), "{w:?}");
+        assert_eq!(w.get("leaf"), Some(&(20 + 89)), "{w:?}");
+    }
+    let line = err
+        .lines()
+        .find(|l| l.contains("threads traced"))
+        .unwrap_or_else(|| panic!("no line of threads in {err}"));
+    let word_after = |w: &str| -> usize {
+        let at = line.find(w).unwrap_or_else(|| panic!("{w} in {line}")) + w.len();
+        line[at..]
+            .split(|c: char| !c.is_ascii_digit())
+            .find(|t| !t.is_empty())
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(word_after("record: "), threads + 1, "{line}");
+    // Every thread waits at the barrier until the last one came: all held their slots at
+    // once, and as many rings were made.
+    assert_eq!(word_after("at most "), threads + 1, "{line}");
+    assert!(word_after("at once; ") > threads, "{line}");
+    assert!(line.contains("MiB of memory in use"), "{line}");
+}
+
+/// The program runs with the descriptor limit it was given: the recorder raises only its own
+/// (for the slots' rings).
+#[test]
+fn the_program_keeps_its_own_descriptor_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("limit.data");
+    let out = record_under_1024_descriptors(dir.path(), &["sh", "-c", "ulimit -Sn"], &[], &data);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "1024",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Twenty thousand threads one after another, with no limit of threads: every one traced
+/// whole, each under a tid of its own, in a few rings given from thread to thread.
+#[test]
+fn twenty_thousand_threads_one_after_another_are_all_traced() {
+    let Some((dir, prog)) = build("twenty_thousand_fi") else {
+        return;
+    };
+    let d = dir.path();
+    let threads = 20_000;
+    let args = args_of(threads, "serial");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (out, data) = record_with(d, &prog, &args, &["-m", "64K,64K"], &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("not traced"), "{err}");
+    assert!(err.contains(" 0 lost,"), "{err}");
+    let per = by_thread(&calls_by_tid(&data));
+    assert_eq!(per.len(), threads + 1, "{err}");
+    let workers: Vec<_> = per.values().filter(|c| c.contains_key("worker")).collect();
+    assert_eq!(workers.len(), threads);
+    for w in workers {
+        assert_eq!(w.get("worker"), Some(&1), "{w:?}");
+        assert_eq!(w.get("leaf"), Some(&(20 + 89)), "{w:?}");
+    }
+}
+
 /// More children than slots, and than the ring of forked children holds, one after another,
 /// each traced before it execs an instrumented image (a test driver running its tests): the
 /// old image's slot is freed when the new image's thread appears (exec ends the old image's
@@ -135,7 +281,7 @@ fn the_images_of_more_children_than_slots_are_all_traced() {
     let args = args_of(children, "forkexecs");
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let image = uftrace_counts(d, &prog, &["0", "2", "nojmp"]);
-    let (out, data) = record(d, &prog, &args);
+    let (out, data) = record_at_slots(d, &prog, &args, &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(!stderr.contains("not traced"), "{stderr}");
@@ -155,7 +301,7 @@ fn the_images_of_more_children_than_slots_are_all_traced() {
     let children = 2 * SLOTS;
     let args = args_of(children, "forkexecs");
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (out, data) = record_with(d, &prog, &args, &["-S", "-m", ",256K"], &[]);
+    let (out, data) = record_at_slots(d, &prog, &args, &["-S", "-m", ",256K"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(!stderr.contains("not traced"), "{stderr}");
@@ -232,7 +378,7 @@ fn processes_that_end_without_destructors_give_their_slots_back() {
     let want = after_fork(&uftrace_counts(d, &prog, &args));
     assert_eq!(want.get("child_ends"), Some(&(children as u64)), "{want:?}");
     for opts in [&[][..], &["-S", "-m", ",256K"][..]] {
-        let (out, data) = record_with(d, &prog, &args, opts, &[]);
+        let (out, data) = record_at_slots(d, &prog, &args, opts);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{opts:?}: {stderr}");
         assert!(!stderr.contains("not traced"), "{opts:?}: {stderr}");
@@ -285,7 +431,7 @@ fn the_slots_of_zombies_go_to_the_next_threads() {
     let children = SLOTS - 1;
     let args = args_of(children, "zombies");
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (out, data) = record(d, &prog, &args);
+    let (out, data) = record_at_slots(d, &prog, &args, &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(!stderr.contains("not traced"), "{stderr}");

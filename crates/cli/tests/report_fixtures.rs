@@ -166,23 +166,93 @@ fn group_read_prints_one_line_per_member_as_perf_does() {
     assert_eq!(theirs.code, 0, "{}", theirs.stderr);
     let ours = perfaux(&["script", "-i", path_str(&f)]);
     assert_eq!(ours.code, 0, "{}", ours.stderr);
-    // comm, tid, time, period, event: the first five columns of both (the
-    // comm is `sh`, one word; a cpu column, if any, is left out).
-    let columns = |text: &str| -> Vec<Vec<String>> {
-        text.lines()
-            .map(|l| {
-                l.split_whitespace()
-                    .filter(|w| !w.starts_with('['))
-                    .take(5)
-                    .map(String::from)
-                    .collect()
-            })
-            .collect()
-    };
-    let (a, b) = (columns(&theirs.stdout), columns(&ours.stdout));
+    let (a, b) = (script_columns(&theirs.stdout), script_columns(&ours.stdout));
     assert!(a.len() > 20, "perf printed {} lines", a.len());
     for ev in ["cpu-clock:", "task-clock:"] {
         assert!(a.iter().any(|l| l[4] == ev), "{ev} in perf's lines");
     }
     assert_eq!(a, b);
+}
+
+/// comm, tid, time, period, event: the first five columns of `script`'s
+/// lines (the comm is one word in these files; a cpu column, if any, is
+/// left out).
+fn script_columns(text: &str) -> Vec<Vec<String>> {
+    text.lines()
+        .map(|l| {
+            l.split_whitespace()
+                .filter(|w| !w.starts_with('['))
+                .take(5)
+                .map(String::from)
+                .collect()
+        })
+        .collect()
+}
+
+/// A file perf 6.1 wrote where `sh` exec'd on one CPU and ran on the
+/// other: the other CPU's buffer, with the samples after the exec, was
+/// written before the buffer with the exec's COMM. perf names every sample
+/// after the exec `sh` (COMM records are time-ordered with the samples);
+/// a name taken in file order says `perf-exec` for 314 of them.
+#[test]
+fn a_comm_written_after_later_samples_names_them_as_perf_does() {
+    let f = fixture("perf_data/group_read.exec_migrated.data");
+    let theirs = script_columns(&fixture_text(
+        "perf_data/group_read.exec_migrated.script.txt.xz",
+    ));
+    assert!(
+        theirs.iter().all(|l| l[0] == "sh"),
+        "perf names every sample sh"
+    );
+    let ours = perfaux(&["script", "-i", path_str(&f)]);
+    assert_eq!(ours.code, 0, "{}", ours.stderr);
+    let ours = script_columns(&ours.stdout);
+    assert_eq!(ours.len(), theirs.len());
+    for (i, (a, b)) in theirs.iter().zip(&ours).enumerate() {
+        assert_eq!(a, b, "line {}", i + 1);
+    }
+}
+
+/// The Intel PT packet lines `report -D` prints for each AUXTRACE payload, in file order.
+fn intel_pt_dumps(text: &str) -> Vec<String> {
+    let mut dumps = Vec::new();
+    let mut lines = text.lines();
+    while let Some(l) = lines.next() {
+        if l.starts_with(". ... Intel Processor Trace data: size ") {
+            let mut d = format!("{l}\n");
+            for l in lines.by_ref().take_while(|l| !l.is_empty()) {
+                d.push_str(l);
+                d.push('\n');
+            }
+            dumps.push(d);
+        }
+    }
+    dumps
+}
+
+/// `report -D` on an intel_pt recording decodes each AUXTRACE payload as perf 6.1 does: the
+/// packet lines perf printed for the same payloads, byte for byte, in file and pipe mode.
+#[test]
+fn intel_pt_payloads_dump_as_perfs_packet_lines() {
+    for (file, prefix) in [
+        ("intel_pt/perf.data.intel_pt-4.14", "quipper_intel_pt-4.14"),
+        (
+            "intel_pt/perf.data.piped.intel_pt-4.14",
+            "quipper_piped_intel_pt-4.14",
+        ),
+    ] {
+        let f = fixture(file);
+        let ours = perfaux(&["report", "-D", "-i", path_str(&f)]);
+        assert_eq!(ours.code, 0, "{file}: {}", ours.stderr);
+        let dumps = intel_pt_dumps(&ours.stdout);
+        assert_eq!(dumps.len(), 2, "{file}: AUXTRACE payloads dumped");
+        for (i, d) in dumps.iter().enumerate() {
+            let theirs = fixture_text(&format!("intel_pt/{prefix}.auxtrace{i}.perf-D.txt.xz"));
+            assert!(theirs.lines().count() > 1000);
+            assert!(
+                *d == theirs,
+                "{file}: payload {i} differs from perf's packet lines"
+            );
+        }
+    }
 }

@@ -62,8 +62,17 @@ fn user_rows(text: &str) -> BTreeMap<(String, String, String), (f64, u32)> {
         let Some(Ok(pct)) = pct.strip_suffix('%').map(str::parse::<f64>) else {
             continue;
         };
+        // A sample in a PLT stub: perfaux names it by the stub's target (`snprintf@plt`);
+        // perf 6.1 does too where it synthesizes PLT symbols, and otherwise names it by the
+        // symbol before the PLT (`_init`). Both are the stub.
+        let sym = sym.trim();
+        let sym = if sym.ends_with("@plt") || sym == "_init" {
+            "<plt>"
+        } else {
+            sym
+        };
         let e = rows
-            .entry((comm.to_owned(), dso.to_owned(), sym.trim().to_owned()))
+            .entry((comm.to_owned(), dso.to_owned(), sym.to_owned()))
             .or_insert((0.0, 0));
         e.0 += pct;
         e.1 += 1;

@@ -650,3 +650,60 @@ fn flame_graph_renders_in_headless_chromium() {
         );
     }
 }
+
+/// Long work shows how far it is (with -v: the calls read, an export's bytes written so
+/// far), and an export says its file and size when it is written, the size the file has.
+#[test]
+fn long_work_shows_progress_and_an_export_says_its_size() {
+    let dir = tempdir();
+    // About 138 calls a request: past the 65,536 calls between two looks at the clock.
+    let (f, _) = record(dir.path(), "p.data", &["--requests", "1000"]);
+    let file = path_str(&f);
+    let r = perfaux(&["-v", "report", "-i", file]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .lines()
+            .any(|l| l.starts_with("report: ") && l.contains(" M calls read, ")),
+        "{}",
+        r.stderr
+    );
+    let out = dir.path().join("p.json");
+    let r = perfaux(&[
+        "-v",
+        "export",
+        "-F",
+        "chrome",
+        "-i",
+        file,
+        "-o",
+        path_str(&out),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.lines().any(|l| l.starts_with("export: ")
+            && l.contains(" M calls read, ")
+            && l.ends_with(" written")),
+        "{}",
+        r.stderr
+    );
+    let line = r
+        .stderr
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("perfaux export: wrote {} (", out.display())))
+        .unwrap_or_else(|| panic!("no size line in {}", r.stderr));
+    let (n, unit) = line.trim_end_matches(')').split_once(' ').unwrap();
+    let scale = match unit {
+        "B" => 1.0,
+        "kB" => 1e3,
+        "MB" => 1e6,
+        "GB" => 1e9,
+        u => panic!("unit {u}"),
+    };
+    let said = n.parse::<f64>().unwrap() * scale;
+    let real = std::fs::metadata(&out).unwrap().len() as f64;
+    assert!(
+        (said - real).abs() <= 0.06 * scale,
+        "said {said}, the file {real}"
+    );
+}

@@ -70,6 +70,40 @@ fn event_sched_out(ev: &Event, state: EventState) {
     ev.set_state(state);
 }
 
+/// `perf_event_exit_task`: the calling thread is exiting. Every event that
+/// observes it is scheduled out for good, as the kernel's
+/// `perf_event_exit_event` does from `do_exit`: its PMU is deleted on this
+/// thread (a trace PMU ends its AUX transaction, so the trace written up to
+/// here is published with its PERF_RECORD_AUX instead of being lost with
+/// the thread), and its state becomes EXIT, which later enables ignore and
+/// disables leave alone. Members go before their leaders, as a group's are
+/// scheduled out.
+///
+/// User space has no `do_exit` to hook: this runs from the first thread-exit
+/// hook that exists on an observed thread without allocating where a signal
+/// handler could (perfaux-swtrace's per-thread state's pthread-key
+/// destructor, `writer::set_exit_hook`; its PMU driver installs it). Not
+/// for a signal handler: it takes the context lock.
+pub fn perf_event_exit_task() {
+    let Some(ctx) = crate::thread::existing_ctx(crate::thread::gettid()) else {
+        return;
+    };
+    let events: Vec<Arc<Event>> = ctx
+        .events
+        .read(|l| l.map(|l| l.0.clone()).unwrap_or_default());
+    if events.is_empty() {
+        return;
+    }
+    let _g = ctx_lock();
+    let (leaders, members): (Vec<_>, Vec<_>) = events.iter().partition(|e| e.is_group_leader());
+    for ev in members.into_iter().chain(leaders) {
+        ev.hw.pending_disable.store(false, Ordering::Relaxed);
+        if ev.state() > EventState::Exit {
+            event_sched_out(ev, EventState::Exit);
+        }
+    }
+}
+
 /// Brings the group `leader` leads in line with its members' states
 /// (`ctx_resched` for one group).
 fn resched_group(leader: &Arc<Event>) {

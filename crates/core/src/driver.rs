@@ -30,6 +30,7 @@
 
 pub use crate::aux::{perf_aux_output_begin, perf_aux_output_end, perf_aux_output_restart};
 pub use crate::buffer::{AuxArea, Buffer};
+pub use crate::control::perf_event_exit_task;
 pub use crate::error::{Error, Result, einval, enoent, eopnotsupp};
 pub use crate::event::{Event, EventState, Target};
 pub use crate::output::{perf_event_itrace_started, perf_output_aux_record};

@@ -52,6 +52,9 @@ impl Target {
 pub enum EventState {
     /// Closed: the fd is gone.
     Dead = -4,
+    /// The thread it observed has exited ([`crate::driver::perf_event_exit_task`]): its
+    /// counts and trace are final, and enabling it does nothing.
+    Exit = -3,
     /// Put into error by the teardown of a link it needed.
     Error = -2,
     /// Disabled.
@@ -66,6 +69,7 @@ impl EventState {
     fn from_i8(v: i8) -> Self {
         match v {
             -4 => Self::Dead,
+            -3 => Self::Exit,
             -2 => Self::Error,
             -1 => Self::Off,
             0 => Self::Inactive,

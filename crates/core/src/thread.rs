@@ -131,6 +131,17 @@ fn ctx_for_tid(tid: i32) -> &'static ThreadCtx {
     })
 }
 
+/// The context of thread `tid` if one was ever made (no context is made here).
+pub(crate) fn existing_ctx(tid: i32) -> Option<&'static ThreadCtx> {
+    let p = CTX.with(Cell::get);
+    if !p.is_null() && tid == gettid() {
+        // SAFETY: contexts are leaked boxes, never freed.
+        return Some(unsafe { &*p });
+    }
+    let m = contexts().threads.lock().unwrap_or_else(|e| e.into_inner());
+    m.get(&tid).copied()
+}
+
 /// The calling thread's context. The first call on a thread takes a lock
 /// and may allocate: not for the first call from a signal handler.
 #[inline]

@@ -43,11 +43,13 @@ use std::sync::{Arc, Once};
 use perfaux_abi::consts::PERF_TYPE_SOFTWARE;
 use perfaux_core::driver::{PMU_TYPE_DYNAMIC_BASE, Pmu, perf_pmu_register_type};
 
+mod kernel_clock;
 pub mod probe;
 pub mod software;
 pub mod sw_counters;
 pub mod swtrace;
 mod task_clock;
+pub use task_clock::use_kernel_clock;
 pub mod uevent;
 
 /// The `swtrace` PMU's type.
@@ -86,5 +88,9 @@ pub fn register() {
                 panic!("perfaux_pmus::register: PMU `{name}` as type {type_:#x}: {e}");
             }
         }
+        // A thread traced in this process may exit while its events are on: the
+        // trace PMU's per-thread state has the one exit hook that is safe to set
+        // from a signal handler, so the core's task exit runs from it.
+        perfaux_swtrace::writer::set_exit_hook(perfaux_core::driver::perf_event_exit_task);
     });
 }

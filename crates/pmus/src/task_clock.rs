@@ -16,10 +16,14 @@
 //! turned into the period `NSEC_PER_SEC / sample_freq`, and periods are at
 //! least 10 µs, as the kernel's `perf_swevent_init_hrtimer` does.
 //!
-//! Unlike the kernel's hrtimer, a CPU-time timer is checked at scheduler
-//! ticks: a period shorter than a tick gives one sample per tick, whose
-//! period is the CPU time since the previous sample (at least
-//! `sample_period`), so the periods still add up to the time counted.
+//! A sampler's interrupt is the running kernel's own task-clock where the
+//! kernel allows it ([`super::kernel_clock`]: its hrtimer, at the rate
+//! `perf record -e task-clock` samples, each sample standing for one
+//! `sample_period`); else the POSIX timer, which, unlike the kernel's
+//! hrtimer, is checked at scheduler ticks: a period shorter than a tick
+//! gives one sample per tick, whose period is the CPU time since the
+//! previous sample (at least `sample_period`), so the periods add up to the
+//! time counted.
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -35,7 +39,18 @@ use perfaux_core::driver::{
     perf_event_overflow,
 };
 
+use super::kernel_clock::{self, KernelClock, Source};
 use super::sw_counters::SwCounter;
+
+/// Whether samplers take the kernel's task-clock as their interrupt where it is allowed.
+static KERNEL_CLOCK: AtomicBool = AtomicBool::new(true);
+
+/// Makes the samplers opened from now on take the kernel's task-clock as their interrupt where
+/// the kernel allows it (`true`, the default), or always the POSIX CPU-time timer (`false`:
+/// one sample per scheduler tick at most, what a process without `perf_event_open` gets).
+pub fn use_kernel_clock(on: bool) {
+    KERNEL_CLOCK.store(on, Ordering::Release);
+}
 
 /// The signal the timers deliver.
 pub fn task_clock_signal() -> i32 {
@@ -84,6 +99,8 @@ pub(crate) struct TaskClock {
     sampled: AtomicU64,
     /// A software counter this timer polls; its count is not CPU time.
     counter: Option<SwCounter>,
+    /// The kernel's task-clock, the interrupt instead of the timer.
+    kernel: Option<KernelClock>,
 }
 
 /// `MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)`: the CPU-time clock of any
@@ -165,7 +182,11 @@ pub(crate) fn init(tid: i32, period_ns: u64, counter: Option<SwCounter>) -> Resu
     install_handler();
     let clockid = thread_cpu_clock(tid);
     let mut timer_id = NO_TIMER;
-    if period_ns != 0 {
+    let key = (generation as usize) << 16 | slot;
+    let kernel = (period_ns != 0 && counter.is_none() && KERNEL_CLOCK.load(Ordering::Acquire))
+        .then(|| KernelClock::open(tid, period_ns, key))
+        .flatten();
+    if period_ns != 0 && kernel.is_none() {
         let mut timer: libc::timer_t = std::ptr::null_mut();
         // SAFETY: a zeroed sigevent is valid; the fields set below are the
         // ones SIGEV_THREAD_ID reads.
@@ -174,7 +195,7 @@ pub(crate) fn init(tid: i32, period_ns: u64, counter: Option<SwCounter>) -> Resu
         sev.sigev_signo = task_clock_signal();
         sev.sigev_notify_thread_id = tid;
         sev.sigev_value = libc::sigval {
-            sival_ptr: ((generation as usize) << 16 | slot) as *mut libc::c_void,
+            sival_ptr: key as *mut libc::c_void,
         };
         // SAFETY: valid clock id, sigevent and out-pointer.
         let r = unsafe { libc::timer_create(clockid, &mut sev, &mut timer) };
@@ -198,6 +219,7 @@ pub(crate) fn init(tid: i32, period_ns: u64, counter: Option<SwCounter>) -> Resu
         acc: AtomicU64::new(0),
         sampled: AtomicU64::new(0),
         counter,
+        kernel,
     }))
 }
 
@@ -210,6 +232,9 @@ fn state(event: &Event) -> Option<&TaskClock> {
 }
 
 fn arm(tc: &TaskClock, ns: u64) {
+    if let Some(k) = &tc.kernel {
+        return k.set(ns != 0);
+    }
     let t = tc.timer.load(Ordering::Acquire);
     if t == NO_TIMER {
         return;
@@ -298,15 +323,27 @@ extern "C" fn handler(_sig: i32, info: *mut libc::siginfo_t, uctx: *mut libc::c_
     let saved = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
     // SAFETY: the kernel passes a valid siginfo for an SA_SIGINFO handler.
     let info = unsafe { &*info };
-    // SAFETY: for a timer signal si_value holds the timer's sigev_value.
-    let v = unsafe { info.si_value() }.sival_ptr as usize;
+    let (v, kernel) = match kernel_clock::source_of(info) {
+        // SAFETY: for a timer signal si_value holds the timer's sigev_value.
+        Source::Timer => (unsafe { info.si_value() }.sival_ptr as usize, false),
+        Source::Kernel(key) => (key, true),
+        Source::Gone => {
+            perfaux_core::driver::set_errno(saved);
+            return;
+        }
+    };
     let slot = v & 0xffff;
     let generation = (v >> 16) as u32;
     if let Some(s) = slots().get(slot)
         && s.generation.load(Ordering::Acquire) == generation
     {
         s.ev.read(|ev| {
-            if let Some(ev) = ev {
+            // A kernel clock's signal found by its descriptor's number: the event must be
+            // this thread's (the number may have gone to another thread's event since).
+            let mine = |ev: &Event| {
+                !kernel || matches!(ev.target(), Target::Thread(t) if t == perfaux_core::gettid())
+            };
+            if let Some(ev) = ev.filter(|ev| mine(ev)) {
                 tick(ev, ip_of(uctx));
             }
         });
@@ -355,17 +392,29 @@ fn tick(ev: &Event, ip: u64) {
         }
         n = cc.written;
     }
-    // A POSIX CPU-time timer expires at most once per scheduler tick (4 ms
-    // at HZ=250) however short its period: the sample stands for all the
+    // The kernel's clock overflows once a period, and its sample stands for that period, as
+    // the kernel's own task-clock says. A POSIX CPU-time timer expires at most once per
+    // scheduler tick (4 ms at HZ=250) however short its period: its sample stands for all the
     // CPU time since the previous one, so that the periods add up to it.
     let acc = tc.acc.load(Ordering::Relaxed);
-    let period = acc
-        .saturating_sub(tc.sampled.swap(acc, Ordering::Relaxed))
-        .max(tc.period_ns);
+    let since = acc.saturating_sub(tc.sampled.swap(acc, Ordering::Relaxed));
+    let period = if tc.kernel.is_some() {
+        tc.period_ns
+    } else {
+        since.max(tc.period_ns)
+    };
     let mut data = SampleData::default();
     data.ip = ip;
     data.period = period;
     data.callchain = &ips[..n];
     ev.set_last_period(period);
     perf_event_overflow(ev, &mut data);
+    // The overflow this sample took, given back to the kernel's clock while the event counts
+    // (a stop meanwhile disabled it for good).
+    if let Some(k) = &tc.kernel
+        && tc.base.load(Ordering::Acquire) >= 0
+        && ev.state() == EventState::Active
+    {
+        k.refresh();
+    }
 }

@@ -7,26 +7,31 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus};
-use std::sync::Arc;
+
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use memmap2::MmapRaw;
 use perfaux_abi::Endianness;
 use perfaux_abi::attr::PerfEventAttr;
-use perfaux_ring::{AuxMmap, PerfMmap, RingLayout, RingMemory};
+use perfaux_ring::RingMemory;
 
 use crate::shared::{
-    self, ATTR_MAX, Control, FUNC_MAX, MAX_EVENTS, MAX_PROBES, MAX_SLOTS, copy_in, copy_out, slot,
+    self, ATTR_MAX, Control, FUNC_MAX, MAX_EVENTS, MAX_PROBES, MAX_SLOTS, NAMED_PROBE, copy_in,
+    copy_out, slot,
 };
+use crate::thread_rings::{SlotRings, os_err};
 
 /// How to trace the program.
 #[derive(Debug, Clone)]
 pub struct Options {
     /// The runtime shared object to preload.
     pub runtime: PathBuf,
-    /// Threads that can be traced (one slot each).
+    /// Threads that can be traced at once before the program starts (one slot each, their
+    /// rings inherited); more are made as the program needs them, up to `max_slots`.
     pub slots: usize,
+    /// The most threads traced at once (at most [`MAX_SLOTS`]).
+    pub max_slots: usize,
     /// Data pages per thread (a power of two).
     pub data_pages: usize,
     /// AUX pages per thread (a power of two).
@@ -48,6 +53,32 @@ pub struct ProgramEvent {
     pub leader: usize,
     /// `probe:FUNC`: the ELF symbol name of the function the probe stands at.
     pub func: Option<String>,
+}
+
+/// A thread's ring whose memory the program wrote over ([`ProgramSession::damaged_rings`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RingDamage {
+    /// The thread.
+    pub tid: i32,
+    /// Its slot (never given to another thread after).
+    pub slot: usize,
+    /// What the check of the ring's memory found.
+    pub what: String,
+    /// Bytes of the thread's trace taken before the damage (kept in the recording).
+    pub trace_bytes_kept: u64,
+}
+
+/// What the slots' rings cost ([`ProgramSession::ring_memory`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RingMemoryUse {
+    /// Slots made (each a data ring and an AUX ring).
+    pub slots: usize,
+    /// The most slots held at once at a pass of the recorder.
+    pub peak_held: usize,
+    /// Bytes one slot's two rings span.
+    pub slot_size: u64,
+    /// Bytes the rings hold (the pages the threads wrote).
+    pub resident: u64,
 }
 
 /// A thread the runtime reported, as read back (checked) from its slot.
@@ -157,12 +188,6 @@ pub enum Drained<'a> {
     },
 }
 
-struct SlotRings {
-    data: PerfMmap,
-    aux: AuxMmap,
-    _fds: (Arc<RingMemory>, Arc<RingMemory>),
-}
-
 /// The most loaded objects a recording takes (the recorder's memory stays bounded whatever
 /// the program writes into the ring).
 pub const MAX_TAKEN_OBJECTS: usize = 1 << 20;
@@ -174,6 +199,29 @@ pub struct ProgramSession {
     ctl_map: MmapRaw,
     ctl_fd: OwnedFd,
     slots: Vec<SlotRings>,
+    /// Each slot's ring pages, and the most slots made ([`Options::max_slots`], or fewer once
+    /// a ring could not be made: `grow_error` says why).
+    data_pages: usize,
+    aux_pages: usize,
+    max_slots: usize,
+    grow_error: Option<String>,
+    /// The rings the program wrote over (one a slot at most: such a slot is never freed).
+    damaged: Vec<RingDamage>,
+    /// The program wrote over the control area's magic or version: its words are noise, so
+    /// no slot is made for what they ask.
+    control_damaged: bool,
+    /// The probe addresses taken so far (word `id - 1`; 0: none yet), and the first id without
+    /// one ([`Self::take_probes`]).
+    probe_addrs: Vec<u64>,
+    /// Probe id -> the name the program gave it (a word with `NAMED_PROBE`), read when the
+    /// word was taken.
+    probe_names: std::collections::HashMap<u32, String>,
+    probes_filled: usize,
+    /// The most slots held at once (claimed, tracing or ended and not yet freed) at a pass.
+    peak_held: usize,
+    /// The recorder's RLIMIT_NOFILE before it was raised for the slots' descriptors: the
+    /// program gets it back.
+    nofile: Option<libc::rlimit>,
     /// Per slot: threads that had it before the current one.
     generations: Vec<u64>,
     /// The loaded objects taken from the ring so far, and how many (this process's count,
@@ -190,15 +238,13 @@ pub struct ProgramSession {
     events: usize,
 }
 
-fn os_err(what: &str, e: impl std::fmt::Display) -> std::io::Error {
-    std::io::Error::other(format!("{what}: {e}"))
-}
-
 impl ProgramSession {
     /// Creates the control memfd and the rings of every slot.
     pub fn new(opts: &Options) -> std::io::Result<ProgramSession> {
         use rustix::fs::{MemfdFlags, SealFlags};
-        let nslots = opts.slots.clamp(1, MAX_SLOTS);
+        let max_slots = opts.max_slots.clamp(1, MAX_SLOTS);
+        let nslots = opts.slots.clamp(1, max_slots);
+        let nofile = crate::thread_rings::raise_nofile();
         let ctl_fd = rustix::fs::memfd_create(
             "perfaux-preload",
             MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING,
@@ -214,29 +260,23 @@ impl ProgramSession {
         let ctl_map = memmap2::MmapOptions::new()
             .len(shared::total_len())
             .map_raw(&ctl_fd)?;
-        let mut slots = Vec::with_capacity(nslots);
-        for _ in 0..nslots {
-            let d = Arc::new(
-                RingMemory::shared(
-                    RingLayout::new(opts.data_pages, 0).map_err(|e| os_err("data ring", e))?,
-                )
-                .map_err(|e| os_err("data ring", e))?,
-            );
-            let a = Arc::new(
-                RingMemory::shared(
-                    RingLayout::new(0, opts.aux_pages).map_err(|e| os_err("AUX ring", e))?,
-                )
-                .map_err(|e| os_err("AUX ring", e))?,
-            );
-            slots.push(SlotRings {
-                data: PerfMmap::new(d.clone()),
-                aux: AuxMmap::new(a.clone()).map_err(|e| os_err("AUX ring", e))?,
-                _fds: (d, a),
-            });
-        }
+        let slots = (0..nslots)
+            .map(|_| SlotRings::new(opts.data_pages, opts.aux_pages))
+            .collect::<std::io::Result<Vec<_>>>()?;
         let s = ProgramSession {
             ctl_map,
             ctl_fd,
+            data_pages: opts.data_pages,
+            aux_pages: opts.aux_pages,
+            max_slots,
+            grow_error: None,
+            damaged: Vec::new(),
+            control_damaged: false,
+            probe_addrs: Vec::new(),
+            probe_names: std::collections::HashMap::new(),
+            probes_filled: 0,
+            peak_held: 0,
+            nofile,
             generations: vec![0; slots.len()],
             objects: Vec::new(),
             objects_taken: 0,
@@ -252,6 +292,7 @@ impl ProgramSession {
         let h = ctl.header();
         h.version.store(shared::VERSION, Ordering::Relaxed);
         h.nslots.store(nslots as u64, Ordering::Relaxed);
+        h.slots_max.store(max_slots as u64, Ordering::Relaxed);
         h.data_pages
             .store(opts.data_pages as u64, Ordering::Relaxed);
         h.aux_pages.store(opts.aux_pages as u64, Ordering::Relaxed);
@@ -259,10 +300,97 @@ impl ProgramSession {
             .store(u64::from(opts.overwrite), Ordering::Relaxed);
         h.next_event_id.store(1, Ordering::Relaxed);
         for (r, fds) in s.slots.iter().zip(&h.ring_fds) {
-            fds.data.store(s.fd_word_of(&r._fds.0), Ordering::Relaxed);
-            fds.aux.store(s.fd_word_of(&r._fds.1), Ordering::Relaxed);
+            fds.data.store(s.fd_word_of(&r.mems.0), Ordering::Relaxed);
+            fds.aux.store(s.fd_word_of(&r.mems.1), Ordering::Relaxed);
         }
         Ok(s)
+    }
+
+    /// Makes the rings of more slots if the program's threads hold nearly all of them or wait
+    /// for one ([`crate::thread_rings::grown_to`]), publishing each slot's memfds before the
+    /// new count. A ring that cannot be made (descriptors or memory ran out) ends the growth
+    /// for the recording: the threads that find every slot held then go untraced, counted and
+    /// said with the reason ([`Self::slot_limit`]).
+    pub fn grow(&mut self) {
+        let ctl = self.control();
+        let h = ctl.header();
+        if h.magic.load(Ordering::Acquire) != shared::MAGIC
+            || h.version.load(Ordering::Acquire) != shared::VERSION
+        {
+            // Stored once before the program ran (the magic in its process, before the
+            // exec) and never again by anyone: the program wrote over the area, and its other
+            // words are noise too.
+            self.control_damaged = true;
+            return;
+        }
+        let n = self.slots.len();
+        let held = (0..n)
+            .filter(|&i| ctl.slot(i).state.load(Ordering::Acquire) != slot::FREE)
+            .count();
+        self.peak_held = self.peak_held.max(held);
+        // The program's word: bounded before use.
+        let wanted = (h.slots_wanted.load(Ordering::Acquire) as usize).min(MAX_SLOTS);
+        let to = crate::thread_rings::grown_to(n, held, wanted, self.max_slots);
+        if to <= n {
+            return;
+        }
+        for i in n..to {
+            let r = match SlotRings::new(self.data_pages, self.aux_pages) {
+                Ok(r) => r,
+                Err(e) => {
+                    self.grow_error = Some(e.to_string());
+                    self.max_slots = i;
+                    h.slots_max.store(i as u64, Ordering::Release);
+                    break;
+                }
+            };
+            let fds = &h.ring_fds[i];
+            fds.data
+                .store(self.fd_word_of(&r.mems.0), Ordering::Relaxed);
+            fds.aux.store(self.fd_word_of(&r.mems.1), Ordering::Relaxed);
+            self.slots.push(r);
+            self.generations.push(0);
+            self.aux_start.push(0);
+        }
+        h.nslots.store(self.slots.len() as u64, Ordering::Release);
+    }
+
+    /// The slots' memory: how many slots there are, the most held at once at a pass, the bytes
+    /// a slot's rings span, and the bytes all of them hold now (the pages written).
+    pub fn ring_memory(&self) -> RingMemoryUse {
+        RingMemoryUse {
+            slots: self.slots.len(),
+            peak_held: self.peak_held,
+            slot_size: self.slots.first().map_or(0, SlotRings::size),
+            resident: self.slots.iter().map(SlotRings::resident).sum(),
+        }
+    }
+
+    /// Says that the program wrote over slot `damage.slot`'s ring (its reader retired). The
+    /// bytes kept are at least what this process consumed of the thread's AUX stream (its own
+    /// count: the drain that found the damage may have taken some first).
+    pub(crate) fn ring_damaged(&mut self, mut damage: RingDamage) {
+        let i = damage.slot;
+        if let (Some(r), Some(&start)) = (self.slots.get(i), self.aux_start.get(i)) {
+            let consumed = r.aux.tail().saturating_sub(start);
+            damage.trace_bytes_kept = damage.trace_bytes_kept.max(consumed);
+        }
+        self.damaged.push(damage);
+    }
+
+    /// The rings the program wrote over, in the order they were found.
+    pub fn damaged_rings(&self) -> &[RingDamage] {
+        &self.damaged
+    }
+
+    /// Whether the program wrote over the control area's magic or version (seen at a pass).
+    pub fn control_damaged(&self) -> bool {
+        self.control_damaged
+    }
+
+    /// The most slots the recording could have, and why fewer than asked if so.
+    pub fn slot_limit(&self) -> (usize, Option<&str>) {
+        (self.max_slots, self.grow_error.as_deref())
     }
 
     /// Says that the recorder watches the processes of pid namespace `ns` for their end (see
@@ -397,9 +525,10 @@ impl ProgramSession {
     pub fn spawn(&mut self, mut cmd: Command, runtime: &std::path::Path) -> std::io::Result<u32> {
         let mut fds: Vec<i32> = vec![self.ctl_fd.as_raw_fd()];
         for r in &self.slots {
-            fds.push(self.fd_of(&r._fds.0));
-            fds.push(self.fd_of(&r._fds.1));
+            fds.push(self.fd_of(&r.mems.0));
+            fds.push(self.fd_of(&r.mems.1));
         }
+        let nofile = self.nofile;
         let ctl = self.control();
         let mut preload = OsString::from(runtime);
         let own = cmd
@@ -422,13 +551,17 @@ impl ProgramSession {
                 let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
                 rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty())?;
             }
+            if let Some(r) = &nofile {
+                crate::thread_rings::restore_nofile(r)?;
+            }
             let pid = rustix::process::getpid().as_raw_nonzero().get() as u64;
             ctl.header().pid.store(pid, Ordering::Release);
             ctl.header().magic.store(shared::MAGIC, Ordering::Release);
             Ok(())
         };
         // SAFETY: the closure runs in the forked child before exec and makes only
-        // async-signal-safe calls (fcntl, getpid, atomic stores into the shared mapping).
+        // async-signal-safe calls (fcntl, setrlimit, getpid, atomic stores into the shared
+        // mapping).
         unsafe { cmd.pre_exec(in_child) };
         let child = cmd.spawn()?;
         let pid = child.id();
@@ -466,6 +599,17 @@ impl ProgramSession {
     /// Slots there are.
     pub fn slot_count(&self) -> usize {
         self.slots.len()
+    }
+
+    /// Threads of the program that went untraced because their process could not open a
+    /// slot's ring memfds, and the errno of the last failure. The program's words; only said.
+    pub fn rings_unreachable(&self) -> (u64, i32) {
+        let ctl = self.control();
+        let h = ctl.header();
+        (
+            h.rings_unreachable.load(Ordering::Acquire),
+            h.rings_errno.load(Ordering::Acquire) as u32 as i32,
+        )
     }
 
     /// Threads of the program that found every slot taken and went untraced.
@@ -744,7 +888,7 @@ impl ProgramSession {
         // its bytes above were taken): its snapshots reach no further back. (The program's
         // word: it only bounds reads of this process's own mapping.)
         self.aux_start[i] = self.slots[i].aux.aux_head();
-        let (data, aux) = &self.slots[i]._fds;
+        let (data, aux) = &self.slots[i].mems;
         data.restore_layout_fields();
         aux.restore_layout_fields();
         // Every word but the state.
@@ -804,15 +948,66 @@ impl ProgramSession {
             .collect()
     }
 
-    /// Probe id -> function address, for the ids the runtime wrote.
+    /// Probe id -> function address, for the ids the runtime wrote (0 for a probe the
+    /// program named: [`Self::probe_name`]).
     pub fn probes(&self) -> Vec<(u32, u64)> {
-        let ctl = self.control();
-        (1..=MAX_PROBES as u32)
-            .filter_map(|id| {
-                let a = ctl.probe_word(id)?.load(Ordering::Acquire);
-                (a != 0).then_some((id, a))
-            })
+        (1..)
+            .zip(&self.probe_addrs)
+            .filter(|&(_, &a)| a != 0)
+            .map(|(id, &a)| (id, if a & NAMED_PROBE != 0 { 0 } else { a }))
             .collect()
+    }
+
+    /// The uevent type names the program's processes gave (the last of a type wins); none
+    /// once the area's magic or version was seen written over.
+    pub fn uevent_type_names(&self) -> Vec<(u32, Vec<u8>)> {
+        if self.control_damaged {
+            return Vec::new();
+        }
+        self.control().uevent_type_names()
+    }
+
+    /// The name the program gave probe `id` (a `tracing` span's), if it named it.
+    pub fn probe_name(&self, id: u32) -> Option<&str> {
+        self.probe_names.get(&id).map(String::as_str)
+    }
+
+    /// Copies the probe addresses the program's processes wrote since the last call (each id's
+    /// word is written once, when its function is first entered), so that a program that
+    /// later writes over the control area leaves the names of the functions it called before
+    /// whole. Nothing once the area's magic or version was seen written over.
+    pub fn take_probes(&mut self) {
+        if self.control_damaged {
+            return;
+        }
+        let ctl = self.control();
+        // The program's word: bounded by the table.
+        let max = (ctl.header().max_probe_id.load(Ordering::Acquire) as usize).min(MAX_PROBES);
+        if self.probe_addrs.len() < max {
+            self.probe_addrs.resize(max, 0);
+        }
+        // From the first id still without an address (ids an exec'd image skipped stay so: a
+        // pass looks at the ones above them again, a table's worth at most).
+        for id in self.probes_filled..max {
+            if self.probe_addrs[id] == 0
+                && let Some(w) = ctl.probe_word(id as u32 + 1)
+            {
+                let word = w.load(Ordering::Acquire);
+                self.probe_addrs[id] = word;
+                // A name is read now, as the word is: the program may write over the area later.
+                if let Some(name) = ctl.probe_name(word) {
+                    self.probe_names
+                        .insert(id as u32 + 1, String::from_utf8_lossy(&name).into_owned());
+                }
+            }
+        }
+        while self
+            .probe_addrs
+            .get(self.probes_filled)
+            .is_some_and(|&a| a != 0)
+        {
+            self.probes_filled += 1;
+        }
     }
 
     /// Takes the object entries the program's processes completed since the last call, in
@@ -873,15 +1068,82 @@ mod tests {
 
     /// A session of `slots` slots, one page a ring, no program.
     fn session(slots: usize) -> ProgramSession {
+        growing_session(slots, slots)
+    }
+
+    /// A session of `slots` slots that grows up to `max`.
+    fn growing_session(slots: usize, max: usize) -> ProgramSession {
         ProgramSession::new(&Options {
             runtime: PathBuf::from("/nonexistent"),
             slots,
+            max_slots: max,
             data_pages: 1,
             aux_pages: 1,
             overwrite: false,
             events: Vec::new(),
         })
         .unwrap()
+    }
+
+    /// The slots grow while the threads hold nearly all of them or wait for one: each new
+    /// slot's memfds are named in the header (a sealed memfd of a ring's size, by its number
+    /// and inode) before the count that publishes them; never past the most, and nothing
+    /// changes while enough are free.
+    #[test]
+    fn slots_grow_as_threads_hold_them_up_to_the_most() {
+        let mut s = growing_session(20, 60);
+        let ctl = s.control();
+        let h = ctl.header();
+        // As the program's process stores it before its exec.
+        h.magic.store(shared::MAGIC, Ordering::Release);
+        assert_eq!(h.slots_max.load(Ordering::Acquire), 60);
+        s.grow();
+        assert_eq!(
+            h.nslots.load(Ordering::Acquire),
+            20,
+            "none held: 20 free is enough"
+        );
+        for i in 0..20 {
+            ctl.slot(i).state.store(slot::TRACING, Ordering::Release);
+        }
+        h.slots_wanted.store(10, Ordering::Release);
+        s.grow();
+        let n = h.nslots.load(Ordering::Acquire) as usize;
+        assert!(n >= 20 + 10, "{n}");
+        assert!(n < 60, "{n}");
+        assert_eq!(s.slot_count(), n);
+        for i in 0..n {
+            let words = &h.ring_fds[i];
+            for w in [&words.data, &words.aux] {
+                let (fd, ino) = shared::fd_word_parts(w.load(Ordering::Acquire));
+                // SAFETY: the session owns the descriptor for the test's length.
+                let f = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+                let st = rustix::fs::fstat(f).unwrap();
+                assert_eq!(st.st_ino as u32, ino, "slot {i}");
+                assert!(
+                    rustix::fs::fcntl_get_seals(f)
+                        .unwrap()
+                        .contains(rustix::fs::SealFlags::GROW)
+                );
+            }
+        }
+        assert_eq!(h.ring_fds[n].data.load(Ordering::Acquire), 0);
+        for i in 0..n {
+            ctl.slot(i).state.store(slot::TRACING, Ordering::Release);
+        }
+        h.slots_wanted.store(1000, Ordering::Release);
+        s.grow();
+        assert_eq!(h.nslots.load(Ordering::Acquire), 60);
+        assert_eq!(s.slot_limit(), (60, None));
+        let mem = s.ring_memory();
+        assert_eq!((mem.slots, mem.peak_held), (60, n));
+        assert_eq!(mem.slot_size, 4 * 4096);
+        for i in n..60 {
+            ctl.slot(i).state.store(slot::CLAIMED, Ordering::Release);
+        }
+        s.grow();
+        assert_eq!(s.ring_memory().peak_held, 60);
+        assert_eq!(s.slot_count(), 60, "never past the most");
     }
 
     /// The runtime's OPEN_ERROR word (shared::open_error_word) reads back as the thread, event,

@@ -43,6 +43,7 @@ pub mod runtime;
 mod sideband;
 mod slot_ring;
 pub mod symbols;
+mod thread_rings;
 mod tsc_cache;
 
 pub use error::{NO_HOOKS, ProgramError};

@@ -4,6 +4,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use crate::host::RingDamage;
 use crate::shared::{MAX_OBJECTS, OBJECT_WAIT, STACK_DEPTH};
 
 /// One thing to tell. `Display` gives the sentence without a prefix.
@@ -22,8 +23,19 @@ pub enum Notice {
     ThreadsWithoutSlot {
         /// How many.
         threads: u64,
-        /// The recording's slots.
+        /// The most slots the recording had.
         slots: usize,
+        /// Why it could not make more (a ring the recorder could not make), if that was the
+        /// limit rather than `--max-threads`.
+        why: Option<String>,
+    },
+    /// Threads whose process could not open the recorder's ring memfds (inherited ones it
+    /// closed, and `/proc/RECORDER/fd` refused): untraced.
+    RingsUnreachable {
+        /// How many.
+        threads: u64,
+        /// Why (the last failure's errno).
+        errno: i32,
     },
     /// Calls made inside signal handlers that interrupted the runtime's hooks: not traced (the
     /// thread's writer may have been mid-packet), counted at their entries.
@@ -45,6 +57,13 @@ pub enum Notice {
         /// How many were patched.
         patched: u64,
     },
+    /// A thread's ring whose memory the program wrote over (a wild pointer, or a deliberate
+    /// write): its trace ends with what was taken before; the other threads' are whole.
+    RingDamaged(RingDamage),
+    /// The program wrote over the control area it shares with the recorder (its magic and
+    /// version): no slot was made for what it asked after that, and what it said there (counts
+    /// of untraced calls and threads) may be noise.
+    ControlAreaDamaged,
     /// Objects the program's processes loaded whose MMAP2 and symbols are missing.
     ObjectsLost {
         /// How many (the program's count).
@@ -102,12 +121,34 @@ impl fmt::Display for Notice {
                 "{}; the recording fails unless a dlopen brings it",
                 functions_missing(functions, prog, " at its start")
             ),
-            Notice::ThreadsWithoutSlot { threads, slots } => write!(
+            Notice::ThreadsWithoutSlot {
+                threads,
+                slots,
+                why,
+            } => {
+                write!(
+                    f,
+                    "{threads} thread(s) of the program's processes were not traced: they \
+                     started while {slots} threads were traced at once, "
+                )?;
+                match why {
+                    Some(why) => write!(f, "the most the recorder could make rings for ({why})")?,
+                    None => write!(f, "the most --max-threads allows")?,
+                }
+                write!(
+                    f,
+                    " (a slot goes to another thread once its thread ended, its process \
+                     exec'd, or its process ended, this last seen only in perfaux's pid \
+                     namespace)"
+                )
+            }
+            Notice::RingsUnreachable { threads, errno } => write!(
                 f,
-                "{threads} thread(s) of the program's processes were not traced: they started \
-                 while the recording's {slots} slots were all held (a slot goes to another \
-                 thread once its thread ended, its process exec'd, or its process ended, this \
-                 last seen only in perfaux's pid namespace)"
+                "{threads} thread(s) of the program's processes were not traced: their process \
+                 could not open the recorder's ring memory ({}: the inherited descriptors were \
+                 closed, and perfaux's /proc/PID/fd refused them, as it does to a process \
+                 that changed its user or runs in a pid and mount namespace of its own)",
+                std::io::Error::from_raw_os_error(*errno)
             ),
             Notice::CallsInHandlers { calls } => write!(
                 f,
@@ -125,6 +166,19 @@ impl fmt::Display for Notice {
                 "{refused} function(s) that -P named were left unpatched, so untraced (their \
                  first instructions cannot move safely; -v lists each with its reason); \
                  {patched} were patched"
+            ),
+            Notice::RingDamaged(d) => write!(
+                f,
+                "thread {}: the program wrote over its trace ring's memory ({}): the thread's \
+                 trace ends with the {} bytes taken before; the other threads' traces are \
+                 whole",
+                d.tid, d.what, d.trace_bytes_kept
+            ),
+            Notice::ControlAreaDamaged => write!(
+                f,
+                "the program wrote over the memory it shares with the recorder (the control \
+                 area's magic and version): threads that started after were traced only in the \
+                 slots made before, and its counts of untraced calls and threads may be noise"
             ),
             Notice::ObjectsLost { objects } => write!(
                 f,

@@ -40,24 +40,39 @@ pub fn plan_executable(path: &Path, spec: &PatchSpec) -> Result<ObjectPlan, Stri
     })
 }
 
-/// How a binary with no compiler hooks prepared its function entries for patching, and how
-/// many: gcc's `-fpatchable-function-entry=N` (a `__patchable_function_entries` section of
-/// entry addresses) or `-pg -mfentry -mnop-mcount -mrecord-mcount` (`__mcount_loc`, with no
-/// `__fentry__` or `mcount` to call). `None`: neither, or the binary calls hooks (the
-/// compiler-hook path traces it).
-pub fn prepared_entries(path: &Path) -> Option<(&'static str, usize)> {
+/// How `record -- PROG` traces a program without `-P` ([`trace_way`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TraceWay {
+    /// It calls compiler hooks (built with the flags named): the runtime's hooks trace it.
+    Hooks(&'static str),
+    /// No hooks, but the compiler prepared its function entries for patching (the flag named),
+    /// this many: `-P .` patches them.
+    Prepared(&'static str, usize),
+}
+
+/// How a binary traces without `-P`: through the compiler hooks it calls (an undefined
+/// `__cyg_profile_func_enter`, `__fentry__` or `mcount`), else through the entries gcc's
+/// `-fpatchable-function-entry=N` (a `__patchable_function_entries` section of entry
+/// addresses) or `-pg -mfentry -mnop-mcount -mrecord-mcount` (`__mcount_loc`, with no hook to
+/// call) prepared. `None`: neither (only `-P` traces its own functions), or not an ELF file.
+pub fn trace_way(path: &Path) -> Option<TraceWay> {
     use object::{Object, ObjectSection, ObjectSymbol};
     // Read as parsed (headers, the symbol tables, a section's header), not whole: every
     // `record -- PROG` without -P asks this of its program, which may be large.
     let cache = object::ReadCache::new(std::fs::File::open(path).ok()?);
     let file = object::File::parse(&cache).ok()?;
-    let hooks = ["mcount", "__fentry__", "__cyg_profile_func_enter"];
-    if file
-        .dynamic_symbols()
-        .chain(file.symbols())
-        .any(|s| s.is_undefined() && s.name().is_ok_and(|n| hooks.contains(&n)))
-    {
-        return None;
+    let hooks = [
+        ("__cyg_profile_func_enter", "-finstrument-functions"),
+        ("__fentry__", "-pg -mfentry"),
+        ("mcount", "-pg"),
+    ];
+    let called = hooks.into_iter().find(|&(hook, _)| {
+        file.dynamic_symbols()
+            .chain(file.symbols())
+            .any(|s| s.is_undefined() && s.name() == Ok(hook))
+    });
+    if let Some((_, how)) = called {
+        return Some(TraceWay::Hooks(how));
     }
     [
         ("__patchable_function_entries", "-fpatchable-function-entry"),
@@ -66,7 +81,8 @@ pub fn prepared_entries(path: &Path) -> Option<(&'static str, usize)> {
     .into_iter()
     .find_map(|(name, how)| {
         let sec = file.section_by_name(name)?;
-        Some((how, (sec.size() / 8) as usize)).filter(|&(_, n)| n > 0)
+        Some(TraceWay::Prepared(how, (sec.size() / 8) as usize))
+            .filter(|&w| w != TraceWay::Prepared(how, 0))
     })
 }
 

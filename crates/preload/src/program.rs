@@ -34,7 +34,7 @@ use perfaux_swtrace::{ProbeInfo, ProbeTable};
 
 use crate::error::ProgramError;
 use crate::events::{open_error, unfound};
-use crate::host::{Options, ProgramEvent, ProgramSession, TracedThread};
+use crate::host::{Options, ProgramEvent, ProgramSession, RingMemoryUse, TracedThread};
 use crate::notice::{Notice, functions_missing};
 use crate::process_ends::ProcessEnds;
 use crate::runtime::Runtime;
@@ -42,9 +42,12 @@ use crate::sideband::{Recording, Sideband};
 use crate::slot_ring::SlotRing;
 use crate::symbols::Symbolizer;
 
-/// Threads of the program (of all its processes) that can be traced at once: a slot serves
-/// one thread at a time (later ones wait for a slot or are counted and said).
+/// Slots whose rings are made before the program starts (inherited by it): a slot serves one
+/// thread at a time, and the recorder makes more as the program's threads take them
+/// ([`ProgramOptions::max_threads`]).
 pub const SLOTS: usize = 64;
+/// The most threads traced at once unless the options say otherwise.
+pub const MAX_THREADS: usize = crate::shared::MAX_SLOTS;
 /// Each traced thread's data area unless the options say otherwise: it holds the thread's
 /// uevents, samples and AUX records until the recorder's next pass, so a burst of uevents
 /// needs room (perf's own default is 512 KiB a CPU).
@@ -72,6 +75,10 @@ pub struct ProgramOptions {
     /// With `patch`: the executable's calls into shared libraries (through its PLT) are
     /// traced too, under the library functions' names (uftrace's default; `--no-libcall`).
     pub libcalls: bool,
+    /// The most threads (of all the program's processes) traced at once, each with rings of
+    /// `data_size` and `aux_size` ([`MAX_THREADS`] at most): later ones wait a little for a
+    /// slot whose thread ended, or are counted and said.
+    pub max_threads: usize,
 }
 
 impl ProgramOptions {
@@ -100,6 +107,7 @@ impl ProgramOptions {
             overwrite,
             patch: None,
             libcalls: false,
+            max_threads: MAX_THREADS,
         }
     }
 }
@@ -123,6 +131,10 @@ pub struct Finished {
     /// What the recording has to tell (the steps' that [`TracedProgram::finish`] made, then
     /// the end's); an [`Notice::is_error`] one is a recording that failed though written.
     pub notices: Vec<Notice>,
+    /// Threads traced (of all the program's processes and images).
+    pub threads: usize,
+    /// What their rings cost.
+    pub rings: RingMemoryUse,
 }
 
 /// How the traced program ended.
@@ -286,6 +298,7 @@ impl TracedProgram {
             overwrite,
             patch,
             libcalls,
+            max_threads,
         } = options;
         if specs.len() != table.len() {
             return Err(ProgramError::Options(format!(
@@ -310,6 +323,7 @@ impl TracedProgram {
         let opts = Options {
             runtime: runtime.path.clone(),
             slots: SLOTS,
+            max_slots: max_threads,
             data_pages: (data_size / page) as usize,
             aux_pages: (aux_size / page) as usize,
             overwrite,
@@ -393,6 +407,12 @@ impl TracedProgram {
         self.pid
     }
 
+    /// How far the recording is: threads traced so far, records and trace bytes taken.
+    pub fn progress(&self) -> (usize, u64, u64) {
+        let s = self.rec.summary();
+        (self.sideband.traced(), s.records, s.aux_bytes)
+    }
+
     /// One pass of the recording loop, after waiting up to `timeout` (less if the program
     /// ends; the first step does not wait): the threads and objects that appeared go into
     /// the recording, the rings are drained, and once the program ended the last pass takes
@@ -416,6 +436,8 @@ impl TracedProgram {
         }
         {
             let mut session = lock(&self.session);
+            session.grow();
+            session.take_probes();
             let mut rec = RecorderRecording {
                 rec: &mut self.rec,
                 session: &self.session,
@@ -438,6 +460,10 @@ impl TracedProgram {
             }
         }
         self.rec.drain()?;
+        if self.overwrite && st.is_none() && self.rec.take_uevent_snapshot_request() {
+            // The program asked (perfaux-tracing's trigger): its threads' newest trace now.
+            self.rec.snapshot()?;
+        }
         if self.overwrite && st.is_some() {
             // Once the program ended (exit, crash or kill), the newest trace of every thread;
             // the threads are never stopped for it.
@@ -448,6 +474,12 @@ impl TracedProgram {
             ended: st.is_some(),
             notices,
         })
+    }
+
+    /// With `overwrite`, a snapshot whenever the program sends a uevent of type `ty` (its own
+    /// trigger: perfaux-tracing's `tracing_snapshot`), taken at the step that drains it.
+    pub fn snapshot_on_uevent(&mut self, ty: Option<u32>) {
+        self.rec.snapshot_on_uevent(ty);
     }
 
     /// With `overwrite`, writes every thread's newest trace as a snapshot now (the threads
@@ -499,16 +531,32 @@ impl TracedProgram {
             let gone: Vec<_> = threads.iter().filter(|t| t.pid == self.pid).collect();
             self.sideband.write_exits(&mut r, &gone)?;
         }
-        let missing = unfound(&session, &self.table);
-        let without_slot = session.threads_without_slot();
-        let objects_lost = session.objects_lost();
-        let calls_in_handlers = session.calls_in_handlers();
-        let calls_past_depth = session.calls_past_depth();
+        session.take_probes();
+        let rings = session.ring_memory();
+        let damaged = session.damaged_rings().to_vec();
+        let control_damaged = session.control_damaged();
+        let (max_slots, slot_limit) = session.slot_limit();
+        let slot_limit = slot_limit.map(str::to_owned);
+        // The program's words: noise once it wrote over their area (said instead).
+        let words = |w: u64| if control_damaged { 0 } else { w };
+        let without_slot = words(session.threads_without_slot());
+        let (unreachable, unreachable_errno) = session.rings_unreachable();
+        let unreachable = words(unreachable);
+        let objects_lost = words(session.objects_lost());
+        let calls_in_handlers = words(session.calls_in_handlers());
+        let calls_past_depth = words(session.calls_past_depth());
         let (patched, refused) = session.functions_patched();
-        let failed = (!missing.is_empty())
-            .then(|| functions_missing(&missing, &self.prog, ""))
-            .or_else(|| open_error(&session, rec.events()));
-        if self.sideband.traced() == 0 {
+        let (patched, refused) = (words(patched), words(refused));
+        let failed = if control_damaged {
+            None
+        } else {
+            let missing = unfound(&session, &self.table);
+            (!missing.is_empty())
+                .then(|| functions_missing(&missing, &self.prog, ""))
+                .or_else(|| open_error(&session, rec.events()))
+        };
+        let traced = self.sideband.traced();
+        if traced == 0 {
             // Dropping the recorder unmade leaves no file and the previous one in place.
             drop(rec);
             let hint = if self.patching {
@@ -528,14 +576,21 @@ impl TracedProgram {
         let table = ProbeTable::from_entries(probes.into_iter().map(|(id, addr)| {
             ProbeInfo {
                 id,
-                name: syms
-                    .name(addr)
-                    .map_or_else(|| format!("{addr:#x}"), str::to_owned),
+                name: match session.probe_name(id) {
+                    Some(name) => name.to_owned(),
+                    None => syms
+                        .name(addr)
+                        .map_or_else(|| format!("{addr:#x}"), str::to_owned),
+                },
                 addr,
                 file: String::new(),
                 line: 0,
             }
         }));
+        let mut table = table;
+        for (ty, name) in session.uevent_type_names() {
+            table.name_uevent_type(ty, &String::from_utf8_lossy(&name));
+        }
         drop(session);
         // The session's memory (megabytes of pages the threads wrote) is unmapped beside the
         // file's writing: by the recorder's rings that still hold it (Recorder::finish), or
@@ -552,7 +607,20 @@ impl TracedProgram {
         if without_slot > 0 {
             notices.push(Notice::ThreadsWithoutSlot {
                 threads: without_slot,
-                slots: SLOTS,
+                slots: max_slots,
+                why: slot_limit,
+            });
+        }
+        for d in damaged {
+            notices.push(Notice::RingDamaged(d));
+        }
+        if control_damaged {
+            notices.push(Notice::ControlAreaDamaged);
+        }
+        if unreachable > 0 {
+            notices.push(Notice::RingsUnreachable {
+                threads: unreachable,
+                errno: unreachable_errno,
             });
         }
         if objects_lost > 0 {
@@ -588,6 +656,8 @@ impl TracedProgram {
             summary,
             end,
             notices,
+            threads: traced,
+            rings,
         })
     }
 }

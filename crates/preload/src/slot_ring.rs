@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::host::{Drained, ProgramSession};
+use crate::host::{Drained, ProgramSession, RingDamage};
 use perfaux_abi::consts::PERF_AUX_FLAG_OVERWRITE;
 use perfaux_perfdata::trace_section::ChunkKind;
 use perfaux_recorder::ring::{AuxBytes, AuxFn, RecordFn};
@@ -38,8 +38,11 @@ pub(crate) struct SlotRing {
     /// head too, for a thread gone; in overwrite mode, its last snapshot) and gives the slot
     /// to the next thread.
     retiring: Arc<AtomicU8>,
-    /// The slot went to the next thread: this ring reads nothing more.
+    /// The slot went to the next thread, or the program wrote over the ring's memory: this
+    /// ring reads nothing more.
     retired: bool,
+    /// Trace bytes taken from the ring so far (what a damaged ring's thread keeps).
+    taken: u64,
 }
 
 impl SlotRing {
@@ -61,12 +64,17 @@ impl SlotRing {
             unpublished_taken: false,
             retiring,
             retired: false,
+            taken: 0,
         }
     }
 
     /// Runs one of the session's per-slot reads with `each` as its sink; an error of the
     /// recorder's sink comes back as itself (kept aside, typed, while the session's read
-    /// stops at the io::Error it is given in its place), a ring error names the thread.
+    /// stops at the io::Error it is given in its place). A ring error (its memory fails the
+    /// session's checks: the program wrote over it, a wild pointer or a deliberate write) is
+    /// that ring's loss alone: the session keeps what was damaged and how much of the thread's
+    /// trace came before, and the ring retires (its slot is never given to another thread),
+    /// while every other ring is read on.
     fn read(
         &mut self,
         read: impl FnOnce(
@@ -89,10 +97,16 @@ impl SlotRing {
         });
         match (r, sink_err) {
             (_, Some(e)) => Err(e),
-            (Err(e), None) => Err(RecordError::Record {
-                tid: self.tid,
-                what: format!("the program's ring: {e}"),
-            }),
+            (Err(e), None) => {
+                s.ring_damaged(RingDamage {
+                    tid: self.tid,
+                    slot: self.slot,
+                    what: e.to_string(),
+                    trace_bytes_kept: self.taken,
+                });
+                self.retired = true;
+                Ok(())
+            }
             (Ok(_), None) => Ok(()),
         }
     }
@@ -154,6 +168,7 @@ impl Ring for SlotRing {
         let unpublished =
             (self.ended.load(Ordering::Acquire) || retiring == GONE) && !self.unpublished_taken;
         let id = self.event_id;
+        let mut taken = 0;
         self.read(
             |s, i, sink| {
                 let mut n = s.drain_slot_aux(i, sink)?;
@@ -174,12 +189,16 @@ impl Ring for SlotRing {
                 Ok(n)
             },
             |d| match aux_bytes(id, &d) {
-                Some(a) => f(a),
+                Some(a) => {
+                    taken += a.data.len() as u64;
+                    f(a)
+                }
                 None => Ok(()),
             },
         )?;
+        self.taken += taken;
         self.unpublished_taken |= unpublished;
-        self.retired = retiring != RUNNING;
+        self.retired |= retiring != RUNNING;
         Ok(())
     }
 

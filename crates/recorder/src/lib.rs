@@ -47,3 +47,4 @@ pub use recorder::{Output, RecordSummary, Recorder};
 pub use ring::{AuxBytes, Ring, ThreadRing};
 pub use spec::{AUX_WATERMARK_MAX, EventSpec, RecorderOptions, default_watermarks};
 pub use trace_gaps::{MAX_LISTED_GAPS, TraceGap};
+pub use wakeups::Waiter;

@@ -72,6 +72,20 @@ impl FileOutput {
                 io::ErrorKind::IsADirectory,
             )));
         }
+        // A device, a FIFO or a socket at the output is never replaced: the finished file
+        // takes the output's place, and `/dev/null` renamed to `/dev/null.old` and replaced by
+        // a file would be every process's /dev/null (as root).
+        if let Ok(m) = std::fs::symlink_metadata(path)
+            && !m.is_file()
+            && !m.file_type().is_symlink()
+        {
+            return Err(RecordError::Config(format!(
+                "{}: not a regular file: a recording is written beside the output and takes its \
+                 name when whole (the old file becoming .old), which a device, a pipe or a \
+                 socket must not have done to it: record to a file",
+                path.display()
+            )));
+        }
         check_old_name(path)?;
         let dir = output_dir(path);
         let name = path
@@ -493,6 +507,18 @@ mod tests {
             let short = copy_by_reads(&src, &dst, (0, 0, bytes.len() as u64 + 1), 9);
             assert_eq!(short.unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
         }
+    }
+
+    /// `-o /dev/null`: refused before anything is written, and the device is left as it is
+    /// (replaced by the finished file, it became every process's /dev/null).
+    #[test]
+    fn a_device_is_not_an_output() {
+        use std::os::unix::fs::FileTypeExt;
+        let e = FileOutput::create(Path::new("/dev/null")).unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        let m = std::fs::symlink_metadata("/dev/null").unwrap();
+        assert!(m.file_type().is_char_device());
+        assert!(!Path::new("/dev/null.old").exists());
     }
 
     #[test]

@@ -128,6 +128,10 @@ struct Sink {
     /// Outside it, a snapshot chunk (an ended thread's, from a drain) is a snapshot of its
     /// own.
     taking: Option<bool>,
+    /// The uevent type that asks for a snapshot ([`Recorder::snapshot_on_uevent`]).
+    snapshot_uevent: Option<u32>,
+    /// A uevent of that type was drained since [`Recorder::take_uevent_snapshot_request`].
+    snapshot_asked: bool,
 }
 
 /// Whether `e` says the file system is full (or the user's quota is).
@@ -195,6 +199,9 @@ impl Sink {
                         tid,
                         what: "a uevent of an event that does not carry the uevent stream".into(),
                     });
+                }
+                if self.snapshot_uevent == Some(u.type_) {
+                    self.snapshot_asked = true;
                 }
                 let bytes =
                     uevent_sample(&u, &self.file_info[s], self.endian).map_err(|source| {
@@ -520,6 +527,8 @@ impl Recorder {
             },
             path,
             taking: None,
+            snapshot_uevent: None,
+            snapshot_asked: false,
         };
         Ok(Recorder {
             events,
@@ -636,6 +645,12 @@ impl Recorder {
         self.wakeups.wait(timeout);
     }
 
+    /// A handle that waits as [`Self::wait`] does without borrowing the recorder, for a
+    /// drain loop on its own thread while other threads add theirs.
+    pub fn waiter(&self) -> crate::Waiter {
+        self.wakeups.waiter()
+    }
+
     /// Drains every ring (records and, in full-trace mode, AUX bytes),
     /// then writes a FINISHED_ROUND if anything came and the last is
     /// [`ROUND_INTERVAL`] old; returns the number of records drained.
@@ -700,6 +715,27 @@ impl Recorder {
         done?;
         // A snapshot after the disk filled is not in the file.
         Ok(took && !self.sink.summary.disk_full)
+    }
+
+    /// Asks for a snapshot whenever a uevent of type `ty` is drained: a traced program's own
+    /// trigger (perfaux-tracing's `tracing_snapshot`, sent on an error, a slow span, a
+    /// panic), as SIGUSR2 is the user's. The drain loop takes the request with
+    /// [`Self::take_uevent_snapshot_request`] and snapshots.
+    pub fn snapshot_on_uevent(&mut self, ty: Option<u32>) {
+        self.sink.snapshot_uevent = ty;
+    }
+
+    /// Whether a uevent of the type [`Self::snapshot_on_uevent`] names was drained since the
+    /// last call.
+    pub fn take_uevent_snapshot_request(&mut self) -> bool {
+        std::mem::take(&mut self.sink.snapshot_asked)
+    }
+
+    /// The rings the recorder holds now: threads recorded and not ended, or ended and not yet
+    /// drained (an ended thread's ring is let go of at the drain that takes its last bytes;
+    /// in overwrite mode it stays for the snapshots).
+    pub fn live_rings(&self) -> usize {
+        self.rings.len()
     }
 
     /// What the recording did so far.

@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use perfaux_core::{EventFd, Mmap, Prot, Target, page_size, perf_event_open_attr};
+use perfaux_core::{EventFd, EventState, Mmap, Prot, Target, page_size, perf_event_open_attr};
 use perfaux_perfdata::trace_section::ChunkKind;
 use perfaux_ring::Wakeup;
 
@@ -77,6 +77,9 @@ pub struct ThreadRing {
     aux: Option<(Mmap, usize)>,
     overwrite: bool,
     log_aux: bool,
+    /// Every event had exited (its thread ended, `perf_event_exit_task`) before the last
+    /// read of the areas began, so that read took the last bytes: the ring is done.
+    done: bool,
 }
 
 fn event_err(
@@ -168,6 +171,7 @@ impl ThreadRing {
             aux,
             overwrite: opts.overwrite,
             log_aux: events[owner].uevent_log,
+            done: false,
         })
     }
 
@@ -191,6 +195,14 @@ impl Ring for ThreadRing {
     }
 
     fn read_records(&mut self, f: &mut RecordFn<'_>) -> Result<()> {
+        // Seen before the read: an event exits after its last write (the AUX record at its
+        // task's exit), so this read and the AUX read after it take everything. In overwrite
+        // mode the area stays for the snapshots to come.
+        let exited = !self.overwrite
+            && self
+                .fds
+                .iter()
+                .all(|fd| fd.event().state() == EventState::Exit);
         let tid = self.tid;
         let ring_err = |source| RecordError::Ring {
             tid,
@@ -203,7 +215,12 @@ impl Ring for ThreadRing {
         for r in reader.read_records().map_err(ring_err)? {
             f(r.map_err(ring_err)?.bytes)?;
         }
+        self.done = exited;
         Ok(())
+    }
+
+    fn retired(&self) -> bool {
+        self.done
     }
 
     fn read_aux(&mut self, f: &mut AuxFn<'_>) -> Result<()> {

@@ -46,7 +46,10 @@ pub struct RingMemory {
 enum Backing {
     Heap(std::alloc::Layout),
     Shared {
-        fd: OwnedFd,
+        /// The creator's memfd, to hand over; a reader's is closed once mapped (a traced
+        /// process with a thousand threads would hold two descriptors a thread against its
+        /// RLIMIT_NOFILE, for nothing: the mapping keeps the file).
+        fd: Option<OwnedFd>,
         _map: MmapRaw,
     },
     Kernel {
@@ -124,7 +127,7 @@ impl RingMemory {
             .len(layout.total_len())
             .map_raw(&fd)
             .map_err(|e| RingError::os("mmap of the ring memfd", e))?;
-        let mem = Self::from_shared_map(layout, fd, map)?;
+        let mem = Self::from_shared_map(layout, Some(fd), map)?;
         mem.write_layout_fields();
         Ok(mem)
     }
@@ -182,10 +185,15 @@ impl RingMemory {
                 expected: file_len,
             });
         }
-        Self::from_shared_map(layout, fd, map)
+        drop(fd);
+        Self::from_shared_map(layout, None, map)
     }
 
-    fn from_shared_map(layout: RingLayout, fd: OwnedFd, map: MmapRaw) -> Result<Self, RingError> {
+    fn from_shared_map(
+        layout: RingLayout,
+        fd: Option<OwnedFd>,
+        map: MmapRaw,
+    ) -> Result<Self, RingError> {
         let user = NonNull::new(map.as_mut_ptr()).ok_or(RingError::Os {
             what: "mmap of the ring memfd",
             errno: perfaux_abi::errno::ENOMEM,
@@ -279,10 +287,11 @@ impl RingMemory {
         Ok(mem)
     }
 
-    /// The memfd of a shared ring, to hand to the reader process.
+    /// The memfd of a shared ring, to hand to the reader process (its creator's only: a
+    /// reader's is closed once mapped).
     pub fn shared_fd(&self) -> Option<BorrowedFd<'_>> {
         match &self.backing {
-            Backing::Shared { fd, .. } => Some(fd.as_fd()),
+            Backing::Shared { fd, .. } => fd.as_ref().map(AsFd::as_fd),
             _ => None,
         }
     }

@@ -28,6 +28,14 @@ pub const HOOK_FORWARD: u32 = 4;
 pub const ENTER_SYMBOL: &std::ffi::CStr = c"perfaux_preload_probe_enter";
 /// The runtime's return function: `(key)`.
 pub const EXIT_SYMBOL: &std::ffi::CStr = c"perfaux_preload_probe_exit";
+/// The runtime's `(key, name, len)`: names the probe whose entries come with `ip == key` (an
+/// exactly named probe, [`crate::probe::ProbeName::Exact`]); optional (an older runtime names
+/// such probes by address).
+pub const NAME_SYMBOL: &std::ffi::CStr = c"perfaux_preload_probe_name";
+/// The runtime's `(type, name, len)`: names a uevent type in the runtime's recording.
+pub const UEVENT_TYPE_NAME_SYMBOL: &std::ffi::CStr = c"perfaux_preload_uevent_type_name";
+/// The runtime's `(type, buf, len) -> 0 or -1`: a uevent into the calling thread's recording.
+pub const UEVENT_SYMBOL: &std::ffi::CStr = c"perfaux_record_uevent";
 /// The runtime's `() -> active`: whether it may trace this process (a runtime preloaded into a
 /// process the recorder does not trace, e.g. one whose control area did not map, is inactive once its
 /// constructor ran: the probes then keep their direct path instead of calling it on every
@@ -35,6 +43,9 @@ pub const EXIT_SYMBOL: &std::ffi::CStr = c"perfaux_preload_probe_exit";
 pub const ACTIVE_SYMBOL: &std::ffi::CStr = c"perfaux_preload_active";
 
 type EnterFn = unsafe extern "C" fn(usize, usize) -> bool;
+type NameFn = unsafe extern "C" fn(usize, *const u8, usize);
+type UeventFn = unsafe extern "C" fn(u32, *const libc::c_void, usize) -> i32;
+type UeventNameFn = unsafe extern "C" fn(u32, *const u8, usize);
 type ExitFn = unsafe extern "C" fn(usize);
 type ActiveFn = unsafe extern "C" fn() -> bool;
 
@@ -45,6 +56,9 @@ const FOUND: u8 = 2;
 static STATE: AtomicU8 = AtomicU8::new(UNKNOWN);
 static ENTER: AtomicUsize = AtomicUsize::new(0);
 static EXIT: AtomicUsize = AtomicUsize::new(0);
+static NAME: AtomicUsize = AtomicUsize::new(0);
+static UEVENT: AtomicUsize = AtomicUsize::new(0);
+static UEVENT_NAME: AtomicUsize = AtomicUsize::new(0);
 
 /// Turns forwarding off in this copy of the crate (the preload runtime's own).
 pub fn disable() {
@@ -82,8 +96,71 @@ pub(crate) fn resolve() -> bool {
     }
     ENTER.store(enter as usize, Relaxed);
     EXIT.store(exit as usize, Relaxed);
+    NAME.store(lookup(NAME_SYMBOL) as usize, Relaxed);
+    UEVENT.store(lookup(UEVENT_SYMBOL) as usize, Relaxed);
+    UEVENT_NAME.store(lookup(UEVENT_TYPE_NAME_SYMBOL) as usize, Relaxed);
     STATE.store(FOUND, Release);
     true
+}
+
+/// Whether the runtime was looked up and found (`None`: not looked up yet).
+pub(crate) fn found() -> Option<bool> {
+    match STATE.load(Acquire) {
+        FOUND => Some(true),
+        NONE => Some(false),
+        _ => None,
+    }
+}
+
+/// Tells the runtime the name of `probe`, an exactly named one (its registration, once).
+pub(crate) fn name(probe: &'static crate::Probe) {
+    let f = NAME.load(Relaxed);
+    if STATE.load(Acquire) != FOUND || f == 0 {
+        return;
+    }
+    // SAFETY: NAME was stored before FOUND (Release/Acquire above) from the runtime's export
+    // of type NameFn, which stays loaded.
+    let f: NameFn = unsafe { std::mem::transmute::<usize, NameFn>(f) };
+    let name = probe.name();
+    // SAFETY: the runtime reads `name.len()` bytes at `name.as_ptr()` during the call.
+    unsafe {
+        f(
+            probe as *const crate::Probe as usize,
+            name.as_ptr(),
+            name.len(),
+        )
+    }
+}
+
+/// Names uevent type `ty` in the runtime's recording (nothing without a runtime).
+pub(crate) fn name_uevent_type(ty: u32, name: &str) {
+    let f = UEVENT_NAME.load(Relaxed);
+    if STATE.load(Acquire) != FOUND || f == 0 {
+        return;
+    }
+    // SAFETY: as in `name`: the runtime's export of type UeventNameFn.
+    let f: UeventNameFn = unsafe { std::mem::transmute::<usize, UeventNameFn>(f) };
+    // SAFETY: the runtime reads `name.len()` bytes at `name.as_ptr()` during the call.
+    unsafe { f(ty, name.as_ptr(), name.len()) }
+}
+
+/// A uevent of `type_` with `data` into the runtime's recording of the calling thread: 0, or
+/// the errno the runtime's `perfaux_record_uevent` set (ENODEV without a runtime).
+pub fn uevent(type_: u32, data: &[u8]) -> i32 {
+    let f = UEVENT.load(Relaxed);
+    if STATE.load(Acquire) != FOUND || f == 0 {
+        return libc::ENODEV;
+    }
+    // SAFETY: as in `name`: the runtime's export of type UeventFn.
+    let f: UeventFn = unsafe { std::mem::transmute::<usize, UeventFn>(f) };
+    // SAFETY: the runtime reads `data.len()` bytes at `data.as_ptr()` during the call.
+    if unsafe { f(type_, data.as_ptr().cast(), data.len()) } == 0 {
+        0
+    } else {
+        std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO)
+    }
 }
 
 /// Hands an entry to the runtime; whether it took it.

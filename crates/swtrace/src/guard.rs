@@ -46,7 +46,13 @@ impl Probe {
             hook = self.hook.load(Relaxed);
         }
         // Under `perfaux record -- ./prog`: the runtime traces the call (crate::forward).
-        if hook & HOOK_FORWARD != 0 && forward::enter(self as *const Probe as usize, ip) {
+        // An exactly named probe is keyed at the runtime by itself, not by the code it sits in.
+        let at = if self.is_exact() {
+            self as *const Probe as usize
+        } else {
+            ip
+        };
+        if hook & HOOK_FORWARD != 0 && forward::enter(self as *const Probe as usize, at) {
             return OpenCall {
                 flags: GUARD_HOOKED | GUARD_FORWARDED,
                 ..OpenCall::default()

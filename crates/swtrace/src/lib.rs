@@ -79,8 +79,8 @@ pub use guard::ProbeGuard;
 pub use lane::Lane;
 pub use probe::{Probe, ProbeEvent, ProbeId};
 pub use registry::{
-    HookError, HookFn, HookTarget, lookup, name_uevent_type, probe_by_id, probe_table, set_hook,
-    set_hook_handler,
+    HookError, HookFn, HookTarget, lookup, name_uevent_type, probe_by_id, probe_table,
+    probes_to_runtime, set_hook, set_hook_handler,
 };
 pub use table::{ProbeInfo, ProbeTable, TableError};
 pub use window::{Window, WindowChunk, Windows};

@@ -41,6 +41,10 @@ pub enum ProbeName {
     Static(&'static str),
     /// A function returning the enclosing function's path.
     FnPath(fn() -> &'static str),
+    /// A name that is the probe's under any tracer: a tracer outside this copy of the crate
+    /// (the preload runtime, [`crate::forward`]) names it so too, not after the function that
+    /// enters it (a `tracing` span's probe, entered from the layer's code).
+    Exact(&'static str),
 }
 
 /// An instrumentation point. Declare it as a `static` (the macros do), enter it with
@@ -67,6 +71,16 @@ impl Probe {
         Probe::build(ProbeName::Static(name), file, line)
     }
 
+    /// A probe named `name` under any tracer ([`ProbeName::Exact`]), at `file:line`.
+    pub const fn exact(name: &'static str, file: &'static str, line: u32) -> Probe {
+        Probe::build(ProbeName::Exact(name), file, line)
+    }
+
+    /// Whether the probe is named [`ProbeName::Exact`]ly.
+    pub fn is_exact(&self) -> bool {
+        matches!(self.name, ProbeName::Exact(_))
+    }
+
     /// A probe named after the function path `name` returns (see [`trace_fn!`](crate::trace_fn)).
     pub const fn from_fn_path(name: fn() -> &'static str, file: &'static str, line: u32) -> Probe {
         Probe::build(ProbeName::FnPath(name), file, line)
@@ -87,7 +101,7 @@ impl Probe {
     /// The probe's name.
     pub fn name(&self) -> &'static str {
         match self.name {
-            ProbeName::Static(s) => s,
+            ProbeName::Static(s) | ProbeName::Exact(s) => s,
             ProbeName::FnPath(f) => f(),
         }
     }

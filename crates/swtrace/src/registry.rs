@@ -175,9 +175,23 @@ pub(crate) fn register(probe: &'static Probe, first_entry: Option<usize>) -> Opt
         // the cleared hook word under the lock's release finds the id.
         probe.id.store(id, Relaxed);
         by_id::set(id, probe);
+        if probe.is_exact() && crate::forward::resolve() {
+            crate::forward::name(probe);
+        }
     }
     reg.update_hook_word(id as usize - 1);
     Some(ProbeId(id))
+}
+
+/// Whether this process's probes go to a preload runtime (`perfaux record -- ./prog`): then
+/// its recording is the runtime's, and [`crate::forward::uevent`] reaches it. Looks the
+/// runtime up on the first call, under the table's lock as a registration does.
+pub fn probes_to_runtime() -> bool {
+    if let Some(found) = crate::forward::found() {
+        return found;
+    }
+    let _reg = lock();
+    crate::forward::resolve()
 }
 
 /// Sets the core's hook handler (once per process).
@@ -361,10 +375,15 @@ static UEVENT_TYPES: Mutex<BTreeMap<u32, String>> = Mutex::new(BTreeMap::new());
 /// Names uevent type `ty` of this process: [`probe_table`] carries the name into the
 /// recording, where the views read it (a recording without it shows the type's number).
 pub fn name_uevent_type(ty: u32, name: &str) {
-    UEVENT_TYPES
+    let before = UEVENT_TYPES
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .insert(ty, name.to_owned());
+    // Under `perfaux record` the recording is the runtime's: it takes the name too, once (its
+    // room for names is shared by every process of the recording).
+    if before.as_deref() != Some(name) && probes_to_runtime() {
+        crate::forward::name_uevent_type(ty, name);
+    }
 }
 
 #[cfg(test)]

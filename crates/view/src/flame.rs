@@ -3,22 +3,20 @@
 //!
 //! The flame graph folds the merged call tree ([`Collector::tree`], weight:
 //! self time in ns) or, for a recording without traced calls, the sampled
-//! callchains (weight: samples). The flame chart keeps time: per thread, one
-//! folded line per stack change, weighted by how long the stack lasted;
-//! unlike everything else in this crate it grows with the trace (one line
-//! per call boundary), as the chart it draws does.
+//! callchains (weight: samples). The flame chart, which keeps time, is
+//! [`crate::flame_chart`]'s.
 
-use std::collections::HashMap;
 use std::io::Write;
 
 use inferno::flamegraph::{Options, from_lines};
 
-use crate::event::{FuncId, Names, Sink, ViewEvent};
+use crate::event::{FuncId, Names};
 use crate::stats::{CallTree, Collector};
 use crate::walk::Summary;
 use crate::{ViewError, fmt_timestamp};
 
-fn options<'a>(sum: &Summary, what: &str, count_name: &str) -> Options<'a> {
+/// inferno's options for a chart `what` of `sum`'s recording, weighed in `count_name`.
+pub(crate) fn options<'a>(sum: &Summary, what: &str, count_name: &str) -> Options<'a> {
     let mut o = Options::default();
     o.title = format!(
         "{what}: {}",
@@ -32,7 +30,7 @@ fn options<'a>(sum: &Summary, what: &str, count_name: &str) -> Options<'a> {
 }
 
 /// inferno joins frames with `;` and ends a line with ` count`.
-fn frame(names: &Names, f: FuncId) -> String {
+pub(crate) fn frame(names: &Names, f: FuncId) -> String {
     names.name(f).replace(';', ":")
 }
 
@@ -73,108 +71,4 @@ pub fn write_flame_graph(
     }
     from_lines(&mut opts, lines.iter().map(String::as_str), out)
         .map_err(|e| ViewError(format!("flame graph: {e}")))
-}
-
-#[derive(Default)]
-struct ThreadChart {
-    stack: Vec<FuncId>,
-    since: u64,
-}
-
-/// The flame chart's folded lines, gathered in one pass.
-#[derive(Default)]
-pub struct FlameChart {
-    comms: HashMap<u32, String>,
-    threads: HashMap<u32, ThreadChart>,
-    /// Per thread, in time order: (tid, folded stack, weight).
-    lines: Vec<(u32, String, u64)>,
-    samples: Vec<(u32, String, u64)>,
-}
-
-impl FlameChart {
-    fn root(&self, tid: u32) -> String {
-        let comm = self.comms.get(&tid).map_or("", String::as_str);
-        format!("{comm} {tid}").replace(';', ":")
-    }
-
-    /// Ends the stretch of `tid`'s current stack at `time`.
-    fn change(&mut self, names: &Names, tid: u32, time: u64) {
-        let root = self.root(tid);
-        let t = self.threads.entry(tid).or_default();
-        let dur = time.saturating_sub(t.since);
-        if dur > 0 && !t.stack.is_empty() {
-            let mut line = root;
-            for &f in &t.stack {
-                line.push(';');
-                line.push_str(&frame(names, f));
-            }
-            match self.lines.last_mut() {
-                Some((lt, l, w)) if *lt == tid && *l == line => *w += dur,
-                _ => self.lines.push((tid, line, dur)),
-            }
-        }
-        t.since = time;
-    }
-
-    /// Writes the chart.
-    pub fn write(mut self, sum: &Summary, out: impl Write) -> Result<(), ViewError> {
-        let (mut lines, mut opts) = if self.lines.is_empty() {
-            (
-                std::mem::take(&mut self.samples),
-                options(sum, "Flame Chart", "samples"),
-            )
-        } else {
-            (
-                std::mem::take(&mut self.lines),
-                options(sum, "Flame Chart", "ns"),
-            )
-        };
-        if lines.is_empty() {
-            return Err(ViewError(
-                "no traced calls and no samples to draw a flame chart of".into(),
-            ));
-        }
-        opts.flame_chart = true;
-        // Threads one after the other, each in its time order.
-        lines.sort_by_key(|l| l.0);
-        let text: Vec<String> = lines
-            .into_iter()
-            .map(|(_, l, w)| format!("{l} {w}"))
-            .collect();
-        from_lines(&mut opts, text.iter().map(String::as_str), out)
-            .map_err(|e| ViewError(format!("flame chart: {e}")))
-    }
-}
-
-impl Sink for FlameChart {
-    fn event(&mut self, names: &Names, ev: &ViewEvent<'_>) -> std::io::Result<()> {
-        match *ev {
-            ViewEvent::Comm { tid, comm, .. } => {
-                self.comms.insert(tid, comm.to_owned());
-            }
-            ViewEvent::Enter {
-                tid, time, func, ..
-            } => {
-                self.change(names, tid, time);
-                self.threads.entry(tid).or_default().stack.push(func);
-            }
-            ViewEvent::Exit { tid, time, .. } => {
-                self.change(names, tid, time);
-                self.threads.entry(tid).or_default().stack.pop();
-            }
-            ViewEvent::Sample { tid, stack, .. } => {
-                let mut line = self.root(tid);
-                for &f in stack.iter().rev() {
-                    line.push(';');
-                    line.push_str(&frame(names, f));
-                }
-                match self.samples.last_mut() {
-                    Some((lt, l, w)) if *lt == tid && *l == line => *w += 1,
-                    _ => self.samples.push((tid, line, 1)),
-                }
-            }
-            _ => {}
-        }
-        Ok(())
-    }
 }

@@ -40,6 +40,7 @@ mod cxa_demangle;
 pub mod event;
 pub mod firefox;
 pub mod flame;
+pub mod flame_chart;
 mod func_symbols;
 pub mod perfetto;
 pub mod report;

@@ -36,7 +36,12 @@ pub(crate) struct Dumper {
     sample_id_all: bool,
     comms: HashMap<u32, Vec<u8>>,
     maps: HashMap<u32, Vec<Map>>,
+    /// The AUXTRACE_INFO's trace type, once seen: it says how AUXTRACE payloads decode.
+    auxtrace_type: Option<u32>,
 }
+
+/// perf's `enum auxtrace_type` value for Intel PT.
+const PERF_AUXTRACE_INTEL_PT: u32 = 1;
 
 fn push_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(s.as_bytes());
@@ -76,6 +81,7 @@ impl Dumper {
             sample_id_all: false,
             comms: HashMap::new(),
             maps: HashMap::new(),
+            auxtrace_type: None,
         };
         d.set_events(evs);
         d
@@ -163,7 +169,7 @@ impl Dumper {
                 push_str(out, &format!(": cannot parse: {e}\n"));
             }
             None if rec.is_kernel_record() => out.extend_from_slice(b": unknown event id\n"),
-            None => user_fields(out, rec),
+            None => user_fields(out, rec, &mut self.auxtrace_type),
         }
     }
 
@@ -425,7 +431,7 @@ fn switch_in_out(misc: u16) -> &'static [u8] {
 }
 
 /// The fields perf prints for its own record types.
-fn user_fields(out: &mut Vec<u8>, rec: &RawRecord<'_>) {
+fn user_fields(out: &mut Vec<u8>, rec: &RawRecord<'_>, auxtrace_type: &mut Option<u32>) {
     let parsed = match rec.user_record() {
         Some(Ok(u)) => u,
         Some(Err(e)) => {
@@ -458,11 +464,12 @@ fn user_fields(out: &mut Vec<u8>, rec: &RawRecord<'_>) {
             out.extend_from_slice(b": unhandled!\n");
         }
         UserRecord::AuxtraceInfo(i) => {
+            *auxtrace_type = Some(i.type_);
             out.extend_from_slice(b" type: ");
             dec(out, u64::from(i.type_));
             out.push(b'\n');
         }
-        UserRecord::Auxtrace(a, payload) => auxtrace(out, &a, payload),
+        UserRecord::Auxtrace(a, payload) => auxtrace(out, &a, payload, *auxtrace_type),
         UserRecord::IdIndex(ix) => {
             out.extend_from_slice(b" nr: ");
             dec(out, ix.entries.len() as u64);
@@ -482,7 +489,7 @@ fn user_fields(out: &mut Vec<u8>, rec: &RawRecord<'_>) {
     }
 }
 
-fn auxtrace(out: &mut Vec<u8>, a: &AuxtraceRecord, payload: &[u8]) {
+fn auxtrace(out: &mut Vec<u8>, a: &AuxtraceRecord, payload: &[u8], auxtrace_type: Option<u32>) {
     // perf: " size: %#lx  offset: %#lx  ref: %#lx  idx: %u  tid: %d  cpu: %d".
     out.extend_from_slice(b" size: ");
     hash_x(out, a.size);
@@ -497,6 +504,12 @@ fn auxtrace(out: &mut Vec<u8>, a: &AuxtraceRecord, payload: &[u8]) {
             a.idx, a.tid as i32, a.cpu as i32
         ),
     );
+    if auxtrace_type == Some(PERF_AUXTRACE_INTEL_PT) {
+        // perf's intel_pt_dump: its packet lines (writing to a Vec cannot fail).
+        out.extend_from_slice(b".\n");
+        let _ = perfaux_intelpt::perf_dump::dump(payload, &mut *out);
+        return;
+    }
     out.extend_from_slice(b".\n. ... AUX data: size ");
     dec(out, payload.len() as u64);
     out.extend_from_slice(b" bytes\n");

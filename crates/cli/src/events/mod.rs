@@ -1,6 +1,7 @@
 //! `-e` event lists with perf's syntax: [`parse`] reads the text,
 //! [`resolve`] looks the names up and applies perf's grouping rules.
 
+pub mod aux_pmu;
 pub mod parse;
 pub mod resolve;
 

@@ -212,6 +212,13 @@ fn resolve_one(input: &str, spec: &EventSpec, idx: usize) -> Result<Event, Event
         ("probe", None) => return Err(name_err("'probe' needs a function: probe:FUNC".into())),
         (n, None) => match SOFTWARE_EVENTS.iter().find(|(s, _)| *s == n) {
             Some(&(_, config)) => EventKind::Software { config },
+            // A kernel PMU's name (intel_pt//, cs_etm//, ...): say whether this machine has it.
+            None if spec.pmu_form => {
+                return Err(name_err(crate::events::aux_pmu::refusal(
+                    n,
+                    std::path::Path::new(crate::events::aux_pmu::PMU_DIR),
+                )));
+            }
             None => {
                 let known: Vec<&str> = SOFTWARE_EVENTS.iter().map(|(s, _)| *s).collect();
                 return Err(name_err(format!(

@@ -110,6 +110,12 @@ impl RecordConfig {
                 a.command.join(" ")
             )));
         }
+        if a.snapshot_on.is_some() || a.snapshot_on_slow.is_some() || a.snapshot_on_panic {
+            return Err(CliError::msg(
+                "record: --snapshot-on, --snapshot-on-slow and --snapshot-on-panic are for a \
+                 program that uses perfaux-tracing (record -S ... -- PROG)",
+            ));
+        }
         let snapshot = snapshot_mode(a)?;
         let aux_sample = aux_sample_size(a)?;
         let texts = if a.events.is_empty() {

@@ -7,6 +7,7 @@
 use std::process::Command;
 use std::time::Duration;
 
+use perfaux_preload::host::RingMemoryUse;
 use perfaux_preload::{MatchKind, Notice, PatchSpec, ProgramError, ProgramOptions, TracedProgram};
 
 use super::program_events::program_events;
@@ -18,6 +19,7 @@ use super::{
 use crate::cli::{RecordArgs, parse_mmap_pages};
 use crate::error::CliError;
 use crate::events::{apply_sampler_options, resolve_events};
+use crate::progress::{Progress, human_bytes};
 
 /// The "not possible" line for `-p PID` and `-a`, if either is given.
 pub fn refuse_attach(a: &RecordArgs) -> Option<String> {
@@ -37,6 +39,61 @@ pub fn refuse_attach(a: &RecordArgs) -> Option<String> {
              program by starting it under perfaux: perfaux record -- ./prog ARGS"
         )
     })
+}
+
+/// `--snapshot-on`, `--snapshot-on-slow`, `--snapshot-on-panic`: the program's
+/// perfaux-tracing layer is told through its environment, and sends a `tracing_snapshot`
+/// uevent when one fires, on which the recording snapshots. Whether any was asked.
+fn tracing_triggers(a: &RecordArgs, cmd: &mut Command) -> Result<bool, CliError> {
+    use perfaux_preload::shared::tracing::*;
+    let asked = a.snapshot_on.is_some() || a.snapshot_on_slow.is_some() || a.snapshot_on_panic;
+    if !asked {
+        return Ok(false);
+    }
+    if snapshot_mode(a)?.is_none() {
+        return Err(CliError::msg(
+            "record: --snapshot-on, --snapshot-on-slow and --snapshot-on-panic take snapshots: \
+             they need -S",
+        ));
+    }
+    if let Some(level) = &a.snapshot_on {
+        let known = ["error", "warn", "info", "debug", "trace"];
+        if !known.contains(&level.to_ascii_lowercase().as_str()) {
+            return Err(CliError::msg(format!(
+                "record: --snapshot-on {level}: a level is one of {}",
+                known.join(", ")
+            )));
+        }
+        cmd.env(ENV_SNAPSHOT_ON, level);
+    }
+    if let Some(d) = &a.snapshot_on_slow {
+        cmd.env(ENV_SNAPSHOT_ON_SLOW_NS, parse_duration_ns(d)?.to_string());
+    }
+    if a.snapshot_on_panic {
+        cmd.env(ENV_SNAPSHOT_ON_PANIC, "1");
+    }
+    Ok(true)
+}
+
+/// `50ms`, `2s`, `100us`, `1500ns` (a number alone is milliseconds) in nanoseconds.
+fn parse_duration_ns(text: &str) -> Result<u64, CliError> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let scale = match unit {
+        "ns" => 1,
+        "us" => 1_000,
+        "" | "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        _ => 0,
+    };
+    match num.parse::<u64>().ok().and_then(|n| n.checked_mul(scale)) {
+        Some(ns) if ns > 0 => Ok(ns),
+        _ => Err(CliError::msg(format!(
+            "record: --snapshot-on-slow {text}: a duration is a positive number with ns, us, ms \
+             or s (e.g. 50ms)"
+        ))),
+    }
 }
 
 /// What the arguments ask of the program's recording.
@@ -66,26 +123,32 @@ fn options(a: &RecordArgs) -> Result<ProgramOptions, CliError> {
         overwrite,
         patch: patch_spec(a)?,
         libcalls: !a.no_libcall,
+        max_threads: a.max_threads as usize,
     })
 }
 
 /// The `-P` / `-U` rules, if any; without them, `-P .` for a program whose entries the
-/// compiler prepared for patching (said in one line).
+/// compiler prepared for patching. Without them, the way the program is traced is said in one
+/// line (its compiler hooks, or its prepared entries); a program with neither is said at its
+/// end, with what `-P` would trace.
 fn patch_spec(a: &RecordArgs) -> Result<Option<PatchSpec>, CliError> {
+    use perfaux_preload::patching::{TraceWay, executable, trace_way};
     if a.patch.is_empty() {
-        let prepared = a
-            .command
-            .first()
-            .and_then(|p| perfaux_preload::patching::executable(p))
-            .and_then(|p| perfaux_preload::patching::prepared_entries(&p));
-        return Ok(prepared.map(|(how, n)| {
-            eprintln!(
-                "perfaux record: tracing {} through its {n} patchable function entries ({how}); \
-                 -P selects functions",
-                a.command[0]
-            );
-            PatchSpec::parse(&[".".into()], &[], MatchKind::Regex).expect("'.' parses")
-        }));
+        let prog = &a.command[0];
+        return Ok(match executable(prog).and_then(|p| trace_way(&p)) {
+            Some(TraceWay::Hooks(how)) => {
+                eprintln!("perfaux record: tracing {prog} through its compiler hooks ({how})");
+                None
+            }
+            Some(TraceWay::Prepared(how, n)) => {
+                eprintln!(
+                    "perfaux record: tracing {prog} through its {n} patchable function entries \
+                     ({how}); -P selects functions"
+                );
+                Some(PatchSpec::parse(&[".".into()], &[], MatchKind::Regex).expect("'.' parses"))
+            }
+            None => None,
+        });
     }
     let kind = if a.match_kind == "glob" {
         MatchKind::Glob
@@ -159,14 +222,32 @@ pub fn record_program(a: &RecordArgs, verbose: bool) -> Result<i32, CliError> {
     }
     let mut cmd = Command::new(prog);
     cmd.args(&a.command[1..]);
+    let triggers = tracing_triggers(a, &mut cmd)?;
     let mut p = TracedProgram::start(cmd, opts, a.output.clone()).map_err(program_err)?;
+    if triggers {
+        p.snapshot_on_uevent(Some(perfaux_preload::shared::tracing::SNAPSHOT));
+    }
     if verbose {
         eprintln!("perfaux record: tracing {prog} (pid {})", p.pid());
     }
     let mut stop_sent = false;
+    // The program's output shares the terminal: progress only where it does not (or with -v).
+    let mut progress = Progress::new("record", verbose, true);
+    let started = std::time::Instant::now();
     loop {
         let step = p.step(Duration::from_millis(1)).map_err(program_err)?;
+        if !step.notices.is_empty() {
+            progress.done();
+        }
         say(&step.notices, false);
+        if progress.due() {
+            let (threads, records, aux) = p.progress();
+            progress.note(&format!(
+                "{:.0} s, {threads} threads traced, {records} records, {} of trace",
+                started.elapsed().as_secs_f64(),
+                human_bytes(aux)
+            ));
+        }
         if step.ended {
             break;
         }
@@ -181,6 +262,7 @@ pub fn record_program(a: &RecordArgs, verbose: bool) -> Result<i32, CliError> {
             stop_sent = true;
         }
     }
+    progress.done();
     let finished = match p.finish() {
         Ok(f) => f,
         Err(ProgramError::Incomplete {
@@ -205,6 +287,7 @@ pub fn record_program(a: &RecordArgs, verbose: bool) -> Result<i32, CliError> {
         recorded: finished.summary,
     };
     eprint!("{}", summary.lines(&a.output));
+    eprintln!("{}", threads_line(finished.threads, &finished.rings));
     if let Some(line) = finished.end.signal_line(prog) {
         eprintln!("{line}");
     }
@@ -213,4 +296,19 @@ pub fn record_program(a: &RecordArgs, verbose: bool) -> Result<i32, CliError> {
         code = code.max(1);
     }
     Ok(code)
+}
+
+/// The threads traced and what their rings cost: the most holding a ring at once (those that
+/// ended and whose ring the recorder had not yet taken back count), the rings made, and the
+/// memory the threads wrote into them.
+fn threads_line(threads: usize, r: &RingMemoryUse) -> String {
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    format!(
+        "[ perfaux record: {threads} threads traced, at most {} at once; {} thread rings made, \
+         of {:.2} MiB each, {:.1} MiB of memory in use ]",
+        r.peak_held,
+        r.slots,
+        mib(r.slot_size),
+        mib(r.resident)
+    )
 }

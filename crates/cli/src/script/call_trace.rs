@@ -3,8 +3,10 @@
 //!
 //! Memory: per window, one pending line, the decoder's state and one piece
 //! of its bytes; the pieces share [`MERGE_BUDGET`] (each between
-//! perfaux-swtrace's `MIN_PIECE` and [`MAX_PIECE`]), and at most
-//! [`MAX_MERGED_WINDOWS`] windows are merged, whatever the file says. The
+//! perfaux-swtrace's `MIN_PIECE` and [`MAX_PIECE`]), at most
+//! [`MAX_MERGED_WINDOWS`] windows are decoded at once (each from its first
+//! line's time to its last), and at most [`MAX_WINDOWS`] make the trace,
+//! whatever the file says. The
 //! decoders' own state shares budgets too: untimed events held for their
 //! times ([`HELD_BUDGET`]) and ids of open calls ([`FRAME_BUDGET`]), so that
 //! neither grows with the number of windows times each decoder's bound.
@@ -26,8 +28,13 @@ use crate::error::CliError;
 pub(crate) const MERGE_BUDGET: usize = 8 << 20;
 /// The most bytes of one window held at a time.
 pub(crate) const MAX_PIECE: usize = 1 << 20;
-/// The most windows merged: each holds its decoder and a pending line.
+/// The most windows decoded at once (those whose time spans overlap): each
+/// holds its decoder and a pending line.
 pub(crate) const MAX_MERGED_WINDOWS: usize = 16 * 1024;
+/// The most windows a call trace is made of: each is kept, undecoded, as
+/// its first chunk's entry and its first line's time (a hundred bytes or so)
+/// until its time comes.
+pub(crate) const MAX_WINDOWS: usize = 1 << 18;
 /// Untimed events the merge's decoders hold at once, shared (each window at
 /// least [`MIN_HELD`], at most perfaux-swtrace's `MAX_HELD`), each a decoded
 /// event of a few tens of bytes. Past its share a window's untimed events keep the time
@@ -323,6 +330,12 @@ impl<'a> WindowLines<'a> {
 /// a chunk boundary keep their depth. Returns what stopped the trace short
 /// (a bad chunk header, a read error, too many windows), after every line
 /// the windows before it give.
+///
+/// A window is decoded only from its first line's time to its last: a
+/// recording of a hundred thousand threads made one after another holds as
+/// many windows, of which a few overlap in time. So the windows' first times
+/// are found first (a piece of each decoded, one at a time), and the merge
+/// opens each window when the time comes and drops it at its end.
 pub(super) fn call_trace_lines(
     s: &Script,
     trace: &TraceSection<SectionSource>,
@@ -335,10 +348,10 @@ pub(super) fn call_trace_lines(
     let mut damage = None;
     for w in trace.windows() {
         match w {
-            Ok(w) if windows.len() == MAX_MERGED_WINDOWS => {
+            Ok(w) if windows.len() == MAX_WINDOWS => {
                 damage = Some(format!(
-                    "perfaux trace section: more than {MAX_MERGED_WINDOWS} decode windows \
-                     (chunk {} at file offset {:#x} starts one more); the call trace shows the first {MAX_MERGED_WINDOWS}",
+                    "perfaux trace section: more than {MAX_WINDOWS} decode windows \
+                     (chunk {} at file offset {:#x} starts one more); the call trace shows the first {MAX_WINDOWS}",
                     w.first.index, w.first.header_offset
                 ));
                 break;
@@ -350,85 +363,139 @@ pub(super) fn call_trace_lines(
             }
         }
     }
-    let piece = (MERGE_BUDGET / windows.len().max(1)).clamp(MIN_PIECE, MAX_PIECE);
-    let held = (HELD_BUDGET / windows.len().max(1)).max(MIN_HELD);
-    let frames = (FRAME_BUDGET / windows.len().max(1)).max(MIN_FRAMES);
+    // Shares of the budgets for as many windows as may be open at once.
+    let open_at_most = windows.len().clamp(1, MAX_MERGED_WINDOWS);
+    let piece = (MERGE_BUDGET / open_at_most).clamp(MIN_PIECE, MAX_PIECE);
+    let held = (HELD_BUDGET / open_at_most).max(MIN_HELD);
+    let frames = (FRAME_BUDGET / open_at_most).max(MIN_FRAMES);
     let mut snapshot_ends = SnapshotEnds::default();
-    let mut streams: Vec<WindowLines<'_>> = windows
+    let seen_ends: Vec<u64> = windows
         .iter()
         .map(|w| {
-            let h = &w.first.header;
-            let seen_end = if h.kind == ChunkKind::Snapshot {
+            if w.first.header.kind == ChunkKind::Snapshot {
                 snapshot_ends.seen_end(w)
             } else {
                 0
-            };
-            let (tid, cpu) = owner.get(&h.event_id).copied().unwrap_or((h.tid, None));
-            let opts = CallTraceOptions {
-                comm: s.comm_of_event(h.event_id, i64::from(tid as i32)),
-                cpu: cpu.unwrap_or(0),
-                returns: false,
-                markers: false,
-            };
-            // How the window's last stop reads: a snapshot's end and a stop
-            // where the AUX area filled (PERF_AUX_FLAG_TRUNCATED) are not
-            // an aux_pause.
-            let end_label = if truncated.contains(&(h.event_id, w.end())) {
-                Some("(truncated)")
-            } else if h.kind == ChunkKind::Snapshot {
-                Some("(snapshot end)")
-            } else {
-                None
-            };
-            // A window smaller than its share holds no more than itself.
-            let piece = piece.min(usize::try_from(w.len).unwrap_or(usize::MAX));
-            let mut dec = Decoder::from_reader(trace.window_bytes(w), w.start(), piece);
-            dec.limit(frames, held);
-            let w =
-                WindowLines::new(dec, CallTrace::new(&s.probes, opts), end_label).after(seen_end);
-            if replay { w.replay(&s.probes) } else { w }
+            }
         })
         .collect();
-    if replay {
-        out.write_all(REPLAY_HEADER.as_bytes())
-            .map_err(CliError::output)?;
-    }
-    // A k-way merge by (time, window): the order a sort of every line by
-    // time would give (ties in window order), one pending line per window.
-    // Each window formats its pending line into its own buffer: nothing is
-    // allocated per line.
-    let mut heap = BinaryHeap::new();
-    for (i, w) in streams.iter_mut().enumerate() {
-        if let Some(t) = w.next_line() {
-            heap.push(Reverse((t, i)));
-        }
-    }
-    while let Some(Reverse((_, i))) = heap.pop() {
-        let w = &mut streams[i];
-        out.write_all(w.line()).map_err(CliError::output)?;
-        // While this window's next line is not later than every other
-        // window's pending one it goes out at once (as the heap would pop
-        // it: ties go to the lower window).
-        let bound = heap.peek().map(|&Reverse(next)| next);
-        while let Some(t) = w.next_line() {
-            if bound.is_none_or(|b| (t, i) < b) {
-                out.write_all(w.line()).map_err(CliError::output)?;
-            } else {
-                heap.push(Reverse((t, i)));
-                break;
-            }
-        }
-    }
+    let open = |i: usize, piece: usize| {
+        let w = &windows[i];
+        let h = &w.first.header;
+        let (tid, cpu) = owner.get(&h.event_id).copied().unwrap_or((h.tid, None));
+        let opts = CallTraceOptions {
+            comm: s.comm_of_event(h.event_id, i64::from(tid as i32)),
+            cpu: cpu.unwrap_or(0),
+            returns: false,
+            markers: false,
+        };
+        // How the window's last stop reads: a snapshot's end and a stop
+        // where the AUX area filled (PERF_AUX_FLAG_TRUNCATED) are not
+        // an aux_pause.
+        let end_label = if truncated.contains(&(h.event_id, w.end())) {
+            Some("(truncated)")
+        } else if h.kind == ChunkKind::Snapshot {
+            Some("(snapshot end)")
+        } else {
+            None
+        };
+        // A window smaller than its share holds no more than itself.
+        let piece = piece.min(usize::try_from(w.len).unwrap_or(usize::MAX));
+        let mut dec = Decoder::from_reader(trace.window_bytes(w), w.start(), piece);
+        dec.limit(frames, held);
+        let w =
+            WindowLines::new(dec, CallTrace::new(&s.probes, opts), end_label).after(seen_ends[i]);
+        if replay { w.replay(&s.probes) } else { w }
+    };
     // A window whose bytes could not all be read ended early: said after
     // the lines it gave (the first such, unless the headers were bad).
-    for (w, st) in windows.iter().zip(&mut streams) {
+    let ended = |i: usize, st: &mut WindowLines<'_>, damage: &mut Option<String>| {
         if let Some(e) = st.dec.take_error() {
+            let w = &windows[i];
             damage.get_or_insert_with(|| {
                 format!(
                     "reading the trace window of chunk {} (file offset {:#x}): {e}",
                     w.first.index, w.first.data_offset
                 )
             });
+        }
+    };
+    // Each window's first line's time, in (time, window) order.
+    let mut starts: Vec<(u64, usize)> = Vec::with_capacity(windows.len());
+    for i in 0..windows.len() {
+        let mut st = open(i, MIN_PIECE);
+        match st.next_line() {
+            Some(t) => starts.push((t, i)),
+            None => ended(i, &mut st, &mut damage),
+        }
+    }
+    starts.sort_unstable();
+    if replay {
+        out.write_all(REPLAY_HEADER.as_bytes())
+            .map_err(CliError::output)?;
+    }
+    // A k-way merge by (time, window): the order a sort of every line by
+    // time would give (ties in window order), one pending line per open
+    // window. Each window formats its pending line into its own buffer:
+    // nothing is allocated per line.
+    let mut streams: HashMap<usize, WindowLines<'_>> = HashMap::new();
+    let mut heap = BinaryHeap::new();
+    let mut next = 0;
+    loop {
+        // The windows whose first line comes before every pending one.
+        while let Some(&(t0, k)) = starts.get(next) {
+            if heap.peek().is_some_and(|&Reverse(top)| top < (t0, k)) {
+                break;
+            }
+            next += 1;
+            if streams.len() == MAX_MERGED_WINDOWS {
+                damage.get_or_insert_with(|| {
+                    format!(
+                        "perfaux trace section: more than {MAX_MERGED_WINDOWS} decode windows \
+                         overlap in time (the window of chunk {} at file offset {:#x} is one \
+                         more): the call trace leaves out those past them",
+                        windows[k].first.index, windows[k].first.header_offset
+                    )
+                });
+                continue;
+            }
+            let mut st = open(k, piece);
+            match st.next_line() {
+                Some(t) => {
+                    heap.push(Reverse((t, k)));
+                    streams.insert(k, st);
+                }
+                None => ended(k, &mut st, &mut damage),
+            }
+        }
+        let Some(Reverse((_, i))) = heap.pop() else {
+            break;
+        };
+        let Some(w) = streams.get_mut(&i) else {
+            unreachable!("a window in the heap is open");
+        };
+        out.write_all(w.line()).map_err(CliError::output)?;
+        // While this window's next line is not later than every other
+        // window's pending one, nor than the next window's first, it goes
+        // out at once (as the heap would pop it: ties go to the lower
+        // window).
+        let pending = heap.peek().map(|&Reverse(next)| next);
+        let bound = match (pending, starts.get(next).copied()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let mut more = false;
+        while let Some(t) = w.next_line() {
+            if bound.is_none_or(|b| (t, i) < b) {
+                out.write_all(w.line()).map_err(CliError::output)?;
+            } else {
+                heap.push(Reverse((t, i)));
+                more = true;
+                break;
+            }
+        }
+        if !more && let Some(mut st) = streams.remove(&i) {
+            ended(i, &mut st, &mut damage);
         }
     }
     Ok(damage)

@@ -20,6 +20,7 @@
 //! the exit status is non-zero, as `perf script` does.
 
 mod call_trace;
+mod line;
 mod ordered;
 mod uevent_logs;
 
@@ -37,7 +38,8 @@ use perfaux_swtrace::decode::Decoder;
 use perfaux_swtrace::{CallTrace, CallTraceOptions, ProbeTable};
 
 use call_trace::{WindowLines, call_trace_lines};
-use ordered::Ordered;
+use line::Line;
+use ordered::{Entry, Ordered};
 use uevent_logs::UeventLogs;
 
 use crate::dump::{EvInfo, ev_info};
@@ -46,14 +48,11 @@ use crate::progress::Progress;
 use perfaux_perfdata::trace_section::PERFAUX_FEATURE_BIT;
 use perfaux_perfdata::uevent_sample::{UEVENT_EVENT_NAME, uevent_from_raw};
 
-/// perf script's leading columns: `%16s %5d [%03d] %5lu.%06lu: `.
-fn prefix(comm: &str, tid: i64, cpu: Option<u32>, time: u64) -> String {
-    let cpu = cpu.map_or_else(String::new, |c| format!(" [{c:03}]"));
-    format!(
-        "{comm:>16} {tid:>5}{cpu} {:>5}.{:06}: ",
-        time / 1_000_000_000,
-        (time % 1_000_000_000) / 1000
-    )
+/// A line of thread `tid` that starts with perf script's leading columns.
+fn line_of(tid: i64, cpu: Option<u32>, time: u64) -> Line {
+    let mut l = Line::new(tid);
+    l.push_prefix(cpu, time);
+    l
 }
 
 /// A uevent type as the recording names it (its probe table), else its number.
@@ -119,7 +118,7 @@ impl Script {
     /// (PERF_SAMPLE_READ with PERF_FORMAT_GROUP) one per member, each with
     /// the member's counter delta since its last read as the period, as
     /// perf's `deliver_sample_group` does.
-    fn sample_lines(&mut self, s: &SampleRecord<'_>, idx: usize) -> Vec<(u64, String)> {
+    fn sample_lines(&mut self, s: &SampleRecord<'_>, idx: usize) -> Vec<(u64, Line)> {
         let ev = &self.evs[idx];
         let time = s.time.unwrap_or(0);
         if ev.attr.sample_type & PERF_SAMPLE_READ != 0
@@ -146,20 +145,20 @@ impl Script {
         vec![(time, self.counter_line(s, idx, period))]
     }
 
-    fn counter_line(&self, s: &SampleRecord<'_>, idx: usize, period: u64) -> String {
+    fn counter_line(&self, s: &SampleRecord<'_>, idx: usize, period: u64) -> Line {
         let ev = &self.evs[idx];
         let tid = s.tid.map_or(-1, |t| i64::from(t.tid as i32));
         let time = s.time.unwrap_or(0);
-        let mut line = prefix(&self.comm(tid), tid, s.cpu.map(|c| c.cpu), time);
+        let mut line = line_of(tid, s.cpu.map(|c| c.cpu), time);
         if ev.name == UEVENT_EVENT_NAME
             && let Some((ty, data)) = s.raw.as_ref().and_then(uevent_from_raw)
         {
-            line += &format!(
+            line.push_str(&format!(
                 "{}: {} {}",
                 ev.name,
                 uevent_type_name(&self.probes, ty),
                 payload_text(&data)
-            );
+            ));
         } else {
             let ip = s.ip.unwrap_or(0);
             let sym = self
@@ -167,13 +166,13 @@ impl Script {
                 .iter()
                 .find(|p| p.addr == ip && ip != 0)
                 .map_or("[unknown]", |p| p.name.as_str());
-            line += &format!("{period:>10} {}: {ip:>16x} {sym}", ev.name);
+            line.push_str(&format!("{period:>10} {}: {ip:>16x} {sym}", ev.name));
         }
-        line.push('\n');
+        line.push_str("\n");
         if let Some(aux) = &s.aux {
             line.pop();
-            line += &format!(" aux: {} bytes\n", aux.len());
-            self.aux_calls(&aux.to_vec(), tid, s.cpu.map_or(0, |c| c.cpu), &mut line);
+            line.push_str(&format!(" aux: {} bytes\n", aux.len()));
+            self.aux_calls(&aux.to_vec(), s.cpu.map_or(0, |c| c.cpu), &mut line);
         }
         line
     }
@@ -182,9 +181,10 @@ impl Script {
     /// trace bytes at the sample), decoded as `--call-trace` decodes the
     /// trace and printed under the sample, indented, as perf's itrace sample
     /// mode shows what each sample's AUX data holds.
-    fn aux_calls(&self, aux: &[u8], tid: i64, cpu: u32, out: &mut String) {
+    fn aux_calls(&self, aux: &[u8], cpu: u32, out: &mut Line) {
+        // Made with no name; the name column becomes the line's slot.
         let opts = CallTraceOptions {
-            comm: self.comm(tid),
+            comm: String::new(),
             cpu,
             returns: false,
             markers: false,
@@ -192,7 +192,7 @@ impl Script {
         let mut w = WindowLines::new(Decoder::new(aux), CallTrace::new(&self.probes, opts), None);
         while w.next_line().is_some() {
             out.push_str("    ");
-            out.push_str(&String::from_utf8_lossy(w.line()));
+            out.push_named(&String::from_utf8_lossy(w.line()), "", 0);
         }
     }
 }
@@ -313,13 +313,13 @@ pub fn script_with(
                 if let Some(id) = sid.identifier.filter(|&id| id != 0) {
                     s.comms_by_event.insert(id, name.clone());
                 }
-                s.comms.insert(c.tid, name);
-                None
+                s.comms.insert(c.tid, name.clone());
+                (!call_trace).then_some((time, Entry::Comm { tid: c.tid, name }))
             }
             Record::Sample(smp) => {
                 if !call_trace {
                     for (t, l) in s.sample_lines(smp, idx) {
-                        ord.push(t, l, out)?;
+                        ord.push(t, Entry::Line(l), out)?;
                     }
                 }
                 None
@@ -341,13 +341,13 @@ pub fn script_with(
                         flags.push(c);
                     }
                 }
-                let mut text = format!(
-                    "{}{evname}: PERF_RECORD_AUX offset: {} size: {} flags: {} [{flags}]\n",
-                    prefix(&s.comm(tid), tid, cpu, time),
+                let mut text = line_of(tid, cpu, time);
+                text.push_str(&format!(
+                    "{evname}: PERF_RECORD_AUX offset: {} size: {} flags: {} [{flags}]\n",
                     c_hex(a.aux_offset),
                     c_hex(a.aux_size),
                     c_hex(a.flags)
-                );
+                ));
                 if let (Some(t), Some(id)) = (&trace, sid.identifier.or(sid.id))
                     && !call_trace
                 {
@@ -356,47 +356,40 @@ pub fn script_with(
                         section_error = err;
                     }
                     for (ty, data) in entries {
-                        text += &format!(
-                            "{}{evname}: {} {}\n",
-                            prefix(&s.comm(tid), tid, cpu, time),
+                        text.push_prefix(cpu, time);
+                        text.push_str(&format!(
+                            "{evname}: {} {}\n",
                             uevent_type_name(&s.probes, ty),
                             payload_text(&data)
-                        );
+                        ));
                     }
                 }
-                Some((time, text))
+                Some((time, Entry::Line(text)))
             }
             Record::ItraceStart(i) => {
                 if let Some(id) = sid.identifier.or(sid.id) {
                     aux_owner.insert(id, (i.tid, cpu));
                 }
-                Some((
-                    time,
-                    format!(
-                        "{}{evname}: PERF_RECORD_ITRACE_START pid: {} tid: {}\n",
-                        prefix(&s.comm(tid), tid, cpu, time),
-                        i.pid,
-                        i.tid
-                    ),
-                ))
+                let mut l = line_of(tid, cpu, time);
+                l.push_str(&format!(
+                    "{evname}: PERF_RECORD_ITRACE_START pid: {} tid: {}\n",
+                    i.pid, i.tid
+                ));
+                Some((time, Entry::Line(l)))
             }
-            Record::Lost(l) => Some((
-                time,
-                format!(
-                    "{}PERF_RECORD_LOST id: {} lost: {}\n",
-                    prefix(&s.comm(tid), tid, cpu, time),
-                    l.id,
-                    l.lost
-                ),
-            )),
-            Record::LostSamples(l) => Some((
-                time,
-                format!(
-                    "{}{evname}: PERF_RECORD_LOST_SAMPLES lost: {}\n",
-                    prefix(&s.comm(tid), tid, cpu, time),
-                    l.lost
-                ),
-            )),
+            Record::Lost(r) => {
+                let mut l = line_of(tid, cpu, time);
+                l.push_str(&format!("PERF_RECORD_LOST id: {} lost: {}\n", r.id, r.lost));
+                Some((time, Entry::Line(l)))
+            }
+            Record::LostSamples(r) => {
+                let mut l = line_of(tid, cpu, time);
+                l.push_str(&format!(
+                    "{evname}: PERF_RECORD_LOST_SAMPLES lost: {}\n",
+                    r.lost
+                ));
+                Some((time, Entry::Line(l)))
+            }
             _ => None,
         };
         if let Some((t, l)) = line

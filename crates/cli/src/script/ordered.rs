@@ -8,23 +8,46 @@
 //! queue size (`OE_FLUSH__HALF`). A line later queued with an earlier time
 //! than one printed so is printed out of order, and counted: perf's
 //! "Timestamp below last timeslice flush" warning.
+//!
+//! COMM records are queued with the lines and applied as they come out, so
+//! each line is printed with the name its thread had at the line's time
+//! ([`Line`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 
+use super::line::Line;
 use crate::error::CliError;
 
 /// Most bytes of lines the queue holds (each line counted with its
 /// allocation and its share of the tree, [`ENTRY_COST`]).
 pub(crate) const QUEUE_BUDGET: usize = 32 << 20;
 
-/// What a queued line costs besides its text: its key (16 bytes) and
-/// `String` (24) in a B-tree node, with the node's slack (nodes are at
+/// What a queued entry costs besides its text: its key (16 bytes) and
+/// [`Entry`] (64) in a B-tree node, with the node's slack (nodes are at
 /// least half full).
-const ENTRY_COST: usize = 96;
+const ENTRY_COST: usize = 160;
+
+/// What the queue holds: a line, or a thread's new name.
+pub(super) enum Entry {
+    Line(Line),
+    Comm { tid: u32, name: String },
+}
+
+impl Entry {
+    fn cost(&self) -> usize {
+        ENTRY_COST
+            + match self {
+                Entry::Line(l) => l.cost(),
+                Entry::Comm { name, .. } => name.capacity(),
+            }
+    }
+}
 
 pub(super) struct Ordered {
-    queue: BTreeMap<(u64, u64), String>,
+    queue: BTreeMap<(u64, u64), Entry>,
+    /// Each thread's name as of the last entry printed.
+    comms: HashMap<u32, String>,
     seq: u64,
     round_max: u64,
     flush_limit: Option<u64>,
@@ -40,6 +63,7 @@ impl Ordered {
     pub(super) fn new() -> Self {
         Ordered {
             queue: BTreeMap::new(),
+            comms: HashMap::new(),
             seq: 0,
             round_max: 0,
             flush_limit: None,
@@ -52,14 +76,14 @@ impl Ordered {
     pub(super) fn push(
         &mut self,
         time: u64,
-        line: String,
+        entry: Entry,
         out: &mut impl Write,
     ) -> Result<(), CliError> {
-        if self.flushed_to.is_some_and(|t| time < t) {
+        if self.flushed_to.is_some_and(|t| time < t) && matches!(entry, Entry::Line(_)) {
             self.late += 1;
         }
-        self.held += line.capacity() + ENTRY_COST;
-        self.queue.insert((time, self.seq), line);
+        self.held += entry.cost();
+        self.queue.insert((time, self.seq), entry);
         self.seq += 1;
         self.round_max = self.round_max.max(time);
         if self.held > QUEUE_BUDGET {
@@ -72,22 +96,44 @@ impl Ordered {
     #[cold]
     fn flush_half(&mut self, out: &mut impl Write) -> Result<(), CliError> {
         while self.held > QUEUE_BUDGET / 2
-            && let Some(((time, _), line)) = self.queue.pop_first()
+            && let Some(((time, _), entry)) = self.queue.pop_first()
         {
-            self.held -= line.capacity() + ENTRY_COST;
+            self.held -= entry.cost();
             self.flushed_to = Some(self.flushed_to.map_or(time, |t| t.max(time)));
-            out.write_all(line.as_bytes()).map_err(CliError::output)?;
+            self.emit(entry, out)?;
         }
         Ok(())
+    }
+
+    /// A line goes out with its thread's name; a name is taken.
+    fn emit(&mut self, entry: Entry, out: &mut impl Write) -> Result<(), CliError> {
+        match entry {
+            Entry::Comm { tid, name } => {
+                self.comms.insert(tid, name);
+                Ok(())
+            }
+            Entry::Line(l) => {
+                let tid = l.tid();
+                let unnamed;
+                let comm = match self.comms.get(&(tid as u32)) {
+                    Some(c) => c.as_str(),
+                    None => {
+                        unnamed = format!(":{tid}");
+                        &unnamed
+                    }
+                };
+                l.write_to(comm, out).map_err(CliError::output)
+            }
+        }
     }
 
     /// FINISHED_ROUND: print what the round before has made final.
     pub(super) fn round(&mut self, out: &mut impl Write) -> Result<(), CliError> {
         if let Some(limit) = self.flush_limit {
             let later = self.queue.split_off(&(limit.saturating_add(1), 0));
-            for line in std::mem::replace(&mut self.queue, later).into_values() {
-                self.held -= line.capacity() + ENTRY_COST;
-                out.write_all(line.as_bytes()).map_err(CliError::output)?;
+            for entry in std::mem::replace(&mut self.queue, later).into_values() {
+                self.held -= entry.cost();
+                self.emit(entry, out)?;
             }
         }
         self.flush_limit = Some(self.round_max);
@@ -95,8 +141,8 @@ impl Ordered {
     }
 
     pub(super) fn finish(&mut self, out: &mut impl Write) -> Result<(), CliError> {
-        for line in std::mem::take(&mut self.queue).into_values() {
-            out.write_all(line.as_bytes()).map_err(CliError::output)?;
+        for entry in std::mem::take(&mut self.queue).into_values() {
+            self.emit(entry, out)?;
         }
         self.held = 0;
         Ok(())
@@ -124,8 +170,52 @@ impl Ordered {
 mod tests {
     use super::*;
 
-    fn line(t: u64) -> String {
-        format!("{:>60}\n", t)
+    fn line(t: u64) -> Entry {
+        let mut l = Line::new(1);
+        l.push_str(&format!("{:>60}\n", t));
+        Entry::Line(l)
+    }
+
+    fn named(tid: i64, t: u64) -> Entry {
+        let mut l = Line::new(tid);
+        l.push_prefix(None, t);
+        l.push_str("x\n");
+        Entry::Line(l)
+    }
+
+    fn comm(tid: u32, name: &str) -> Entry {
+        Entry::Comm {
+            tid,
+            name: name.into(),
+        }
+    }
+
+    /// A thread exec'd on one CPU at time 50 and ran on another: the other
+    /// CPU's samples (60, 70) come first in the file, its COMM after them.
+    /// Each line has the name of its time, not of the file's order.
+    #[test]
+    fn a_comm_read_after_later_samples_names_them_as_of_their_time() {
+        let mut q = Ordered::new();
+        let mut out = Vec::new();
+        q.push(0, comm(9, "perf-exec"), &mut out).unwrap();
+        q.round(&mut out).unwrap();
+        for (t, e) in [
+            (60, named(9, 60)),
+            (70, named(9, 70)),
+            (40, named(9, 40)),
+            (50, comm(9, "sh")),
+        ] {
+            q.push(t, e, &mut out).unwrap();
+        }
+        q.push(80, named(10, 80), &mut out).unwrap();
+        q.finish(&mut out).unwrap();
+        let names: Vec<String> = String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .map(|l| l.split_whitespace().next().unwrap().to_string())
+            .collect();
+        assert_eq!(names, ["perf-exec", "sh", "sh", ":10"]);
+        assert_eq!(q.late_note(), None);
     }
 
     #[test]

@@ -15,17 +15,17 @@ use std::sync::atomic::{AtomicU8, AtomicU64};
 
 use crate::{
     ATTR_MAX, EVENT_SIZE, FUNC_MAX, MAX_CHILDREN, MAX_EVENTS, MAX_OBJECTS, MAX_PROBES, MAX_SLOTS,
-    OBJECT_SIZE, PATH_MAX,
+    MAX_UEVENT_NAMES, OBJECT_SIZE, PATH_MAX, PROBE_NAMES_SIZE,
 };
 
 /// The sections start on pages of this size (the smallest the kernel maps).
 pub const PAGE: usize = 4096;
 /// Words in a page.
 const PAGE_WORDS: usize = PAGE / 8;
-/// Bytes the header takes (its words, the ring descriptors, reserved room).
-pub const HEADER_SIZE: usize = 2 * PAGE;
+/// Bytes the header takes: a page of its words and reserved room, then the ring descriptors.
+pub const HEADER_SIZE: usize = PAGE + MAX_SLOTS * size_of::<RingFds>();
 /// The header's own words, before [`ControlHeader::ring_fds`].
-const HEADER_WORDS: usize = 21;
+const HEADER_WORDS: usize = 25;
 
 /// A slot's ring memfds, each a [`crate::fd_word`].
 #[repr(C)]
@@ -45,7 +45,9 @@ pub struct ControlHeader {
     pub magic: AtomicU64,
     /// [`crate::VERSION`]: a runtime of another layout does not map the area.
     pub version: AtomicU64,
-    /// Thread slots.
+    /// Thread slots whose rings the recorder has made (it grows them while the program runs,
+    /// [`ControlHeader::slots_wanted`]; stored Release after their [`ControlHeader::ring_fds`]
+    /// words).
     pub nslots: AtomicU64,
     /// Data pages of each slot's data ring.
     pub data_pages: AtomicU64,
@@ -104,10 +106,22 @@ pub struct ControlHeader {
     /// `-P`: the functions a pattern named whose entries could not be patched safely (left
     /// untouched, so untraced).
     pub functions_refused: AtomicU64,
+    /// Threads waiting for a slot while every one of the `nslots` is held: the recorder makes
+    /// the rings of this many more at its next pass (the program's word, counted up and down
+    /// by each waiting thread).
+    pub slots_wanted: AtomicU64,
+    /// The most slots the recorder makes (`--max-threads`, or fewer once it could not make a
+    /// ring: descriptors or memory ran out): a thread that finds them all held waits only for
+    /// one whose thread ended.
+    pub slots_max: AtomicU64,
+    /// Threads that went untraced because their process could not open a slot's ring memfds
+    /// (the program's count), and the errno of the last such failure.
+    pub rings_unreachable: AtomicU64,
+    /// See [`ControlHeader::rings_unreachable`].
+    pub rings_errno: AtomicU64,
+    pub(crate) reserved: [AtomicU64; PAGE_WORDS - HEADER_WORDS],
     /// Each slot's ring memfds (the first `nslots` written).
     pub ring_fds: [RingFds; MAX_SLOTS],
-    pub(crate) reserved:
-        [AtomicU64; (HEADER_SIZE - size_of::<[RingFds; MAX_SLOTS]>()) / 8 - HEADER_WORDS],
 }
 
 /// Words per slot.
@@ -273,6 +287,19 @@ pub struct ChildRing {
     pub entries: [SharedChild; MAX_CHILDREN],
 }
 
+/// The names of probes named exactly ([`crate::NAMED_PROBE`]): entries claimed by adding to
+/// `used`, each a 2-byte little-endian length then the name's bytes, published by the probe
+/// word that points at it.
+#[repr(C)]
+#[derive(Debug)]
+pub struct ProbeNames {
+    /// Bytes claimed (past [`PROBE_NAMES_SIZE`]: the claims that did not fit, unwritten).
+    pub used: AtomicU64,
+    pub(crate) reserved: [AtomicU64; PAGE_WORDS - 1],
+    /// The entries.
+    pub bytes: [AtomicU8; PROBE_NAMES_SIZE],
+}
+
 /// The whole control area, as the recorder's memfd holds it.
 #[repr(C)]
 #[derive(Debug)]
@@ -291,12 +318,18 @@ pub struct ControlArea {
     pub slot_event_ids: [[AtomicU64; MAX_EVENTS]; MAX_SLOTS],
     /// The ring of forked children: an image a child execs finds its pid there.
     pub children: ChildRing,
+    /// The names of probes named exactly.
+    pub probe_names: ProbeNames,
+    /// The names of uevent types: each word 0, or [`crate::NAMED_PROBE`] | the type << 32 |
+    /// the name's offset in `probe_names`.
+    pub uevent_names: [AtomicU64; MAX_UEVENT_NAMES],
 }
 
 // The sizes the limits promise, and each section on a page of its own.
 const _: () = {
     assert!(size_of::<ControlHeader>() == HEADER_SIZE);
-    assert!(offset_of!(ControlHeader, ring_fds) == HEADER_WORDS * 8);
+    assert!(offset_of!(ControlHeader, reserved) == HEADER_WORDS * 8);
+    assert!(offset_of!(ControlHeader, ring_fds) == PAGE);
     assert!(size_of::<Slot>() == SLOT_WORDS * 8);
     assert!(size_of::<SharedObject>() == OBJECT_SIZE);
     assert!(size_of::<SharedEvent>() == EVENT_SIZE);
@@ -311,6 +344,9 @@ const _: () = {
     assert!(offset_of!(ControlArea, events).is_multiple_of(PAGE));
     assert!(offset_of!(ControlArea, slot_event_ids).is_multiple_of(PAGE));
     assert!(offset_of!(ControlArea, children).is_multiple_of(PAGE));
+    assert!(offset_of!(ControlArea, probe_names).is_multiple_of(PAGE));
+    assert!(offset_of!(ProbeNames, bytes) == PAGE);
+    assert!(offset_of!(ControlArea, uevent_names).is_multiple_of(PAGE));
     assert!(size_of::<ControlArea>().is_multiple_of(PAGE));
     assert!(align_of::<ControlArea>() == 8);
 };

@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
 use crate::area::{ControlArea, ControlHeader, SharedChild, SharedEvent, SharedObject, Slot};
 use crate::{
-    ChildEntry, MAX_CHILDREN, MAX_EVENTS, MAX_OBJECTS, MAX_SLOTS, OBJECT_WAIT, ObjectEntry,
-    PATH_MAX,
+    ChildEntry, MAX_CHILDREN, MAX_EVENTS, MAX_OBJECTS, MAX_SLOTS, NAMED_PROBE, OBJECT_WAIT,
+    ObjectEntry, PATH_MAX, PROBE_NAME_MAX, PROBE_NAMES_SIZE,
 };
 
 /// A view of a mapped control area. The other process writes the same memory: every word is
@@ -86,6 +86,72 @@ impl Control {
     pub fn probe_word(&self, id: u32) -> Option<&AtomicU64> {
         let i = (id as usize).checked_sub(1)?;
         self.area().probes.get(i)
+    }
+
+    /// Writes `name` (cut to [`PROBE_NAME_MAX`] bytes) into the area's probe names and returns
+    /// the probe word that names it ([`NAMED_PROBE`] | its offset), to be stored into the
+    /// probe's word with Release after this returns; `None` when the names are full.
+    pub fn write_probe_name(&self, name: &[u8]) -> Option<u64> {
+        let name = &name[..name.len().min(PROBE_NAME_MAX)];
+        let need = 2 + name.len() as u64;
+        let names = &self.area().probe_names;
+        let at = names.used.fetch_add(need, Ordering::AcqRel);
+        let end = at.checked_add(need)?;
+        if end > PROBE_NAMES_SIZE as u64 {
+            return None;
+        }
+        let at = at as usize;
+        copy_in(&names.bytes[at..at + 2], &(name.len() as u16).to_le_bytes());
+        copy_in(&names.bytes[at + 2..end as usize], name);
+        Some(NAMED_PROBE | at as u64)
+    }
+
+    /// The name a probe word written by [`Self::write_probe_name`] points at (read with
+    /// Acquire before); `None` for a function address or a word that points outside the
+    /// names (the other process wrote it: its offset and length are bounded here).
+    pub fn probe_name(&self, word: u64) -> Option<Vec<u8>> {
+        if word & NAMED_PROBE == 0 {
+            return None;
+        }
+        let at = usize::try_from(word & !NAMED_PROBE).ok()?;
+        let bytes = &self.area().probe_names.bytes;
+        let len = copy_out(bytes.get(at..at.checked_add(2)?)?, 2);
+        let len = usize::from(u16::from_le_bytes([len[0], len[1]])).min(PROBE_NAME_MAX);
+        let start = at + 2;
+        Some(copy_out(bytes.get(start..start.checked_add(len)?)?, len))
+    }
+
+    /// Names uevent type `ty` for the recording (its name into the probe names, a word for
+    /// it in `uevent_names`; a later name of the same type is another word, and the reader
+    /// takes the last). False when the names or the words are full, or `ty` is past 2^31.
+    pub fn name_uevent_type(&self, ty: u32, name: &[u8]) -> bool {
+        if ty >= 1 << 31 {
+            return false;
+        }
+        let Some(word) = self.write_probe_name(name) else {
+            return false;
+        };
+        let word = word | u64::from(ty) << 32;
+        self.area().uevent_names.iter().any(|w| {
+            w.compare_exchange(0, word, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        })
+    }
+
+    /// The uevent type names written so far, in the order of their words (bounded: a word
+    /// the other process wrote that points outside the names is passed over).
+    pub fn uevent_type_names(&self) -> Vec<(u32, Vec<u8>)> {
+        self.area()
+            .uevent_names
+            .iter()
+            .map(|w| w.load(Ordering::Acquire))
+            .filter(|&w| w != 0)
+            .filter_map(|w| {
+                let ty = ((w & !NAMED_PROBE) >> 32) as u32;
+                let name = self.probe_name(w & (NAMED_PROBE | 0xffff_ffff))?;
+                Some((ty, name))
+            })
+            .collect()
     }
 
     /// The id word of event `k` in slot `i`.
@@ -272,6 +338,56 @@ mod tests {
             // SAFETY: allocated in Area::new with this layout.
             unsafe { std::alloc::dealloc(self.0, self.1) };
         }
+    }
+
+    #[test]
+    fn probe_names_round_trip_and_words_from_elsewhere_are_bounded() {
+        let a = Area::new();
+        let ctl = a.control();
+        let w = ctl.write_probe_name(b"svc::http::request").unwrap();
+        assert_ne!(w & NAMED_PROBE, 0);
+        assert_eq!(ctl.probe_name(w).unwrap(), b"svc::http::request");
+        let long = vec![b'x'; PROBE_NAME_MAX + 10];
+        let w2 = ctl.write_probe_name(&long).unwrap();
+        assert_eq!(ctl.probe_name(w2).unwrap().len(), PROBE_NAME_MAX);
+        // A function address is no name; words pointing past the names are refused.
+        assert_eq!(ctl.probe_name(0x55_5555_1000), None);
+        assert_eq!(
+            ctl.probe_name(NAMED_PROBE | (PROBE_NAMES_SIZE as u64 - 1)),
+            None
+        );
+        assert_eq!(ctl.probe_name(NAMED_PROBE | (u64::MAX >> 1)), None);
+        // A length the other side wrote past the end is refused, not read past.
+        let at = PROBE_NAMES_SIZE - 4;
+        copy_in(
+            &ctl.area().probe_names.bytes[at..at + 2],
+            &1000u16.to_le_bytes(),
+        );
+        assert_eq!(ctl.probe_name(NAMED_PROBE | at as u64), None);
+        // Full: a claim that does not fit is refused and later ones too.
+        ctl.area()
+            .probe_names
+            .used
+            .store(PROBE_NAMES_SIZE as u64 - 3, Ordering::Relaxed);
+        assert_eq!(ctl.write_probe_name(b"abc"), None);
+        assert_eq!(ctl.write_probe_name(b""), None);
+    }
+
+    #[test]
+    fn uevent_type_names_round_trip_and_bad_words_are_passed_over() {
+        let a = Area::new();
+        let ctl = a.control();
+        assert!(ctl.name_uevent_type(0x7401, b"tracing_event"));
+        assert!(ctl.name_uevent_type(3, b"slow_path"));
+        assert!(!ctl.name_uevent_type(1 << 31, b"too high"));
+        ctl.area().uevent_names[9].store(NAMED_PROBE | 5 << 32 | 0xfff_ffff, Ordering::Relaxed);
+        assert_eq!(
+            ctl.uevent_type_names(),
+            [
+                (0x7401, b"tracing_event".to_vec()),
+                (3, b"slow_path".to_vec())
+            ]
+        );
     }
 
     /// `Slot::words` is the slot's fields in order: word 0 the state, then tid, ... and the

@@ -7,8 +7,8 @@
 use std::mem::{offset_of, size_of};
 
 use crate::area::{
-    ChildRing, ControlArea, ControlHeader, EventTable, ObjectRing, RingFds, SharedChild,
-    SharedEvent, SharedObject, Slot,
+    ChildRing, ControlArea, ControlHeader, EventTable, ObjectRing, ProbeNames, RingFds,
+    SharedChild, SharedEvent, SharedObject, Slot,
 };
 
 /// One field of a struct of the control area.
@@ -73,7 +73,7 @@ const fn concat<const N: usize>(parts: &[&[Field]]) -> [Field; N] {
 }
 
 /// The structs of the area, with their sizes.
-pub const STRUCTS: [Struct; 10] = {
+pub const STRUCTS: [Struct; 11] = {
     macro_rules! structs {
         ($($s:ident),+) => { [$(Struct { name: stringify!($s), size: size_of::<$s>() }),+] };
     }
@@ -87,17 +87,19 @@ pub const STRUCTS: [Struct; 10] = {
         EventTable,
         SharedChild,
         ChildRing,
+        ProbeNames,
         ControlArea
     )
 };
 
 /// Every field of every struct in [`STRUCTS`], in declaration order.
-pub const FIELDS: [Field; 78] = concat(&[
+pub const FIELDS: [Field; 87] = concat(&[
     &fields!(RingFds: data, aux),
     &fields!(ControlHeader: magic, version, nslots, data_pages, aux_pages, pid, max_probe_id,
         overwrite, tsc_base_ticks, tsc_base_ns, tsc_span, tsc_rate, next_event_id, closed,
         tsc_pending, no_slot, watched_pid_ns, calls_in_handlers, calls_past_depth, functions_patched,
-        functions_refused, ring_fds, reserved),
+        functions_refused, slots_wanted, slots_max, rings_unreachable, rings_errno, reserved,
+        ring_fds),
     &fields!(Slot: state, tid, event_id, pid, writer_head, open_error, ppid, ptid, fork_time,
         comm, open_time, image_time, pid_ns, reserved),
     &fields!(SharedObject: done, base, start, len, pgoff, path_len, time, pid, path),
@@ -106,7 +108,9 @@ pub const FIELDS: [Field; 78] = concat(&[
     &fields!(EventTable: count, reserved, entries),
     &fields!(SharedChild: pid, ppid, ptid, fork_time, pid_ns, seq),
     &fields!(ChildRing: count, reserved, entries),
-    &fields!(ControlArea: header, slots, probes, objects, events, slot_event_ids, children),
+    &fields!(ProbeNames: used, reserved, bytes),
+    &fields!(ControlArea: header, slots, probes, objects, events, slot_event_ids, children,
+        probe_names, uevent_names),
 ]);
 
 /// FNV-1a over `bytes`, from `h`.
@@ -356,7 +360,10 @@ mod tests {
             "calls_past_depth",
             "functions_patched",
             "functions_refused",
-            "ring_fds",
+            "slots_wanted",
+            "slots_max",
+            "rings_unreachable",
+            "rings_errno",
         ];
         for (k, name) in header.iter().enumerate() {
             assert_eq!(at("ControlHeader", name), k * 8, "{name}");
@@ -382,22 +389,27 @@ mod tests {
         assert_eq!(at("SharedObject", "path"), 64);
         assert_eq!(at("SharedEvent", "attr"), 32);
         assert_eq!(at("SharedEvent", "func"), 32 + crate::ATTR_MAX);
+        assert_eq!(at("ControlHeader", "ring_fds"), 4096);
         assert_eq!(at("SharedChild", "seq"), 40);
-        // The sections: the header's two pages, 256 slots of 128 bytes, 64 Ki probe words,
+        // The sections: the header's page and 8192 slots' descriptors of 16 bytes, 8192 slots
+        // of 128 bytes, 64 Ki probe words,
         // then the objects' page and 512 entries of a page, the events' page and 16 of 1 KiB,
-        // 16 ids a slot, the children's page and 1024 entries of 48 bytes.
+        // 16 ids a slot, the children's page and 1024 entries of 48 bytes, the probe names'
+        // page and 256 KiB of names, a page of uevent type names.
         let sections = [
-            ("slots", 8192),
-            ("probes", 40960),
-            ("objects", 565_248),
-            ("events", 2_666_496),
-            ("slot_event_ids", 2_686_976),
-            ("children", 2_719_744),
+            ("slots", 135_168),
+            ("probes", 1_183_744),
+            ("objects", 1_708_032),
+            ("events", 3_809_280),
+            ("slot_event_ids", 3_829_760),
+            ("children", 4_878_336),
+            ("probe_names", 4_931_584),
+            ("uevent_names", 5_197_824),
         ];
         for (name, off) in sections {
             assert_eq!(at("ControlArea", name), off, "{name}");
         }
-        assert_eq!(size_of_struct("ControlArea"), 2_772_992);
-        assert_eq!(crate::total_len(), 2_772_992);
+        assert_eq!(size_of_struct("ControlArea"), 5_201_920);
+        assert_eq!(crate::total_len(), 5_201_920);
     }
 }

@@ -72,8 +72,11 @@ pub fn fd_word_parts(w: u64) -> (i32, u32) {
     (w as u32 as i32, (w >> 32) as u32)
 }
 
-/// At most this many thread slots.
-pub const MAX_SLOTS: usize = 256;
+/// At most this many thread slots: threads traced at once. The recorder makes the rings of the
+/// first few before the program starts and more as the program's threads take them
+/// ([`ControlHeader::nslots`] grows); the area keeps room for every slot's words (a memfd's
+/// pages cost nothing until they are written).
+pub const MAX_SLOTS: usize = 8192;
 
 /// Slot states ([`Slot::state`]).
 pub mod slot {
@@ -112,6 +115,36 @@ pub fn open_error_word(step: u64, event: usize, errno: i32) -> u64 {
 /// Probe addresses kept (ids beyond are traced, and named by address in the table only if
 /// the recorder can find them: not).
 pub const MAX_PROBES: usize = 1 << 16;
+/// What `perfaux record` and a program that uses perfaux-tracing's layer agree on: the layer's
+/// uevent types, and the environment through which `record -S --snapshot-on...` asks the
+/// layer for its triggers (the layer sends a [`tracing::SNAPSHOT`] uevent, the recorder takes
+/// the snapshot).
+pub mod tracing {
+    /// A `tracing` event: payload `level=... target=... message=... k=v...`.
+    pub const EVENT: u32 = 0x7401;
+    /// A span's fields, once, at its first entry: payload `span=NAME k=v...`.
+    pub const SPAN_FIELDS: u32 = 0x7402;
+    /// A trigger fired; a snapshot follows: payload `reason=...`.
+    pub const SNAPSHOT: u32 = 0x7403;
+    /// `error`, `warn`, `info`, `debug` or `trace`: a trigger on events that severe or more.
+    pub const ENV_SNAPSHOT_ON: &str = "PERFAUX_TRACING_SNAPSHOT_ON";
+    /// Nanoseconds: a trigger on a span busy that long in all.
+    pub const ENV_SNAPSHOT_ON_SLOW_NS: &str = "PERFAUX_TRACING_SNAPSHOT_ON_SLOW_NS";
+    /// `1`: a trigger on a panic.
+    pub const ENV_SNAPSHOT_ON_PANIC: &str = "PERFAUX_TRACING_SNAPSHOT_ON_PANIC";
+}
+
+/// A probe word with this bit holds, below it, the offset in [`area::ProbeNames`] of the
+/// probe's own name: a probe named exactly (a `tracing` span), not by the function it sits in.
+/// Function addresses never have it (user space is the lower half).
+pub const NAMED_PROBE: u64 = 1 << 63;
+/// Bytes of probe names the area holds, all processes of a recording together.
+pub const PROBE_NAMES_SIZE: usize = 256 << 10;
+/// Longest probe name kept (a longer one is cut).
+pub const PROBE_NAME_MAX: usize = 1024;
+/// uevent types a recording's processes can name (`perfaux_swtrace::name_uevent_type`).
+pub const MAX_UEVENT_NAMES: usize = 512;
+
 /// Entries of the ring of loaded objects (the recorder takes them as they come: any number
 /// in a recording, at most this many not yet taken).
 pub const MAX_OBJECTS: usize = 512;

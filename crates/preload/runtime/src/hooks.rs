@@ -1,7 +1,7 @@
 //! The compilers' instrumentation hooks.
 
 use std::ffi::c_void;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::thread::THREAD;
 
@@ -19,20 +19,59 @@ pub extern "C" fn __cyg_profile_func_enter(func: *mut c_void, site: *mut c_void)
 /// return address (its frame: locals and saved registers).
 const SLOT_SEARCH_WORDS: usize = 256;
 
+/// Per function (direct-mapped by address), where its return-address slot was found last: the
+/// function's address shifted left 16 bits, or'ed with the slot's distance in words from the
+/// stack pointer at the hook call. A function's frame has one layout (the hook is called at the
+/// same depth of it at every entry; an inlined function's hook from its container's frame), so
+/// the word there is looked at first: one load where the search read every word of the frame
+/// up to the slot (a program whose functions keep large locals, such as zstd's, searched
+/// hundreds). A miss, or another function in the entry, searches as before and keeps the new
+/// distance. Shared by the threads (a race loses an update, not a result: the word is checked).
+static SLOT_AT: [AtomicU64; SLOT_CACHE] = [const { AtomicU64::new(0) }; SLOT_CACHE];
+const SLOT_CACHE: usize = 4096;
+
+/// The return-address slot of the function at `func`, entered from `site`, whose stack pointer
+/// at the hook call was `sp`: the word at the distance kept for it if it holds `site`, else the
+/// first word at or above `sp` that does, within [`SLOT_SEARCH_WORDS`]; its address, or 0.
+/// (Where a word below the kept one held `site` too, a local copy of the return address, the
+/// search would take that one and the kept distance the one above: the real slot is the
+/// frame's highest.)
+#[inline(always)]
+fn slot_of(func: usize, site: usize, sp: *const usize) -> usize {
+    let entry = &SLOT_AT[(func >> 4) % SLOT_CACHE];
+    let kept = entry.load(Ordering::Relaxed);
+    if kept >> 16 == (func as u64) & 0xffff_ffff_ffff {
+        let k = (kept & 0xffff) as usize;
+        let p = sp.wrapping_add(k);
+        // SAFETY: a word of this thread's stack above its stack pointer, within the searched
+        // frame (k < SLOT_SEARCH_WORDS: only such distances are kept), as the search reads.
+        if unsafe { p.read_volatile() } == site {
+            return p as usize;
+        }
+    }
+    let found = (0..SLOT_SEARCH_WORDS)
+        .map(|k| (k, sp.wrapping_add(k)))
+        // SAFETY: reads of this thread's own stack above its stack pointer, inside the frames
+        // of the instrumented function and its callers: mapped and not written concurrently
+        // (the search stops at the first match, well inside a frame of the 2 KiB searched).
+        .find(|(_, p)| unsafe { p.read_volatile() } == site);
+    match found {
+        Some((k, p)) => {
+            entry.store(((func as u64) << 16) | k as u64, Ordering::Relaxed);
+            p as usize
+        }
+        None => 0,
+    }
+}
+
 /// The entry hook proper: `sp` is the instrumented function's stack pointer at the hook call.
-/// Its return-address slot is the first word at or above `sp` that holds `site`, found within
-/// the function's frame; the slot tells a live frame from one a longjmp left (as -pg's does).
+/// Its return-address slot ([`slot_of`]) tells a live frame from one a longjmp left (as -pg's
+/// does).
 extern "C" fn cyg_enter(func: *mut c_void, site: *mut c_void, sp: *const usize) {
     if !crate::ACTIVE.load(Ordering::Relaxed) {
         return;
     }
-    let slot = (0..SLOT_SEARCH_WORDS)
-        .map(|k| sp.wrapping_add(k))
-        // SAFETY: reads of this thread's own stack above its stack pointer, inside the frames
-        // of the instrumented function and its callers: mapped and not written concurrently
-        // (the search stops at the first match, well inside a frame of the 2 KiB searched).
-        .find(|p| unsafe { p.read_volatile() } == site as usize)
-        .map_or(0, |p| p as usize);
+    let slot = slot_of(func as usize, site as usize, sp);
     let _ = THREAD.try_with(|t| t.enter(func as usize, slot));
 }
 
@@ -56,6 +95,38 @@ pub extern "C" fn perfaux_preload_probe_enter(key: usize, ip: usize) -> bool {
     THREAD
         .try_with(|t| t.enter_forwarded(ip, key))
         .unwrap_or(false)
+}
+
+/// A Rust probe named exactly (a `tracing` span's): its entries come with `ip == key`, and the
+/// probe made for them is named `name` (`len` bytes, UTF-8), in the recording too.
+///
+/// # Safety
+/// `name` points to `len` readable bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn perfaux_preload_probe_name(key: usize, name: *const u8, len: usize) {
+    if name.is_null() || len == 0 {
+        return;
+    }
+    // SAFETY: the caller's contract.
+    let bytes = unsafe { std::slice::from_raw_parts(name, len) };
+    crate::intern::name_key(key, &String::from_utf8_lossy(bytes));
+}
+
+/// A Rust program's name for its uevent type `ty` (`perfaux_swtrace::name_uevent_type`), for
+/// the recording's views.
+///
+/// # Safety
+/// `name` points to `len` readable bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn perfaux_preload_uevent_type_name(ty: u32, name: *const u8, len: usize) {
+    if name.is_null() || len == 0 {
+        return;
+    }
+    // SAFETY: the caller's contract.
+    let bytes = unsafe { std::slice::from_raw_parts(name, len) };
+    if let Some(ctl) = crate::control() {
+        ctl.name_uevent_type(ty, bytes);
+    }
 }
 
 /// Whether this runtime may trace the process (swtrace's `forward` asks once, before it sends

@@ -75,6 +75,42 @@ fn published(i: usize) -> &'static Probe {
     }
 }
 
+/// The probes the program named exactly: the key their entries come with -> the name.
+static NAMED: std::sync::Mutex<Vec<(usize, &'static str)>> = std::sync::Mutex::new(Vec::new());
+/// Whether any probe was named (the common case, none, looks no further).
+static ANY_NAMED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Names the probe whose entries come with address `key` (`perfaux_preload_probe_name`, from
+/// the program's probe registration: an ordinary context, as making a probe is).
+pub(crate) fn name_key(key: usize, name: &str) {
+    let name: &'static str = Box::leak(name.to_owned().into_boxed_str());
+    let mut n = NAMED.lock().unwrap_or_else(|e| e.into_inner());
+    if !n.iter().any(|&(k, _)| k == key) {
+        n.push((key, name));
+    }
+    ANY_NAMED.store(true, Ordering::Release);
+}
+
+/// The name the program gave the probe keyed `addr`, if it named it.
+fn named(addr: usize) -> Option<&'static str> {
+    if !ANY_NAMED.load(Ordering::Acquire) {
+        return None;
+    }
+    // Not a blocking lock: a signal handler's hook may make a probe on a thread interrupted
+    // inside `name_key`; it then waits a little and gives up (the probe is named by address).
+    for _ in 0..64 {
+        match NAMED.try_lock() {
+            Ok(n) => return n.iter().find(|&&(k, _)| k == addr).map(|&(_, name)| name),
+            Err(std::sync::TryLockError::Poisoned(p)) => {
+                let n = p.into_inner();
+                return n.iter().find(|&&(k, _)| k == addr).map(|&(_, name)| name);
+            }
+            Err(std::sync::TryLockError::WouldBlock) => std::thread::yield_now(),
+        }
+    }
+    None
+}
+
 /// Skips the swtrace probe ids an earlier image of this process (before an exec) used: probes
 /// with no address take them, so this image's functions get ids of their own.
 pub(crate) fn skip_used_ids(ctl: &perfaux_preload_abi::Control) {
@@ -98,16 +134,30 @@ pub(crate) fn skip_used_ids(ctl: &perfaux_preload_abi::Control) {
 /// process took for another function is left unentered and made again, with the next id.
 fn make(i: usize, addr: usize) -> &'static Probe {
     let ctl = crate::control();
-    if let Some(ctl) = &ctl {
+    let named = named(addr);
+    if let (Some(ctl), None) = (&ctl, named) {
         // First: an object seen for the first time is searched for the probe events'
         // functions, whose probes are named FUNC so that those events match them.
         crate::objects::cover(ctl, addr);
     }
     // The probe is entered from the runtime's hooks: its address (a probe sample's IP) is
     // the function's, not the entering code's: its start for a probe event's function (-pg
-    // hooks see an address inside it), as an uprobe at FUNC stands at its entry.
-    let (ip, name) = crate::events::function_at(addr)
-        .unwrap_or_else(|| (addr, Box::leak(format!("{addr:#x}").into_boxed_str())));
+    // hooks see an address inside it), as an uprobe at FUNC stands at its entry. A probe the
+    // program named exactly has its name, and no function.
+    let (ip, name) = match named {
+        Some(name) => (0, name),
+        None => crate::events::function_at(addr)
+            .unwrap_or_else(|| (addr, Box::leak(format!("{addr:#x}").into_boxed_str()))),
+    };
+    // What the recorder reads in the probe's word: the function's address, or the name.
+    // The names full: a word that names nothing (an offset past the names), so that the id
+    // is taken (a forked child does not give it a function of its own) and read as unnamed.
+    let word = match (named, &ctl) {
+        (Some(name), Some(ctl)) => ctl.write_probe_name(name.as_bytes()).unwrap_or(
+            perfaux_preload_abi::NAMED_PROBE | perfaux_preload_abi::PROBE_NAMES_SIZE as u64,
+        ),
+        _ => addr as u64,
+    };
     let probe = loop {
         let probe: &'static Probe = Box::leak(Box::new(Probe::new(name)));
         probe.set_addr(ip);
@@ -120,9 +170,9 @@ fn make(i: usize, addr: usize) -> &'static Probe {
         let Some(w) = ctl.probe_word(id.0) else {
             break probe;
         };
-        match w.compare_exchange(0, addr as u64, Ordering::AcqRel, Ordering::Acquire) {
+        match w.compare_exchange(0, word, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) => break probe,
-            Err(other) if other == addr as u64 => break probe,
+            Err(other) if other == word => break probe,
             Err(_) => continue,
         }
     };

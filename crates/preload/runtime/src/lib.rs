@@ -35,6 +35,7 @@ mod objects;
 mod patch;
 mod plt_hooks;
 mod recorder_alive;
+mod ring_maps;
 mod slot;
 mod stub_region;
 mod text;

@@ -1,7 +1,8 @@
 //! A thread's slot in the control area: claimed (CAS from FREE) at the thread's first hook,
 //! published TRACING once its events are open, released ENDED when its events are closed;
-//! the recorder makes it FREE again for the next thread. A thread that finds none free waits a
-//! little for one the recorder is about to free.
+//! the recorder makes it FREE again for the next thread. A thread that finds none free asks the
+//! recorder for more (it makes their rings while the program runs, up to `--max-threads`), or,
+//! at the most, waits a little for one the recorder is about to free.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::Ordering;
@@ -10,33 +11,38 @@ use perfaux_preload_abi::{Control, MAX_SLOTS, open_error_word, slot};
 
 /// How long a thread waits for the recorder to free a slot whose thread ended.
 pub(crate) const SLOT_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
+/// How long a thread waits for the recorder to make more slots (it does at its next pass, a
+/// millisecond or so; longer only while it writes a large drain).
+const SLOT_GROW_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+/// The longest sleep between two looks while waiting: a thousand threads started at once
+/// wait together, and must leave the CPU to the recorder that makes their slots.
+const LONGEST_NAP: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// Claims a slot for the calling thread (see [`claim_slot`]); `None`, counted in the header's
 /// `no_slot` for the recorder to say, if every slot stays taken.
 pub(crate) fn claim(ctl: &Control) -> Option<usize> {
-    let nslots = (ctl.header().nslots.load(Ordering::Acquire) as usize).min(MAX_SLOTS);
-    let claimed = claim_slot(ctl, nslots);
+    let claimed = claim_slot(ctl);
     if claimed.is_none() {
         ctl.header().no_slot.fetch_add(1, Ordering::AcqRel);
     }
     claimed
 }
 
-/// Claims a FREE slot. If none is, but a slot's thread ended (the recorder frees it at its next
-/// drain, a millisecond or so: a program that makes short threads one after another can end
-/// them faster) or its process did (`_exit`, a crash: the recorder sees that through a pidfd,
-/// [`held_by_gone_process`]), waits for it, up to [`SLOT_WAIT`]; not when every slot's thread
-/// still runs.
-fn claim_slot(ctl: &Control, nslots: usize) -> Option<usize> {
-    let start = std::time::Instant::now();
-    // Looked for at the first miss and every few milliseconds after (a few syscalls a slot):
-    // another thread may take the slot freed meanwhile.
-    let mut gone_held = false;
-    let mut tries = 0u32;
-    loop {
-        let claimed = (0..nslots).find(|&i| {
-            ctl.slot(i)
-                .state
+/// The slots whose rings the recorder has made, and the most it will make.
+fn slot_counts(ctl: &Control) -> (usize, usize) {
+    let h = ctl.header();
+    let nslots = (h.nslots.load(Ordering::Acquire) as usize).min(MAX_SLOTS);
+    let max = (h.slots_max.load(Ordering::Acquire) as usize).min(MAX_SLOTS);
+    (nslots, max)
+}
+
+/// The first FREE slot below `nslots`, claimed (a slot is read before the CAS: with thousands
+/// of slots held, a locked instruction each would make every thread start slow).
+fn claim_free(ctl: &Control, nslots: usize) -> Option<usize> {
+    (0..nslots).find(|&i| {
+        let state = &ctl.slot(i).state;
+        state.load(Ordering::Relaxed) == slot::FREE
+            && state
                 .compare_exchange(
                     slot::FREE,
                     slot::CLAIMED,
@@ -44,9 +50,33 @@ fn claim_slot(ctl: &Control, nslots: usize) -> Option<usize> {
                     Ordering::Acquire,
                 )
                 .is_ok()
-        });
-        if claimed.is_some() {
-            return claimed;
+    })
+}
+
+/// Claims a FREE slot. If none is, and the recorder may make more (`nslots` below
+/// `slots_max`), asks for one (`slots_wanted`) and waits for it, up to [`SLOT_GROW_WAIT`]. At
+/// the most slots, if a slot's thread ended (the recorder frees it at its next drain, a
+/// millisecond or so: a program that makes short threads one after another can end them
+/// faster) or its process did (`_exit`, a crash: the recorder sees that through a pidfd,
+/// [`held_by_gone_process`]), waits for it, up to [`SLOT_WAIT`]; not when every slot's
+/// thread still runs. Never once the recording closed or the recorder is gone.
+fn claim_slot(ctl: &Control) -> Option<usize> {
+    let start = std::time::Instant::now();
+    let mut asked = false;
+    let mut nap = std::time::Duration::from_micros(100);
+    // Looked for at the first miss and every few looks after (a few syscalls a slot):
+    // another thread may take the slot freed meanwhile.
+    let mut gone_held = false;
+    let mut tries = 0u32;
+    let claimed = loop {
+        let (nslots, max) = slot_counts(ctl);
+        if let Some(i) = claim_free(ctl, nslots) {
+            break Some(i);
+        }
+        let growing = nslots < max && !UNREACHABLE.load(Ordering::Relaxed);
+        if growing && !asked {
+            ctl.header().slots_wanted.fetch_add(1, Ordering::AcqRel);
+            asked = true;
         }
         let to_be_freed = (0..nslots).any(|i| {
             let s = ctl.slot(i);
@@ -54,20 +84,25 @@ fn claim_slot(ctl: &Control, nslots: usize) -> Option<usize> {
                 && s.event_id.load(Ordering::Acquire) != 0
                 && s.open_error.load(Ordering::Acquire) == 0
         });
-        if !to_be_freed && tries.is_multiple_of(16) {
+        if !growing && !to_be_freed && tries.is_multiple_of(16) {
             gone_held = (0..nslots).any(|i| held_by_gone_process(ctl, i));
         }
         tries += 1;
-        let to_be_freed = to_be_freed || gone_held;
-        if !to_be_freed
-            || start.elapsed() >= SLOT_WAIT
+        let limit = if growing { SLOT_GROW_WAIT } else { SLOT_WAIT };
+        if !(growing || to_be_freed || gone_held)
+            || start.elapsed() >= limit
             || crate::recording_closed(ctl)
             || crate::recorder_alive::gone()
         {
-            return None;
+            break None;
         }
-        std::thread::sleep(std::time::Duration::from_micros(200));
+        std::thread::sleep(nap);
+        nap = (nap * 2).min(LONGEST_NAP);
+    };
+    if asked {
+        ctl.header().slots_wanted.fetch_sub(1, Ordering::AcqRel);
     }
+    claimed
 }
 
 /// Whether slot `i` is TRACING for a process that has exited (a zombie too: no thread of it is
@@ -144,6 +179,24 @@ pub(crate) fn set_open_error(ctl: &Control, i: usize, step: u64, k: usize, errno
 /// Publishes slot `i`: its thread's events are open and every word of it is written.
 pub(crate) fn publish(ctl: &Control, i: usize) {
     ctl.slot(i).state.store(slot::TRACING, Ordering::Release);
+}
+
+/// Whether a thread of this process found a slot's rings it could not open: its threads ask
+/// the recorder for no more slots (they would fail the same way).
+static UNREACHABLE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Gives slot `i`, claimed but never opened, straight back (FREE) because this process cannot
+/// open its rings (`errno`): counted in the header for the recorder to say why.
+pub(crate) fn unreachable(ctl: &Control, i: usize, errno: i32) {
+    UNREACHABLE.store(true, Ordering::Relaxed);
+    let h = ctl.header();
+    h.rings_unreachable.fetch_add(1, Ordering::AcqRel);
+    h.rings_errno.store(errno as u32 as u64, Ordering::Release);
+    let s = ctl.slot(i);
+    for w in &s.words()[1..] {
+        w.store(0, Ordering::Relaxed);
+    }
+    s.state.store(slot::FREE, Ordering::Release);
 }
 
 /// Gives slot `i` back: its thread writes its memory no more (its events are closed and

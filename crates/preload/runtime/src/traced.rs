@@ -2,13 +2,16 @@
 //! trace event owns the buffer, mapped over the slot's ring memfds; the others in its group
 //! or redirected into it), closed before the slot is released.
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use perfaux_abi::attr::AttrFlags;
 use perfaux_core::{EventFd, Mmap, Prot, Target, page_size, perf_event_open_attr};
 use perfaux_preload_abi::{Control, open_step};
+use std::sync::Arc;
+
 use perfaux_ring::RingMemory;
+
+use crate::ring_maps::Which;
 
 /// The thread's events and mappings over its slot's memory.
 pub(crate) struct Traced {
@@ -21,7 +24,8 @@ pub(crate) struct Traced {
     pid: i32,
 }
 
-/// Fields drop in order: the mappings (held for their life) before the events.
+/// Fields drop in order: the mappings (held for their life; the memory stays mapped for the
+/// slot's next thread in this process, `ring_maps`) before the events.
 struct TracedEvents {
     _aux: Mmap,
     _data: Mmap,
@@ -104,16 +108,45 @@ pub(crate) fn open(ctl: &Control) -> Option<Traced> {
     }
     crate::start_process(ctl);
     let i = crate::slot::claim(ctl)?;
-    let t = open_slot(ctl, i);
+    let mems = match slot_rings(ctl, i) {
+        Ok(m) => m,
+        Err(errno) => {
+            // Nothing was opened on the slot: it goes back to the next thread, and this one
+            // is counted untraced with the reason.
+            crate::slot::unreachable(ctl, i, errno);
+            return None;
+        }
+    };
+    let t = open_slot(ctl, i, mems);
     if t.is_none() {
         crate::slot::release(ctl, i);
     }
     t
 }
 
-/// Opens the thread's events in slot `i`, the trace event over the slot's ring memfds, and
+/// Slot `i`'s data and AUX ring memories: the recorder's memfds (inherited, or through
+/// /proc/RECORDER/fd), mapped by this process for an earlier thread of the slot, or now; the
+/// errno if this process cannot open or map them (a process that changed its credentials, or
+/// runs in a pid and mount namespace of its own with a /proc that does not show the recorder).
+fn slot_rings(ctl: &Control, i: usize) -> Result<(Arc<RingMemory>, Arc<RingMemory>), i32> {
+    let ring = |word: &std::sync::atomic::AtomicU64, which: Which| {
+        let word = word.load(Ordering::Acquire);
+        crate::ring_maps::ring(i, which, word, || {
+            let fd = crate::memfds::ring(word)?;
+            RingMemory::open_shared(fd).map_err(|_| libc::EINVAL)
+        })
+    };
+    let mems = &ctl.header().ring_fds[i];
+    Ok((ring(&mems.data, Which::Data)?, ring(&mems.aux, Which::Aux)?))
+}
+
+/// Opens the thread's events in slot `i`, the trace event over the slot's ring memories, and
 /// publishes the slot; `None` after saying in the slot which step failed.
-fn open_slot(ctl: &Control, i: usize) -> Option<Traced> {
+fn open_slot(
+    ctl: &Control,
+    i: usize,
+    (data_mem, aux_mem): (Arc<RingMemory>, Arc<RingMemory>),
+) -> Option<Traced> {
     let tid = perfaux_core::gettid();
     ctl.slot(i).tid.store(tid as u64, Ordering::Relaxed);
     let events = crate::events::all();
@@ -123,19 +156,6 @@ fn open_slot(ctl: &Control, i: usize) -> Option<Traced> {
         .position(|e| e.attr.type_ == perfaux_pmus::SWTRACE_TYPE)
         .ok_or_else(einval);
     let owner = failed(ctl, i, 0, open_step::OPEN, owner)?;
-    // The recorder's memory for the buffer (its descriptors: inherited, or through /proc).
-    let ring = |word: &std::sync::atomic::AtomicU64, step: u64| {
-        let mem = crate::memfds::ring(word.load(Ordering::Acquire))
-            .map_err(|errno| perfaux_core::Error::new(errno, "the ring's memfd"))
-            .and_then(|fd| {
-                RingMemory::open_shared(fd)
-                    .map_err(|_| perfaux_core::Error::new(libc::EINVAL, "the ring's memfd"))
-            });
-        failed(ctl, i, owner, step, mem).map(Arc::new)
-    };
-    let mems = &ctl.header().ring_fds[i];
-    let data_mem = ring(&mems.data, open_step::MAP_DATA)?;
-    let aux_mem = ring(&mems.aux, open_step::MAP_AUX)?;
     let data_pages = data_mem.layout().data_size / page_size();
     let aux_pages = aux_mem.layout().aux_size / page_size();
     // As perf record opens them (ThreadRing::open): each event in order, a member with its

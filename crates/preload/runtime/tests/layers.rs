@@ -19,8 +19,8 @@ const FLOORS: &[&[&str]] = &[
         "stub_region",
         "text",
     ],
-    // The loaded objects; the thread's slot.
-    &["objects", "slot"],
+    // The loaded objects; the thread's slot; the slots' mappings kept.
+    &["objects", "slot", "ring_maps"],
     // Function address -> probe; the thread's events over its slot.
     &["intern", "traced"],
     // The traced thread and its per-call code.

@@ -25,7 +25,7 @@
 
 use std::cell::Cell;
 use std::ptr;
-use std::sync::atomic::Ordering::{AcqRel, Acquire, SeqCst};
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Release, SeqCst};
 use std::sync::atomic::{AtomicUsize, compiler_fence};
 
 #[cfg(test)]
@@ -169,8 +169,26 @@ pub fn forget_after_fork() {
     }
 }
 
+/// What runs on an exiting thread before its ThreadTrace is freed (a `fn()` as usize; 0: none).
+static EXIT_HOOK: AtomicUsize = AtomicUsize::new(0);
+
+/// Sets what runs on a thread that exits with a ThreadTrace, before the state is freed: the
+/// trace PMU's core stops the thread's events there (`perf_event_exit_task`), so that a writer
+/// still installed ends its AUX transaction and the trace written so far is published rather
+/// than freed with the thread. Runs from a pthread-key destructor (an ordinary context, after
+/// the thread's Rust thread-local destructors), with the writer still reachable.
+pub fn set_exit_hook(hook: fn()) {
+    EXIT_HOOK.store(hook as usize, Release);
+}
+
 /// The key's destructor, at thread exit (pthread has already cleared the key's value).
 unsafe extern "C" fn release_at_exit(p: *mut libc::c_void) {
+    let hook = EXIT_HOOK.load(Acquire);
+    if hook != 0 {
+        // SAFETY: a non-zero EXIT_HOOK was stored from a `fn()` by `set_exit_hook`.
+        let hook = unsafe { std::mem::transmute::<usize, fn()>(hook) };
+        hook();
+    }
     // SAFETY: the value of our key: this thread's ThreadTrace, released once, here.
     unsafe { release(p.cast()) };
 }

@@ -119,7 +119,7 @@ pub use control::{
     SHADOW_DEPTH, aux_head, aux_head_word, callchain, disable_shadow_stack, enable_shadow_stack,
     install, park, pause, resume, set_limit, status, uninstall,
 };
-pub use lifetime::{forget_after_fork, prepare};
+pub use lifetime::{forget_after_fork, prepare, set_exit_hook};
 pub(crate) use lifetime::{slot, thread_trace_ptr};
 pub use packets::FULL_RETRY_EVERY;
 #[cfg(test)]

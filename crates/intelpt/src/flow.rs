@@ -1,0 +1,1283 @@
+//! The instruction flow: the code a trace ran through, instruction by instruction, from the
+//! events of [`crate::events`] and the code of an [`Image`]. Conditional branches take TNT
+//! bits, indirect branches and far transfers take TIPs, a `ret` takes a TNT bit when the
+//! return was compressed (and then goes where its call came from), and every event is placed
+//! before or after the instruction it belongs to, as libipt's decoders place them, so the
+//! output reads as ptxed's.
+
+use std::collections::VecDeque;
+
+use crate::events::{self, Event, Events, Kind};
+use crate::image::Image;
+use crate::insn::{Class, ExecMode, Insn, decode_insn};
+
+/// Why the flow stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Error {
+    Event(events::Error),
+    /// No code at the address.
+    Nomap,
+    /// The bytes at the address are no instruction.
+    BadInsn,
+    /// The trace does not say what the code needs (a TIP where a TNT came, ...).
+    BadQuery,
+    RetstackEmpty,
+    BadRetcomp,
+    NoEnable,
+    BadPacket,
+    /// A walk without trace that does not end (a loop of direct jumps).
+    TooLong,
+}
+
+impl Error {
+    /// libipt's words.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Error::Event(e) => e.as_str(),
+            Error::Nomap => "no memory mapped at this address",
+            Error::BadInsn => "unknown instruction",
+            Error::BadQuery => "trace stream does not match query",
+            Error::RetstackEmpty => "compressed return without call",
+            Error::BadRetcomp => "bad compressed return",
+            Error::NoEnable => "expected tracing enabled event",
+            Error::BadPacket => "unknown packet",
+            Error::TooLong => "internal error",
+        }
+    }
+}
+
+/// What a resync gives: a status to go on with, or an event that must be reported before
+/// resyncing again (a PTWRITE without IP).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resync {
+    Status(Status),
+    EventIgnored,
+}
+
+/// What the caller must do next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Status {
+    /// An event is due: fetch it with [`Flow::event`] before going on.
+    pub pending: bool,
+    /// Tracing is off.
+    pub suppressed: bool,
+    /// The trace ended.
+    pub eos: bool,
+}
+
+/// The return stack of compressed returns: 64 entries, the oldest dropped when full.
+#[derive(Debug, Clone, Default)]
+struct RetStack(VecDeque<u64>);
+
+impl RetStack {
+    fn push(&mut self, ip: u64) {
+        if self.0.len() == 64 {
+            self.0.pop_front();
+        }
+        self.0.push_back(ip);
+    }
+}
+
+/// An instruction an event may still bind to (a MOV CR3 for a PIP, a branch for a TIP.PGD).
+#[derive(Debug, Clone, Copy)]
+struct Postponed {
+    insn: Insn,
+    paging: bool,
+    vmcs: bool,
+    ptwrite: bool,
+    /// The event-trace events of an instruction's kind already bound to it ([`kind_bit`]).
+    kinds: u8,
+}
+
+/// The bit of an event that binds to the next instruction of its kind (an IRET, a VMLAUNCH,
+/// an INT, a SYSCALL) when it has no IP.
+fn kind_bit(k: &Kind) -> Option<u8> {
+    match k {
+        Kind::Iret => Some(1),
+        Kind::Vmentry => Some(2),
+        Kind::Uiret => Some(4),
+        Kind::Swintr { .. } => Some(8),
+        Kind::Syscall => Some(16),
+        _ => None,
+    }
+}
+
+/// The most decoded instructions kept: a trace's hot code is decoded once (a loop's second
+/// pass is a lookup), and memory stays bounded whatever the code.
+const CACHE_MAX: usize = 1 << 20;
+
+/// The most instructions a walk without trace takes before it is called endless.
+const WALK_MAX: usize = 1 << 20;
+
+/// How blocks end, beyond libipt's defaults (ptxed's `--block:end-on-call`,
+/// `--block:end-on-jump`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Config {
+    pub end_on_call: bool,
+    pub end_on_jump: bool,
+    /// Report a tick where the time moved on at a branch (ptxed's `--event:tick`).
+    pub ticks: bool,
+    /// The address filters the trace was recorded with (IA32_RTIT_CTL.ADDRn_CFG and the
+    /// ranges): 1 a FilterEn range, 2 a TraceStop range; SKL014 needs them.
+    pub filters: [(u8, u64, u64); 4],
+}
+
+impl Config {
+    /// Whether the filters trace code at `ip`.
+    fn traced(&self, ip: u64) -> bool {
+        let inside = |&&(_, a, b): &&(u8, u64, u64)| (a..=b).contains(&ip);
+        if self.filters.iter().filter(|f| f.0 == 2).any(|f| inside(&f)) {
+            return false;
+        }
+        let mut en = self.filters.iter().filter(|f| f.0 == 1).peekable();
+        en.peek().is_none() || en.any(|f| inside(&f))
+    }
+}
+
+pub struct Flow<'a> {
+    pub config: Config,
+    ev: Events<'a>,
+    image: &'a Image,
+    enabled: bool,
+    ip: u64,
+    mode: Option<ExecMode>,
+    speculative: bool,
+    ret: RetStack,
+    e: Option<Event>,
+    status: Option<events::Error>,
+    p: Option<Postponed>,
+    /// Instructions since the last event that gave the flow's position: what a TRIG's
+    /// instruction count counts from (`None`: no such event since a disable).
+    icnt: Option<u64>,
+    /// Whether the last block ended with a branch (BDM64's condition), and with which.
+    last_was_branch: bool,
+    last_class: Option<Class>,
+    /// The time of the last event consumed: a tick is due where the time has moved on.
+    last_tsc: Option<u64>,
+    /// Instructions walked since the last event was consumed: a walk without trace is
+    /// bounded by [`WALK_MAX`] whatever ends its blocks.
+    walked: usize,
+    /// Decoded instructions by address and mode (the image does not change under a flow).
+    cache: std::cell::RefCell<rustc_hash::FxHashMap<(u64, ExecMode), Insn>>,
+}
+
+/// The instructions one call of [`Flow::next`] walked.
+#[derive(Debug, Default, Clone)]
+pub struct Block {
+    pub insns: Vec<Insn>,
+    pub speculative: bool,
+}
+
+impl<'a> Flow<'a> {
+    pub fn new(buf: &'a [u8], image: &'a Image) -> Self {
+        Flow {
+            config: Config::default(),
+            ev: Events::new(buf),
+            image,
+            enabled: false,
+            ip: 0,
+            mode: None,
+            speculative: false,
+            ret: RetStack::default(),
+            e: None,
+            status: None,
+            p: None,
+            icnt: None,
+            last_was_branch: false,
+            last_class: None,
+            last_tsc: None,
+            walked: 0,
+            cache: Default::default(),
+        }
+    }
+
+    /// Times events with the trace's clock configuration.
+    pub fn set_clock(&mut self, clock: crate::timing::ClockConfig, keep_tcal_on_ovf: bool) {
+        self.ev.clock = clock;
+        self.ev.keep_tcal_on_ovf = keep_tcal_on_ovf;
+    }
+
+    /// Reports changes of the interrupt flag as events.
+    pub fn set_iflags(&mut self, on: bool) {
+        self.ev.iflags = on;
+    }
+
+    /// Decodes with the workarounds for `errata`.
+    pub fn set_errata(&mut self, errata: crate::errata::Errata) {
+        self.ev.errata = errata;
+    }
+
+    /// The trace offset the decoder stands on.
+    pub fn offset(&self) -> usize {
+        self.ev.offset()
+    }
+
+    pub fn ip(&self) -> u64 {
+        self.ip
+    }
+
+    /// Moves past the current event: what it says of the flow's position anchors a TRIG's
+    /// count.
+    fn consume(&mut self) {
+        if let Some(e) = self.e {
+            self.anchor(&e);
+            self.last_tsc = e.tsc;
+        }
+        self.walked = 0;
+        self.fetch_e();
+    }
+
+    fn anchor(&mut self, e: &Event) {
+        match e.kind {
+            Kind::Paging { .. }
+            | Kind::Sipi { .. }
+            | Kind::Cbr(_)
+            | Kind::Mnt(_)
+            | Kind::Stop
+            | Kind::Vmcs { .. }
+            | Kind::Mwait { .. }
+            | Kind::Pwre { .. }
+            | Kind::Pwrx { .. }
+            | Kind::Ignore
+            | Kind::Placeholder => {}
+            Kind::Enabled | Kind::AsyncBranch { .. } | Kind::Tip | Kind::Tnt { .. } => {
+                self.icnt = Some(0)
+            }
+            Kind::Disabled | Kind::AsyncDisabled { .. } => self.icnt = None,
+            Kind::Overflow => self.icnt = e.ip.map(|_| 0),
+            _ => {
+                if e.ip.is_some() {
+                    self.icnt = Some(0);
+                }
+            }
+        }
+    }
+
+    fn fetch_e(&mut self) {
+        match self.ev.next_event() {
+            Ok(e) => self.e = Some(e),
+            Err(err) => {
+                self.e = None;
+                self.status = Some(err);
+            }
+        }
+    }
+
+    fn flags(&self, pending: bool) -> Status {
+        Status {
+            pending,
+            suppressed: !self.enabled,
+            eos: self.status == Some(events::Error::Eos),
+        }
+    }
+
+    /// Syncs onto the next PSB and reads its header.
+    pub fn sync(&mut self) -> Result<Status, Error> {
+        self.reset();
+        self.ev.sync_forward().map_err(Error::Event)?;
+        self.after_psb()
+    }
+
+    fn reset(&mut self) {
+        self.enabled = false;
+        self.ip = 0;
+        self.mode = None;
+        self.speculative = false;
+        self.ret = RetStack::default();
+        self.e = None;
+        self.status = None;
+        self.p = None;
+        self.icnt = None;
+        self.walked = 0;
+    }
+
+    /// After an error, goes on at the next event that says where the flow is, as ptxed's
+    /// `--resync-on-error` does, instead of at the next PSB.
+    pub fn resync(&mut self) -> Result<Resync, Error> {
+        self.p = None;
+        loop {
+            if let Some(s) = self.status {
+                return Err(Error::Event(s));
+            }
+            let Some(e) = self.e else {
+                return Err(Error::Event(events::Error::Internal));
+            };
+            if e.status_update {
+                // The header again from its PSB, its status applied now: a header that
+                // contradicts the flow is the resync's own error.
+                self.reset();
+                self.ev.resync_at_last_psb().map_err(Error::Event)?;
+                let mut st = self.after_psb()?;
+                while st.pending && self.e.is_some_and(|e| e.status_update) {
+                    st = self.event()?.2;
+                }
+                return Ok(Resync::Status(st));
+            }
+            let pending = |f: &Self| Ok(Resync::Status(f.flags(true)));
+            match e.kind {
+                Kind::Enabled => {
+                    self.enabled = false;
+                    return pending(self);
+                }
+                Kind::Disabled => {
+                    self.enabled = false;
+                    self.ip = 0;
+                    self.consume();
+                    return self.trailing(false).map(Resync::Status);
+                }
+                Kind::AsyncDisabled { at } => {
+                    self.ip = at;
+                    return pending(self);
+                }
+                Kind::AsyncBranch { .. } | Kind::AsyncPaging { .. } | Kind::AsyncVmcs { .. }
+                    if e.ip.is_some() =>
+                {
+                    self.ip = e.ip.unwrap_or(0);
+                    return pending(self);
+                }
+                Kind::Overflow => return pending(self),
+                Kind::ExecMode(_)
+                | Kind::Tsx { .. }
+                | Kind::Iflags { .. }
+                | Kind::Interrupt { .. } => {
+                    match e.ip {
+                        None => self.enabled = false,
+                        Some(ip) => {
+                            self.enabled = true;
+                            self.ip = ip;
+                        }
+                    }
+                    return pending(self);
+                }
+                Kind::Exstop
+                | Kind::Mwait { .. }
+                | Kind::Iret
+                | Kind::Smi
+                | Kind::Rsm
+                | Kind::Init
+                | Kind::Vmexit { .. }
+                | Kind::Shutdown
+                | Kind::Uintr { .. }
+                | Kind::Swintr { .. }
+                | Kind::Syscall
+                    if e.ip.is_some() =>
+                {
+                    self.ip = e.ip.unwrap_or(0);
+                    return pending(self);
+                }
+                Kind::Vmentry | Kind::Uiret if e.ip.is_some() => {
+                    self.ip = e.ip.unwrap_or(0);
+                    return Ok(Resync::Status(self.flags(false)));
+                }
+                Kind::Ptwrite { .. } => match e.ip {
+                    None => return Ok(Resync::EventIgnored),
+                    Some(ip) => {
+                        self.ip = ip;
+                        return Ok(Resync::Status(self.flags(false)));
+                    }
+                },
+                Kind::Tip => {
+                    self.ip = e.ip.unwrap_or(0);
+                    self.consume();
+                    return self.trailing(false).map(Resync::Status);
+                }
+                _ => {}
+            }
+            // An event that says nothing of where the flow is: skip it.
+            self.consume();
+        }
+    }
+
+    /// After a PSB's header: the flow enabled where it says, and its first event.
+    fn after_psb(&mut self) -> Result<Status, Error> {
+        let mut look = self.ev.clone();
+        while let Ok(e) = look.next_event() {
+            if !e.status_update {
+                break;
+            }
+            if e.kind == Kind::Enabled {
+                self.enabled = true;
+                self.ip = e.ip.unwrap_or(0);
+                break;
+            }
+        }
+        self.fetch_e();
+        self.trailing(false)
+    }
+
+    fn decode_at(&self, ip: u64) -> Result<Insn, Error> {
+        let mode = self.mode.unwrap_or_default();
+        if let Some(i) = self.cache.borrow().get(&(ip, mode)) {
+            return Ok(*i);
+        }
+        let bytes = self.image.bytes_at(ip).ok_or(Error::Nomap)?;
+        let insn = decode_insn(bytes, ip, mode).ok_or(Error::BadInsn)?;
+        let mut cache = self.cache.borrow_mut();
+        if cache.len() >= CACHE_MAX {
+            cache.clear();
+        }
+        cache.insert((ip, mode), insn);
+        Ok(insn)
+    }
+
+    /// Where an instruction leads without trace, if it needs none.
+    fn next_ip(insn: &Insn) -> Option<u64> {
+        match insn.class {
+            Class::Other | Class::Ptwrite => Some(insn.ip.wrapping_add(u64::from(insn.len))),
+            Class::Jump { target } | Class::Call { target } => Some(target),
+            _ => None,
+        }
+    }
+
+    fn push_call(&mut self, insn: &Insn) {
+        let ret = insn.ip.wrapping_add(u64::from(insn.len));
+        match insn.class {
+            Class::Call { target } if target == ret => {}
+            Class::Call { .. } | Class::IndirectCall => self.ret.push(ret),
+            _ => {}
+        }
+    }
+
+    /// Decodes the instruction at the current IP into the block.
+    fn step(&mut self, block: &mut Block) -> Result<Insn, Error> {
+        if self.walked >= WALK_MAX {
+            return Err(Error::TooLong);
+        }
+        self.walked += 1;
+        let insn = self.decode_at(self.ip)?;
+        block.insns.push(insn);
+        self.push_call(&insn);
+        if let Some(n) = &mut self.icnt {
+            *n += 1;
+        }
+        Ok(insn)
+    }
+
+    /// The next instructions, up to the next branch that needs trace or the next event.
+    pub fn next(&mut self, block: &mut Block) -> Result<Status, Error> {
+        block.insns.clear();
+        block.speculative = self.speculative;
+        if let Some(s) = self.status {
+            if s != events::Error::Eos {
+                return Err(Error::Event(s));
+            }
+            if !self.enabled {
+                return Err(Error::Event(s));
+            }
+            return Ok(self.flags(false));
+        }
+        let Some(e) = self.e else {
+            return Err(Error::Event(events::Error::Internal));
+        };
+        match e.kind {
+            Kind::Tnt { .. } | Kind::Tip => {
+                if !self.enabled {
+                    return Err(Error::NoEnable);
+                }
+                loop {
+                    let insn = self.step(block)?;
+                    match Self::next_ip(&insn) {
+                        Some(ip) => {
+                            self.ip = ip;
+                            if self.ends_block(&insn) {
+                                break;
+                            }
+                        }
+                        None => {
+                            self.resolve(&insn)?;
+                            break;
+                        }
+                    }
+                }
+                self.last_class = block.insns.last().map(|i| i.class);
+                self.last_was_branch = self
+                    .last_class
+                    .is_some_and(|c| !matches!(c, Class::Other | Class::Ptwrite));
+                self.trailing(true)
+            }
+            _ => self.proceed_to_event(e, block),
+        }
+    }
+
+    /// Moves past an instruction that needs trace, taking it from the current event.
+    fn resolve(&mut self, insn: &Insn) -> Result<(), Error> {
+        let fall = insn.ip.wrapping_add(u64::from(insn.len));
+        match insn.class {
+            Class::CondJump { target } => {
+                let taken = self.take_bit()?;
+                self.ip = if taken { target } else { fall };
+                Ok(())
+            }
+            Class::Return => {
+                if matches!(
+                    self.e,
+                    Some(Event {
+                        kind: Kind::Tnt { .. },
+                        ..
+                    })
+                ) {
+                    if !self.take_bit()? {
+                        return Err(Error::BadRetcomp);
+                    }
+                    self.ip = self.ret.0.pop_back().ok_or(Error::RetstackEmpty)?;
+                    Ok(())
+                } else {
+                    self.indirect(insn.ip)
+                }
+            }
+            _ => self.indirect(insn.ip),
+        }
+    }
+
+    fn take_bit(&mut self) -> Result<bool, Error> {
+        match &mut self.e {
+            Some(Event {
+                kind: Kind::Tnt { bits, count },
+                ..
+            }) if *count > 0 => {
+                *count -= 1;
+                Ok(*bits >> *count & 1 == 1)
+            }
+            _ => Err(Error::BadQuery),
+        }
+    }
+
+    fn indirect(&mut self, at: u64) -> Result<(), Error> {
+        match self.e {
+            Some(
+                e @ Event {
+                    kind: Kind::Tip,
+                    ip,
+                    ..
+                },
+            ) => {
+                self.ip = ip.ok_or(Error::BadPacket)?;
+                if self.config.ticks && e.tsc.is_some() && e.tsc != self.last_tsc {
+                    // The time moved on at this branch: a tick, reported after it.
+                    self.e = Some(Event {
+                        kind: Kind::Tick,
+                        ip: Some(at),
+                        ..e
+                    });
+                } else {
+                    self.consume();
+                }
+                Ok(())
+            }
+            Some(Event {
+                kind: Kind::Tnt { .. },
+                ..
+            }) => {
+                // A TIP after a TNT whose bits are not all taken yet: the TIP is this
+                // branch's, the TNT stays for the branches after it.
+                let mut look = self.ev.clone();
+                match look.next_event() {
+                    Ok(Event {
+                        kind: Kind::Tip,
+                        ip,
+                        ..
+                    }) => {
+                        self.ip = ip.ok_or(Error::BadPacket)?;
+                        self.ev = look;
+                        self.icnt = Some(0);
+                        Ok(())
+                    }
+                    _ => Err(Error::BadQuery),
+                }
+            }
+            _ => Err(Error::BadQuery),
+        }
+    }
+
+    /// Moves past the postponed instruction, if any.
+    fn proceed_p(&mut self) -> Result<(), Error> {
+        if let Some(p) = self.p.take()
+            && self.enabled
+        {
+            match Self::next_ip(&p.insn) {
+                Some(ip) => self.ip = ip,
+                None => self.resolve(&p.insn)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the current event is due at the current position (after a block, an event
+    /// or a sync).
+    fn trailing(&mut self, after_block: bool) -> Result<Status, Error> {
+        loop {
+            if self.status.is_some() {
+                self.proceed_p()?;
+                let eos = self.status == Some(events::Error::Eos);
+                return Ok(self.flags(!eos));
+            }
+            let Some(e) = self.e else {
+                return Ok(self.flags(false));
+            };
+            let due = match e.kind {
+                Kind::Tnt { count, .. } => {
+                    if self.config.ticks && after_block && e.tsc.is_some() && e.tsc != self.last_tsc
+                    {
+                        // The branch that took its first bit moved the time on: a tick.
+                        matches!(
+                            self.last_class,
+                            Some(Class::CondJump { .. } | Class::Return)
+                        )
+                    } else if count > 0 {
+                        false
+                    } else {
+                        self.consume();
+                        continue;
+                    }
+                }
+                Kind::Tick => {
+                    self.proceed_p()?;
+                    true
+                }
+                Kind::Tip | Kind::Ignore | Kind::Placeholder => false,
+                Kind::Enabled
+                | Kind::Overflow
+                | Kind::Stop
+                | Kind::Cbr(_)
+                | Kind::Mnt(_)
+                | Kind::Pwre { .. }
+                | Kind::Pwrx { .. } => {
+                    self.proceed_p()?;
+                    true
+                }
+                Kind::Exstop
+                | Kind::Mwait { .. }
+                | Kind::Interrupt { .. }
+                | Kind::Smi
+                | Kind::Init
+                | Kind::Vmexit { .. }
+                | Kind::Shutdown
+                | Kind::Uintr { .. } => {
+                    self.proceed_p()?;
+                    !self.enabled || e.ip.is_none() || e.ip == Some(self.ip)
+                }
+                Kind::Rsm | Kind::Sipi { .. } => {
+                    self.proceed_p()?;
+                    true
+                }
+                Kind::Trig { .. } => {
+                    self.proceed_p()?;
+                    if !self.enabled || e.ip.is_none() {
+                        true
+                    } else {
+                        let n = self.trig_anchor()?;
+                        if n != 0 {
+                            false
+                        } else if self.e.and_then(|e| e.ip) != Some(self.ip) {
+                            return Err(Error::BadPacket);
+                        } else {
+                            true
+                        }
+                    }
+                }
+                Kind::Iret | Kind::Vmentry | Kind::Uiret | Kind::Swintr { .. } | Kind::Syscall => {
+                    let bit = kind_bit(&e.kind).unwrap_or(0);
+                    if !self.enabled {
+                        true
+                    } else {
+                        match self.p {
+                            Some(mut p)
+                                if p.kinds & bit == 0
+                                    && e.ip.is_none()
+                                    && self.insn_is(&p.insn, bit) =>
+                            {
+                                p.kinds |= bit;
+                                self.p = Some(p);
+                                true
+                            }
+                            _ => false,
+                        }
+                    }
+                }
+                Kind::Ptwrite { .. } => {
+                    if !self.enabled {
+                        true
+                    } else {
+                        match self.p {
+                            Some(mut p)
+                                if !p.ptwrite
+                                    && e.ip.is_none()
+                                    && p.insn.class == Class::Ptwrite =>
+                            {
+                                p.ptwrite = true;
+                                self.p = Some(p);
+                                true
+                            }
+                            _ => false,
+                        }
+                    }
+                }
+                Kind::Disabled => {
+                    if e.status_update {
+                        true
+                    } else {
+                        match self.p {
+                            None => false,
+                            Some(p) => return self.disabled_at_p(e, p),
+                        }
+                    }
+                }
+                Kind::AsyncDisabled { at } => {
+                    self.proceed_p()?;
+                    if self.ip == at && self.skd022(e) {
+                        continue;
+                    }
+                    self.ip == at
+                }
+                Kind::AsyncBranch { .. } => {
+                    self.proceed_p()?;
+                    Some(self.ip) == e.ip
+                }
+                Kind::Paging { .. } | Kind::Vmcs { .. } => {
+                    if !self.enabled {
+                        true
+                    } else {
+                        let paging = matches!(e.kind, Kind::Paging { .. });
+                        match self.p {
+                            Some(mut p)
+                                if (paging && !p.paging && self.binds_pip(&p.insn))
+                                    || (!paging && !p.vmcs && self.binds_vmcs(&p.insn)) =>
+                            {
+                                if paging {
+                                    p.paging = true;
+                                } else {
+                                    p.vmcs = true;
+                                }
+                                self.p = Some(p);
+                                true
+                            }
+                            _ => false,
+                        }
+                    }
+                }
+                Kind::Tsx { aborted: true, .. }
+                    if after_block && self.last_was_branch && self.bdm64(e.ip) =>
+                {
+                    // BDM64: the branch before a TSX abort went to a wrong target; the abort
+                    // is where the flow is.
+                    self.ip = e.ip.unwrap_or(self.ip);
+                    true
+                }
+                Kind::AsyncPaging { .. } | Kind::AsyncVmcs { .. } | Kind::Tsx { .. } => {
+                    self.proceed_p()?;
+                    e.ip.is_none() || e.ip == Some(self.ip)
+                }
+                Kind::ExecMode(_) | Kind::Iflags { .. } => {
+                    self.proceed_p()?;
+                    !self.enabled || e.ip.is_none() || e.ip == Some(self.ip)
+                }
+            };
+            if !due {
+                self.proceed_p()?;
+            }
+            return Ok(self.flags(due));
+        }
+    }
+
+    /// A synchronous disable with an instruction postponed for it.
+    fn disabled_at_p(&mut self, e: Event, p: Postponed) -> Result<Status, Error> {
+        if e.ip.is_none() && self.is_mov_cr3(&p.insn) {
+            return Ok(self.flags(true));
+        }
+        match Self::next_ip(&p.insn) {
+            None => {
+                self.ip = Self::resume_ip(&p.insn);
+                Ok(self.flags(true))
+            }
+            Some(ip) => {
+                self.p = None;
+                self.ip = ip;
+                Ok(self.flags(e.ip == Some(ip)))
+            }
+        }
+    }
+
+    /// BDM64: whether a TSX abort at `at` cannot be reached from the flow's IP by 256
+    /// instructions that need no trace (so the branch before it went astray), with the
+    /// erratum on.
+    fn bdm64(&self, at: Option<u64>) -> bool {
+        let Some(at) = at else {
+            return false;
+        };
+        if !self.ev.errata.bdm64 {
+            return false;
+        }
+        let mut ip = self.ip;
+        for _ in 0..256 {
+            if ip == at {
+                return false;
+            }
+            match self.decode_at(ip).ok().as_ref().and_then(Self::next_ip) {
+                Some(next) => ip = next,
+                None => return true,
+            }
+        }
+        ip != at
+    }
+
+    /// Places a counted TRIG the first time the flow meets it: its count, given from the
+    /// anchor, becomes a count from here (the IP 0 the event layer gave it marks this). The
+    /// count left.
+    fn trig_anchor(&mut self) -> Result<u64, Error> {
+        let since = self.icnt;
+        let ip = self.ip;
+        let Some(Event {
+            kind: Kind::Trig { icnt, placed, .. },
+            ip: eip,
+            ..
+        }) = &mut self.e
+        else {
+            return Ok(0);
+        };
+        let n = u64::from(icnt.unwrap_or(0));
+        if !*placed && icnt.is_some() {
+            *placed = true;
+            let since = since.ok_or(Error::BadPacket)?;
+            let left = n.checked_sub(since).ok_or(Error::BadPacket)?;
+            *icnt = Some(left as u16);
+            *eip = Some(ip);
+            return Ok(left);
+        }
+        Ok(n)
+    }
+
+    /// Whether `insn` is of the kind an event-trace event binds to ([`kind_bit`]).
+    fn insn_is(&self, insn: &Insn, bit: u8) -> bool {
+        use iced_x86::Mnemonic as M;
+        let m = self.mnemonic_at(insn.ip);
+        match bit {
+            1 => matches!(
+                m,
+                M::Iret | M::Iretd | M::Iretq | M::Sysret | M::Sysexit | M::Erets | M::Eretu
+            ),
+            2 => matches!(m, M::Vmlaunch | M::Vmresume),
+            4 => m == M::Uiret,
+            8 => matches!(m, M::Int | M::Int1 | M::Int3 | M::Into),
+            16 => matches!(m, M::Syscall | M::Sysenter),
+            _ => false,
+        }
+    }
+
+    /// The full decoding of the instruction at `ip`, for the few questions the classes do
+    /// not answer (MOV CR3, VMLAUNCH, the event-trace kinds): the mnemonic, or `INVALID`.
+    fn full_insn(&self, ip: u64) -> iced_x86::Instruction {
+        use iced_x86::{Decoder, DecoderOptions};
+        let bytes = self.image.bytes_at(ip).unwrap_or(&[]);
+        let mode = self.mode.unwrap_or_default();
+        Decoder::with_ip(mode.bitness(), bytes, ip, DecoderOptions::NONE).decode()
+    }
+
+    fn mnemonic_at(&self, ip: u64) -> iced_x86::Mnemonic {
+        self.full_insn(ip).mnemonic()
+    }
+
+    fn is_mov_cr3(&self, insn: &Insn) -> bool {
+        use iced_x86::{Mnemonic, OpKind, Register};
+        let i = self.full_insn(insn.ip);
+        i.mnemonic() == Mnemonic::Mov
+            && i.op0_kind() == OpKind::Register
+            && i.op0_register() == Register::CR3
+    }
+
+    fn binds_pip(&self, insn: &Insn) -> bool {
+        matches!(
+            insn.class,
+            Class::FarCall | Class::FarReturn | Class::FarJump
+        ) || self.is_mov_cr3(insn)
+    }
+
+    fn binds_vmcs(&self, insn: &Insn) -> bool {
+        matches!(
+            insn.class,
+            Class::FarCall | Class::FarReturn | Class::FarJump
+        )
+    }
+
+    /// Where tracing resumes after a disable bound to `insn`: after a call (the callee
+    /// returns there), else unknown.
+    fn resume_ip(insn: &Insn) -> u64 {
+        match insn.class {
+            Class::Call { .. } | Class::IndirectCall | Class::FarCall => {
+                insn.ip.wrapping_add(u64::from(insn.len))
+            }
+            _ => 0,
+        }
+    }
+
+    /// Whether a block ends after this instruction by the configuration.
+    fn ends_block(&self, insn: &Insn) -> bool {
+        match insn.class {
+            Class::Call { .. } => self.config.end_on_call,
+            Class::Jump { .. } => self.config.end_on_jump,
+            _ => false,
+        }
+    }
+
+    /// Walks without trace to `to`; an instruction that needs trace on the way is an error.
+    /// `false`: the block ended before, by the configuration.
+    fn walk_to(&mut self, to: u64, block: &mut Block) -> Result<bool, Error> {
+        while self.ip != to {
+            let insn = self.step(block)?;
+            self.ip = Self::next_ip(&insn).ok_or(Error::BadQuery)?;
+            if self.ends_block(&insn) && self.ip != to {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// A block that ends where the current (non-branch) event binds.
+    fn proceed_to_event(&mut self, e: Event, block: &mut Block) -> Result<Status, Error> {
+        match e.kind {
+            Kind::Disabled if !e.status_update => {
+                // Walk to the disable's IP, or to the instruction it binds to: one that
+                // needs trace, or a MOV CR3 when the IP is suppressed.
+                loop {
+                    if e.ip == Some(self.ip) {
+                        break;
+                    }
+                    let insn = self.step(block)?;
+                    // SKL014: a disable without IP may belong to a direct branch that left
+                    // the filtered range.
+                    let skl014 = e.ip.is_none()
+                        && self.ev.errata.skl014
+                        && self.config.filters.iter().any(|f| f.0 != 0)
+                        && matches!(insn.class, Class::Jump { target } | Class::Call { target }
+                            if !self.config.traced(target));
+                    let needs = Self::next_ip(&insn).is_none() || skl014;
+                    if needs || (e.ip.is_none() && self.is_mov_cr3(&insn)) {
+                        if needs {
+                            self.ip = Self::resume_ip(&insn);
+                        }
+                        break;
+                    }
+                    self.ip = Self::next_ip(&insn).unwrap_or(0);
+                    if self.ends_block(&insn) && e.ip != Some(self.ip) {
+                        return self.trailing(true);
+                    }
+                }
+            }
+            Kind::AsyncDisabled { at } => {
+                if !self.walk_to(at, block)? {
+                    return self.trailing(true);
+                }
+                if self.skd022(e)
+                    && let Some(e) = self.e
+                {
+                    return self.proceed_to_event(e, block);
+                }
+            }
+            Kind::AsyncBranch { .. } => {
+                return self.walk_to_event(e.ip.unwrap_or(self.ip), block);
+            }
+            Kind::Paging { .. } | Kind::Vmcs { .. } if self.enabled => {
+                let paging = matches!(e.kind, Kind::Paging { .. });
+                loop {
+                    let insn = self.step(block)?;
+                    let binds = if paging {
+                        self.binds_pip(&insn)
+                    } else {
+                        self.binds_vmcs(&insn)
+                    };
+                    if binds {
+                        self.p = Some(Postponed {
+                            insn,
+                            paging,
+                            vmcs: !paging,
+                            ptwrite: false,
+                            kinds: 0,
+                        });
+                        break;
+                    }
+                    self.ip = Self::next_ip(&insn).ok_or(Error::BadQuery)?;
+                }
+            }
+            Kind::Exstop | Kind::Mwait { .. } if self.enabled => {
+                if let Some(ip) = e.ip {
+                    return self.walk_to_event(ip, block);
+                }
+            }
+            Kind::Ptwrite { .. } if self.enabled => {
+                // The PTWRITE instruction itself is printed, then its event.
+                let insn = match e.ip {
+                    Some(ip) => {
+                        if !self.walk_to(ip, block)? {
+                            return self.trailing(true);
+                        }
+                        self.step(block)?
+                    }
+                    None => loop {
+                        let insn = self.step(block)?;
+                        if insn.class == Class::Ptwrite {
+                            break insn;
+                        }
+                        self.ip = Self::next_ip(&insn).ok_or(Error::BadQuery)?;
+                    },
+                };
+                self.p = Some(Postponed {
+                    insn,
+                    paging: false,
+                    vmcs: false,
+                    ptwrite: true,
+                    kinds: 0,
+                });
+            }
+            Kind::Iret | Kind::Vmentry | Kind::Uiret | Kind::Swintr { .. } | Kind::Syscall
+                if self.enabled =>
+            {
+                let bit = kind_bit(&e.kind).unwrap_or(0);
+                let after = matches!(e.kind, Kind::Swintr { .. } | Kind::Syscall);
+                let insn = match e.ip {
+                    // An INT or SYSCALL at the IP was not executed (the FUP's asynchronous
+                    // branch comes from it): the event follows the instruction before it.
+                    Some(ip) if after => {
+                        if !self.walk_to(ip, block)? {
+                            return self.trailing(true);
+                        }
+                        block.insns.last().copied()
+                    }
+                    Some(ip) => {
+                        if !self.walk_to(ip, block)? {
+                            return self.trailing(true);
+                        }
+                        Some(self.step(block)?)
+                    }
+                    None => Some(loop {
+                        let insn = self.step(block)?;
+                        if self.insn_is(&insn, bit) {
+                            break insn;
+                        }
+                        self.ip = Self::next_ip(&insn).ok_or(Error::BadQuery)?;
+                    }),
+                };
+                self.p = insn.map(|insn| Postponed {
+                    insn,
+                    paging: false,
+                    vmcs: false,
+                    ptwrite: false,
+                    kinds: bit,
+                });
+                if after && e.ip.is_some() {
+                    // Nothing postponed to move past: the flow stands at the IP.
+                    self.p = None;
+                }
+            }
+            Kind::Interrupt { .. }
+            | Kind::Smi
+            | Kind::Init
+            | Kind::Vmexit { .. }
+            | Kind::Shutdown
+            | Kind::Uintr { .. } => {
+                if let Some(ip) = e.ip {
+                    return self.walk_to_event(ip, block);
+                }
+            }
+            Kind::Trig { .. } if e.ip.is_some() => {
+                let mut n = self.trig_anchor()?;
+                if self.enabled {
+                    let at = self.e.and_then(|e| e.ip).unwrap_or(self.ip);
+                    if !self.walk_to(at, block)? {
+                        return self.trailing(true);
+                    }
+                    // The trigger fired `n` instructions further on.
+                    while n > 0 {
+                        let insn = self.step(block)?;
+                        self.ip = Self::next_ip(&insn).ok_or(Error::BadQuery)?;
+                        n -= 1;
+                        if let Some(Event {
+                            kind: Kind::Trig { icnt, .. },
+                            ip,
+                            ..
+                        }) = &mut self.e
+                        {
+                            *icnt = Some(n as u16);
+                            *ip = Some(self.ip);
+                        }
+                    }
+                }
+            }
+            Kind::AsyncPaging { .. }
+            | Kind::AsyncVmcs { .. }
+            | Kind::ExecMode(_)
+            | Kind::Iflags { .. }
+            | Kind::Tsx { .. } => {
+                if let Some(ip) = e.ip {
+                    return self.walk_to_event(ip, block);
+                }
+            }
+            _ => {}
+        }
+        Ok(self.flags(true))
+    }
+
+    /// SKD022: an asynchronous disable reported at a VMLAUNCH or VMRESUME is the
+    /// instruction's own (synchronous) disable. Turns the current event into it.
+    fn skd022(&mut self, e: Event) -> bool {
+        use iced_x86::Mnemonic;
+        let Kind::AsyncDisabled { at } = e.kind else {
+            return false;
+        };
+        if !self.ev.errata.skd022 {
+            return false;
+        }
+        if !matches!(
+            self.mnemonic_at(at),
+            Mnemonic::Vmlaunch | Mnemonic::Vmresume
+        ) {
+            return false;
+        }
+        self.e = Some(Event {
+            kind: Kind::Disabled,
+            ..e
+        });
+        true
+    }
+
+    /// Walks to an event's IP: the event is then due, unless the block ended before it.
+    fn walk_to_event(&mut self, ip: u64, block: &mut Block) -> Result<Status, Error> {
+        if self.walk_to(ip, block)? {
+            Ok(self.flags(true))
+        } else {
+            self.trailing(true)
+        }
+    }
+
+    /// The due event: applied to the flow and handed out, with whether an enable resumed
+    /// where tracing stopped.
+    pub fn event(&mut self) -> Result<(Event, bool, Status), Error> {
+        if let Some(s) = self.status {
+            return Err(Error::Event(s));
+        }
+        let e = self.e.ok_or(Error::Event(events::Error::Internal))?;
+        let mut resumed = false;
+        let ip_ok = |ip: u64| e.ip.is_none_or(|x| x == ip);
+        match e.kind {
+            Kind::Enabled => {
+                resumed = e.ip == Some(self.ip);
+                if e.status_update {
+                    if !self.enabled {
+                        return Err(Error::Event(events::Error::BadStatusUpdate));
+                    }
+                } else {
+                    let ip = e.ip.ok_or(Error::Event(events::Error::NoIp))?;
+                    if self.enabled {
+                        return Err(Error::Event(events::Error::BadContext));
+                    }
+                    self.ip = ip;
+                    self.enabled = true;
+                }
+            }
+            Kind::Disabled => {
+                if e.status_update {
+                    if self.enabled {
+                        return Err(Error::Event(events::Error::BadStatusUpdate));
+                    }
+                } else {
+                    if !self.enabled {
+                        return Err(Error::Event(events::Error::BadContext));
+                    }
+                    self.enabled = false;
+                }
+            }
+            Kind::AsyncDisabled { at } => {
+                if self.ip != at {
+                    return Err(Error::BadQuery);
+                }
+                if !self.enabled {
+                    return Err(Error::Event(events::Error::BadContext));
+                }
+                self.enabled = false;
+            }
+            Kind::AsyncBranch { to } => {
+                if e.ip != Some(self.ip) {
+                    return Err(Error::BadQuery);
+                }
+                if !self.enabled {
+                    return Err(Error::Event(events::Error::BadContext));
+                }
+                self.ip = to.unwrap_or(0);
+            }
+            Kind::AsyncPaging { .. } | Kind::AsyncVmcs { .. } if !ip_ok(self.ip) => {
+                return Err(Error::BadQuery);
+            }
+            Kind::Overflow => {
+                match e.ip {
+                    None => {
+                        self.enabled = false;
+                        self.ip = 0;
+                    }
+                    Some(ip) => {
+                        self.enabled = true;
+                        self.ip = ip;
+                    }
+                }
+                self.speculative = false;
+            }
+            Kind::ExecMode(m) => {
+                if self.enabled && !ip_ok(self.ip) {
+                    return Err(Error::BadQuery);
+                }
+                if e.status_update
+                    && self.enabled
+                    && self.mode.is_some()
+                    && m.is_some()
+                    && self.mode != m
+                {
+                    return Err(Error::Event(events::Error::BadStatusUpdate));
+                }
+                self.mode = m;
+            }
+            Kind::Tsx { speculative, .. } => {
+                if !ip_ok(self.ip) {
+                    return Err(Error::BadQuery);
+                }
+                self.speculative = speculative;
+            }
+            Kind::Stop if self.enabled => {
+                return Err(Error::Event(events::Error::BadContext));
+            }
+            Kind::Exstop
+            | Kind::Mwait { .. }
+            | Kind::Iflags { .. }
+            | Kind::Interrupt { .. }
+            | Kind::Smi
+            | Kind::Init
+            | Kind::Vmexit { .. }
+            | Kind::Shutdown
+            | Kind::Uintr { .. }
+            | Kind::Swintr { .. }
+            | Kind::Syscall
+            | Kind::Trig { .. }
+                if self.enabled && !ip_ok(self.ip) =>
+            {
+                return Err(Error::BadQuery);
+            }
+            Kind::Tnt { count, .. } => {
+                if !self.config.ticks || e.tsc.is_none() || e.tsc == self.last_tsc {
+                    return Err(Error::BadQuery);
+                }
+                let tick = Event {
+                    kind: Kind::Tick,
+                    ip: Some(self.ip),
+                    ..e
+                };
+                self.last_tsc = e.tsc;
+                if count == 0 {
+                    self.consume();
+                }
+                let st = self.trailing(false)?;
+                return Ok((tick, false, st));
+            }
+            Kind::Tip => return Err(Error::BadQuery),
+            _ => {}
+        }
+        self.consume();
+        let st = self.trailing(false)?;
+        Ok((e, resumed, st))
+    }
+}

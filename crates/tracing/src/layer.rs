@@ -1,0 +1,232 @@
+//! The `tracing_subscriber::Layer`: spans as swtrace calls, events as uevents.
+//!
+//! While no [`crate::Recording`] is on, a span's entry and exit do nothing past one load and
+//! one thread-local check. One swtrace [`Probe`] per span callsite, made at `register_callsite` and never freed (a
+//! program has a fixed set of callsites), named `target::name`. A span keeps its callsite's
+//! probe in its registry extensions, so an entry is the registry's lookup, one extension read
+//! and the probe's entry; the guard the entry returns waits on a per-thread stack for the exit.
+//!
+//! Spans are normally left in the reverse order of entry on a thread. One left out of order
+//! (an exit for a span below the top) closes the spans entered above it as well, as a
+//! function's return ends the calls it made: the trace is a call tree.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{OnceLock, RwLock};
+use std::time::{Duration, Instant};
+
+use perfaux_swtrace::{Probe, ProbeGuard};
+use tracing_core::callsite::Identifier;
+use tracing_core::span::{Attributes, Id, Record};
+use tracing_core::subscriber::Interest;
+use tracing_core::{Event, Metadata, Subscriber};
+use tracing_subscriber::layer::{Context, Layer};
+use tracing_subscriber::registry::LookupSpan;
+
+use crate::fields::{KeyValues, payload};
+use crate::recording;
+use crate::{EVENT, SPAN_FIELDS, UEVENT_TYPES};
+
+/// The layer ([`layer`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PerfauxLayer {
+    _private: (),
+}
+
+/// The layer that records spans and events into the thread's perfaux recording.
+pub fn layer() -> PerfauxLayer {
+    for &(name, ty) in UEVENT_TYPES {
+        perfaux_swtrace::name_uevent_type(ty, name);
+    }
+    recording::triggers_from_recorder();
+    PerfauxLayer { _private: () }
+}
+
+/// What a span keeps in its extensions.
+struct SpanProbe {
+    probe: &'static Probe,
+    /// `span=NAME k=v...`, sent once, at the first entry.
+    fields: String,
+    sent: AtomicBool,
+    /// Time entered, summed over its entries, while a slow-span trigger is on.
+    busy_ns: AtomicU64,
+    /// The slow-span trigger fired for it.
+    slow: AtomicBool,
+}
+
+/// A span this thread is in: its id, its open call, and when it was entered (only while a
+/// slow-span trigger needs it).
+struct Open {
+    id: u64,
+    _call: ProbeGuard,
+    since: Option<Instant>,
+}
+
+thread_local! {
+    /// The spans this thread is in, innermost last.
+    static OPEN: RefCell<Vec<Open>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The probe of each span callsite.
+fn probes() -> &'static RwLock<HashMap<Identifier, &'static Probe>> {
+    static P: OnceLock<RwLock<HashMap<Identifier, &'static Probe>>> = OnceLock::new();
+    P.get_or_init(Default::default)
+}
+
+fn probe_of(meta: &'static Metadata<'static>) -> &'static Probe {
+    let id = meta.callsite();
+    if let Some(p) = probes().read().unwrap_or_else(|e| e.into_inner()).get(&id) {
+        return p;
+    }
+    let mut map = probes().write().unwrap_or_else(|e| e.into_inner());
+    map.entry(id).or_insert_with(|| {
+        let name: &'static str = Box::leak(format!("{}::{}", meta.target(), meta.name()).into());
+        let (file, line) = (meta.file().unwrap_or(""), meta.line().unwrap_or(0));
+        Box::leak(Box::new(Probe::exact(name, file, line)))
+    })
+}
+
+fn send(ty: u32, text: &str) {
+    recording::uevent(ty, payload(text));
+}
+
+impl<S> Layer<S> for PerfauxLayer
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn register_callsite(&self, meta: &'static Metadata<'static>) -> Interest {
+        if meta.is_span() {
+            probe_of(meta);
+        }
+        Interest::always()
+    }
+
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else { return };
+        let meta = attrs.metadata();
+        let mut fields = String::new();
+        if !attrs.fields().is_empty() {
+            fields.push_str("span=");
+            fields.push_str(meta.name());
+            attrs.record(&mut KeyValues(&mut fields));
+        }
+        // `replace`, not `insert` (which panics on a second): the layer twice in one stack
+        // must not abort the program.
+        span.extensions_mut().replace(SpanProbe {
+            probe: probe_of(meta),
+            fields,
+            sent: AtomicBool::new(false),
+            busy_ns: AtomicU64::new(0),
+            slow: AtomicBool::new(false),
+        });
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else { return };
+        let mut ext = span.extensions_mut();
+        if let Some(sp) = ext.get_mut::<SpanProbe>() {
+            // A span that records its fields over and over (a running count) keeps the first
+            // payload's worth: what a uevent carries.
+            if sp.fields.len() >= crate::fields::MAX_PAYLOAD {
+                return;
+            }
+            if sp.fields.is_empty() {
+                sp.fields.push_str("span=");
+                sp.fields.push_str(span.name());
+            }
+            values.record(&mut KeyValues(&mut sp.fields));
+            // Fields recorded after the first entry go out at the next one.
+            sp.sent.store(false, Ordering::Relaxed);
+        }
+    }
+
+    fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
+        // Nothing records: the span costs the registry's work and this load.
+        if !recording::active() {
+            return;
+        }
+        let Some(span) = ctx.span(id) else { return };
+        let ext = span.extensions();
+        let Some(sp) = ext.get::<SpanProbe>() else {
+            return;
+        };
+        recording::join_thread();
+        let call = sp.probe.enter();
+        let since = recording::slow_threshold().map(|_| Instant::now());
+        // After this thread's thread-locals are gone (a span entered in a destructor) the call
+        // is not kept open: it ends here, as its guard drops.
+        let _ = OPEN.try_with(|o| {
+            o.borrow_mut().push(Open {
+                id: id.into_u64(),
+                _call: call,
+                since,
+            })
+        });
+        if !sp.fields.is_empty() && recording::active() && !sp.sent.swap(true, Ordering::Relaxed) {
+            send(SPAN_FIELDS, &sp.fields);
+        }
+    }
+
+    fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
+        let raw = id.into_u64();
+        let since = OPEN
+            .try_with(|o| {
+                let mut open = o.borrow_mut();
+                // A span entered while nothing recorded has no open call (also after a recording).
+                let i = open.iter().rposition(|s| s.id == raw)?;
+                let since = open[i].since;
+                // Innermost first: each call's drop marks its return.
+                while open.len() > i {
+                    open.pop();
+                }
+                since
+            })
+            .ok()
+            .flatten();
+        if let (Some(since), Some(limit)) = (since, recording::slow_threshold()) {
+            self.account_busy(id, since.elapsed(), limit, &ctx);
+        }
+    }
+
+    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+        if !recording::active() {
+            return;
+        }
+        recording::join_thread();
+        let meta = event.metadata();
+        let mut text = format!("level={} target={}", meta.level(), meta.target());
+        event.record(&mut KeyValues(&mut text));
+        send(EVENT, &text);
+        if recording::snapshots_at(meta.level()) {
+            recording::trigger(recording::Trigger::Level(meta.level()));
+        }
+    }
+}
+
+impl PerfauxLayer {
+    /// Adds one entry's time to the span's busy time; past `limit_ns` in all, the slow-span
+    /// trigger fires, once for the span.
+    fn account_busy<S>(&self, id: &Id, took: Duration, limit_ns: u64, ctx: &Context<'_, S>)
+    where
+        S: Subscriber + for<'a> LookupSpan<'a>,
+    {
+        let Some(span) = ctx.span(id) else { return };
+        let fire = {
+            let ext = span.extensions();
+            let Some(sp) = ext.get::<SpanProbe>() else {
+                return;
+            };
+            let took = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+            let busy = sp
+                .busy_ns
+                .fetch_add(took, Ordering::Relaxed)
+                .saturating_add(took);
+            (busy >= limit_ns && !sp.slow.swap(true, Ordering::Relaxed))
+                .then(|| (sp.probe.name(), Duration::from_nanos(busy)))
+        };
+        if let Some((span, busy)) = fire {
+            recording::trigger(recording::Trigger::Slow { span, busy });
+        }
+    }
+}
