@@ -23,7 +23,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the built-in workload and record it into perf.data (like perf record).
-    Record(RecordArgs),
+    Record(Box<RecordArgs>),
     /// Read perf.data and display it: -D dumps every record (like perf report -D).
     Report(ReportArgs),
     /// Read perf.data and print one line per event in time order (like perf script).
@@ -213,7 +213,9 @@ pub struct RecordArgs {
     #[arg(long = "call-graph", value_name = "MODE", value_parser = parse_call_graph)]
     pub call_graph: Option<String>,
     /// The clock samplers' frequency in Hz (task-clock, cpu-clock), for those without
-    /// freq= or period= of their own.
+    /// freq= or period= of their own; without it 4000 Hz. Neither goes above the kernel's
+    /// perf_event_max_sample_rate: as perf does, -F is throttled to it and the default
+    /// lowered to it, with a warning.
     #[arg(
         short = 'F',
         long = "freq",
@@ -221,6 +223,11 @@ pub struct RecordArgs {
         conflicts_with = "count"
     )]
     pub freq: Option<u64>,
+    /// Leave the kernel's context switches of the program's threads out of the recording
+    /// (recorded by default, as `perf record --switch-events` records them, where the kernel
+    /// allows: they tell a call's running time from its waiting).
+    #[arg(long = "no-switch-events")]
+    pub no_switch_events: bool,
     /// Every sampler's period (a probe's: every Nth call), for those without freq= or
     /// period= of their own.
     #[arg(short = 'c', long = "count", value_name = "PERIOD")]
@@ -288,6 +295,9 @@ pub struct ScriptArgs {
     /// with nothing inside on one line, `func();`). Implies --call-trace.
     #[arg(long = "replay")]
     pub replay: bool,
+    /// Print the context switches (PERF_RECORD_SWITCH), as perf script's option does.
+    #[arg(long = "show-switch-events")]
+    pub show_switch_events: bool,
 }
 
 /// `--call-graph`'s mode, as perf takes it.

@@ -28,13 +28,12 @@ fn script(args: &ScriptArgs, verbose: bool) -> Result<(), CliError> {
     let stdout = std::io::stdout().lock();
     let mut out = BufWriter::with_capacity(1 << 16, stdout);
     let mut progress = Progress::new("script", verbose, true);
-    perfaux::script::script_with(
-        &args.input,
-        args.call_trace,
-        args.replay,
-        &mut out,
-        &mut progress,
-    )
+    let opts = perfaux::script::ScriptOptions {
+        call_trace: args.call_trace,
+        replay: args.replay,
+        show_switch_events: args.show_switch_events,
+    };
+    perfaux::script::script_with(&args.input, &opts, &mut out, &mut progress)
 }
 
 fn export(args: &perfaux::export::ExportArgs, verbose: bool) -> Result<(), CliError> {

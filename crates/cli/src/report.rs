@@ -40,6 +40,10 @@ pub struct ViewArgs {
     /// samples when there are no traced calls.
     #[arg(long = "flame-graph", value_name = "SVG")]
     pub flame_graph: Option<PathBuf>,
+    /// The flame graph weighs each call's wall time, waiting included, instead of its time
+    /// on the CPU (the default where the recording has the kernel's context switches).
+    #[arg(long = "wall-time")]
+    pub wall_time: bool,
     /// Also write a flame chart (the stacks over time, per thread) as SVG.
     #[arg(long = "flame-chart", value_name = "SVG")]
     pub flame_chart: Option<PathBuf>,
@@ -85,7 +89,8 @@ pub fn report_with(
     })?;
     c.finish();
     if let Some(p) = &args.flame_graph {
-        write_flame_graph(&c, &names, &sum, create(p)?).map_err(|e| CliError::file(p, e))?;
+        write_flame_graph(&c, &names, &sum, args.wall_time, create(p)?)
+            .map_err(|e| CliError::file(p, e))?;
     }
     if let (Some(p), Some(ch)) = (&args.flame_chart, chart) {
         ch.write(&names, &sum, create(p)?)

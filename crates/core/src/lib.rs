@@ -17,6 +17,7 @@ mod output;
 mod overflow;
 mod sample;
 mod sample_id;
+mod sample_rate;
 
 // The objects, and the leaves below them (the README lists the floors).
 mod buffer;
@@ -40,8 +41,9 @@ pub use error::{Error, Result};
 pub use event::{CountersSnapshot, Event, EventState, Target, WeakEvent, share_event_ids};
 pub use mlock::{Limits as MlockLimits, charged as mlock_charged};
 pub use mmap::{Mmap, Prot, page_size};
-pub use open::{MAX_SAMPLE_RATE, PERF_REG_EXTENDED_MASK, perf_event_open, perf_event_open_attr};
+pub use open::{PERF_REG_EXTENDED_MASK, perf_event_open, perf_event_open_attr};
 pub use pmu::PmuCaps;
 pub use registry::{pmu_capabilities, pmu_type_by_name, pmus};
+pub use sample_rate::{MAX_SAMPLE_RATE, max_sample_rate};
 pub use thread::{forget_after_fork, getpid, gettid, nr_cpu_ids};
 pub use uevent::{perf_uevent, perfaux_uevent};

@@ -34,7 +34,6 @@ use crate::pmu::{Pmu, PmuCaps};
 use crate::rcu::RcuCell;
 use crate::{control, registry, sample, thread};
 
-pub use crate::overflow::MAX_SAMPLE_RATE;
 /// `sysctl_perf_event_max_stack`'s default.
 pub(crate) const MAX_STACK: u16 = 127;
 
@@ -110,7 +109,7 @@ fn open_attr(
 ) -> Result<EventFd> {
     let freq = attr.flags.contains(AttrFlags::FREQ);
     if freq {
-        if attr.sample_freq() > MAX_SAMPLE_RATE {
+        if attr.sample_freq() > crate::sample_rate::max_sample_rate() {
             return Err(einval(
                 "attr.sample_freq above kernel.perf_event_max_sample_rate",
             ));

@@ -21,9 +21,6 @@ use crate::output::perf_output;
 use crate::pmu::ef;
 use crate::sample::{SampleData, perf_output_sample, perf_prepare_sample};
 
-/// `sysctl_perf_event_sample_rate`'s default (`DEFAULT_MAX_SAMPLE_RATE`).
-pub const MAX_SAMPLE_RATE: u64 = 100_000;
-
 /// `TICK_NSEC` for HZ=250: the window in which a frequency event's period
 /// is adjusted per interrupt.
 const TICK_NSEC: u64 = 4_000_000;
@@ -267,7 +264,7 @@ pub(crate) fn perf_event_period(event: &Event, value: u64) -> Result<()> {
         return Err(einval("PERF_EVENT_IOC_PERIOD: zero period"));
     }
     if event.flag(AttrFlags::FREQ) {
-        if value > MAX_SAMPLE_RATE {
+        if value > crate::sample_rate::max_sample_rate() {
             return Err(einval(
                 "PERF_EVENT_IOC_PERIOD: frequency above kernel.perf_event_max_sample_rate",
             ));

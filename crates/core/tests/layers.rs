@@ -26,9 +26,21 @@ const OVERFLOW_PATH: [&str; 5] = ["sample_id", "output", "aux", "sample", "overf
 /// The system calls.
 const SYSTEM_CALLS: [&str; 4] = ["open", "control", "mmap", "uevent"];
 /// The objects and the leaves they stand on.
-const OBJECTS: [&str; 13] = [
-    "event", "buffer", "pmu", "thread", "remote", "clock", "mlock", "registry", "fd", "error",
-    "rcu", "grave", "wire",
+const OBJECTS: [&str; 14] = [
+    "event",
+    "buffer",
+    "pmu",
+    "thread",
+    "remote",
+    "clock",
+    "mlock",
+    "registry",
+    "fd",
+    "error",
+    "rcu",
+    "grave",
+    "wire",
+    "sample_rate",
 ];
 
 #[test]

@@ -35,6 +35,7 @@
 mod error;
 mod events;
 pub mod host;
+mod kernel_switches;
 mod notice;
 pub mod patching;
 mod process_ends;

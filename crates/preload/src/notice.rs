@@ -64,6 +64,12 @@ pub enum Notice {
     /// version): no slot was made for what it asked after that, and what it said there (counts
     /// of untraced calls and threads) may be noise.
     ControlAreaDamaged,
+    /// The kernel's context switches of the program are not in the recording: its events
+    /// could not be opened (the kernel's words), or the program started before they were.
+    SwitchesNotRecorded {
+        /// Why.
+        why: String,
+    },
     /// Objects the program's processes loaded whose MMAP2 and symbols are missing.
     ObjectsLost {
         /// How many (the program's count).
@@ -179,6 +185,12 @@ impl fmt::Display for Notice {
                 "the program wrote over the memory it shares with the recorder (the control \
                  area's magic and version): threads that started after were traced only in the \
                  slots made before, and its counts of untraced calls and threads may be noise"
+            ),
+            Notice::SwitchesNotRecorded { why } => write!(
+                f,
+                "the program's context switches are not in the recording ({why}): its calls' \
+                 times cannot be told apart into running and waiting; --no-switch-events says \
+                 this is wanted"
             ),
             Notice::ObjectsLost { objects } => write!(
                 f,

@@ -35,6 +35,7 @@ use perfaux_swtrace::{ProbeInfo, ProbeTable};
 use crate::error::ProgramError;
 use crate::events::{open_error, unfound};
 use crate::host::{Options, ProgramEvent, ProgramSession, RingMemoryUse, TracedThread};
+use crate::kernel_switches;
 use crate::notice::{Notice, functions_missing};
 use crate::process_ends::ProcessEnds;
 use crate::runtime::Runtime;
@@ -79,6 +80,11 @@ pub struct ProgramOptions {
     /// `data_size` and `aux_size` ([`MAX_THREADS`] at most): later ones wait a little for a
     /// slot whose thread ended, or are counted and said.
     pub max_threads: usize,
+    /// The kernel's context switches of the program's threads go into the recording
+    /// (PERF_RECORD_SWITCH of a `dummy:u` event, [`crate::kernel_switches`]); where the kernel
+    /// refuses them, a [`Notice::SwitchesNotRecorded`] says so and the trace is recorded all
+    /// the same.
+    pub switch_events: bool,
 }
 
 impl ProgramOptions {
@@ -108,6 +114,7 @@ impl ProgramOptions {
             patch: None,
             libcalls: false,
             max_threads: MAX_THREADS,
+            switch_events: false,
         }
     }
 }
@@ -245,7 +252,10 @@ impl Recording for RecorderRecording<'_> {
             self.ended.clone(),
             retiring,
         );
-        self.rec.add_ring(Box::new(ring), &t.ids)
+        // The thread's events are the table's, the file's first; the kernel's switches after
+        // them have rings of their own.
+        let ids: Vec<(usize, u64)> = t.ids.iter().copied().enumerate().collect();
+        self.rec.add_ring_of(Box::new(ring), &ids)
     }
 }
 
@@ -271,6 +281,8 @@ pub struct TracedProgram {
     overwrite: bool,
     /// Whether the runtime patches entries (`-P`).
     patching: bool,
+    /// What the start had to tell, said by the first step.
+    start_notices: Vec<Notice>,
     /// The runtime's memfd stays open while the program's processes may load it.
     _runtime: Runtime,
 }
@@ -299,6 +311,7 @@ impl TracedProgram {
             patch,
             libcalls,
             max_threads,
+            switch_events,
         } = options;
         if specs.len() != table.len() {
             return Err(ProgramError::Options(format!(
@@ -319,6 +332,16 @@ impl TracedProgram {
             default_watermarks(spec, &rec_opts);
             ev.attr = spec.open;
         }
+        // The kernel's switches are an event of the file that no thread of the program opens:
+        // after the table's.
+        let switch_event = switch_events.then(|| {
+            specs.push(EventSpec::new(
+                kernel_switches::SWITCH_EVENT_NAME,
+                kernel_switches::switch_attr(),
+                specs.len(),
+            ));
+            specs.len() - 1
+        });
         let runtime = Runtime::find().map_err(ProgramError::Runtime)?;
         let opts = Options {
             runtime: runtime.path.clone(),
@@ -331,6 +354,8 @@ impl TracedProgram {
         };
         let mut session = ProgramSession::new(&opts).map_err(ProgramError::Session)?;
         let rec = Recorder::new(specs, rec_opts, &[], Output::File(output.clone()))?;
+        // What the start has to tell, said at the first step.
+        let mut notices = Vec::new();
         if calibration.is_some() {
             session.tsc_calibration_pending();
         }
@@ -364,14 +389,53 @@ impl TracedProgram {
             // SAFETY: runs in the forked child before exec; fcntl is async-signal-safe.
             unsafe { std::os::unix::process::CommandExt::pre_exec(&mut command, inherit) };
         }
+        // The child waits between fork and exec until its switch events are open.
+        let switches = match switch_event.map(|_| kernel_switches::SpawnGate::new()) {
+            Some(Ok(gate)) => {
+                gate.hold(&mut command);
+                Some(gate.open_on_spawn())
+            }
+            Some(Err(e)) => {
+                notices.push(Notice::SwitchesNotRecorded {
+                    why: format!("no pipe to hold the program at its start: {e}"),
+                });
+                None
+            }
+            None => None,
+        };
         let start_ns = perfaux_swtrace::clock::monotonic_ns();
-        let pid = session
-            .spawn(command, &runtime.path)
-            .map_err(|source| ProgramError::Spawn {
-                prog: prog.clone(),
-                source,
-            })?;
+        let spawned = session.spawn(command, &runtime.path);
+        let switches = switches.and_then(|(parent_side, opening)| {
+            // The child forked (or the spawn failed): the parent's copies of its ends go, so
+            // that the opener sees the pipe end if no child ever writes.
+            drop(parent_side);
+            opening.join().ok().flatten()
+        });
+        let pid = spawned.map_err(|source| ProgramError::Spawn {
+            prog: prog.clone(),
+            source,
+        })?;
         drop(plan_fd);
+        let mut rec = rec;
+        if let Some(idx) = switch_event {
+            match switches {
+                Some(kernel_switches::Opened {
+                    pid: p,
+                    rings: Ok(rings),
+                }) if p == pid => {
+                    for r in rings {
+                        let id = r.id();
+                        rec.add_ring_of(Box::new(r), &[(idx, id)])?;
+                    }
+                }
+                Some(kernel_switches::Opened { rings: Err(e), .. }) => {
+                    notices.push(Notice::SwitchesNotRecorded { why: e.to_string() });
+                }
+                _ => notices.push(Notice::SwitchesNotRecorded {
+                    why: "the program's pid did not come before its start".into(),
+                }),
+            }
+        }
         let program_fd = ProcessEnds::pidfd(pid);
         // The program starts while the calibration ends (its loading and first steps take
         // some of the 10 ms); its first hook waits for what is left.
@@ -398,6 +462,7 @@ impl TracedProgram {
             functions_checked: false,
             overwrite,
             patching,
+            start_notices: notices,
             _runtime: runtime,
         })
     }
@@ -445,7 +510,7 @@ impl TracedProgram {
             };
             self.sideband.add_new(&mut rec, &mut *session)?;
         }
-        let mut notices = Vec::new();
+        let mut notices = std::mem::take(&mut self.start_notices);
         if !self.functions_checked && self.sideband.traced() > 0 {
             // A traced thread means the runtime's init resolved the probe functions in the
             // objects loaded at start: say at once if one is missing (a dlopen may still

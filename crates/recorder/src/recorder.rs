@@ -595,8 +595,21 @@ impl Recorder {
                 self.events.len()
             )));
         }
+        let ids: Vec<(usize, u64)> = ids.iter().copied().enumerate().collect();
+        self.add_ring_of(ring, &ids)
+    }
+
+    /// Adds a ring that carries some of the events only (the kernel's context switches of a
+    /// traced program, one ring per CPU): `ids` are (event index, sample id) pairs.
+    pub fn add_ring_of(&mut self, ring: Box<dyn Ring>, ids: &[(usize, u64)]) -> Result<()> {
+        if let Some(&(i, _)) = ids.iter().find(|&&(i, _)| i >= self.events.len()) {
+            return Err(RecordError::Config(format!(
+                "a ring's event {i} of {} events",
+                self.events.len()
+            )));
+        }
         if let Writer::File(w, _) = &mut self.sink.writer {
-            for (i, &id) in ids.iter().enumerate() {
+            for &(i, id) in ids {
                 w.add_ids(i, &[id])
                     .map_err(|source| RecordError::PerfData {
                         path: self.sink.path.clone(),
@@ -609,7 +622,7 @@ impl Recorder {
                 "a pipe-mode output cannot take rings after it began".into(),
             ));
         }
-        for (i, &id) in ids.iter().enumerate() {
+        for &(i, id) in ids {
             self.sink.spec_of.insert(id, i);
         }
         if self.enabled {

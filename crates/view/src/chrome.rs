@@ -386,6 +386,9 @@ impl<W: Write> Sink for ChromeWriter<W> {
                 json!({"ph": "i", "s": "t", "name": kind.name(), "pid": self.pids.get(&tid).copied().unwrap_or(tid),
                 "tid": marker_tid(tid), "ts": us(time), "args": {"count": count}})
             }
+            // The exports show calls, samples and markers; the switches go into report's
+            // off-CPU times.
+            ViewEvent::Switch { .. } => return Ok(()),
         };
         self.put(v)
     }

@@ -238,6 +238,19 @@ pub enum ViewEvent<'e> {
         /// `perfaux record` counts them.
         begins: bool,
     },
+    /// The kernel switched a thread out of its CPU (`out`) or back in (PERF_RECORD_SWITCH).
+    Switch {
+        /// Process.
+        pid: u32,
+        /// Thread.
+        tid: u32,
+        /// When.
+        time: u64,
+        /// Switched out (else in).
+        out: bool,
+        /// On a switch out, the thread was runnable (preempted), not waiting.
+        preempt: bool,
+    },
     /// Data the recording does not hold.
     Lost {
         /// Thread (0 when unknown).

@@ -3,7 +3,10 @@
 //!
 //! The flame graph folds the merged call tree ([`Collector::tree`], weight:
 //! self time in ns) or, for a recording without traced calls, the sampled
-//! callchains (weight: samples). The flame chart, which keeps time, is
+//! callchains (weight: samples). With the kernel's context switches in the
+//! recording, a call's weight is its self time on the CPU unless wall time is
+//! asked for: a thread blocked in `pthread_join` or `poll` would otherwise fill
+//! the graph with waiting. The flame chart, which keeps time, is
 //! [`crate::flame_chart`]'s.
 
 use std::io::Write;
@@ -34,33 +37,51 @@ pub(crate) fn frame(names: &Names, f: FuncId) -> String {
     names.name(f).replace(';', ":")
 }
 
-fn folded(tree: &CallTree, names: &Names) -> Vec<String> {
+/// The folded stacks of `tree`, weighed by self time, less the time switched out when
+/// `on_cpu`.
+fn folded(tree: &CallTree, names: &Names, on_cpu: bool) -> Vec<String> {
     let mut lines = Vec::new();
     for (i, n) in tree.nodes.iter().enumerate().skip(1) {
-        if n.self_time > 0 {
+        let weight = if on_cpu {
+            n.self_time.saturating_sub(n.self_off)
+        } else {
+            n.self_time
+        };
+        if weight > 0 {
             let path: Vec<String> = tree
                 .path(i as u32)
                 .into_iter()
                 .map(|f| frame(names, f))
                 .collect();
-            lines.push(format!("{} {}", path.join(";"), n.self_time));
+            lines.push(format!("{} {weight}", path.join(";")));
         }
     }
     lines
 }
 
-/// The flame graph of what `c` gathered.
+/// The flame graph of what `c` gathered: of the time on the CPU where the recording has
+/// context switches, unless `wall`.
 pub fn write_flame_graph(
     c: &Collector,
     names: &Names,
     sum: &Summary,
+    wall: bool,
     out: impl Write,
 ) -> Result<(), ViewError> {
-    let (lines, mut opts) = if c.tree.nodes.len() > 1 {
-        (folded(&c.tree, names), options(sum, "Flame Graph", "ns"))
+    let on_cpu = !wall && c.switches.0 > 0;
+    let (lines, mut opts) = if c.tree.nodes.len() > 1 && on_cpu {
+        (
+            folded(&c.tree, names, true),
+            options(sum, "Flame Graph (on-CPU)", "ns on-CPU"),
+        )
+    } else if c.tree.nodes.len() > 1 {
+        (
+            folded(&c.tree, names, false),
+            options(sum, "Flame Graph", "ns"),
+        )
     } else {
         (
-            folded(&c.sample_tree, names),
+            folded(&c.sample_tree, names, false),
             options(sum, "Flame Graph", "samples"),
         )
     };

@@ -493,6 +493,7 @@ impl<W: Write> Sink for PerfettoWriter<W> {
                 let key = (Track::TraceData, pid, tid);
                 self.emit(key, time, INSTANT, Some(kind.name().into()), args)
             }
+            ViewEvent::Switch { .. } => Ok(()),
         }
     }
 

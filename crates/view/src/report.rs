@@ -137,6 +137,9 @@ pub fn write_report(
             call_graph(&c.tree, names, out)?;
         } else {
             functions(c, names, &opts.keys(TRACE_KEYS, &["total"]), out)?;
+            if c.switches.0 > 0 {
+                off_cpu(c, names, out)?;
+            }
         }
     }
     if !c.samples.is_empty() {
@@ -192,6 +195,60 @@ pub fn write_report(
                 crate::event::LostKind::by_name(k).map_or((*k, ""), |kind| kind.explanation());
             w(out, format_args!("  {n} {what}, {markers} times: {why}\n"))?;
         }
+    }
+    Ok(())
+}
+
+/// Each function's time split by the kernel's context switches into the time its thread ran
+/// and the time it was switched out (waiting: a sleep, a lock, I/O; or preempted), most
+/// switched-out first.
+fn off_cpu(c: &Collector, names: &Names, out: &mut impl Write) -> Result<(), ViewError> {
+    let mut rows: Vec<(FuncId, FuncStat)> = c
+        .funcs
+        .iter()
+        .filter(|(_, s)| s.timed > 0)
+        .map(|(f, s)| (f, *s))
+        .collect();
+    rows.sort_by(|a, b| {
+        b.1.off_cpu
+            .cmp(&a.1.off_cpu)
+            .then(b.1.total.cmp(&a.1.total))
+            .then_with(|| names.name(a.0).cmp(names.name(b.0)))
+    });
+    w(
+        out,
+        format_args!(
+            "\n# on and off the CPU: of each function's total time, the time its thread ran and \
+             the time the kernel had it switched out ({} context switches)\n#\n\
+             \x20 Total time      On-CPU     Off-CPU   Off  Function\n  \
+             ==========  ==========  ==========  ====  ====================\n",
+            c.switches.0
+        ),
+    )?;
+    for (f, s) in &rows {
+        let off = s.off_cpu.min(s.total);
+        w(
+            out,
+            format_args!(
+                "  {}  {}  {}  {:>3}%  {}\n",
+                fmt_time(s.total),
+                fmt_time(s.total - off),
+                fmt_time(off),
+                (off * 100).checked_div(s.total).unwrap_or(0),
+                names.name(*f)
+            ),
+        )?;
+    }
+    if c.switches.1 > 0 {
+        w(
+            out,
+            format_args!(
+                "# {} context switches past the first {} are not in these times (the report's \
+                 bound on memory)\n",
+                c.switches.1,
+                crate::offcpu::MAX_SWITCHES
+            ),
+        )?;
     }
     Ok(())
 }

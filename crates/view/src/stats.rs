@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::event::{Call, FuncId, LostKind, Names, Sink, ViewEvent};
+use crate::offcpu::{MAX_SWITCHES, OffCpu};
 
 /// One function's calls.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -27,6 +28,9 @@ pub struct FuncStat {
     pub min: u64,
     /// Longest call, ns.
     pub max: u64,
+    /// Of `total`, the time its thread was switched out (the kernel's context switches;
+    /// 0 in a recording without them).
+    pub off_cpu: u64,
 }
 
 /// A node of the call tree: one call path.
@@ -45,6 +49,10 @@ pub struct Node {
     pub total: u64,
     /// Time inside minus callees, ns.
     pub self_time: u64,
+    /// Of `total`, the time switched out, ns.
+    pub off_total: u64,
+    /// Of `self_time`, the time switched out, ns.
+    pub self_off: u64,
     /// What the functions' statistics are summed from by
     /// [`Collector::finish`] (so that a return updates one node, not a node
     /// and its function).
@@ -69,6 +77,10 @@ struct NodeTimes {
     /// report does the same; summing the nested frames counts the same
     /// time once per level).
     nested_total: u64,
+    /// The switched-out time of the closed and of the nested calls, left out of the
+    /// function's as their times are.
+    closed_off: u64,
+    nested_off: u64,
 }
 
 impl NodeTimes {
@@ -80,6 +92,8 @@ impl NodeTimes {
         closed_total: 0,
         closed_self: 0,
         nested_total: 0,
+        closed_off: 0,
+        nested_off: 0,
     };
 }
 
@@ -109,6 +123,8 @@ impl Default for CallTree {
                 calls: 0,
                 total: 0,
                 self_time: 0,
+                off_total: 0,
+                self_off: 0,
                 times: NodeTimes::NEW,
             }],
             edges: vec![[(FuncId(0), 0); EDGES]],
@@ -161,6 +177,8 @@ impl CallTree {
             calls: 0,
             total: 0,
             self_time: 0,
+            off_total: 0,
+            self_off: 0,
             times: NodeTimes::NEW,
         });
         self.nodes[parent as usize].children.push(n);
@@ -214,6 +232,8 @@ struct Frame {
     node: u32,
     start: u64,
     child: u64,
+    /// The callees' switched-out time (with switches).
+    child_off: u64,
     /// Another call of the same function is open below it.
     nested: bool,
 }
@@ -272,6 +292,8 @@ struct ThreadState {
     /// Open calls per function (indexed by [`FuncId`]), to tell a
     /// recursive call from an outermost one.
     open: Vec<u32>,
+    /// The thread's context switches.
+    off: OffCpu,
 }
 
 impl ThreadState {
@@ -314,6 +336,9 @@ pub struct Collector {
     pub lost: BTreeMap<&'static str, (u64, u64)>,
     /// Snapshots: (number, bytes).
     pub snapshots: (u64, u64),
+    /// The threads' context switches: (kept, past [`MAX_SWITCHES`] and left out of the
+    /// off-CPU times).
+    pub switches: (u64, u64),
     comms: HashMap<u32, String>,
     /// tid -> index into `thread_state`.
     thread_index: HashMap<u32, u32>,
@@ -363,6 +388,10 @@ impl Collector {
                     .wrapping_sub(t.closed_total)
                     .wrapping_sub(t.nested_total);
                 s.self_time += n.self_time.wrapping_sub(t.closed_self);
+                s.off_cpu += n
+                    .off_total
+                    .wrapping_sub(t.closed_off)
+                    .wrapping_sub(t.nested_off);
             }
         }
         for (tid, since) in std::mem::take(&mut self.paused_since) {
@@ -425,6 +454,7 @@ impl Collector {
             node,
             start: time,
             child: 0,
+            child_off: 0,
             nested,
         });
     }
@@ -437,14 +467,23 @@ impl Collector {
         if let Some(f) = th.stack.pop() {
             let dur = time.saturating_sub(f.start);
             let self_t = dur.saturating_sub(f.child);
+            // Without switches (most recordings) this costs one test per call.
+            let off = if th.off.is_empty() {
+                0
+            } else {
+                th.off.between(f.start, time)
+            };
             if let Some(p) = th.stack.last_mut() {
                 p.child += dur;
+                p.child_off += off;
             }
             let n = &mut self.tree.nodes[f.node as usize];
             th.close_call(n.func);
             n.times.returns += 1;
             n.total += dur;
             n.self_time += self_t;
+            n.off_total += off;
+            n.self_off += off.saturating_sub(f.child_off);
             // A call the view closed has no known duration: it counts as a
             // call, not in the functions' times.
             if closed {
@@ -452,11 +491,13 @@ impl Collector {
                 t.closed += 1;
                 t.closed_total += dur;
                 t.closed_self += self_t;
+                t.closed_off += off;
             } else {
                 n.times.min = n.times.min.min(dur);
                 n.times.max = n.times.max.max(dur);
                 if f.nested {
                     n.times.nested_total += dur;
+                    n.times.nested_off += off;
                 }
             }
         }
@@ -537,6 +578,14 @@ impl Sink for Collector {
                 self.snapshots.1 += bytes;
             }
             ViewEvent::Lost { kind, count, .. } => self.lost(kind, count),
+            ViewEvent::Switch { tid, time, out, .. } => {
+                if self.switches.0 < MAX_SWITCHES {
+                    self.switches.0 += 1;
+                    self.thread(tid).off.push(time, out);
+                } else {
+                    self.switches.1 += 1;
+                }
+            }
         }
         Ok(())
     }

@@ -377,6 +377,20 @@ pub fn walk<R: BufRead + std::io::Seek>(
             Record::Aux(a) if a.flags & PERF_AUX_FLAG_TRUNCATED != 0 && threads.keep(tid) => {
                 lost(LostKind::AuxTruncated, 1, &mut sum, &names, sink)?;
             }
+            Record::Switch(s) if threads.keep(tid) => {
+                sum.saw(time);
+                sink.event(
+                    &names,
+                    &ViewEvent::Switch {
+                        pid: sid.tid.map_or(0, |t| t.pid),
+                        tid,
+                        time,
+                        out: s.misc & PERF_RECORD_MISC_SWITCH_OUT != 0,
+                        preempt: s.misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT != 0,
+                    },
+                )
+                .map_err(io)?;
+            }
             Record::Lost(l) => lost(LostKind::Records, l.lost, &mut sum, &names, sink)?,
             Record::LostSamples(l) => lost(LostKind::Samples, l.lost, &mut sum, &names, sink)?,
             _ => {}

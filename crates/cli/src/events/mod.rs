@@ -2,6 +2,7 @@
 //! [`resolve`] looks the names up and applies perf's grouping rules.
 
 pub mod aux_pmu;
+pub mod max_rate;
 pub mod parse;
 pub mod resolve;
 

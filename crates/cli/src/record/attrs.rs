@@ -16,8 +16,9 @@ use crate::workload::{PROBES, UEVENT_TYPES};
 pub use perfaux_perfdata::record_attrs::SAMPLE_ID_TYPE;
 
 /// perf's default sampling period for a software clock event (4000 Hz of
-/// CPU time in ns).
-pub const DEFAULT_CLOCK_PERIOD: u64 = 250_000;
+/// CPU time in ns); lowered before this where the kernel's
+/// perf_event_max_sample_rate is under 4000 Hz ([`crate::events::max_rate`]).
+pub const DEFAULT_CLOCK_PERIOD: u64 = 1_000_000_000 / crate::events::max_rate::DEFAULT_CLOCK_FREQ;
 
 /// An event's attr as opened, and as written to perf.data.
 #[derive(Debug, Clone)]

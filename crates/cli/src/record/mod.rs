@@ -74,6 +74,22 @@ pub fn sampler_options(a: &RecordArgs) -> Result<SamplerOptions, CliError> {
     })
 }
 
+/// Record's sampler options applied to `events`, and perf's rules against the running
+/// kernel's perf_event_max_sample_rate ([`crate::events::max_rate`]), their warnings said on
+/// stderr.
+pub fn apply_sampling(events: &mut [Event], a: &RecordArgs) -> Result<(), CliError> {
+    use crate::events::max_rate::{fit_clock_defaults, throttle_user_freq};
+    let max_rate = perfaux_core::max_sample_rate();
+    let mut o = sampler_options(a)?;
+    let throttled = throttle_user_freq(&mut o, max_rate);
+    apply_sampler_options(events, &o).map_err(CliError::msg)?;
+    let lowered = fit_clock_defaults(events, max_rate).map_err(CliError::msg)?;
+    for w in throttled.into_iter().chain(lowered) {
+        eprintln!("perfaux record: warning: {w}");
+    }
+    Ok(())
+}
+
 /// `--aux-sample`'s size, if given.
 pub fn aux_sample_size(a: &RecordArgs) -> Result<Option<u32>, CliError> {
     let Some(s) = &a.aux_sample else {
@@ -124,7 +140,7 @@ impl RecordConfig {
             a.events.clone()
         };
         let mut events = resolve_events(&texts, aux_sample)?;
-        apply_sampler_options(&mut events, &sampler_options(a)?).map_err(CliError::msg)?;
+        apply_sampling(&mut events, a)?;
         let page = perfaux_core::page_size() as u64;
         let (data, aux) = match &a.mmap_pages {
             Some(m) => parse_mmap_pages(m, page)?,

@@ -13,12 +13,12 @@ use perfaux_preload::{MatchKind, Notice, PatchSpec, ProgramError, ProgramOptions
 use super::program_events::program_events;
 use super::session::{is_stdout, rec_err};
 use super::{
-    DEFAULT_AUX_SIZE, DEFAULT_DATA_SIZE, RecordSummary, aux_sample_size, sampler_options, signals,
+    DEFAULT_AUX_SIZE, DEFAULT_DATA_SIZE, RecordSummary, apply_sampling, aux_sample_size, signals,
     snapshot_mode,
 };
 use crate::cli::{RecordArgs, parse_mmap_pages};
 use crate::error::CliError;
-use crate::events::{apply_sampler_options, resolve_events};
+use crate::events::resolve_events;
 use crate::progress::{Progress, human_bytes};
 
 /// The "not possible" line for `-p PID` and `-a`, if either is given.
@@ -105,7 +105,7 @@ fn options(a: &RecordArgs) -> Result<ProgramOptions, CliError> {
         a.events.clone()
     };
     let mut events = resolve_events(&texts, aux_sample_size(a)?).map_err(CliError::msg)?;
-    apply_sampler_options(&mut events, &sampler_options(a)?).map_err(CliError::msg)?;
+    apply_sampling(&mut events, a)?;
     let (events, table) = program_events(&events)?;
     let page = perfaux_core::page_size() as u64;
     // `-m DATA,AUX` sizes each thread's areas as it does the built-in workload's: the data
@@ -124,6 +124,7 @@ fn options(a: &RecordArgs) -> Result<ProgramOptions, CliError> {
         patch: patch_spec(a)?,
         libcalls: !a.no_libcall,
         max_threads: a.max_threads as usize,
+        switch_events: !a.no_switch_events,
     })
 }
 

@@ -63,6 +63,29 @@ fn uevent_type_name(probes: &ProbeTable, t: u32) -> String {
     }
 }
 
+/// A switch record's words after the line's columns, as perf's `perf_event__fprintf_switch`
+/// prints them (its `in_out` padded to one width).
+fn switch_text(r: &Record<'_>) -> String {
+    let (misc, other) = match r {
+        Record::Switch(s) => (s.misc, None),
+        Record::SwitchCpuWide(s) => (s.misc, Some((s.next_prev_pid, s.next_prev_tid))),
+        _ => return String::new(),
+    };
+    let out = misc & PERF_RECORD_MISC_SWITCH_OUT != 0;
+    let in_out = match (out, misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT != 0) {
+        (false, _) => "IN         ",
+        (true, false) => "OUT        ",
+        (true, true) => "OUT preempt",
+    };
+    match other {
+        None => format!("PERF_RECORD_SWITCH {in_out}\n"),
+        Some((pid, tid)) => format!(
+            "PERF_RECORD_SWITCH_CPU_WIDE {in_out}  {} pid/tid: {pid:5}/{tid:<5}\n",
+            if out { "next" } else { "prev" }
+        ),
+    }
+}
+
 /// C's `%#x`: `0` for zero, else `0x...`.
 fn c_hex(v: u64) -> String {
     if v == 0 {
@@ -197,6 +220,17 @@ impl Script {
     }
 }
 
+/// What `perfaux script` prints besides its default lines.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ScriptOptions {
+    /// The software trace decoded into calls instead of the records' lines.
+    pub call_trace: bool,
+    /// The call trace in uftrace replay's layout (implies `call_trace`).
+    pub replay: bool,
+    /// The context switches (PERF_RECORD_SWITCH), as perf's `--show-switch-events`.
+    pub show_switch_events: bool,
+}
+
 /// Runs `perfaux script` on `path` into `out`.
 pub fn script(
     path: &Path,
@@ -204,19 +238,22 @@ pub fn script(
     out: &mut impl Write,
     progress: &mut Progress,
 ) -> Result<(), CliError> {
-    script_with(path, call_trace, false, out, progress)
+    let opts = ScriptOptions {
+        call_trace,
+        ..ScriptOptions::default()
+    };
+    script_with(path, &opts, out, progress)
 }
 
-/// [`script`], the call trace in uftrace replay's layout when `replay`
-/// (which implies `call_trace`).
+/// [`script`] with `opts`.
 pub fn script_with(
     path: &Path,
-    call_trace: bool,
-    replay: bool,
+    opts: &ScriptOptions,
     out: &mut impl Write,
     progress: &mut Progress,
 ) -> Result<(), CliError> {
-    let call_trace = call_trace || replay;
+    let replay = opts.replay;
+    let call_trace = opts.call_trace || replay;
     let (mut reader, file_len) = crate::input::open_input(path)?;
     let meta = reader.metadata().clone();
     // A broken feature area does not hide intact records: they are printed,
@@ -380,6 +417,11 @@ pub fn script_with(
             Record::Lost(r) => {
                 let mut l = line_of(tid, cpu, time);
                 l.push_str(&format!("PERF_RECORD_LOST id: {} lost: {}\n", r.id, r.lost));
+                Some((time, Entry::Line(l)))
+            }
+            Record::Switch(_) | Record::SwitchCpuWide(_) if opts.show_switch_events => {
+                let mut l = line_of(tid, cpu, time);
+                l.push_str(&switch_text(&r));
                 Some((time, Entry::Line(l)))
             }
             Record::LostSamples(r) => {

@@ -401,7 +401,20 @@ pub fn single_rules() -> Vec<Case> {
             muts.push(vec![Set(*f, *v)]);
         }
     }
-    for v in [1u64, 2, 1000, 100_000, 100_001, 1 << 32, u64::MAX] {
+    // The running kernel's perf_event_max_sample_rate, which it lowers by itself on a host
+    // whose sampling interrupts are slow: the core reads it as the kernel does.
+    let max_rate = perfaux_core::max_sample_rate();
+    for v in [
+        1u64,
+        2,
+        1000,
+        100_000,
+        100_001,
+        1 << 32,
+        u64::MAX,
+        max_rate,
+        max_rate + 1,
+    ] {
         muts.push(vec![flag(10), Set(F::SamplePeriod, v)]);
     }
     for v in [1u64, 8, 65528, 65536] {

@@ -364,6 +364,7 @@ impl Sink for FirefoxProfile {
                 let pid = self.pid(tid);
                 self.info((pid, tid), (time, None), kind.name(), count as f64, "")
             }
+            ViewEvent::Switch { .. } => Ok(()),
         }
     }
 }

@@ -312,6 +312,7 @@ impl Sink for ReferenceProfile {
                 let pid = self.pid(tid);
                 self.info(pid, tid, (time, None), kind.name(), count as f64, "");
             }
+            ViewEvent::Switch { .. } => {}
         }
         Ok(())
     }

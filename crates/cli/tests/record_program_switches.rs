@@ -1,0 +1,400 @@
+//! The kernel's context switches of a traced program in its recording (`perfaux record --
+//! ./prog` records them as `perf record --switch-events` does): perf 6.1 prints them from
+//! perfaux's file as perfaux prints them; they are on the trace's clock, so that each sleep
+//! of the program (a switch out, then in 2 ms later) lies inside the traced call that slept,
+//! in every thread and in every process the program forks and execs; a clock 1 ms off puts
+//! them outside; `--no-switch-events` leaves them out.
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use common::timing::{perfaux_on, time_ns};
+use common::{path_str, perfaux, tempdir};
+
+/// A function that sleeps 2 ms (`wait_a_bit`) called 10 times by main and 5 by a thread,
+/// with a short computation between.
+const SLEEPER: &str = r#"
+#include <pthread.h>
+#include <time.h>
+__attribute__((noinline)) void wait_a_bit(void) {
+    struct timespec t = {0, 2000000};
+    nanosleep(&t, 0);
+}
+__attribute__((noinline)) long spin(long n) {
+    long s = 0;
+    for (long i = 0; i < n; i++) s += i * 3;
+    return s;
+}
+static void *worker(void *a) {
+    for (int i = 0; i < 5; i++) wait_a_bit();
+    return a;
+}
+int main(void) {
+    pthread_t t;
+    pthread_create(&t, 0, worker, 0);
+    for (int i = 0; i < 10; i++) { wait_a_bit(); spin(100000); }
+    pthread_join(t, 0);
+    return 0;
+}
+"#;
+
+/// The sleeps per process: main's 10 and the worker's 5.
+const SLEEPS: usize = 15;
+
+fn build(dir: &Path) -> PathBuf {
+    std::fs::write(dir.join("sleeper.c"), SLEEPER).unwrap();
+    perfaux_testutil::gcc_instrumented(dir, &["-pthread", "sleeper.c", "-o", "sleeper"]);
+    dir.join("sleeper")
+}
+
+fn record(data: &Path, extra: &[&str], command: &[&str]) {
+    let mut args = vec!["record", "-o", path_str(data)];
+    args.extend_from_slice(extra);
+    args.push("--");
+    args.extend_from_slice(command);
+    let r = perfaux(&args);
+    assert!(r.ok(), "perfaux record: {}", r.stderr);
+    assert!(
+        !r.stderr
+            .contains("context switches are not in the recording"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// The PERF_RECORD_SWITCH lines of a script output.
+fn switch_lines(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| l.contains("PERF_RECORD_SWITCH"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// (tid, time ns, out) of each switch line.
+fn switches(lines: &[String]) -> Vec<(u32, u64, bool)> {
+    lines
+        .iter()
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let at = f
+                .iter()
+                .position(|w| w.starts_with("PERF_RECORD_SWITCH"))
+                .unwrap();
+            let tid = f[1].parse().unwrap_or_else(|_| panic!("tid in {l:?}"));
+            let time = time_ns(f[at - 1]).unwrap_or_else(|| panic!("time in {l:?}"));
+            (tid, time, f[at + 1] == "OUT")
+        })
+        .collect()
+}
+
+/// Each thread's sleeps: (out, in) pairs of its switches at least 1.5 ms apart (a sleep of 2
+/// ms; a preemption is shorter).
+fn sleeps(sw: &[(u32, u64, bool)]) -> HashMap<u32, Vec<(u64, u64)>> {
+    let mut last_out: HashMap<u32, u64> = HashMap::new();
+    let mut m: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
+    for &(tid, t, out) in sw {
+        if out {
+            last_out.insert(tid, t);
+        } else if let Some(o) = last_out.remove(&tid)
+            && t - o >= 1_500_000
+        {
+            m.entry(tid).or_default().push((o, t));
+        }
+    }
+    m
+}
+
+/// Each thread's `wait_a_bit` calls: (entry, return) in ns, from the call trace's entries
+/// and uftrace replay's durations (the same calls in the same order per thread).
+fn wait_calls(data: &Path) -> HashMap<u32, Vec<(u64, u64)>> {
+    let calls = perfaux_on(&["script", "--call-trace"], data);
+    let replay = perfaux_on(&["script", "--replay"], data);
+    let mut entries: HashMap<u32, Vec<u64>> = HashMap::new();
+    for l in calls
+        .lines()
+        .filter(|l| l.trim_end().ends_with("wait_a_bit"))
+    {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let tid: u32 = f[1].parse().unwrap();
+        let t = time_ns(f[3]).unwrap_or_else(|| panic!("time in {l:?}"));
+        entries.entry(tid).or_default().push(t);
+    }
+    let mut durations: HashMap<u32, Vec<u64>> = HashMap::new();
+    for l in replay.lines().filter(|l| l.contains("wait_a_bit();")) {
+        // "   2.076 ms [  1514] |   wait_a_bit();"
+        let (dur, rest) = l.split_once('[').unwrap();
+        let tid: u32 = rest.split(']').next().unwrap().trim().parse().unwrap();
+        let mut d = dur.split_whitespace();
+        let v: f64 = d.next().unwrap().parse().unwrap();
+        let ns = match d.next().unwrap() {
+            "ns" => v,
+            "us" => v * 1e3,
+            "ms" => v * 1e6,
+            "s" => v * 1e9,
+            u => panic!("unit {u} in {l:?}"),
+        };
+        durations.entry(tid).or_default().push(ns.round() as u64);
+    }
+    let mut m = HashMap::new();
+    for (tid, es) in entries {
+        let ds = &durations[&tid];
+        assert_eq!(es.len(), ds.len(), "thread {tid}: entries and returns");
+        m.insert(tid, es.iter().zip(ds).map(|(&e, &d)| (e, e + d)).collect());
+    }
+    m
+}
+
+/// Switch lines print times in whole microseconds (cut, as perf prints them); a replay
+/// duration is rounded to its last digit (1 us at milliseconds).
+const SLACK_NS: u64 = 1_000;
+
+/// The sleeps of `sleeps` shifted by `shift` ns that lie outside every `wait_a_bit` call of
+/// their thread, and the calls that hold no sleep.
+fn misplaced(
+    sleeps: &HashMap<u32, Vec<(u64, u64)>>,
+    calls: &HashMap<u32, Vec<(u64, u64)>>,
+    shift: i64,
+) -> (usize, usize) {
+    let mut outside = 0;
+    let mut empty = 0;
+    for (tid, cs) in calls {
+        let ss: Vec<(u64, u64)> = sleeps
+            .get(tid)
+            .map(|v| {
+                v.iter()
+                    .map(|&(o, i)| {
+                        (
+                            o.saturating_add_signed(shift),
+                            i.saturating_add_signed(shift),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let inside =
+            |&(o, i): &(u64, u64), &(e, r): &(u64, u64)| o + SLACK_NS >= e && i <= r + SLACK_NS;
+        outside += ss
+            .iter()
+            .filter(|s| !cs.iter().any(|c| inside(s, c)))
+            .count();
+        empty += cs
+            .iter()
+            .filter(|c| !ss.iter().any(|s| inside(s, c)))
+            .count();
+    }
+    (outside, empty)
+}
+
+#[test]
+fn perf_prints_the_recorded_switches_as_perfaux_script_does() {
+    perfaux_testutil::require_oracle!("perf");
+    perfaux_testutil::require_oracle!("gcc");
+    let d = tempdir();
+    let prog = build(d.path());
+    let data = d.path().join("perf.data");
+    record(&data, &[], &[path_str(&prog)]);
+    let perf =
+        perfaux_testutil::perf_on_file(&["script", "--show-switch-events"], &data, false, d.path());
+    assert!(perf.ok(), "perf script: {}", perf.stderr);
+    let theirs = switch_lines(&perf.stdout);
+    let ours = switch_lines(&perfaux_on(&["script", "--show-switch-events"], &data));
+    assert_eq!(ours, theirs);
+    // Each sleep is a switch out and a switch in, in both threads.
+    let s = sleeps(&switches(&ours));
+    assert_eq!(s.len(), 2, "threads with sleeps: {s:?}");
+    assert!(
+        s.values().map(Vec::len).sum::<usize>() >= SLEEPS,
+        "sleeps: {s:?}"
+    );
+    // Without --show-switch-events, neither prints them.
+    assert!(switch_lines(&perfaux_on(&["script"], &data)).is_empty());
+}
+
+#[test]
+fn every_sleep_lies_inside_the_traced_call_that_slept() {
+    perfaux_testutil::require_oracle!("gcc");
+    let d = tempdir();
+    let prog = build(d.path());
+    let data = d.path().join("perf.data");
+    record(&data, &[], &[path_str(&prog)]);
+    let out = perfaux_on(&["script", "--show-switch-events"], &data);
+    let sleeps = sleeps(&switches(&switch_lines(&out)));
+    let calls = wait_calls(&data);
+    assert_eq!(calls.values().map(Vec::len).sum::<usize>(), SLEEPS);
+    assert_eq!(
+        misplaced(&sleeps, &calls, 0),
+        (0, 0),
+        "{sleeps:?} {calls:?}"
+    );
+    // A clock 1 ms off either way is caught.
+    for shift in [-1_000_000, 1_000_000] {
+        let (outside, _) = misplaced(&sleeps, &calls, shift);
+        assert!(outside >= SLEEPS / 2, "shift {shift}: {outside} outside");
+    }
+}
+
+#[test]
+fn the_switches_of_forked_and_execd_processes_are_recorded() {
+    perfaux_testutil::require_oracle!("gcc");
+    let d = tempdir();
+    let prog = build(d.path());
+    let data = d.path().join("perf.data");
+    let p = path_str(&prog);
+    // The shell forks two children, each execs the sleeper: both inherit the events.
+    record(&data, &[], &["sh", "-c", &format!("{p}; {p}")]);
+    let out = perfaux_on(&["script", "--show-switch-events"], &data);
+    let sleeps = sleeps(&switches(&switch_lines(&out)));
+    let calls = wait_calls(&data);
+    assert_eq!(calls.len(), 4, "threads with calls: {calls:?}");
+    assert_eq!(calls.values().map(Vec::len).sum::<usize>(), 2 * SLEEPS);
+    assert_eq!(
+        misplaced(&sleeps, &calls, 0),
+        (0, 0),
+        "{sleeps:?} {calls:?}"
+    );
+}
+
+#[test]
+fn no_switch_events_leaves_them_out() {
+    perfaux_testutil::require_oracle!("gcc");
+    let d = tempdir();
+    let prog = build(d.path());
+    let data = d.path().join("perf.data");
+    record(&data, &["--no-switch-events"], &[path_str(&prog)]);
+    let out = perfaux_on(&["script", "--show-switch-events"], &data);
+    assert!(switch_lines(&out).is_empty(), "{out}");
+    assert_eq!(
+        wait_calls(&data).values().map(Vec::len).sum::<usize>(),
+        SLEEPS
+    );
+}
+
+/// The report's "on and off the CPU" rows: function -> (total, on, off) in ns.
+fn off_cpu_rows(report: &str) -> HashMap<String, (u64, u64, u64)> {
+    let at = report
+        .find("# on and off the CPU")
+        .unwrap_or_else(|| panic!("no on/off-CPU section in:\n{report}"));
+    let ns = |v: &str, unit: &str| -> u64 {
+        let v: f64 = v.parse().unwrap();
+        let scale = match unit {
+            "ns" => 1.0,
+            "us" => 1e3,
+            "ms" => 1e6,
+            "s" => 1e9,
+            u => panic!("unit {u}"),
+        };
+        (v * scale).round() as u64
+    };
+    report[at..]
+        .lines()
+        .skip(4)
+        .take_while(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (
+                f[7].to_string(),
+                (ns(f[0], f[1]), ns(f[2], f[3]), ns(f[4], f[5])),
+            )
+        })
+        .collect()
+}
+
+/// Each thread's (out, in) pairs of switches, all of them.
+fn all_pairs(sw: &[(u32, u64, bool)]) -> HashMap<u32, Vec<(u64, u64)>> {
+    let mut sorted = sw.to_vec();
+    sorted.sort_by_key(|&(tid, t, _)| (tid, t));
+    let mut last_out: HashMap<u32, u64> = HashMap::new();
+    let mut m: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
+    for (tid, t, out) in sorted {
+        if out {
+            last_out.entry(tid).or_insert(t);
+        } else if let Some(o) = last_out.remove(&tid) {
+            m.entry(tid).or_default().push((o, t));
+        }
+    }
+    m
+}
+
+#[test]
+fn report_splits_each_functions_time_into_on_and_off_the_cpu() {
+    perfaux_testutil::require_oracle!("gcc");
+    let d = tempdir();
+    let prog = build(d.path());
+    let data = d.path().join("perf.data");
+    record(&data, &[], &[path_str(&prog)]);
+    let report = perfaux_on(&["report"], &data);
+    let rows = off_cpu_rows(&report);
+    let (total, on, off) = rows["wait_a_bit"];
+    // Each printed to its third decimal.
+    assert!(total.abs_diff(on + off) <= 2_000, "{report}");
+    // The off-CPU time of wait_a_bit is the switched-out time inside its calls, as the
+    // switch lines give it (times cut to the microsecond: 2 us a pair).
+    let out = perfaux_on(&["script", "--show-switch-events"], &data);
+    let pairs = all_pairs(&switches(&switch_lines(&out)));
+    let calls = wait_calls(&data);
+    let mut expected = 0u64;
+    let mut n = 0u64;
+    for (tid, cs) in &calls {
+        for &(o, i) in pairs.get(tid).into_iter().flatten() {
+            if cs
+                .iter()
+                .any(|&(e, r)| o + SLACK_NS >= e && i <= r + SLACK_NS)
+            {
+                expected += i - o;
+                n += 1;
+            }
+        }
+    }
+    assert!(n >= SLEEPS as u64, "{n} pairs inside the calls");
+    assert!(
+        off.abs_diff(expected) <= 2_000 * n + 1_000,
+        "report: {off} ns off-CPU in wait_a_bit; the switches: {expected} ns\n{report}"
+    );
+    assert!(off >= SLEEPS as u64 * 1_900_000, "{report}");
+    // spin computes: it runs on the CPU, save for a preemption.
+    let (total, on, _) = rows["spin"];
+    assert!(on * 2 >= total, "{report}");
+}
+
+#[test]
+fn the_flame_graph_weighs_time_on_the_cpu_unless_wall_time_is_asked() {
+    perfaux_testutil::require_oracle!("gcc");
+    let d = tempdir();
+    let prog = build(d.path());
+    let data = d.path().join("perf.data");
+    record(&data, &[], &[path_str(&prog)]);
+    let all = |extra: &[&str]| -> (u64, String) {
+        let svg = d.path().join("fg.svg");
+        let mut args = vec!["report", "--flame-graph", path_str(&svg)];
+        args.extend_from_slice(extra);
+        perfaux_on(&args, &data);
+        let text = std::fs::read_to_string(&svg).unwrap();
+        let title = text
+            .split("<title>")
+            .find(|t| t.starts_with("all ("))
+            .unwrap()
+            .to_string();
+        let n: String = title[5..]
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == ',')
+            .filter(char::is_ascii_digit)
+            .collect();
+        (n.parse().unwrap(), title)
+    };
+    let (on_cpu, t_on) = all(&[]);
+    let (wall, t_wall) = all(&["--wall-time"]);
+    assert!(t_on.contains("ns on-CPU"), "{t_on}");
+    assert!(!t_wall.contains("on-CPU"), "{t_wall}");
+    // The program sleeps 15 x 2 ms and computes a few hundred microseconds.
+    assert!(wall >= SLEEPS as u64 * 2_000_000, "{t_wall}");
+    assert!(on_cpu * 10 < wall, "on-CPU {t_on}, wall {t_wall}");
+    // The on-CPU graph is the report's on-CPU time of the outermost functions.
+    let rows = off_cpu_rows(&perfaux_on(&["report"], &data));
+    let on_report = rows["main"].1 + rows["worker"].1;
+    assert!(
+        on_cpu.abs_diff(on_report) <= 2_000,
+        "flame graph {on_cpu} ns on-CPU, report {on_report}"
+    );
+}

@@ -1,0 +1,428 @@
+//! The running kernel's context switches of a traced program, in its recording: one per-task
+//! software event per CPU (`perf_event_open(pid = the program, cpu)`, PERF_COUNT_SW_DUMMY with
+//! `context_switch`, `inherit`, `enable_on_exec`, on CLOCK_MONOTONIC, the recording's clock),
+//! each with a ring of its own, as `perf record --switch-events ./prog` opens them. The kernel
+//! refuses to map an inherited event of one task on all CPUs (`perf_mmap`: `cpu == -1 &&
+//! inherit` is EINVAL), hence one event per CPU: each ring takes the switches of every thread
+//! of the program that ran on that CPU.
+//!
+//! The events exist before the program's first instruction, so that every thread and process
+//! it makes inherits them: the child, between fork and exec, sends its pid through a pipe and
+//! waits on another ([`SpawnGate`]); a thread of the recorder opens the events on that pid and
+//! lets the child go. With `enable_on_exec` they count from the exec on.
+//!
+//! Each ring is a [`Ring`] of the recorder. Its records (PERF_RECORD_SWITCH; PERF_RECORD_LOST
+//! when the kernel had no room) carry the kernel's event id, which can be any number, one of
+//! the program's own events' too: it is replaced by the recording's ([`switch_id`]) as each
+//! record is taken. Nothing of the kernel's is trusted further than the ring protocol checks
+//! and the record sizes the rewrite needs.
+
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use perfaux_abi::Endianness;
+use perfaux_abi::attr::{AttrFlags, PerfEventAttr};
+use perfaux_abi::consts::{
+    PERF_ATTR_SIZE_VER7, PERF_COUNT_SW_DUMMY, PERF_RECORD_LOST, PERF_TYPE_SOFTWARE,
+};
+use perfaux_perfdata::record_attrs::base_attr;
+use perfaux_recorder::ring::{AuxFn, RecordFn, Ring};
+use perfaux_recorder::{RecordError, Result};
+use perfaux_ring::{PerfMmap, RingMemory, Wakeup};
+
+/// The event's name in the file, as perf names a user-only dummy event.
+pub const SWITCH_EVENT_NAME: &str = "dummy:u";
+
+/// Data pages of each CPU's ring: 128 KiB, 3,000 switch records, drained every step (a
+/// millisecond); what does not fit is a PERF_RECORD_LOST the recording counts.
+const DATA_PAGES: usize = 32;
+
+/// How long the recorder waits for the child's pid before it lets the program start without
+/// the events (a child that died before it wrote is seen at once: the pipe closes).
+const PID_WAIT: Duration = Duration::from_secs(10);
+
+/// `PERF_EVENT_IOC_ENABLE` and `PERF_EVENT_IOC_DISABLE`: `_IO('$', 0)`, `_IO('$', 1)`.
+const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
+const PERF_EVENT_IOC_DISABLE: libc::c_ulong = 0x2401;
+/// `PERF_FLAG_FD_CLOEXEC`.
+const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
+
+/// The sample id of CPU `cpu`'s switch event in the recording: far above the ids the
+/// program's events take (a counter from 1).
+pub fn switch_id(cpu: u32) -> u64 {
+    0x7fff_ff00_0000_0000 | u64::from(cpu)
+}
+
+/// The attr of the switch events, as opened and as the file says (the file leaves out
+/// `use_clockid`: every time in the recording is CLOCK_MONOTONIC's, which perfaux's attrs
+/// without it also mean).
+pub fn switch_attr() -> PerfEventAttr {
+    let mut a = base_attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY);
+    a.flags |= AttrFlags::CONTEXT_SWITCH;
+    a
+}
+
+/// [`switch_attr`] as the kernel is asked for it.
+fn open_attr() -> PerfEventAttr {
+    let mut a = switch_attr();
+    a.size = PERF_ATTR_SIZE_VER7;
+    a.flags |= AttrFlags::DISABLED
+        | AttrFlags::ENABLE_ON_EXEC
+        | AttrFlags::INHERIT
+        | AttrFlags::USE_CLOCKID;
+    a.flags.remove(AttrFlags::WATERMARK);
+    a.clockid = libc::CLOCK_MONOTONIC;
+    a
+}
+
+/// The CPUs the kernel may run the program on: /sys/devices/system/cpu/online ("0-3,6"),
+/// else as many as the process may use from 0.
+fn online_cpus() -> Vec<u32> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        match (a.parse::<u32>(), b.parse::<u32>()) {
+            // A kernel has at most a few thousand CPUs: a range past that is not the sysfs file.
+            (Ok(a), Ok(b)) if a <= b && b < 1 << 16 => cpus.extend(a..=b),
+            _ => return fallback_cpus(),
+        }
+    }
+    if cpus.is_empty() {
+        return fallback_cpus();
+    }
+    cpus
+}
+
+fn fallback_cpus() -> Vec<u32> {
+    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (0..n as u32).collect()
+}
+
+/// One CPU's switch event of the program, opened and mapped.
+pub struct SwitchRing {
+    pid: u32,
+    cpu: u32,
+    fd: OwnedFd,
+    mmap: PerfMmap,
+    /// A record being rewritten.
+    buf: Vec<u8>,
+}
+
+/// The kernel's answer when an event could not be opened or mapped: what, on which CPU, why.
+#[derive(Debug)]
+pub struct SwitchError {
+    pub what: String,
+    pub source: io::Error,
+}
+
+impl std::fmt::Display for SwitchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.what, self.source)?;
+        if matches!(self.source.raw_os_error(), Some(libc::EACCES | libc::EPERM)) {
+            let level = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+                .map(|s| s.trim().to_string())
+                .unwrap_or_else(|_| "?".into());
+            write!(
+                f,
+                " (kernel.perf_event_paranoid is {level}: 2 or lower lets a user see their own \
+                 processes' switches)"
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Opens and maps the switch events of process `pid` on every CPU.
+pub fn open(pid: u32) -> std::result::Result<Vec<SwitchRing>, SwitchError> {
+    let attr = open_attr().to_bytes(PERF_ATTR_SIZE_VER7, Endianness::NATIVE);
+    let mut rings = Vec::new();
+    for cpu in online_cpus() {
+        // SAFETY: perf_event_open(2) reads `size` (VER7) bytes of the attr, written above,
+        // and returns a new descriptor or -1.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_perf_event_open,
+                attr.as_ptr(),
+                pid as libc::pid_t,
+                cpu as libc::c_int,
+                -1 as libc::c_int,
+                PERF_FLAG_FD_CLOEXEC,
+            )
+        };
+        let Some(fd) = i32::try_from(fd).ok().filter(|&fd| fd >= 0) else {
+            return Err(SwitchError {
+                what: format!("perf_event_open of the context switches of pid {pid} on CPU {cpu}"),
+                source: io::Error::last_os_error(),
+            });
+        };
+        // SAFETY: a descriptor just returned to us alone.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let mem =
+            RingMemory::kernel(fd.as_fd(), DATA_PAGES, true, None).map_err(|e| SwitchError {
+                what: format!("mapping the context switches' ring of CPU {cpu}"),
+                source: io::Error::other(e.to_string()),
+            })?;
+        rings.push(SwitchRing {
+            pid,
+            cpu,
+            fd,
+            mmap: PerfMmap::new(Arc::new(mem)),
+            buf: Vec::new(),
+        });
+    }
+    Ok(rings)
+}
+
+impl SwitchRing {
+    /// Its sample id in the recording.
+    pub fn id(&self) -> u64 {
+        switch_id(self.cpu)
+    }
+}
+
+/// Replaces the kernel's event id in `rec` (a record with a sample_id whose last field is
+/// IDENTIFIER, as [`switch_attr`]'s sample_type makes every one) by `id`; a LOST record's
+/// own id too. Whether the record was long enough to hold them.
+fn rewrite_id(rec: &mut [u8], id: u64, type_: u32) -> bool {
+    let len = rec.len();
+    // The header, and at least the identifier after it.
+    if len < 16 {
+        return false;
+    }
+    rec[len - 8..].copy_from_slice(&id.to_ne_bytes());
+    if type_ == PERF_RECORD_LOST {
+        // header, id, lost, then the sample_id.
+        if len < 32 {
+            return false;
+        }
+        rec[8..16].copy_from_slice(&id.to_ne_bytes());
+    }
+    true
+}
+
+impl Ring for SwitchRing {
+    fn tid(&self) -> i32 {
+        self.pid as i32
+    }
+
+    fn read_records(&mut self, f: &mut RecordFn<'_>) -> Result<()> {
+        let id = self.id();
+        let ring_err = |source| RecordError::Ring {
+            tid: self.pid as i32,
+            what: "the kernel's context-switch ring",
+            source,
+        };
+        let records = self.mmap.read_records().map_err(ring_err)?;
+        for rec in records {
+            let rec = rec.map_err(ring_err)?;
+            self.buf.clear();
+            self.buf.extend_from_slice(rec.bytes);
+            if !rewrite_id(&mut self.buf, id, rec.header.type_) {
+                return Err(RecordError::Record {
+                    tid: self.pid as i32,
+                    what: format!(
+                        "a kernel record of type {} and {} bytes on CPU {}: too short for its \
+                         sample_id",
+                        rec.header.type_,
+                        rec.bytes.len(),
+                        self.cpu
+                    ),
+                });
+            }
+            f(&self.buf)?;
+        }
+        Ok(())
+    }
+
+    fn read_aux(&mut self, _f: &mut AuxFn<'_>) -> Result<()> {
+        Ok(())
+    }
+
+    fn snapshot(&mut self, _f: &mut AuxFn<'_>) -> Result<()> {
+        Ok(())
+    }
+
+    fn set_enabled(&self, on: bool) -> Result<()> {
+        let req = if on {
+            PERF_EVENT_IOC_ENABLE
+        } else {
+            PERF_EVENT_IOC_DISABLE
+        };
+        // SAFETY: an argument-less ioctl on our descriptor. Its answer does not matter: the
+        // events start at the program's exec, and a failed stop only lets more switches in.
+        unsafe { libc::ioctl(self.fd.as_raw_fd(), req, 0) };
+        Ok(())
+    }
+
+    fn wakeup(&self) -> Option<Arc<Wakeup>> {
+        None
+    }
+
+    fn dropped_pause_resume(&self) -> u64 {
+        0
+    }
+}
+
+/// The pipes that hold a spawned child between fork and exec until the recorder opened its
+/// events: the child writes its pid into one and reads the other.
+pub struct SpawnGate {
+    pid_r: OwnedFd,
+    pid_w: OwnedFd,
+    go_r: OwnedFd,
+    go_w: OwnedFd,
+}
+
+impl SpawnGate {
+    /// Two close-on-exec pipes (std's are).
+    pub fn new() -> io::Result<SpawnGate> {
+        let (pid_r, pid_w) = io::pipe()?;
+        let (go_r, go_w) = io::pipe()?;
+        Ok(SpawnGate {
+            pid_r: pid_r.into(),
+            pid_w: pid_w.into(),
+            go_r: go_r.into(),
+            go_w: go_w.into(),
+        })
+    }
+
+    /// Holds `cmd`'s child before its exec: it sends its pid and waits for the recorder's
+    /// go, or for the pipe's end (the recorder gave up or failed: the program starts all the
+    /// same).
+    pub fn hold(&self, cmd: &mut Command) {
+        let fds: [RawFd; 4] = [
+            self.pid_r.as_raw_fd(),
+            self.pid_w.as_raw_fd(),
+            self.go_r.as_raw_fd(),
+            self.go_w.as_raw_fd(),
+        ];
+        let in_child = move || -> io::Result<()> {
+            let [pid_r, pid_w, go_r, go_w] = fds;
+            // The child's copies of the gate's descriptors, open until the spawn returns in
+            // the parent; each is closed here once, and not used after.
+            // SAFETY: see above.
+            unsafe { libc::close(pid_r) };
+            // SAFETY: see above.
+            unsafe { libc::close(go_w) };
+            let pid = rustix::process::getpid().as_raw_nonzero().get();
+            // SAFETY: see above; the borrow ends before the close.
+            let w = unsafe { BorrowedFd::borrow_raw(pid_w) };
+            let _ = rustix::io::write(w, &pid.to_ne_bytes());
+            // SAFETY: see above.
+            unsafe { libc::close(pid_w) };
+            // SAFETY: see above; the borrow ends before the close.
+            let r = unsafe { BorrowedFd::borrow_raw(go_r) };
+            let mut b = [0u8; 1];
+            while rustix::io::read(r, &mut b) == Err(rustix::io::Errno::INTR) {}
+            // SAFETY: see above.
+            unsafe { libc::close(go_r) };
+            Ok(())
+        };
+        // SAFETY: runs in the forked child before exec; the closure makes only
+        // async-signal-safe calls.
+        unsafe { cmd.pre_exec(in_child) };
+    }
+
+    /// Opens the events once the child sent its pid, on a thread of its own (the spawn
+    /// blocks until the child's exec, which waits for this), then lets the child go.
+    /// `None` if no pid came (the spawn failed, or [`PID_WAIT`] passed). The returned
+    /// [`ParentSide`] holds the descriptors the child must inherit: drop it once the spawn
+    /// returned.
+    pub fn open_on_spawn(self) -> (ParentSide, JoinHandle<Option<Opened>>) {
+        let SpawnGate {
+            pid_r,
+            pid_w,
+            go_r,
+            go_w,
+        } = self;
+        let handle = std::thread::spawn(move || {
+            let pid = read_pid(&pid_r)?;
+            let opened = open(pid);
+            // The go: the child's read returns (also when this end closes, on any path).
+            let _ = rustix::io::write(&go_w, &[1]);
+            Some(Opened { pid, rings: opened })
+        });
+        (
+            ParentSide {
+                _pid_w: pid_w,
+                _go_r: go_r,
+            },
+            handle,
+        )
+    }
+}
+
+/// The parent's copies of the child's ends of the gate, kept until the spawn forked.
+pub struct ParentSide {
+    _pid_w: OwnedFd,
+    _go_r: OwnedFd,
+}
+
+/// What the recorder's thread opened for the child `pid`.
+pub struct Opened {
+    pub pid: u32,
+    pub rings: std::result::Result<Vec<SwitchRing>, SwitchError>,
+}
+
+/// The child's pid from the pipe, waiting at most [`PID_WAIT`]; `None` on the pipe's end.
+fn read_pid(pid_r: &OwnedFd) -> Option<u32> {
+    let mut fds = [rustix::event::PollFd::new(
+        pid_r,
+        rustix::event::PollFlags::IN,
+    )];
+    let timeout = rustix::time::Timespec {
+        tv_sec: PID_WAIT.as_secs() as i64,
+        tv_nsec: 0,
+    };
+    loop {
+        match rustix::event::poll(&mut fds, Some(&timeout)) {
+            Ok(0) => return None,
+            Ok(_) => break,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(_) => return None,
+        }
+    }
+    let mut b = [0u8; 4];
+    let mut got = 0;
+    while got < 4 {
+        match rustix::io::read(pid_r, &mut b[got..]) {
+            Ok(0) => return None,
+            Ok(n) => got += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(_) => return None,
+        }
+    }
+    let pid = i32::from_ne_bytes(b);
+    u32::try_from(pid).ok().filter(|&p| p > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_id_is_rewritten_in_the_trailer_and_in_a_lost_records_body() {
+        let mut sw = vec![0u8; 40];
+        sw[32..].copy_from_slice(&77u64.to_ne_bytes());
+        assert!(rewrite_id(&mut sw, switch_id(3), 14));
+        assert_eq!(sw[32..], switch_id(3).to_ne_bytes());
+        let mut lost = vec![0u8; 56];
+        lost[8..16].copy_from_slice(&77u64.to_ne_bytes());
+        assert!(rewrite_id(&mut lost, switch_id(1), PERF_RECORD_LOST));
+        assert_eq!(lost[8..16], switch_id(1).to_ne_bytes());
+        assert_eq!(lost[48..], switch_id(1).to_ne_bytes());
+        assert!(!rewrite_id(&mut [0u8; 8], 1, 14));
+        assert!(!rewrite_id(&mut [0u8; 24], 1, PERF_RECORD_LOST));
+    }
+
+    #[test]
+    fn the_switch_ids_are_none_of_a_counters() {
+        assert!(switch_id(0) > u64::from(u32::MAX));
+        assert_ne!(switch_id(0), switch_id(1));
+    }
+}
