@@ -21,6 +21,13 @@
 //! runs): if a snapshot stopped the traced thread, the second would take longer by the
 //! snapshots' time. The whole recording is timed, so the second also pays perfaux's writing of
 //! the snapshots.
+//!
+//! `record_program_switches`: the kernel's context switches in the recording, on a
+//! request-serving program (benches/data/pingpong.c: a client and a server thread over two
+//! pipes, 20,000 requests, two switches or more each) built with -finstrument-functions: run
+//! plainly, under `perfaux record` (switches recorded, the default) and under `perfaux record
+//! --no-switch-events`. The switches and calls in the recording are counted once and printed
+//! to stderr.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -137,6 +144,65 @@ fn bench(c: &mut Criterion) {
         g.bench_function("S_snapshot_every_ms", |b| b.iter(|| flight(true)));
         g.finish();
     }
+    switches(c, dir.path());
+}
+
+/// The requests of the switch-cost runs.
+const PINGPONG_REQUESTS: &str = "20000";
+
+/// `record_program_switches`: the pingpong server plainly, recorded with its switches, and
+/// recorded without them.
+fn switches(c: &mut Criterion, dir: &Path) {
+    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/data/pingpong.c");
+    let prog = dir.join("pingpong");
+    let built = Command::new("gcc")
+        .args(["-O2", "-g", "-pthread", "-finstrument-functions", "-o"])
+        .arg(&prog)
+        .arg(src)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !built {
+        eprintln!("skipped: record_program_switches (gcc not found)");
+        return;
+    }
+    let data = dir.join("p.data");
+    let record = |extra: &[&str]| {
+        run(perfaux()
+            .arg("record")
+            .args(extra)
+            .arg("-o")
+            .arg(&data)
+            .arg("--")
+            .arg(&prog)
+            .arg(PINGPONG_REQUESTS))
+    };
+    record(&[]);
+    let lines = |args: &[&str]| {
+        let out = perfaux()
+            .args(args)
+            .arg("-i")
+            .arg(&data)
+            .output()
+            .expect("perfaux script");
+        String::from_utf8_lossy(&out.stdout).lines().count()
+    };
+    let switches = lines(&["script", "--show-switch-events"]) - lines(&["script"]);
+    eprintln!(
+        "record_program_switches: {switches} switches and {} calls in a recording of {} \
+         requests",
+        lines(&["script", "--call-trace"]),
+        PINGPONG_REQUESTS
+    );
+    let mut g = c.benchmark_group("record_program_switches");
+    g.sample_size(10);
+    g.bench_function("plain", |b| {
+        b.iter(|| run(Command::new(&prog).arg(PINGPONG_REQUESTS)))
+    });
+    g.bench_function("perfaux_record", |b| b.iter(|| record(&[])));
+    g.bench_function("perfaux_record_no_switch_events", |b| {
+        b.iter(|| record(&["--no-switch-events"]))
+    });
+    g.finish();
 }
 
 /// The group `name`: `prog` run plainly, under `perfaux record` (with `opts`) in the default

@@ -150,8 +150,10 @@ fn wait_calls(data: &Path) -> HashMap<u32, Vec<(u64, u64)>> {
 /// duration is rounded to its last digit (1 us at milliseconds).
 const SLACK_NS: u64 = 1_000;
 
-/// The sleeps of `sleeps` shifted by `shift` ns that lie outside every `wait_a_bit` call of
-/// their thread, and the calls that hold no sleep.
+/// The sleeps of `sleeps` shifted by `shift` ns that overlap a `wait_a_bit` call of their
+/// thread without lying inside it, and the calls that hold no sleep. (A thread also sleeps
+/// outside `wait_a_bit`: its first hook waits for the recorder's clock calibration, main
+/// waits in `pthread_join`.)
 fn misplaced(
     sleeps: &HashMap<u32, Vec<(u64, u64)>>,
     calls: &HashMap<u32, Vec<(u64, u64)>>,
@@ -175,9 +177,11 @@ fn misplaced(
             .unwrap_or_default();
         let inside =
             |&(o, i): &(u64, u64), &(e, r): &(u64, u64)| o + SLACK_NS >= e && i <= r + SLACK_NS;
+        let overlaps =
+            |&(o, i): &(u64, u64), &(e, r): &(u64, u64)| o < r + SLACK_NS && i + SLACK_NS > e;
         outside += ss
             .iter()
-            .filter(|s| !cs.iter().any(|c| inside(s, c)))
+            .filter(|s| cs.iter().any(|c| overlaps(s, c) && !inside(s, c)))
             .count();
         empty += cs
             .iter()
@@ -397,4 +401,115 @@ fn the_flame_graph_weighs_time_on_the_cpu_unless_wall_time_is_asked() {
         on_cpu.abs_diff(on_report) <= 2_000,
         "flame graph {on_cpu} ns on-CPU, report {on_report}"
     );
+}
+
+/// Per thread, (count, total ns) of its intervals off the CPU as the switch lines give them
+/// (every switch out, then in).
+fn off_intervals(data: &Path) -> HashMap<u32, (u64, u64)> {
+    let out = perfaux_on(&["script", "--show-switch-events"], data);
+    all_pairs(&switches(&switch_lines(&out)))
+        .into_iter()
+        .map(|(tid, v)| (tid, (v.len() as u64, v.iter().map(|&(o, i)| i - o).sum())))
+        .collect()
+}
+
+#[test]
+fn the_exports_show_each_threads_time_off_the_cpu() {
+    perfaux_testutil::require_oracle!("gcc");
+    let d = tempdir();
+    let prog = build(d.path());
+    let data = d.path().join("perf.data");
+    record(&data, &[], &[path_str(&prog)]);
+    let want = off_intervals(&data);
+    assert_eq!(want.len(), 2, "{want:?}");
+    // The switch lines' times are cut to the microsecond: 2 us an interval.
+    let close = |got: (u64, u64), want: (u64, u64)| {
+        got.0 == want.0 && got.1.abs_diff(want.1) <= 2_000 * want.0
+    };
+    let export = |format: &str| {
+        let out = d.path().join(format!("out.{format}"));
+        let r = perfaux(&[
+            "export",
+            "-F",
+            format,
+            "-i",
+            path_str(&data),
+            "-o",
+            path_str(&out),
+        ]);
+        assert!(r.ok(), "{}", r.stderr);
+        out
+    };
+    // Chrome: an "off-CPU" span per interval on the thread's off-CPU track.
+    let chrome: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(export("chrome")).unwrap()).unwrap();
+    let mut got: HashMap<u32, (u64, u64)> = HashMap::new();
+    for e in chrome["traceEvents"].as_array().unwrap() {
+        if e["name"] == "off-CPU" && e["ph"] == "X" {
+            let tid = (e["tid"].as_u64().unwrap() & 0xffff_ffff) as u32;
+            let g = got.entry(tid).or_default();
+            g.0 += 1;
+            g.1 += (e["dur"].as_f64().unwrap() * 1e3).round() as u64;
+        }
+    }
+    for (tid, w) in &want {
+        assert!(
+            close(got[tid], *w),
+            "chrome, thread {tid}: {:?} for {w:?}",
+            got[tid]
+        );
+    }
+    // Firefox: an interval marker per interval.
+    let ff: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(export("firefox")).unwrap()).unwrap();
+    for t in ff["threads"].as_array().unwrap() {
+        let strings = t["stringArray"].as_array().unwrap();
+        let tid: u32 = t["tid"].to_string().trim_matches('"').parse().unwrap();
+        let m = &t["markers"];
+        let mut g = (0u64, 0u64);
+        for (i, n) in m["name"].as_array().unwrap().iter().enumerate() {
+            if strings[n.as_u64().unwrap() as usize] == "off-CPU" {
+                g.0 += 1;
+                let ms = m["endTime"][i].as_f64().unwrap() - m["startTime"][i].as_f64().unwrap();
+                g.1 += (ms * 1e6).round() as u64;
+            }
+        }
+        assert!(
+            close(g, want[&tid]),
+            "firefox, thread {tid}: {g:?} for {:?}",
+            want[&tid]
+        );
+    }
+    // Perfetto, read by the official protos: a slice per interval on the thread's off-CPU
+    // track.
+    let python = std::process::Command::new("python3")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/oracle/perfetto_slices.py"
+        ))
+        .arg(export("perfetto"))
+        .output()
+        .unwrap();
+    if python.status.code() == Some(3) {
+        perfaux_testutil::skip("python3 with the perfetto package not found");
+        return;
+    }
+    assert!(
+        python.status.success(),
+        "{}",
+        String::from_utf8_lossy(&python.stderr)
+    );
+    let text = String::from_utf8_lossy(&python.stdout);
+    for (tid, w) in &want {
+        let line = text
+            .lines()
+            .find(|l| {
+                l.starts_with("named_slice ")
+                    && l.ends_with(&format!(" {tid}: off-CPU (switched out)"))
+            })
+            .unwrap_or_else(|| panic!("no off-CPU track of thread {tid} in:\n{text}"));
+        let f: Vec<&str> = line.split(' ').collect();
+        let g = (f[1].parse().unwrap(), f[2].parse().unwrap());
+        assert!(close(g, *w), "perfetto, thread {tid}: {g:?} for {w:?}");
+    }
 }

@@ -10,6 +10,7 @@ use std::io::Write;
 use serde_json::json;
 
 use crate::event::{Call, Names, Sink, ViewEvent, sample_label, uevent_label};
+use crate::offcpu::ThreadSwitches;
 use crate::perfetto::payload_text;
 
 /// Writes the JSON as the pass hands events over.
@@ -40,6 +41,8 @@ pub struct ChromeWriter<W: Write> {
     pids: HashMap<u32, u32>,
     /// A non-call event's JSON, before it goes into `buf`.
     scratch: Vec<u8>,
+    /// The threads' context switches, drawn as spans off the CPU at the end.
+    switches: ThreadSwitches,
 }
 
 /// Bytes a piece of a call's line is copied in.
@@ -93,6 +96,11 @@ fn marker_tid(tid: u32) -> u64 {
     (1u64 << 32) | u64::from(tid)
 }
 
+/// The track of a thread's time off the CPU.
+fn off_cpu_tid(tid: u32) -> u64 {
+    (2u64 << 32) | u64::from(tid)
+}
+
 /// "00" to "99": two digits a lookup (a division by 100, not two by 10).
 const PAIRS: [u8; 200] = {
     let mut p = [0u8; 200];
@@ -132,6 +140,7 @@ impl<W: Write> ChromeWriter<W> {
             ts_hi_digits: ([0; 32], 0),
             pids: HashMap::new(),
             scratch: Vec::new(),
+            switches: ThreadSwitches::default(),
         };
         w.append(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;
         Ok(w)
@@ -267,8 +276,21 @@ impl<W: Write> ChromeWriter<W> {
         self.spill()
     }
 
-    /// Closes the JSON and hands the output back.
+    /// Writes each thread's time off the CPU (a span per interval, on a track of its own),
+    /// closes the JSON and hands the output back.
     pub fn finish(mut self) -> std::io::Result<W> {
+        let mut named = None;
+        for (pid, tid, start, end) in self.switches.take_intervals() {
+            if named != Some(tid) {
+                named = Some(tid);
+                self.put(json!({"ph": "M", "name": "thread_name", "pid": pid,
+                    "tid": off_cpu_tid(tid), "args": {"name": format!("{tid}: off-CPU (switched out)")}}))?;
+            }
+            self.put(
+                json!({"ph": "X", "name": "off-CPU", "pid": pid, "tid": off_cpu_tid(tid),
+                "ts": us(start), "dur": us(end - start)}),
+            )?;
+        }
         self.append(b"\n]}\n")?;
         self.make_room(0)?;
         self.out.flush()?;
@@ -386,9 +408,10 @@ impl<W: Write> Sink for ChromeWriter<W> {
                 json!({"ph": "i", "s": "t", "name": kind.name(), "pid": self.pids.get(&tid).copied().unwrap_or(tid),
                 "tid": marker_tid(tid), "ts": us(time), "args": {"count": count}})
             }
-            // The exports show calls, samples and markers; the switches go into report's
-            // off-CPU times.
-            ViewEvent::Switch { .. } => return Ok(()),
+            ViewEvent::Switch { .. } => {
+                self.switches.push_event(ev);
+                return Ok(());
+            }
         };
         self.put(v)
     }

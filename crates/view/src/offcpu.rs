@@ -6,6 +6,8 @@
 //! switches are all in before its first call: they are sorted and made into intervals then,
 //! and each call's share is two binary searches in the intervals' running sums.
 
+use crate::event::ViewEvent;
+
 /// The most switches kept, all threads together (16 bytes each as they come, 24 per
 /// interval after): a file with more is reported with the off-CPU time of the first ones.
 pub const MAX_SWITCHES: u64 = 1 << 22;
@@ -71,12 +73,69 @@ impl OffCpu {
         self.cum[i] + t.min(self.ends[i]) - self.starts[i]
     }
 
+    /// The intervals switched out, in time order.
+    pub fn intervals(&mut self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        if !self.raw.is_empty() {
+            self.build();
+        }
+        self.starts.iter().copied().zip(self.ends.iter().copied())
+    }
+
     /// The time in `[from, to]` the thread spent switched out.
     pub fn between(&mut self, from: u64, to: u64) -> u64 {
         if !self.raw.is_empty() {
             self.build();
         }
         self.before(to).saturating_sub(self.before(from))
+    }
+}
+
+/// Every thread's switches, for the exports, which draw the intervals off the CPU once the
+/// pass is over: [`MAX_SWITCHES`] at most, all threads together.
+#[derive(Debug, Default)]
+pub struct ThreadSwitches {
+    /// tid -> (pid, switches).
+    threads: std::collections::BTreeMap<u32, (u32, OffCpu)>,
+    kept: u64,
+}
+
+impl ThreadSwitches {
+    /// A switch of thread `tid` of process `pid`.
+    pub fn push(&mut self, pid: u32, tid: u32, time: u64, out: bool) {
+        if self.kept < MAX_SWITCHES {
+            self.kept += 1;
+            self.threads
+                .entry(tid)
+                .or_insert_with(|| (pid, OffCpu::default()))
+                .1
+                .push(time, out);
+        }
+    }
+
+    /// [`Self::push`] for a [`ViewEvent::Switch`]; other events are not switches.
+    pub fn push_event(&mut self, ev: &ViewEvent<'_>) {
+        if let ViewEvent::Switch {
+            pid,
+            tid,
+            time,
+            out,
+            ..
+        } = *ev
+        {
+            self.push(pid, tid, time, out);
+        }
+    }
+
+    /// Each thread's intervals off the CPU as (pid, tid, start, end), by thread, each
+    /// thread's in time order; the switches are let go.
+    pub fn take_intervals(&mut self) -> Vec<(u32, u32, u64, u64)> {
+        let mut v = Vec::new();
+        for (tid, (pid, off)) in std::mem::take(&mut self.threads) {
+            let mut off = off;
+            v.extend(off.intervals().map(|(s, e)| (pid, tid, s, e)));
+        }
+        self.kept = 0;
+        v
     }
 }
 
@@ -109,6 +168,21 @@ mod tests {
         // A first run (in with no out), a lost switch in (two outs), an out at the end.
         let mut o = off(&[(5, false), (10, true), (12, true), (20, false), (50, true)]);
         assert_eq!(o.between(0, 100), 10);
+    }
+
+    #[test]
+    fn the_exports_get_each_threads_intervals_in_time_order() {
+        let mut s = ThreadSwitches::default();
+        for (tid, t, out) in [(7, 50, true), (3, 10, true), (7, 60, false), (3, 20, false)] {
+            s.push(1, tid, t, out);
+        }
+        s.push(1, 7, 30, false);
+        s.push(1, 7, 25, true);
+        assert_eq!(
+            s.take_intervals(),
+            vec![(1, 3, 10, 20), (1, 7, 25, 30), (1, 7, 50, 60)]
+        );
+        assert!(s.take_intervals().is_empty());
     }
 
     #[test]

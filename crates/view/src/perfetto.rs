@@ -22,6 +22,7 @@ use std::io::Write;
 use prost::Message;
 
 use crate::event::{Call, Names, Sink, ViewEvent, sample_label, uevent_label};
+use crate::offcpu::ThreadSwitches;
 
 /// `perfetto.protos.TracePacket` (the fields perfaux writes).
 #[derive(Clone, PartialEq, Message)]
@@ -133,6 +134,7 @@ enum Track {
     Uevents = 4,
     PauseResume = 5,
     TraceData = 6,
+    OffCpu = 7,
 }
 
 fn uuid(kind: Track, id: u32) -> u64 {
@@ -171,6 +173,8 @@ pub struct PerfettoWriter<W: Write> {
     /// Each function's `TrackEvent.name` field (key, length, bytes), made
     /// once: calls are most of the packets and are encoded by hand.
     name_fields: Vec<Option<Vec<u8>>>,
+    /// The threads' context switches, drawn as slices off the CPU at the end.
+    switches: ThreadSwitches,
 }
 
 /// The buffered packets' size at which they go to the output.
@@ -185,11 +189,18 @@ impl<W: Write> PerfettoWriter<W> {
             known: HashSet::default(),
             threads: HashMap::default(),
             name_fields: Vec::new(),
+            switches: ThreadSwitches::default(),
         }
     }
 
-    /// Flushes and hands the output back.
+    /// Writes each thread's time off the CPU (a slice per interval, on a track of its own),
+    /// flushes and hands the output back.
     pub fn finish(mut self) -> std::io::Result<W> {
+        for (pid, tid, start, end) in self.switches.take_intervals() {
+            let key = (Track::OffCpu, pid, tid);
+            self.emit(key, start, SLICE_BEGIN, Some("off-CPU".into()), Vec::new())?;
+            self.emit(key, end, SLICE_END, None, Vec::new())?;
+        }
         self.out.write_all(&self.buf)?;
         self.buf.clear();
         self.out.flush()?;
@@ -320,6 +331,7 @@ impl<W: Write> PerfettoWriter<W> {
                 Track::Samples => "samples",
                 Track::Uevents => "uevents",
                 Track::PauseResume => "pause/resume",
+                Track::OffCpu => "off-CPU (switched out)",
                 _ => "trace data (snapshots, lost)",
             };
             let name = format!("{} {tid}: {what}", self.comm(tid).unwrap_or_default());
@@ -493,7 +505,10 @@ impl<W: Write> Sink for PerfettoWriter<W> {
                 let key = (Track::TraceData, pid, tid);
                 self.emit(key, time, INSTANT, Some(kind.name().into()), args)
             }
-            ViewEvent::Switch { .. } => Ok(()),
+            ViewEvent::Switch { .. } => {
+                self.switches.push_event(ev);
+                Ok(())
+            }
         }
     }
 

@@ -1,6 +1,7 @@
 """Decodes a Perfetto trace with the official protos (PyPI `perfetto`) and
 prints the slices per thread and name (`slice TID NAME COUNT`), the instants
-per name, the uevent payloads, and the thread and track names; asserts that
+per name, the uevent payloads, the thread and track names, and the slices of
+the named tracks (`named_slice COUNT TOTAL_NS NAME @ TRACK`); asserts that
 every track's events follow its descriptor and that every call slice ends
 after it begins. Exit 3 when the package is absent."""
 import collections
@@ -19,6 +20,8 @@ tracks = {}
 thread_of = {}
 stacks = collections.defaultdict(list)
 names = collections.Counter()
+# Slices of the named (non-thread) tracks: (track name, slice name) -> [count, total ns].
+named = collections.defaultdict(lambda: [0, 0])
 instants = collections.Counter()
 payloads = set()
 for p in trace.packet:
@@ -39,6 +42,10 @@ for p in trace.packet:
     elif e.type == pb.TrackEvent.TYPE_SLICE_END:
         name, begin = stacks[e.track_uuid].pop()
         assert p.timestamp >= begin, (name, begin, p.timestamp)
+        if e.track_uuid not in thread_of and tracks[e.track_uuid].name:
+            n = named[(tracks[e.track_uuid].name, name)]
+            n[0] += 1
+            n[1] += p.timestamp - begin
     elif e.type == pb.TrackEvent.TYPE_INSTANT:
         args = {a.name: (a.string_value or a.uint_value) for a in e.debug_annotations}
         instants[e.name] += 1
@@ -59,3 +66,5 @@ for d in tracks.values():
         print(f"thread {d.thread.tid} {d.thread.thread_name}")
     elif d.name:
         print(f"track {d.name}")
+for (track, name), (n, total) in sorted(named.items()):
+    print(f"named_slice {n} {total} {name} @ {track}")

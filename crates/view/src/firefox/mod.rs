@@ -50,6 +50,7 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 
 use crate::event::{Call, FuncId, Names, Sink, ViewEvent, uevent_label};
+use crate::offcpu::ThreadSwitches;
 use crate::perfetto::payload_text;
 
 use markers::{Data, Markers};
@@ -95,6 +96,8 @@ pub struct FirefoxProfile {
     /// The marker types used (their schemas go in the profile's meta).
     used_call: bool,
     used_info: bool,
+    /// The threads' context switches, markers off the CPU at the end.
+    switches: ThreadSwitches,
 }
 
 impl FirefoxProfile {
@@ -112,6 +115,7 @@ impl FirefoxProfile {
             comms: HashMap::new(),
             used_call: false,
             used_info: false,
+            switches: ThreadSwitches::default(),
         }
     }
 
@@ -264,8 +268,17 @@ impl FirefoxProfile {
         Ok(())
     }
 
-    /// Writes the profile as JSON.
-    pub fn write(self, out: impl Write) -> io::Result<()> {
+    /// Writes the profile as JSON, with a marker per interval each thread spent off the CPU.
+    pub fn write(mut self, out: impl Write) -> io::Result<()> {
+        for (pid, tid, start, end) in self.switches.take_intervals() {
+            self.info(
+                (pid, tid),
+                (start, Some(end)),
+                "off-CPU",
+                0.0,
+                "switched out",
+            )?;
+        }
         write::profile(self, out)
     }
 }
@@ -364,7 +377,10 @@ impl Sink for FirefoxProfile {
                 let pid = self.pid(tid);
                 self.info((pid, tid), (time, None), kind.name(), count as f64, "")
             }
-            ViewEvent::Switch { .. } => Ok(()),
+            ViewEvent::Switch { .. } => {
+                self.switches.push_event(ev);
+                Ok(())
+            }
         }
     }
 }

@@ -15,6 +15,7 @@ use fxprof_processed_profile::{
 };
 
 use crate::event::{FuncId, Names, Sink, ViewEvent, uevent_label};
+use crate::offcpu::ThreadSwitches;
 use crate::perfetto::payload_text;
 
 /// A call, as an interval marker named after the function.
@@ -99,6 +100,7 @@ pub struct ReferenceProfile {
     processes: HashMap<u32, ProcessHandle>,
     threads: HashMap<u32, ThreadState>,
     comms: HashMap<u32, (u32, String)>,
+    switches: ThreadSwitches,
 }
 
 fn ts(ns: u64) -> Timestamp {
@@ -122,6 +124,7 @@ impl ReferenceProfile {
             processes: HashMap::new(),
             threads: HashMap::new(),
             comms: HashMap::new(),
+            switches: ThreadSwitches::default(),
         }
     }
 
@@ -187,8 +190,11 @@ impl ReferenceProfile {
         self.comms.get(&tid).map_or(tid, |c| c.0)
     }
 
-    /// Writes the profile as JSON.
-    pub fn write(self, out: impl Write) -> std::io::Result<()> {
+    /// Writes the profile as JSON, with the threads' intervals off the CPU as markers.
+    pub fn write(mut self, out: impl Write) -> std::io::Result<()> {
+        for (pid, tid, start, end) in self.switches.take_intervals() {
+            self.info(pid, tid, (start, Some(end)), "off-CPU", 0.0, "switched out");
+        }
         serde_json::to_writer(out, &self.profile).map_err(std::io::Error::other)
     }
 }
@@ -312,7 +318,7 @@ impl Sink for ReferenceProfile {
                 let pid = self.pid(tid);
                 self.info(pid, tid, (time, None), kind.name(), count as f64, "");
             }
-            ViewEvent::Switch { .. } => {}
+            ViewEvent::Switch { .. } => self.switches.push_event(ev),
         }
         Ok(())
     }
