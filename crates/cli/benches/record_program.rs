@@ -26,8 +26,9 @@
 //! request-serving program (benches/data/pingpong.c: a client and a server thread over two
 //! pipes, 20,000 requests, two switches or more each) built with -finstrument-functions: run
 //! plainly, under `perfaux record` (switches recorded, the default) and under `perfaux record
-//! --no-switch-events`. The switches and calls in the recording are counted once and printed
-//! to stderr.
+//! --no-switch-events`, and with `perf record --switch-events -e dummy:u` and `perf record -e
+//! dummy:u` as peers (without perf, they are left out, said on stderr). The switches and calls
+//! in the recording are counted once and printed to stderr.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -202,6 +203,35 @@ fn switches(c: &mut Criterion, dir: &Path) {
     g.bench_function("perfaux_record_no_switch_events", |b| {
         b.iter(|| record(&["--no-switch-events"]))
     });
+    // The peer: perf recording the same program's switches (a user-only dummy event with
+    // --switch-events), and perf with the dummy event alone (what a per-task kernel event
+    // costs each switch, recorded or not).
+    let have_perf = Command::new("perf")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if have_perf {
+        let pdata = dir.join("perf.data");
+        for (name, extra) in [
+            ("perf_record_switch_events", &["--switch-events"][..]),
+            ("perf_record_dummy", &[][..]),
+        ] {
+            g.bench_function(name, |b| {
+                b.iter(|| {
+                    run(Command::new("perf")
+                        .args(["record", "-q", "-e", "dummy:u"])
+                        .args(extra)
+                        .arg("-o")
+                        .arg(&pdata)
+                        .arg(&prog)
+                        .arg(PINGPONG_REQUESTS))
+                })
+            });
+        }
+    } else {
+        eprintln!("skipped: the perf peer of record_program_switches (perf not found)");
+    }
     g.finish();
 }
 

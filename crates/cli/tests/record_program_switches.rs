@@ -513,3 +513,64 @@ fn the_exports_show_each_threads_time_off_the_cpu() {
         assert!(close(g, *w), "perfetto, thread {tid}: {g:?} for {w:?}");
     }
 }
+
+/// As root, the recording made by an ordinary user (uid 65534, through `setpriv`) of their
+/// own program: with `perf_event_paranoid` 2 or lower the kernel lets them have their own
+/// switches; above it, `record` says it could not and why, and the trace is recorded all the
+/// same. (Not root: every other test here already runs as an ordinary user.)
+#[test]
+fn an_ordinary_user_records_the_switches_of_their_own_program_or_is_told_why_not() {
+    perfaux_testutil::require_oracle!("gcc");
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return;
+    }
+    if !perfaux_testutil::tool_present("setpriv") {
+        perfaux_testutil::skip("setpriv not found (util-linux)");
+        return;
+    }
+    let d = tempdir();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let prog = build(d.path());
+    // The binary carries its runtime: a copy where the user can reach it.
+    let perfaux_copy = d.path().join("perfaux");
+    std::fs::copy(common::PERFAUX, &perfaux_copy).unwrap();
+    let data = d.path().join("user.data");
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(&perfaux_copy)
+        .args(["record", "-o", path_str(&data), "--", path_str(&prog)])
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(2);
+    let lines = switch_lines(&perfaux_on(&["script", "--show-switch-events"], &data));
+    if paranoid <= 2 {
+        assert!(
+            !stderr.contains("context switches are not in the recording"),
+            "{stderr}"
+        );
+        let s = sleeps(&switches(&lines));
+        assert!(
+            s.values().map(Vec::len).sum::<usize>() >= SLEEPS,
+            "sleeps {s:?}\n{stderr}"
+        );
+    } else {
+        assert!(lines.is_empty());
+        assert!(
+            stderr.contains("context switches are not in the recording")
+                && stderr.contains("perf_event_paranoid"),
+            "{stderr}"
+        );
+    }
+    assert_eq!(
+        wait_calls(&data).values().map(Vec::len).sum::<usize>(),
+        SLEEPS
+    );
+}

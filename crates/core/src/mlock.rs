@@ -8,7 +8,9 @@
 //! `pinned_vm`, which may not exceed `RLIMIT_MEMLOCK` unless perf is not
 //! paranoid (`perf_event_paranoid == -1`) or the caller has
 //! `CAP_IPC_LOCK`. A second mapping of an existing buffer is not charged;
-//! the last unmap of a buffer gives its charge back.
+//! the last unmap of a buffer gives its charge back. A buffer over memory the
+//! caller provides (`EventFd::mmap_over`, perfaux's own: a recorder's memfd)
+//! is not charged either: nothing is pinned for it.
 //!
 //! The limits are the running system's, read at each new buffer as the
 //! kernel reads its sysctls. Where perfaux differs: `locked_vm` is the

@@ -7,7 +7,8 @@
 //! `aux_size` into its user page ([`Mmap::set_aux_area`]) and maps the AUX
 //! area at that offset (`2^m` pages). Mapping the AUX area read-only
 //! selects overwrite mode. A new buffer is charged against the locked-memory
-//! limits first (`crate::mlock`, EPERM).
+//! limits first (`crate::mlock`, EPERM), but for memory the caller provides
+//! (`EventFd::mmap_over`), which pins nothing.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -74,7 +75,9 @@ impl EventFd {
     /// the process). `mem`'s layout must be the one the mapping would get: `nr_pages - 1` data
     /// pages and no AUX area for `pgoff` 0, else no data pages and `nr_pages` AUX pages
     /// (EINVAL otherwise). A mapping of an existing buffer (or AUX area) ignores `mem`, as the
-    /// kernel's second mmap shares the first one's pages.
+    /// kernel's second mmap shares the first one's pages. Provided memory is not charged
+    /// against the locked-memory limits (`perf_event_mlock_kb`, RLIMIT_MEMLOCK): the core pins
+    /// nothing for it.
     pub fn mmap_over(
         &self,
         pgoff: u64,
@@ -95,6 +98,19 @@ fn buffer_memory(layout: RingLayout, provided: Option<Arc<RingMemory>>) -> Resul
             "perf_mmap: the provided memory's layout differs from the mapping's",
         )),
     }
+}
+
+/// The locked-memory charge of a new buffer of `nr_pages` (`crate::mlock`), or none for
+/// memory the caller provides ([`EventFd::mmap_over`]): the limits stand for the pages the
+/// kernel allocates and pins for a buffer, and the core allocates nothing there (the memory
+/// is the caller's, accounted as the caller's: a recorder's memfd is ordinary shared memory),
+/// so a program traced with many threads is not refused what the kernel would never have
+/// pinned.
+fn charge_of(nr_pages: usize, provided: bool) -> Result<crate::mlock::Charge> {
+    if provided {
+        return Ok(crate::mlock::Charge::default());
+    }
+    crate::mlock::check(nr_pages as u64, page_size() as u64)
 }
 
 fn perf_mmap(
@@ -159,7 +175,7 @@ fn perf_mmap_data(
             },
         });
     }
-    let locked = crate::mlock::check(nr_pages as u64, page_size() as u64)?;
+    let locked = charge_of(nr_pages, provided.is_some())?;
     let layout = RingLayout::new(data_pages, 0).map_err(ring_err)?;
     let mem = buffer_memory(layout, provided)?;
     let wakeup = Arc::new(Wakeup::new());
@@ -270,7 +286,7 @@ fn perf_mmap_aux(
             kind: Kind::Aux { reader },
         });
     }
-    let locked = crate::mlock::check(nr_pages as u64, page_size() as u64)?;
+    let locked = charge_of(nr_pages, provided.is_some())?;
     // rb_alloc_aux
     if !event.has_aux() {
         return Err(eopnotsupp(

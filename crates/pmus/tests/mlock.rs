@@ -140,6 +140,18 @@ fn new_buffers_are_charged_until_their_last_unmap_and_refused_past_the_limits() 
         assert_eq!(charged(), (0, 0), "a refused mapping charges nothing");
     }
 
+    // Memory the caller provides (a recorder's memfd, `mmap_over`) is none the kernel would
+    // pin: the same buffer over it is neither refused nor charged.
+    let over = open(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY);
+    let layout = perfaux_ring::RingLayout::new(data_pages, 0).unwrap();
+    let mem = std::sync::Arc::new(perfaux_ring::RingMemory::shared(layout).unwrap());
+    let m = over
+        .mmap_over(0, 1 + data_pages, Prot::READ_WRITE, mem)
+        .unwrap();
+    assert_eq!(charged(), (0, 0), "provided memory is not charged");
+    drop(m);
+    assert_eq!(charged(), (0, 0));
+
     // The caller's own capabilities back (root's include CAP_IPC_LOCK): if
     // they exempt it, the same mapping is allowed and pins the rest.
     set_caps(saved_caps);

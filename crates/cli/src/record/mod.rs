@@ -12,6 +12,7 @@
 pub mod attrs;
 pub mod program;
 mod program_events;
+mod ring_sizes;
 mod session;
 pub mod signals;
 
@@ -149,12 +150,35 @@ impl RecordConfig {
         if a.requests == 0 {
             return Err(CliError::msg("--requests must be at least 1"));
         }
+        let (mut data_size, mut aux_size) = (
+            data.unwrap_or(DEFAULT_DATA_SIZE),
+            aux.unwrap_or(DEFAULT_AUX_SIZE),
+        );
+        if data.is_none() || aux.is_none() {
+            let limits = perfaux_core::MlockLimits::current(page);
+            if let Some((d, x)) = ring_sizes::sizes_within_mlock(
+                crate::workload::WORKERS as u64,
+                page,
+                (data.is_none(), aux.is_none()),
+                (data_size, aux_size),
+                &limits,
+            ) {
+                eprintln!(
+                    "perfaux record: the rings are sized {} KiB of data and {} KiB of trace a \
+                     thread, to fit the memory a user without CAP_IPC_LOCK may lock for perf \
+                     (kernel.perf_event_mlock_kb a CPU, then RLIMIT_MEMLOCK); -m sets them",
+                    d / 1024,
+                    x / 1024
+                );
+                (data_size, aux_size) = (d, x);
+            }
+        }
         Ok(RecordConfig {
             output: a.output.clone(),
             events,
             snapshot,
-            data_size: data.unwrap_or(DEFAULT_DATA_SIZE),
-            aux_size: aux.unwrap_or(DEFAULT_AUX_SIZE),
+            data_size,
+            aux_size,
             requests: a.requests,
             verbose,
         })
