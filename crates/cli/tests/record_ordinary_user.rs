@@ -6,29 +6,17 @@
 
 mod common;
 
-use common::{PERFAUX, path_str, perfaux, tempdir};
+use common::{path_str, perfaux, tempdir};
 
 #[test]
 fn an_ordinary_user_records_the_workload_with_rings_that_fit_their_limits() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return;
-    }
-    if !perfaux_testutil::tool_present("setpriv") {
-        perfaux_testutil::skip("setpriv not found (util-linux)");
-        return;
-    }
     let d = tempdir();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
-    let copy = d.path().join("perfaux");
-    std::fs::copy(PERFAUX, &copy).unwrap();
+    let Some(mut cmd) = common::perfaux_as_ordinary_user(d.path()) else {
+        return;
+    };
     let data = d.path().join("user.data");
-    let out = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(&copy)
+    let out = cmd
         .args(["record", "--requests", "50", "-o", path_str(&data)])
-        .current_dir(d.path())
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);

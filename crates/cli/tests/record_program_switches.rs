@@ -521,27 +521,14 @@ fn the_exports_show_each_threads_time_off_the_cpu() {
 #[test]
 fn an_ordinary_user_records_the_switches_of_their_own_program_or_is_told_why_not() {
     perfaux_testutil::require_oracle!("gcc");
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return;
-    }
-    if !perfaux_testutil::tool_present("setpriv") {
-        perfaux_testutil::skip("setpriv not found (util-linux)");
-        return;
-    }
     let d = tempdir();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let Some(mut cmd) = common::perfaux_as_ordinary_user(d.path()) else {
+        return;
+    };
     let prog = build(d.path());
-    // The binary carries its runtime: a copy where the user can reach it.
-    let perfaux_copy = d.path().join("perfaux");
-    std::fs::copy(common::PERFAUX, &perfaux_copy).unwrap();
     let data = d.path().join("user.data");
-    let out = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(&perfaux_copy)
+    let out = cmd
         .args(["record", "-o", path_str(&data), "--", path_str(&prog)])
-        .current_dir(d.path())
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);

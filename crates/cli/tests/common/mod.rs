@@ -33,6 +33,29 @@ pub fn perf(args: &[&str], home: &Path) -> Run {
     run(perfaux_testutil::perf_command(args, home))
 }
 
+/// As root, `perfaux ARGS` run by an ordinary user (uid 65534, through `setpriv`) in `dir`,
+/// which it is given to write in, from a copy of the binary there (it carries its runtime).
+/// `None` when not root (the tests already run as an ordinary user) or without setpriv (said).
+pub fn perfaux_as_ordinary_user(dir: &Path) -> Option<Command> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return None;
+    }
+    if !perfaux_testutil::tool_present("setpriv") {
+        perfaux_testutil::skip("setpriv not found (util-linux)");
+        return None;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let copy = dir.join("perfaux");
+    std::fs::copy(PERFAUX, &copy).unwrap();
+    let mut c = Command::new("setpriv");
+    c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(copy)
+        .current_dir(dir);
+    Some(c)
+}
+
 pub fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir().expect("tempdir")
 }
