@@ -138,7 +138,9 @@ Events (-e), with perf's syntax:
                             per scheduler tick (its period is the CPU time it stands for)
   page-faults, minor-faults, major-faults, context-switches, cpu-migrations,
   alignment-faults, emulation-faults, bpf-output
-                            software counters (each sample one event), dummy: nothing
+                            software counters (each sample one event; for a program
+                            (-- PROG) the running kernel's, on every thread and process
+                            of it, each event alone), dummy: nothing
   {a,b}                     a group (a is the leader); a,b a list
   pmu/term=value,.../mods   terms: period= freq= config= name= aux-sample-size=
                             aux-action=start-paused|pause|resume aux-output
@@ -226,8 +228,12 @@ pub struct RecordArgs {
     /// Leave the kernel's context switches of the program's threads out of the recording
     /// (recorded by default, as `perf record --switch-events` records them, where the kernel
     /// allows: they tell a call's running time from its waiting).
-    #[arg(long = "no-switch-events")]
+    #[arg(long = "no-switch-events", conflicts_with = "switch_events")]
     pub no_switch_events: bool,
+    /// Record the program's context switches with -S too (they are written as they come, not
+    /// in snapshots: the file grows with them, so -S leaves them out unless asked).
+    #[arg(long = "switch-events")]
+    pub switch_events: bool,
     /// Every sampler's period (a probe's: every Nth call), for those without freq= or
     /// period= of their own.
     #[arg(short = 'c', long = "count", value_name = "PERIOD")]

@@ -35,7 +35,7 @@
 mod error;
 mod events;
 pub mod host;
-mod kernel_switches;
+mod kernel_events;
 mod notice;
 pub mod patching;
 mod process_ends;

@@ -64,9 +64,14 @@ pub enum Notice {
     /// version): no slot was made for what it asked after that, and what it said there (counts
     /// of untraced calls and threads) may be noise.
     ControlAreaDamaged,
-    /// The kernel's context switches of the program are not in the recording: its events
-    /// could not be opened (the kernel's words), or the program started before they were.
-    SwitchesNotRecorded {
+    /// The kernel's events of the program (its context switches, the `-e` events of the
+    /// kernel) are not in the recording: they could not be opened (the kernel's words), or the
+    /// program started before they were. An error when `-e` asked for some.
+    KernelEventsNotRecorded {
+        /// Their names.
+        events: Vec<String>,
+        /// Whether `-e` asked for some (else: the switches, recorded by default).
+        asked: bool,
         /// Why.
         why: String,
     },
@@ -90,7 +95,10 @@ impl Notice {
     /// Whether the notice is a failure of the recording (the file is still written whole): a
     /// tool exits with an error for it.
     pub fn is_error(&self) -> bool {
-        matches!(self, Notice::DiskFilled { .. })
+        matches!(
+            self,
+            Notice::DiskFilled { .. } | Notice::KernelEventsNotRecorded { asked: true, .. }
+        )
     }
 
     /// The disk-full notice of a recording's summary, if its disk filled.
@@ -186,11 +194,26 @@ impl fmt::Display for Notice {
                  area's magic and version): threads that started after were traced only in the \
                  slots made before, and its counts of untraced calls and threads may be noise"
             ),
-            Notice::SwitchesNotRecorded { why } => write!(
-                f,
-                "the program's context switches are not in the recording ({why}): its calls' \
+            Notice::KernelEventsNotRecorded {
+                events,
+                asked: false,
+                why,
+            } if events
+                .iter()
+                .all(|e| e == crate::kernel_events::SWITCH_EVENT_NAME) =>
+            {
+                write!(
+                    f,
+                    "the program's context switches are not in the recording ({why}): its calls' \
                  times cannot be told apart into running and waiting; --no-switch-events says \
                  this is wanted"
+                )
+            }
+            Notice::KernelEventsNotRecorded { events, why, .. } => write!(
+                f,
+                "record: the kernel's events {} of the program are not in the recording ({why}); \
+                 the trace is",
+                events.join(", ")
             ),
             Notice::ObjectsLost { objects } => write!(
                 f,

@@ -35,7 +35,7 @@ use perfaux_swtrace::{ProbeInfo, ProbeTable};
 use crate::error::ProgramError;
 use crate::events::{open_error, unfound};
 use crate::host::{Options, ProgramEvent, ProgramSession, RingMemoryUse, TracedThread};
-use crate::kernel_switches;
+use crate::kernel_events::{self, KernelEvent};
 use crate::notice::{Notice, functions_missing};
 use crate::process_ends::ProcessEnds;
 use crate::runtime::Runtime;
@@ -81,10 +81,16 @@ pub struct ProgramOptions {
     /// slot whose thread ended, or are counted and said.
     pub max_threads: usize,
     /// The kernel's context switches of the program's threads go into the recording
-    /// (PERF_RECORD_SWITCH of a `dummy:u` event, [`crate::kernel_switches`]); where the kernel
-    /// refuses them, a [`Notice::SwitchesNotRecorded`] says so and the trace is recorded all
-    /// the same.
+    /// (PERF_RECORD_SWITCH of a `dummy:u` event, [`crate::kernel_events`]); where the kernel
+    /// refuses them, a [`Notice::KernelEventsNotRecorded`] says so and the trace is recorded
+    /// all the same.
     pub switch_events: bool,
+    /// The kernel's own events of the program (`-e page-faults`, ...): each opened by the
+    /// recorder on every CPU for the program's threads and processes ([`crate::kernel_events`];
+    /// their `leader`s are ignored, each is its own). Where the kernel refuses them, a
+    /// [`Notice::KernelEventsNotRecorded`] that is an error says so, and the trace is recorded
+    /// all the same.
+    pub kernel_events: Vec<EventSpec>,
 }
 
 impl ProgramOptions {
@@ -115,6 +121,7 @@ impl ProgramOptions {
             libcalls: false,
             max_threads: MAX_THREADS,
             switch_events: false,
+            kernel_events: Vec::new(),
         }
     }
 }
@@ -312,7 +319,9 @@ impl TracedProgram {
             libcalls,
             max_threads,
             switch_events,
+            kernel_events: kernel_specs,
         } = options;
+        let asked_kernel = !kernel_specs.is_empty();
         if specs.len() != table.len() {
             return Err(ProgramError::Options(format!(
                 "{} events for an event table of {}",
@@ -332,16 +341,25 @@ impl TracedProgram {
             default_watermarks(spec, &rec_opts);
             ev.attr = spec.open;
         }
-        // The kernel's switches are an event of the file that no thread of the program opens:
-        // after the table's.
-        let switch_event = switch_events.then(|| {
-            specs.push(EventSpec::new(
-                kernel_switches::SWITCH_EVENT_NAME,
-                kernel_switches::switch_attr(),
-                specs.len(),
-            ));
-            specs.len() - 1
+        // The kernel's events (those asked for, then the switches) are events of the file
+        // that no thread of the program opens: after the table's.
+        let mut kernel = Vec::new();
+        let switches = switch_events.then(|| {
+            EventSpec::new(
+                kernel_events::SWITCH_EVENT_NAME,
+                kernel_events::switch_attr(),
+                0,
+            )
         });
+        for mut spec in kernel_specs.into_iter().chain(switches) {
+            spec.leader = specs.len();
+            kernel.push(KernelEvent {
+                name: spec.name.clone(),
+                attr: spec.open,
+                index: specs.len(),
+            });
+            specs.push(spec);
+        }
         let runtime = Runtime::find().map_err(ProgramError::Runtime)?;
         let opts = Options {
             runtime: runtime.path.clone(),
@@ -389,23 +407,29 @@ impl TracedProgram {
             // SAFETY: runs in the forked child before exec; fcntl is async-signal-safe.
             unsafe { std::os::unix::process::CommandExt::pre_exec(&mut command, inherit) };
         }
-        // The child waits between fork and exec until its switch events are open.
-        let switches = match switch_event.map(|_| kernel_switches::SpawnGate::new()) {
+        // The child waits between fork and exec until the kernel's events are open.
+        let names: Vec<String> = kernel.iter().map(|k| k.name.clone()).collect();
+        let not_recorded = |why: String| Notice::KernelEventsNotRecorded {
+            events: names.clone(),
+            asked: asked_kernel,
+            why,
+        };
+        let opening = match (!kernel.is_empty()).then(kernel_events::SpawnGate::new) {
             Some(Ok(gate)) => {
                 gate.hold(&mut command);
-                Some(gate.open_on_spawn())
+                Some(gate.open_on_spawn(kernel))
             }
             Some(Err(e)) => {
-                notices.push(Notice::SwitchesNotRecorded {
-                    why: format!("no pipe to hold the program at its start: {e}"),
-                });
+                notices.push(not_recorded(format!(
+                    "no pipe to hold the program at its start: {e}"
+                )));
                 None
             }
             None => None,
         };
         let start_ns = perfaux_swtrace::clock::monotonic_ns();
         let spawned = session.spawn(command, &runtime.path);
-        let switches = switches.and_then(|(parent_side, opening)| {
+        let opened = opening.and_then(|(parent_side, opening)| {
             // The child forked (or the spawn failed): the parent's copies of its ends go, so
             // that the opener sees the pipe end if no child ever writes.
             drop(parent_side);
@@ -417,23 +441,23 @@ impl TracedProgram {
         })?;
         drop(plan_fd);
         let mut rec = rec;
-        if let Some(idx) = switch_event {
-            match switches {
-                Some(kernel_switches::Opened {
+        if !names.is_empty() {
+            match opened {
+                Some(kernel_events::Opened {
                     pid: p,
                     rings: Ok(rings),
                 }) if p == pid => {
                     for r in rings {
-                        let id = r.id();
-                        rec.add_ring_of(Box::new(r), &[(idx, id)])?;
+                        let ids = [(r.index(), r.id())];
+                        rec.add_ring_of(Box::new(r), &ids)?;
                     }
                 }
-                Some(kernel_switches::Opened { rings: Err(e), .. }) => {
-                    notices.push(Notice::SwitchesNotRecorded { why: e.to_string() });
+                Some(kernel_events::Opened { rings: Err(e), .. }) => {
+                    notices.push(not_recorded(e.to_string()));
                 }
-                _ => notices.push(Notice::SwitchesNotRecorded {
-                    why: "the program's pid did not come before its start".into(),
-                }),
+                _ => notices.push(not_recorded(
+                    "the program's pid did not come before its start".into(),
+                )),
             }
         }
         let program_fd = ProcessEnds::pidfd(pid);

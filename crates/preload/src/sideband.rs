@@ -98,6 +98,8 @@ pub(crate) struct Sideband<W: ProcessWatch = ProcessEnds> {
     traced: usize,
     /// The session's objects whose MMAP2 is written.
     objects: usize,
+    /// Whether the first report of objects is written (those are dated at the start).
+    first_objects_written: bool,
     /// (pid, tid, fork time) of every traced thread seen: the same in a new slot is an image
     /// the thread exec'd; a child's FORK is written with its first.
     tasks: Vec<(u32, u32, Option<u64>)>,
@@ -173,6 +175,7 @@ impl<W: ProcessWatch> Sideband<W> {
             slots: Vec::new(),
             traced: 0,
             objects: 0,
+            first_objects_written: false,
             tasks: Vec::new(),
             main_exited: Vec::new(),
             ends,
@@ -353,11 +356,20 @@ impl<W: ProcessWatch> Sideband<W> {
         session: &mut impl Session,
     ) -> Result<()> {
         let info = rec.file_info();
-        for o in session.objects_from(self.objects) {
+        for mut o in session.objects_from(self.objects) {
             let pid = if o.pid != 0 { o.pid } else { self.pid };
+            // The objects the program's first process had at its first report were mapped
+            // since its exec: dated at its start, as the kernel's own MMAP records are, so
+            // that the kernel's samples from the loader's time (page faults) find them.
+            if pid == self.pid && !self.first_objects_written {
+                o.time = self.start_ns;
+            }
             let r = object_mmap2(&info, pid, &o)?;
             rec.write_record(&r)?;
             self.objects += 1;
+        }
+        if self.objects > 0 {
+            self.first_objects_written = true;
         }
         Ok(())
     }

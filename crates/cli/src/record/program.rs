@@ -106,7 +106,7 @@ fn options(a: &RecordArgs) -> Result<ProgramOptions, CliError> {
     };
     let mut events = resolve_events(&texts, aux_sample_size(a)?).map_err(CliError::msg)?;
     apply_sampling(&mut events, a)?;
-    let (events, table) = program_events(&events)?;
+    let program = program_events(&events)?;
     let page = perfaux_core::page_size() as u64;
     // `-m DATA,AUX` sizes each thread's areas as it does the built-in workload's: the data
     // area holds the thread's uevents and records until the next pass, so a larger one loses
@@ -116,15 +116,18 @@ fn options(a: &RecordArgs) -> Result<ProgramOptions, CliError> {
         None => (None, None),
     };
     Ok(ProgramOptions {
-        events,
-        table,
+        events: program.specs,
+        table: program.table,
+        kernel_events: program.kernel,
         aux_size: aux_size.unwrap_or(DEFAULT_AUX_SIZE),
         data_size: data_size.unwrap_or(DEFAULT_DATA_SIZE),
         overwrite,
         patch: patch_spec(a)?,
         libcalls: !a.no_libcall,
         max_threads: a.max_threads as usize,
-        switch_events: !a.no_switch_events,
+        // A flight recorder's file holds snapshots, but the switches stream in as they come:
+        // with -S they are recorded only when asked for.
+        switch_events: a.switch_events || (!a.no_switch_events && !overwrite),
     })
 }
 

@@ -7,21 +7,95 @@
 //! writes into its buffer. A `probe:FUNC` names a function of the program by its ELF symbol
 //! name: only the program knows where its objects are loaded, so the runtime finds FUNC in
 //! each object it loads (also by `dlopen`) and fills in the probe's `config` (0 here).
+//!
+//! The kernel's software events (page-faults, context-switches, cpu-migrations, ...) are the
+//! running kernel's to count: no thread opens them; the recorder opens each on every CPU for
+//! the program's threads and processes (perfaux-preload's `kernel_events`), so each stands
+//! alone, outside the trace's group.
 
 use perfaux_perfdata::record_attrs::uevent_stream_attr;
 use perfaux_perfdata::uevent_sample::UEVENT_EVENT_NAME;
 use perfaux_preload::host::ProgramEvent;
 use perfaux_recorder::EventSpec;
 
+use perfaux_abi::consts::{
+    PERF_COUNT_SW_BPF_OUTPUT, PERF_COUNT_SW_CPU_CLOCK, PERF_COUNT_SW_DUMMY,
+    PERF_COUNT_SW_TASK_CLOCK,
+};
+
 use super::attrs::attrs_with;
 use crate::error::CliError;
 use crate::events::resolve::{SWTRACE_PMU, UEVENT_AUX_PMU};
 use crate::events::{Event, EventKind};
 
-/// The recorder's specs and the program's event table for `events`, in the same order; the
-/// uevent stream is added if no `-e uevent` asked for it (a program's `perfaux_uevent` calls
-/// are always recorded, as without -e).
-pub fn program_events(events: &[Event]) -> Result<(Vec<EventSpec>, Vec<ProgramEvent>), CliError> {
+/// Whether `ev` is the kernel's own: a software event that perfaux's perf core cannot see
+/// happen (it has the clocks, the dummy event and bpf-output, which carries uevents).
+pub fn is_kernel_event(ev: &Event) -> bool {
+    matches!(ev.kind, EventKind::Software { config } if !matches!(
+        config,
+        PERF_COUNT_SW_TASK_CLOCK
+            | PERF_COUNT_SW_CPU_CLOCK
+            | PERF_COUNT_SW_DUMMY
+            | PERF_COUNT_SW_BPF_OUTPUT
+    ))
+}
+
+/// The program's events for `events`: the recorder's specs and the program's event table, in
+/// the same order (the uevent stream is added if no `-e uevent` asked for it: a program's
+/// `perfaux_uevent` calls are always recorded, as without -e), and the kernel's events.
+pub struct ProgramEvents {
+    pub specs: Vec<EventSpec>,
+    pub table: Vec<ProgramEvent>,
+    pub kernel: Vec<EventSpec>,
+}
+
+/// Splits `events` into the program's and the kernel's ([`ProgramEvents`]).
+pub fn program_events(events: &[Event]) -> Result<ProgramEvents, CliError> {
+    let mut kernel = Vec::new();
+    for (i, ev) in events.iter().enumerate() {
+        if !is_kernel_event(ev) {
+            continue;
+        }
+        let grouped = ev.leader != i
+            || events
+                .iter()
+                .enumerate()
+                .any(|(j, o)| j != i && o.leader == i);
+        if grouped || ev.aux_action != Default::default() || ev.aux_sample_size != 0 {
+            return Err(CliError::msg(format!(
+                "record: event '{}' is the kernel's: the recorder opens it for the program's \
+                 threads on every CPU, alone; it cannot be in a group, take an aux-action or \
+                 an AUX sample (the kernel cannot reach the trace)",
+                ev.text
+            )));
+        }
+        let a = attrs_with(ev, &|_| Ok(0)).map_err(CliError::msg)?;
+        kernel.push(EventSpec::new(a.name, a.open, 0));
+    }
+    let (events, leaders) = without_kernel_events(events);
+    let (specs, table) = traced_events(&events, &leaders)?;
+    Ok(ProgramEvents {
+        specs,
+        table,
+        kernel,
+    })
+}
+
+/// `events` without the kernel's, and each one's leader's index among those kept.
+fn without_kernel_events(events: &[Event]) -> (Vec<Event>, Vec<usize>) {
+    let kept: Vec<usize> = (0..events.len())
+        .filter(|&i| !is_kernel_event(&events[i]))
+        .collect();
+    let new_index = |old: usize| kept.iter().position(|&k| k == old).unwrap_or(old);
+    let leaders = kept.iter().map(|&i| new_index(events[i].leader)).collect();
+    (kept.iter().map(|&i| events[i].clone()).collect(), leaders)
+}
+
+/// The specs and table of the events the program's threads open.
+fn traced_events(
+    events: &[Event],
+    leaders: &[usize],
+) -> Result<(Vec<EventSpec>, Vec<ProgramEvent>), CliError> {
     let traces = events
         .iter()
         .filter(|e| e.kind == EventKind::SwTrace)
@@ -45,12 +119,12 @@ pub fn program_events(events: &[Event]) -> Result<(Vec<EventSpec>, Vec<ProgramEv
         // The runtime fills in a probe's config (the probe PMU's value for FUNC).
         let a = attrs_with(ev, &|_| Ok(0)).map_err(CliError::msg)?;
         let mut s = EventSpec::new(a.name, a.open, i);
-        s.leader = ev.leader;
+        s.leader = leaders[i];
         s.uevent_stream = a.uevent_stream;
         specs.push(s);
         table.push(ProgramEvent {
             attr: a.open,
-            leader: ev.leader,
+            leader: leaders[i],
             func: match &ev.kind {
                 EventKind::Probe { func } => Some(func.clone()),
                 _ => None,

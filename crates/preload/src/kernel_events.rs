@@ -1,21 +1,22 @@
-//! The running kernel's context switches of a traced program, in its recording: one per-task
-//! software event per CPU (`perf_event_open(pid = the program, cpu)`, PERF_COUNT_SW_DUMMY with
-//! `context_switch`, `inherit`, `enable_on_exec`, on CLOCK_MONOTONIC, the recording's clock),
-//! each with a ring of its own, as `perf record --switch-events ./prog` opens them. The kernel
-//! refuses to map an inherited event of one task on all CPUs (`perf_mmap`: `cpu == -1 &&
-//! inherit` is EINVAL), hence one event per CPU: each ring takes the switches of every thread
-//! of the program that ran on that CPU.
+//! The running kernel's events of a traced program, in its recording: its context switches
+//! (PERF_COUNT_SW_DUMMY with `context_switch`, as `perf record --switch-events ./prog` asks for
+//! them) and the kernel's software events `-e` names (page-faults, context-switches, ...),
+//! each opened once per CPU on the program (`perf_event_open(pid = the program, cpu)` with
+//! `inherit` and `enable_on_exec`, on CLOCK_MONOTONIC, the recording's clock), each with a ring
+//! of its own. The kernel refuses to map an inherited event of one task on all CPUs
+//! (`perf_mmap`: `cpu == -1 && inherit` is EINVAL), hence one event per CPU, as perf opens
+//! them: each ring takes the records of every thread of the program that ran on that CPU.
 //!
 //! The events exist before the program's first instruction, so that every thread and process
 //! it makes inherits them: the child, between fork and exec, sends its pid through a pipe and
 //! waits on another ([`SpawnGate`]); a thread of the recorder opens the events on that pid and
 //! lets the child go. With `enable_on_exec` they count from the exec on.
 //!
-//! Each ring is a [`Ring`] of the recorder. Its records (PERF_RECORD_SWITCH; PERF_RECORD_LOST
-//! when the kernel had no room) carry the kernel's event id, which can be any number, one of
-//! the program's own events' too: it is replaced by the recording's ([`switch_id`]) as each
-//! record is taken. Nothing of the kernel's is trusted further than the ring protocol checks
-//! and the record sizes the rewrite needs.
+//! Each ring is a [`Ring`] of the recorder. Its records (PERF_RECORD_SWITCH, PERF_RECORD_SAMPLE;
+//! PERF_RECORD_LOST when the kernel had no room) carry the kernel's event id, which can be any
+//! number, one of the program's own events' too: it is replaced by the recording's
+//! ([`kernel_id`]) as each record is taken. Nothing of the kernel's is trusted further than the
+//! ring protocol checks and the record sizes the rewrite needs.
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
@@ -28,18 +29,19 @@ use std::time::Duration;
 use perfaux_abi::Endianness;
 use perfaux_abi::attr::{AttrFlags, PerfEventAttr};
 use perfaux_abi::consts::{
-    PERF_ATTR_SIZE_VER7, PERF_COUNT_SW_DUMMY, PERF_RECORD_LOST, PERF_TYPE_SOFTWARE,
+    PERF_ATTR_SIZE_VER7, PERF_COUNT_SW_DUMMY, PERF_RECORD_LOST, PERF_RECORD_SAMPLE,
+    PERF_SAMPLE_IDENTIFIER, PERF_TYPE_SOFTWARE,
 };
 use perfaux_perfdata::record_attrs::base_attr;
 use perfaux_recorder::ring::{AuxFn, RecordFn, Ring};
 use perfaux_recorder::{RecordError, Result};
 use perfaux_ring::{PerfMmap, RingMemory, Wakeup};
 
-/// The event's name in the file, as perf names a user-only dummy event.
+/// The switch event's name in the file, as perf names a user-only dummy event.
 pub const SWITCH_EVENT_NAME: &str = "dummy:u";
 
-/// Data pages of each CPU's ring: 128 KiB, 3,000 switch records, drained every step (a
-/// millisecond); what does not fit is a PERF_RECORD_LOST the recording counts.
+/// Data pages of each event's ring on each CPU: 128 KiB, 3,000 switch records, drained every
+/// step (a millisecond); what does not fit is a PERF_RECORD_LOST the recording counts.
 const DATA_PAGES: usize = 32;
 
 /// How long the recorder waits for the child's pid before it lets the program start without
@@ -52,30 +54,41 @@ const PERF_EVENT_IOC_DISABLE: libc::c_ulong = 0x2401;
 /// `PERF_FLAG_FD_CLOEXEC`.
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
 
-/// The sample id of CPU `cpu`'s switch event in the recording: far above the ids the
-/// program's events take (a counter from 1).
-pub fn switch_id(cpu: u32) -> u64 {
-    0x7fff_ff00_0000_0000 | u64::from(cpu)
+/// The sample id in the recording of the recording's event `index` (a kernel event) on CPU
+/// `cpu`: far above the ids the program's events take (a counter from 1).
+pub fn kernel_id(index: usize, cpu: u32) -> u64 {
+    0x7fff_ff00_0000_0000 | ((index as u64 & 0xff_ffff) << 16) | u64::from(cpu & 0xffff)
 }
 
-/// The attr of the switch events, as opened and as the file says (the file leaves out
-/// `use_clockid`: every time in the recording is CLOCK_MONOTONIC's, which perfaux's attrs
-/// without it also mean).
+/// The attr of the switch events, as the file says it (the file leaves out `use_clockid`:
+/// every time in the recording is CLOCK_MONOTONIC's, which perfaux's attrs without it also
+/// mean).
 pub fn switch_attr() -> PerfEventAttr {
     let mut a = base_attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY);
     a.flags |= AttrFlags::CONTEXT_SWITCH;
     a
 }
 
-/// [`switch_attr`] as the kernel is asked for it.
-fn open_attr() -> PerfEventAttr {
-    let mut a = switch_attr();
+/// One kernel event of the recording: its name and attr as the file has them, and its index
+/// among the file's events.
+#[derive(Debug, Clone)]
+pub struct KernelEvent {
+    pub name: String,
+    pub attr: PerfEventAttr,
+    pub index: usize,
+}
+
+/// `filed` as the kernel is asked for it: on every thread and process of the program from its
+/// exec on, on the recording's clock.
+fn open_attr(filed: &PerfEventAttr) -> PerfEventAttr {
+    let mut a = *filed;
     a.size = PERF_ATTR_SIZE_VER7;
     a.flags |= AttrFlags::DISABLED
         | AttrFlags::ENABLE_ON_EXEC
         | AttrFlags::INHERIT
         | AttrFlags::USE_CLOCKID;
     a.flags.remove(AttrFlags::WATERMARK);
+    a.set_wakeup_watermark(0);
     a.clockid = libc::CLOCK_MONOTONIC;
     a
 }
@@ -104,10 +117,13 @@ fn fallback_cpus() -> Vec<u32> {
     (0..n as u32).collect()
 }
 
-/// One CPU's switch event of the program, opened and mapped.
-pub struct SwitchRing {
+/// One kernel event of the program on one CPU, opened and mapped.
+pub struct KernelRing {
     pid: u32,
     cpu: u32,
+    index: usize,
+    /// Its samples start with IDENTIFIER (the file's sample_type has it).
+    identifier_first: bool,
     fd: OwnedFd,
     mmap: PerfMmap,
     /// A record being rewritten.
@@ -116,12 +132,12 @@ pub struct SwitchRing {
 
 /// The kernel's answer when an event could not be opened or mapped: what, on which CPU, why.
 #[derive(Debug)]
-pub struct SwitchError {
+pub struct KernelError {
     pub what: String,
     pub source: io::Error,
 }
 
-impl std::fmt::Display for SwitchError {
+impl std::fmt::Display for KernelError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: {}", self.what, self.source)?;
         if matches!(self.source.raw_os_error(), Some(libc::EACCES | libc::EPERM)) {
@@ -130,70 +146,90 @@ impl std::fmt::Display for SwitchError {
                 .unwrap_or_else(|_| "?".into());
             write!(
                 f,
-                " (kernel.perf_event_paranoid is {level}: 2 or lower lets a user see their own \
-                 processes' switches)"
+                " (kernel.perf_event_paranoid is {level}: 2 or lower lets a user have the \
+                 kernel's events of their own processes)"
             )?;
         }
         Ok(())
     }
 }
 
-/// Opens and maps the switch events of process `pid` on every CPU.
-pub fn open(pid: u32) -> std::result::Result<Vec<SwitchRing>, SwitchError> {
-    let attr = open_attr().to_bytes(PERF_ATTR_SIZE_VER7, Endianness::NATIVE);
+/// Opens and maps each of `events` for process `pid` on every CPU.
+pub fn open(pid: u32, events: &[KernelEvent]) -> std::result::Result<Vec<KernelRing>, KernelError> {
     let mut rings = Vec::new();
-    for cpu in online_cpus() {
-        // SAFETY: perf_event_open(2) reads `size` (VER7) bytes of the attr, written above,
-        // and returns a new descriptor or -1.
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_perf_event_open,
-                attr.as_ptr(),
-                pid as libc::pid_t,
-                cpu as libc::c_int,
-                -1 as libc::c_int,
-                PERF_FLAG_FD_CLOEXEC,
-            )
-        };
-        let Some(fd) = i32::try_from(fd).ok().filter(|&fd| fd >= 0) else {
-            return Err(SwitchError {
-                what: format!("perf_event_open of the context switches of pid {pid} on CPU {cpu}"),
-                source: io::Error::last_os_error(),
-            });
-        };
-        // SAFETY: a descriptor just returned to us alone.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        let mem =
-            RingMemory::kernel(fd.as_fd(), DATA_PAGES, true, None).map_err(|e| SwitchError {
-                what: format!("mapping the context switches' ring of CPU {cpu}"),
-                source: io::Error::other(e.to_string()),
+    for ev in events {
+        let attr = open_attr(&ev.attr).to_bytes(PERF_ATTR_SIZE_VER7, Endianness::NATIVE);
+        for cpu in online_cpus() {
+            // SAFETY: perf_event_open(2) reads `size` (VER7) bytes of the attr, written
+            // above, and returns a new descriptor or -1.
+            let fd = unsafe {
+                libc::syscall(
+                    libc::SYS_perf_event_open,
+                    attr.as_ptr(),
+                    pid as libc::pid_t,
+                    cpu as libc::c_int,
+                    -1 as libc::c_int,
+                    PERF_FLAG_FD_CLOEXEC,
+                )
+            };
+            let Some(fd) = i32::try_from(fd).ok().filter(|&fd| fd >= 0) else {
+                return Err(KernelError {
+                    what: format!(
+                        "perf_event_open of '{}' for pid {pid} on CPU {cpu}",
+                        ev.name
+                    ),
+                    source: io::Error::last_os_error(),
+                });
+            };
+            // SAFETY: a descriptor just returned to us alone.
+            let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+            let mem = RingMemory::kernel(fd.as_fd(), DATA_PAGES, true, None).map_err(|e| {
+                KernelError {
+                    what: format!("mapping the ring of '{}' on CPU {cpu}", ev.name),
+                    source: io::Error::other(e.to_string()),
+                }
             })?;
-        rings.push(SwitchRing {
-            pid,
-            cpu,
-            fd,
-            mmap: PerfMmap::new(Arc::new(mem)),
-            buf: Vec::new(),
-        });
+            rings.push(KernelRing {
+                pid,
+                cpu,
+                index: ev.index,
+                identifier_first: ev.attr.sample_type & PERF_SAMPLE_IDENTIFIER != 0,
+                fd,
+                mmap: PerfMmap::new(Arc::new(mem)),
+                buf: Vec::new(),
+            });
+        }
     }
     Ok(rings)
 }
 
-impl SwitchRing {
+impl KernelRing {
+    /// Its event's index among the recording's events.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
     /// Its sample id in the recording.
     pub fn id(&self) -> u64 {
-        switch_id(self.cpu)
+        kernel_id(self.index, self.cpu)
     }
 }
 
-/// Replaces the kernel's event id in `rec` (a record with a sample_id whose last field is
-/// IDENTIFIER, as [`switch_attr`]'s sample_type makes every one) by `id`; a LOST record's
-/// own id too. Whether the record was long enough to hold them.
-fn rewrite_id(rec: &mut [u8], id: u64, type_: u32) -> bool {
+/// Replaces the kernel's event id in `rec` by `id`: a sample's IDENTIFIER, first in its body
+/// (`identifier_first`), or the last field of another record's sample_id, which is IDENTIFIER
+/// (perfaux's attrs all have it); a LOST record's own id too. Whether the record was long
+/// enough to hold them.
+fn rewrite_id(rec: &mut [u8], id: u64, type_: u32, identifier_first: bool) -> bool {
     let len = rec.len();
     // The header, and at least the identifier after it.
     if len < 16 {
         return false;
+    }
+    if type_ == PERF_RECORD_SAMPLE {
+        if identifier_first {
+            rec[8..16].copy_from_slice(&id.to_ne_bytes());
+        }
+        return true;
     }
     rec[len - 8..].copy_from_slice(&id.to_ne_bytes());
     if type_ == PERF_RECORD_LOST {
@@ -206,7 +242,7 @@ fn rewrite_id(rec: &mut [u8], id: u64, type_: u32) -> bool {
     true
 }
 
-impl Ring for SwitchRing {
+impl Ring for KernelRing {
     fn tid(&self) -> i32 {
         self.pid as i32
     }
@@ -215,7 +251,7 @@ impl Ring for SwitchRing {
         let id = self.id();
         let ring_err = |source| RecordError::Ring {
             tid: self.pid as i32,
-            what: "the kernel's context-switch ring",
+            what: "a ring of the kernel's events",
             source,
         };
         let records = self.mmap.read_records().map_err(ring_err)?;
@@ -223,7 +259,7 @@ impl Ring for SwitchRing {
             let rec = rec.map_err(ring_err)?;
             self.buf.clear();
             self.buf.extend_from_slice(rec.bytes);
-            if !rewrite_id(&mut self.buf, id, rec.header.type_) {
+            if !rewrite_id(&mut self.buf, id, rec.header.type_, self.identifier_first) {
                 return Err(RecordError::Record {
                     tid: self.pid as i32,
                     what: format!(
@@ -255,7 +291,7 @@ impl Ring for SwitchRing {
             PERF_EVENT_IOC_DISABLE
         };
         // SAFETY: an argument-less ioctl on our descriptor. Its answer does not matter: the
-        // events start at the program's exec, and a failed stop only lets more switches in.
+        // events start at the program's exec, and a failed stop only lets more records in.
         unsafe { libc::ioctl(self.fd.as_raw_fd(), req, 0) };
         Ok(())
     }
@@ -333,7 +369,10 @@ impl SpawnGate {
     /// `None` if no pid came (the spawn failed, or [`PID_WAIT`] passed). The returned
     /// [`ParentSide`] holds the descriptors the child must inherit: drop it once the spawn
     /// returned.
-    pub fn open_on_spawn(self) -> (ParentSide, JoinHandle<Option<Opened>>) {
+    pub fn open_on_spawn(
+        self,
+        events: Vec<KernelEvent>,
+    ) -> (ParentSide, JoinHandle<Option<Opened>>) {
         let SpawnGate {
             pid_r,
             pid_w,
@@ -342,7 +381,7 @@ impl SpawnGate {
         } = self;
         let handle = std::thread::spawn(move || {
             let pid = read_pid(&pid_r)?;
-            let opened = open(pid);
+            let opened = open(pid, &events);
             // The go: the child's read returns (also when this end closes, on any path).
             let _ = rustix::io::write(&go_w, &[1]);
             Some(Opened { pid, rings: opened })
@@ -366,7 +405,7 @@ pub struct ParentSide {
 /// What the recorder's thread opened for the child `pid`.
 pub struct Opened {
     pub pid: u32,
-    pub rings: std::result::Result<Vec<SwitchRing>, SwitchError>,
+    pub rings: std::result::Result<Vec<KernelRing>, KernelError>,
 }
 
 /// The child's pid from the pipe, waiting at most [`PID_WAIT`]; `None` on the pipe's end.
@@ -406,23 +445,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_id_is_rewritten_in_the_trailer_and_in_a_lost_records_body() {
+    fn the_id_is_rewritten_where_each_record_keeps_it() {
+        let id = kernel_id(4, 3);
         let mut sw = vec![0u8; 40];
         sw[32..].copy_from_slice(&77u64.to_ne_bytes());
-        assert!(rewrite_id(&mut sw, switch_id(3), 14));
-        assert_eq!(sw[32..], switch_id(3).to_ne_bytes());
+        assert!(rewrite_id(&mut sw, id, 14, true));
+        assert_eq!(sw[32..], id.to_ne_bytes());
         let mut lost = vec![0u8; 56];
         lost[8..16].copy_from_slice(&77u64.to_ne_bytes());
-        assert!(rewrite_id(&mut lost, switch_id(1), PERF_RECORD_LOST));
-        assert_eq!(lost[8..16], switch_id(1).to_ne_bytes());
-        assert_eq!(lost[48..], switch_id(1).to_ne_bytes());
-        assert!(!rewrite_id(&mut [0u8; 8], 1, 14));
-        assert!(!rewrite_id(&mut [0u8; 24], 1, PERF_RECORD_LOST));
+        assert!(rewrite_id(&mut lost, id, PERF_RECORD_LOST, true));
+        assert_eq!(lost[8..16], id.to_ne_bytes());
+        assert_eq!(lost[48..], id.to_ne_bytes());
+        // A sample: IDENTIFIER first, and nothing else touched.
+        let mut sample = vec![9u8; 56];
+        assert!(rewrite_id(&mut sample, id, PERF_RECORD_SAMPLE, true));
+        assert_eq!(sample[8..16], id.to_ne_bytes());
+        assert!(sample[16..].iter().all(|&b| b == 9));
+        assert!(!rewrite_id(&mut [0u8; 8], 1, 14, true));
+        assert!(!rewrite_id(&mut [0u8; 24], 1, PERF_RECORD_LOST, true));
     }
 
     #[test]
-    fn the_switch_ids_are_none_of_a_counters() {
-        assert!(switch_id(0) > u64::from(u32::MAX));
-        assert_ne!(switch_id(0), switch_id(1));
+    fn the_kernel_ids_are_none_of_a_counters_and_each_events_own() {
+        assert!(kernel_id(0, 0) > u64::from(u32::MAX));
+        assert_ne!(kernel_id(0, 1), kernel_id(1, 0));
+        assert_ne!(kernel_id(2, 1), kernel_id(2, 0));
     }
 }
