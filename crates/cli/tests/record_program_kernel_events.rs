@@ -51,6 +51,15 @@ fn build(dir: &Path) -> PathBuf {
     dir.join("sleeper")
 }
 
+/// The sleeper built and recorded (record's `extra` options) in a directory of its own.
+fn sleeper_recorded(extra: &[&str]) -> (tempfile::TempDir, PathBuf) {
+    let d = tempdir();
+    let prog = build(d.path());
+    let data = d.path().join("perf.data");
+    record(&data, extra, &[path_str(&prog)]);
+    (d, data)
+}
+
 fn record(data: &Path, extra: &[&str], command: &[&str]) {
     let mut args = vec!["record", "-o", path_str(data)];
     args.extend_from_slice(extra);
@@ -199,10 +208,7 @@ fn misplaced(
 fn perf_prints_the_recorded_switches_as_perfaux_script_does() {
     perfaux_testutil::require_oracle!("perf");
     perfaux_testutil::require_oracle!("gcc");
-    let d = tempdir();
-    let prog = build(d.path());
-    let data = d.path().join("perf.data");
-    record(&data, &[], &[path_str(&prog)]);
+    let (d, data) = sleeper_recorded(&[]);
     let perf =
         perfaux_testutil::perf_on_file(&["script", "--show-switch-events"], &data, false, d.path());
     assert!(perf.ok(), "perf script: {}", perf.stderr);
@@ -223,10 +229,7 @@ fn perf_prints_the_recorded_switches_as_perfaux_script_does() {
 #[test]
 fn every_sleep_lies_inside_the_traced_call_that_slept() {
     perfaux_testutil::require_oracle!("gcc");
-    let d = tempdir();
-    let prog = build(d.path());
-    let data = d.path().join("perf.data");
-    record(&data, &[], &[path_str(&prog)]);
+    let (_d, data) = sleeper_recorded(&[]);
     let out = perfaux_on(&["script", "--show-switch-events"], &data);
     let sleeps = sleeps(&switches(&switch_lines(&out)));
     let calls = wait_calls(&data);
@@ -267,10 +270,7 @@ fn the_switches_of_forked_and_execd_processes_are_recorded() {
 #[test]
 fn no_switch_events_leaves_them_out() {
     perfaux_testutil::require_oracle!("gcc");
-    let d = tempdir();
-    let prog = build(d.path());
-    let data = d.path().join("perf.data");
-    record(&data, &["--no-switch-events"], &[path_str(&prog)]);
+    let (_d, data) = sleeper_recorded(&["--no-switch-events"]);
     let out = perfaux_on(&["script", "--show-switch-events"], &data);
     assert!(switch_lines(&out).is_empty(), "{out}");
     assert_eq!(
@@ -328,10 +328,7 @@ fn all_pairs(sw: &[(u32, u64, bool)]) -> HashMap<u32, Vec<(u64, u64)>> {
 #[test]
 fn report_splits_each_functions_time_into_on_and_off_the_cpu() {
     perfaux_testutil::require_oracle!("gcc");
-    let d = tempdir();
-    let prog = build(d.path());
-    let data = d.path().join("perf.data");
-    record(&data, &[], &[path_str(&prog)]);
+    let (_d, data) = sleeper_recorded(&[]);
     let report = perfaux_on(&["report"], &data);
     let rows = off_cpu_rows(&report);
     let (total, on, off) = rows["wait_a_bit"];
@@ -371,10 +368,7 @@ fn report_splits_each_functions_time_into_on_and_off_the_cpu() {
 #[test]
 fn the_flame_graph_weighs_time_on_the_cpu_unless_wall_time_is_asked() {
     perfaux_testutil::require_oracle!("gcc");
-    let d = tempdir();
-    let prog = build(d.path());
-    let data = d.path().join("perf.data");
-    record(&data, &[], &[path_str(&prog)]);
+    let (d, data) = sleeper_recorded(&[]);
     let all = |extra: &[&str]| -> (u64, String) {
         let svg = d.path().join("fg.svg");
         let mut args = vec!["report", "--flame-graph", path_str(&svg)];
@@ -422,10 +416,7 @@ fn off_intervals(data: &Path) -> HashMap<u32, (u64, u64)> {
 #[test]
 fn the_exports_show_each_threads_time_off_the_cpu() {
     perfaux_testutil::require_oracle!("gcc");
-    let d = tempdir();
-    let prog = build(d.path());
-    let data = d.path().join("perf.data");
-    record(&data, &[], &[path_str(&prog)]);
+    let (d, data) = sleeper_recorded(&[]);
     let want = off_intervals(&data);
     assert_eq!(want.len(), 2, "{want:?}");
     // The switch lines' times are cut to the microsecond: 2 us an interval.
