@@ -215,6 +215,12 @@ fn perf_prints_the_recorded_switches_as_perfaux_script_does() {
     let theirs = switch_lines(&perf.stdout);
     let ours = switch_lines(&perfaux_on(&["script", "--show-switch-events"], &data));
     assert_eq!(ours, theirs);
+    // Every line names its thread, a new one from its creation on (the kernel's FORK of it:
+    // the runtime reports a thread after its first switch in).
+    assert!(
+        ours.iter().all(|l| !l.trim_start().starts_with(':')),
+        "{ours:#?}"
+    );
     // Each sleep is a switch out and a switch in, in both threads.
     let s = sleeps(&switches(&ours));
     assert_eq!(s.len(), 2, "threads with sleeps: {s:?}");
@@ -557,6 +563,30 @@ fn an_ordinary_user_records_the_switches_of_their_own_program_or_is_told_why_not
         wait_calls(&data).values().map(Vec::len).sum::<usize>(),
         SLEEPS
     );
+    // An event the kernel counts in kernel mode only (context-switches) is the user's only
+    // with perf_event_paranoid 1 or lower: above, record fails saying why, with the trace
+    // written all the same.
+    let data = d.path().join("cs.data");
+    let out = common::perfaux_as_ordinary_user(d.path())
+        .unwrap()
+        .args(["record", "-o", path_str(&data), "-e", "swtrace//", "-e"])
+        .args(["context-switches", "--", path_str(&prog)])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if paranoid >= 2 {
+        assert!(!out.status.success(), "{stderr}");
+        assert!(
+            stderr.contains("'context-switches'") && stderr.contains("perf_event_paranoid"),
+            "{stderr}"
+        );
+    } else {
+        assert!(out.status.success(), "{stderr}");
+    }
+    assert_eq!(
+        wait_calls(&data).values().map(Vec::len).sum::<usize>(),
+        SLEEPS
+    );
 }
 
 /// A function that touches `PAGES` fresh pages, one write each: that many minor faults in it.
@@ -683,4 +713,53 @@ fn a_flight_recording_takes_the_switches_only_when_asked() {
     let out = perfaux_on(&["script", "--show-switch-events"], &data);
     let s = sleeps(&switches(&switch_lines(&out)));
     assert!(s.values().map(Vec::len).sum::<usize>() >= SLEEPS, "{s:?}");
+}
+
+/// `-e context-switches`: the scheduler's event, counted in kernel mode (in user mode it is
+/// never seen): a sample at each switch of the program's threads, at least one a sleep. A user
+/// the kernel does not allow kernel-mode events is told why, and the trace is recorded.
+#[test]
+fn context_switches_are_sampled_in_the_kernel_or_refused_with_why() {
+    perfaux_testutil::require_oracle!("gcc");
+    let d = tempdir();
+    let prog = build(d.path());
+    let data = d.path().join("cs.data");
+    let r = perfaux(&[
+        "record",
+        "-o",
+        path_str(&data),
+        "-e",
+        "swtrace//",
+        "-e",
+        "context-switches",
+        "--",
+        path_str(&prog),
+    ]);
+    let script = perfaux_on(&["script"], &data);
+    let samples = script
+        .lines()
+        .filter(|l| l.contains("context-switches:"))
+        .count();
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(2);
+    if root || paranoid <= 1 {
+        assert!(r.ok(), "{}", r.stderr);
+        assert!(samples >= SLEEPS, "{samples} samples\n{script}");
+    } else {
+        assert!(!r.ok());
+        assert!(
+            r.stderr.contains("context-switches") && r.stderr.contains("perf_event_paranoid"),
+            "{}",
+            r.stderr
+        );
+        assert_eq!(samples, 0);
+    }
+    assert_eq!(
+        wait_calls(&data).values().map(Vec::len).sum::<usize>(),
+        SLEEPS
+    );
 }

@@ -583,6 +583,15 @@ impl ProgramSession {
         self.control().header().closed.store(1, Ordering::Release);
     }
 
+    /// Kills the program and reaps it (a start that failed after the spawn leaves nothing
+    /// running untraced).
+    pub fn kill_and_reap(&mut self) {
+        if let Some(c) = &mut self.child {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
     /// Sends `sig` to the program (if it still runs).
     pub fn kill(&mut self, sig: i32) {
         if let Some(c) = &self.child {

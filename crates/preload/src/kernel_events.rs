@@ -29,8 +29,8 @@ use std::time::Duration;
 use perfaux_abi::Endianness;
 use perfaux_abi::attr::{AttrFlags, PerfEventAttr};
 use perfaux_abi::consts::{
-    PERF_ATTR_SIZE_VER7, PERF_COUNT_SW_DUMMY, PERF_RECORD_LOST, PERF_RECORD_SAMPLE,
-    PERF_SAMPLE_IDENTIFIER, PERF_TYPE_SOFTWARE,
+    PERF_ATTR_SIZE_VER7, PERF_COUNT_SW_DUMMY, PERF_RECORD_EXIT, PERF_RECORD_FORK, PERF_RECORD_LOST,
+    PERF_RECORD_SAMPLE, PERF_SAMPLE_IDENTIFIER, PERF_TYPE_SOFTWARE,
 };
 use perfaux_perfdata::record_attrs::base_attr;
 use perfaux_recorder::ring::{AuxFn, RecordFn, Ring};
@@ -79,9 +79,14 @@ pub struct KernelEvent {
 }
 
 /// `filed` as the kernel is asked for it: on every thread and process of the program from its
-/// exec on, on the recording's clock.
+/// exec on, on the recording's clock. The switch event also asks for the tasks' FORK and EXIT
+/// records, for the FORK of each thread a process makes ([`kept`]): the side band knows a
+/// thread only from its first traced call, after its first switch in.
 fn open_attr(filed: &PerfEventAttr) -> PerfEventAttr {
     let mut a = *filed;
+    if a.flags.contains(AttrFlags::CONTEXT_SWITCH) {
+        a.flags |= AttrFlags::TASK;
+    }
     a.size = PERF_ATTR_SIZE_VER7;
     a.flags |= AttrFlags::DISABLED
         | AttrFlags::ENABLE_ON_EXEC
@@ -135,6 +140,8 @@ pub struct KernelRing {
 pub struct KernelError {
     pub what: String,
     pub source: io::Error,
+    /// The event counts in kernel mode too (not `exclude_kernel`).
+    pub kernel_mode: bool,
 }
 
 impl std::fmt::Display for KernelError {
@@ -144,61 +151,84 @@ impl std::fmt::Display for KernelError {
             let level = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
                 .map(|s| s.trim().to_string())
                 .unwrap_or_else(|_| "?".into());
-            write!(
-                f,
-                " (kernel.perf_event_paranoid is {level}: 2 or lower lets a user have the \
-                 kernel's events of their own processes)"
-            )?;
+            if self.kernel_mode {
+                write!(
+                    f,
+                    " (kernel.perf_event_paranoid is {level}: an event counted in kernel mode \
+                     is a user's at 1 or lower, or with CAP_PERFMON)"
+                )?;
+            } else {
+                write!(
+                    f,
+                    " (kernel.perf_event_paranoid is {level}: 2 or lower lets a user have the \
+                     kernel's events of their own processes)"
+                )?;
+            }
         }
         Ok(())
     }
 }
 
-/// Opens and maps each of `events` for process `pid` on every CPU.
-pub fn open(pid: u32, events: &[KernelEvent]) -> std::result::Result<Vec<KernelRing>, KernelError> {
+/// Opens and maps each of `events` for process `pid` on every CPU: the rings of the events
+/// that opened, and for each that did not, its name and the kernel's answer (an event is
+/// opened on every CPU or not at all).
+pub fn open(pid: u32, events: &[KernelEvent]) -> (Vec<KernelRing>, Vec<(String, KernelError)>) {
     let mut rings = Vec::new();
+    let mut refused = Vec::new();
     for ev in events {
-        let attr = open_attr(&ev.attr).to_bytes(PERF_ATTR_SIZE_VER7, Endianness::NATIVE);
-        for cpu in online_cpus() {
-            // SAFETY: perf_event_open(2) reads `size` (VER7) bytes of the attr, written
-            // above, and returns a new descriptor or -1.
-            let fd = unsafe {
-                libc::syscall(
-                    libc::SYS_perf_event_open,
-                    attr.as_ptr(),
-                    pid as libc::pid_t,
-                    cpu as libc::c_int,
-                    -1 as libc::c_int,
-                    PERF_FLAG_FD_CLOEXEC,
-                )
-            };
-            let Some(fd) = i32::try_from(fd).ok().filter(|&fd| fd >= 0) else {
-                return Err(KernelError {
-                    what: format!(
-                        "perf_event_open of '{}' for pid {pid} on CPU {cpu}",
-                        ev.name
-                    ),
-                    source: io::Error::last_os_error(),
-                });
-            };
-            // SAFETY: a descriptor just returned to us alone.
-            let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-            let mem = RingMemory::kernel(fd.as_fd(), DATA_PAGES, true, None).map_err(|e| {
-                KernelError {
-                    what: format!("mapping the ring of '{}' on CPU {cpu}", ev.name),
-                    source: io::Error::other(e.to_string()),
-                }
-            })?;
-            rings.push(KernelRing {
-                pid,
-                cpu,
-                index: ev.index,
-                identifier_first: ev.attr.sample_type & PERF_SAMPLE_IDENTIFIER != 0,
-                fd,
-                mmap: PerfMmap::new(Arc::new(mem)),
-                buf: Vec::new(),
-            });
+        match open_event(pid, ev) {
+            Ok(r) => rings.extend(r),
+            Err(e) => refused.push((ev.name.clone(), e)),
         }
+    }
+    (rings, refused)
+}
+
+/// Opens and maps `ev` for process `pid` on every CPU.
+fn open_event(pid: u32, ev: &KernelEvent) -> std::result::Result<Vec<KernelRing>, KernelError> {
+    let attr = open_attr(&ev.attr).to_bytes(PERF_ATTR_SIZE_VER7, Endianness::NATIVE);
+    let kernel_mode = !ev.attr.flags.contains(AttrFlags::EXCLUDE_KERNEL);
+    let mut rings = Vec::new();
+    for cpu in online_cpus() {
+        // SAFETY: perf_event_open(2) reads `size` (VER7) bytes of the attr, written above, and
+        // returns a new descriptor or -1.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_perf_event_open,
+                attr.as_ptr(),
+                pid as libc::pid_t,
+                cpu as libc::c_int,
+                -1 as libc::c_int,
+                PERF_FLAG_FD_CLOEXEC,
+            )
+        };
+        let Some(fd) = i32::try_from(fd).ok().filter(|&fd| fd >= 0) else {
+            return Err(KernelError {
+                what: format!(
+                    "perf_event_open of '{}' for pid {pid} on CPU {cpu}",
+                    ev.name
+                ),
+                source: io::Error::last_os_error(),
+                kernel_mode,
+            });
+        };
+        // SAFETY: a descriptor just returned to us alone.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let mem =
+            RingMemory::kernel(fd.as_fd(), DATA_PAGES, true, None).map_err(|e| KernelError {
+                what: format!("mapping the ring of '{}' on CPU {cpu}", ev.name),
+                source: io::Error::other(e.to_string()),
+                kernel_mode,
+            })?;
+        rings.push(KernelRing {
+            pid,
+            cpu,
+            index: ev.index,
+            identifier_first: ev.attr.sample_type & PERF_SAMPLE_IDENTIFIER != 0,
+            fd,
+            mmap: PerfMmap::new(Arc::new(mem)),
+            buf: Vec::new(),
+        });
     }
     Ok(rings)
 }
@@ -215,6 +245,24 @@ impl KernelRing {
     }
 }
 
+/// Whether a record of the kernel's goes into the recording: not the FORK of a process nor an
+/// EXIT, which the side band writes from the runtime's reports (the kernel's would be second
+/// copies), but a new thread's FORK (`pid == ppid`, `tid != pid`), which names the thread from
+/// its creation on (perf copies the creator's name at a FORK).
+fn kept(rec: &[u8], type_: u32) -> bool {
+    match type_ {
+        PERF_RECORD_EXIT => false,
+        PERF_RECORD_FORK => {
+            let word = |i: usize| {
+                rec.get(8 + 4 * i..12 + 4 * i)
+                    .map(|b| u32::from_ne_bytes(b.try_into().unwrap_or_default()))
+            };
+            matches!((word(0), word(1), word(2)), (Some(pid), Some(ppid), Some(tid)) if pid == ppid && tid != pid)
+        }
+        _ => true,
+    }
+}
+
 /// Replaces the kernel's event id in `rec` by `id`: a sample's IDENTIFIER, first in its body
 /// (`identifier_first`), or the last field of another record's sample_id, which is IDENTIFIER
 /// (perfaux's attrs all have it); a LOST record's own id too. Whether the record was long
@@ -226,10 +274,11 @@ fn rewrite_id(rec: &mut [u8], id: u64, type_: u32, identifier_first: bool) -> bo
         return false;
     }
     if type_ == PERF_RECORD_SAMPLE {
+        // Without IDENTIFIER first the sample's event cannot be told: refused.
         if identifier_first {
             rec[8..16].copy_from_slice(&id.to_ne_bytes());
         }
-        return true;
+        return identifier_first;
     }
     rec[len - 8..].copy_from_slice(&id.to_ne_bytes());
     if type_ == PERF_RECORD_LOST {
@@ -257,6 +306,9 @@ impl Ring for KernelRing {
         let records = self.mmap.read_records().map_err(ring_err)?;
         for rec in records {
             let rec = rec.map_err(ring_err)?;
+            if !kept(rec.bytes, rec.header.type_) {
+                continue;
+            }
             self.buf.clear();
             self.buf.extend_from_slice(rec.bytes);
             if !rewrite_id(&mut self.buf, id, rec.header.type_, self.identifier_first) {
@@ -348,7 +400,14 @@ impl SpawnGate {
             let pid = rustix::process::getpid().as_raw_nonzero().get();
             // SAFETY: see above; the borrow ends before the close.
             let w = unsafe { BorrowedFd::borrow_raw(pid_w) };
+            // A recorder that gave up waiting closed its end: the write's EPIPE is its
+            // answer, not a SIGPIPE that kills the program (the disposition is put back to
+            // the default std gave the child before this closure).
+            // SAFETY: signal(2) with SIG_IGN/SIG_DFL, async-signal-safe, for this process.
+            unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
             let _ = rustix::io::write(w, &pid.to_ne_bytes());
+            // SAFETY: as above.
+            unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
             // SAFETY: see above.
             unsafe { libc::close(pid_w) };
             // SAFETY: see above; the borrow ends before the close.
@@ -380,11 +439,19 @@ impl SpawnGate {
             go_w,
         } = self;
         let handle = std::thread::spawn(move || {
-            let pid = read_pid(&pid_r)?;
-            let opened = open(pid, &events);
-            // The go: the child's read returns (also when this end closes, on any path).
+            let pid = read_pid(&pid_r);
+            let opened = pid.map(|pid| open(pid, &events));
+            // The go (the child's read returns also when this end closes, on any path); the
+            // pid pipe stays open until then, so that a child late with its pid is not
+            // killed by SIGPIPE for it.
             let _ = rustix::io::write(&go_w, &[1]);
-            Some(Opened { pid, rings: opened })
+            drop(pid_r);
+            let (rings, refused) = opened?;
+            Some(Opened {
+                pid: pid?,
+                rings,
+                refused,
+            })
         });
         (
             ParentSide {
@@ -405,7 +472,9 @@ pub struct ParentSide {
 /// What the recorder's thread opened for the child `pid`.
 pub struct Opened {
     pub pid: u32,
-    pub rings: std::result::Result<Vec<KernelRing>, KernelError>,
+    pub rings: Vec<KernelRing>,
+    /// The events the kernel refused, by name, with its answer.
+    pub refused: Vec<(String, KernelError)>,
 }
 
 /// The child's pid from the pipe, waiting at most [`PID_WAIT`]; `None` on the pipe's end.
@@ -463,6 +532,24 @@ mod tests {
         assert!(sample[16..].iter().all(|&b| b == 9));
         assert!(!rewrite_id(&mut [0u8; 8], 1, 14, true));
         assert!(!rewrite_id(&mut [0u8; 24], 1, PERF_RECORD_LOST, true));
+    }
+
+    #[test]
+    fn a_new_threads_fork_is_kept_and_the_side_bands_records_are_not() {
+        let fork = |pid: u32, ppid: u32, tid: u32| {
+            let mut r = vec![0u8; 8];
+            for w in [pid, ppid, tid, ppid] {
+                r.extend_from_slice(&w.to_ne_bytes());
+            }
+            r.extend_from_slice(&[0u8; 8 + 32]);
+            r
+        };
+        assert!(kept(&fork(100, 100, 101), PERF_RECORD_FORK));
+        // A process's fork (the side band's), and a truncated record.
+        assert!(!kept(&fork(102, 100, 102), PERF_RECORD_FORK));
+        assert!(!kept(&fork(100, 100, 101)[..16], PERF_RECORD_FORK));
+        assert!(!kept(&fork(100, 100, 101), PERF_RECORD_EXIT));
+        assert!(kept(&[0u8; 40], 14));
     }
 
     #[test]

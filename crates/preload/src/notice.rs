@@ -211,8 +211,8 @@ impl fmt::Display for Notice {
             }
             Notice::KernelEventsNotRecorded { events, why, .. } => write!(
                 f,
-                "record: the kernel's events {} of the program are not in the recording ({why}); \
-                 the trace is",
+                "record: the kernel's event(s) {} of the program are not in the recording \
+                 ({why}); the trace is recorded all the same",
                 events.join(", ")
             ),
             Notice::ObjectsLost { objects } => write!(

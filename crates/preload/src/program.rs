@@ -321,7 +321,6 @@ impl TracedProgram {
             switch_events,
             kernel_events: kernel_specs,
         } = options;
-        let asked_kernel = !kernel_specs.is_empty();
         if specs.len() != table.len() {
             return Err(ProgramError::Options(format!(
                 "{} events for an event table of {}",
@@ -409,9 +408,11 @@ impl TracedProgram {
         }
         // The child waits between fork and exec until the kernel's events are open.
         let names: Vec<String> = kernel.iter().map(|k| k.name.clone()).collect();
-        let not_recorded = |why: String| Notice::KernelEventsNotRecorded {
-            events: names.clone(),
-            asked: asked_kernel,
+        // The switches are recorded by default: their refusal is a warning; an event `-e`
+        // asked for is an error.
+        let not_recorded = |events: Vec<String>, why: String| Notice::KernelEventsNotRecorded {
+            asked: events.iter().any(|e| e != kernel_events::SWITCH_EVENT_NAME),
+            events,
             why,
         };
         let opening = match (!kernel.is_empty()).then(kernel_events::SpawnGate::new) {
@@ -420,9 +421,10 @@ impl TracedProgram {
                 Some(gate.open_on_spawn(kernel))
             }
             Some(Err(e)) => {
-                notices.push(not_recorded(format!(
-                    "no pipe to hold the program at its start: {e}"
-                )));
+                notices.push(not_recorded(
+                    names.clone(),
+                    format!("no pipe to hold the program at its start: {e}"),
+                ));
                 None
             }
             None => None,
@@ -445,17 +447,23 @@ impl TracedProgram {
             match opened {
                 Some(kernel_events::Opened {
                     pid: p,
-                    rings: Ok(rings),
+                    rings,
+                    refused,
                 }) if p == pid => {
                     for r in rings {
                         let ids = [(r.index(), r.id())];
-                        rec.add_ring_of(Box::new(r), &ids)?;
+                        if let Err(e) = rec.add_ring_of(Box::new(r), &ids) {
+                            // No recording: the program is not left running untraced.
+                            session.kill_and_reap();
+                            return Err(e.into());
+                        }
+                    }
+                    for (name, e) in refused {
+                        notices.push(not_recorded(vec![name], e.to_string()));
                     }
                 }
-                Some(kernel_events::Opened { rings: Err(e), .. }) => {
-                    notices.push(not_recorded(e.to_string()));
-                }
                 _ => notices.push(not_recorded(
+                    names.clone(),
                     "the program's pid did not come before its start".into(),
                 )),
             }

@@ -8,15 +8,18 @@
 
 use crate::event::ViewEvent;
 
-/// The most switches kept, all threads together (16 bytes each as they come, 24 per
-/// interval after): a file with more is reported with the off-CPU time of the first ones.
-pub const MAX_SWITCHES: u64 = 1 << 22;
+/// The most switches kept, all threads together (16 bytes each as they come, and 24 per
+/// interval made of them: some 60 MiB at most): a file with more is reported with the off-CPU
+/// time of the first ones.
+pub const MAX_SWITCHES: u64 = 1 << 21;
 
 /// One thread's switches.
 #[derive(Clone, Debug, Default)]
 pub struct OffCpu {
     /// As they came: (time, switched out).
     raw: Vec<(u64, bool)>,
+    /// Whether switches came after the intervals were made.
+    dirty: bool,
     /// The intervals switched out, sorted and disjoint: their starts and ends, and the
     /// off-CPU time of all the intervals before each (`cum[i]`).
     starts: Vec<u64>,
@@ -28,39 +31,59 @@ impl OffCpu {
     /// A switch of the thread: out of the CPU (`out`) or back in.
     pub fn push(&mut self, time: u64, out: bool) {
         self.raw.push((time, out));
+        self.dirty = true;
     }
 
     /// Whether the thread has no switches.
     #[inline(always)]
     pub fn is_empty(&self) -> bool {
-        self.raw.is_empty() && self.starts.is_empty()
+        self.raw.is_empty()
     }
 
-    /// Makes the intervals of the switches pushed so far (once they are all in). A switch
-    /// in without a switch out before it (the thread's first run) starts nothing; a switch
-    /// out without its switch in (the thread's end, or a lost record) ends nothing: only the
-    /// intervals whose both ends are known count.
+    /// Makes the intervals of all the switches pushed so far. Only time known to be off the
+    /// CPU counts: a switch in without a switch out before it (the thread's first run) starts
+    /// nothing, a switch out without its switch in (the thread's end) ends nothing, and of
+    /// two switches out in a row (the switch in between lost: a PERF_RECORD_LOST says so) the
+    /// later starts the interval, since the thread ran at some unknown time between them.
     fn build(&mut self) {
-        let mut raw = std::mem::take(&mut self.raw);
-        raw.sort_unstable();
+        self.dirty = false;
+        self.raw.sort_unstable();
+        self.starts.clear();
+        self.ends.clear();
+        self.cum.clear();
         let mut out_since = None;
         let mut total = 0u64;
-        for (t, out) in raw {
-            match (out, out_since) {
-                (true, None) => out_since = Some(t),
-                (false, Some(s)) => {
-                    let start = s.max(self.ends.last().copied().unwrap_or(0));
-                    if t > start {
-                        self.starts.push(start);
-                        self.ends.push(t);
-                        self.cum.push(total);
-                        total += t - start;
-                    }
-                    out_since = None;
+        for &(t, out) in &self.raw {
+            if out {
+                out_since = Some(t);
+                continue;
+            }
+            if let Some(s) = out_since.take() {
+                let start = s.max(self.ends.last().copied().unwrap_or(0));
+                if t > start {
+                    self.starts.push(start);
+                    self.ends.push(t);
+                    self.cum.push(total);
+                    total += t - start;
                 }
-                _ => {}
             }
         }
+    }
+
+    /// The intervals switched out, in time order.
+    pub fn intervals(&mut self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        if self.dirty {
+            self.build();
+        }
+        self.starts.iter().copied().zip(self.ends.iter().copied())
+    }
+
+    /// The time in `[from, to]` the thread spent switched out.
+    pub fn between(&mut self, from: u64, to: u64) -> u64 {
+        if self.dirty {
+            self.build();
+        }
+        self.before(to).saturating_sub(self.before(from))
     }
 
     /// The time before `t` spent switched out.
@@ -71,22 +94,6 @@ impl OffCpu {
         }
         let i = k - 1;
         self.cum[i] + t.min(self.ends[i]) - self.starts[i]
-    }
-
-    /// The intervals switched out, in time order.
-    pub fn intervals(&mut self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        if !self.raw.is_empty() {
-            self.build();
-        }
-        self.starts.iter().copied().zip(self.ends.iter().copied())
-    }
-
-    /// The time in `[from, to]` the thread spent switched out.
-    pub fn between(&mut self, from: u64, to: u64) -> u64 {
-        if !self.raw.is_empty() {
-            self.build();
-        }
-        self.before(to).saturating_sub(self.before(from))
     }
 }
 
@@ -165,9 +172,11 @@ mod tests {
 
     #[test]
     fn unpaired_switches_end_or_start_nothing() {
-        // A first run (in with no out), a lost switch in (two outs), an out at the end.
+        // A first run (in with no out), a lost switch in (two outs: the later starts the
+        // interval), an out at the end.
         let mut o = off(&[(5, false), (10, true), (12, true), (20, false), (50, true)]);
-        assert_eq!(o.between(0, 100), 10);
+        assert_eq!(o.between(0, 100), 8);
+        assert_eq!(o.intervals().collect::<Vec<_>>(), [(12, 20)]);
     }
 
     #[test]
@@ -183,6 +192,16 @@ mod tests {
             vec![(1, 3, 10, 20), (1, 7, 25, 30), (1, 7, 50, 60)]
         );
         assert!(s.take_intervals().is_empty());
+    }
+
+    #[test]
+    fn switches_pushed_after_a_first_question_are_counted_too() {
+        let mut o = off(&[(10, true), (20, false)]);
+        assert_eq!(o.between(0, 100), 10);
+        o.push(5, true);
+        o.push(8, false);
+        assert_eq!(o.between(0, 100), 13);
+        assert_eq!(o.between(9, 100), 10);
     }
 
     #[test]

@@ -238,12 +238,16 @@ pub fn record_program(a: &RecordArgs, verbose: bool) -> Result<i32, CliError> {
     // The program's output shares the terminal: progress only where it does not (or with -v).
     let mut progress = Progress::new("record", verbose, true);
     let started = std::time::Instant::now();
+    // An error said while recording (an event the kernel refused) fails the run at its end,
+    // with the file written.
+    let mut failed = false;
     loop {
         let step = p.step(Duration::from_millis(1)).map_err(program_err)?;
         if !step.notices.is_empty() {
             progress.done();
         }
         say(&step.notices, false);
+        failed |= say(&step.notices, true);
         if progress.due() {
             let (threads, records, aux) = p.progress();
             progress.note(&format!(
@@ -296,7 +300,7 @@ pub fn record_program(a: &RecordArgs, verbose: bool) -> Result<i32, CliError> {
         eprintln!("{line}");
     }
     let mut code = i32::from(finished.end.exit_code());
-    if say(&finished.notices, true) {
+    if say(&finished.notices, true) || failed {
         code = code.max(1);
     }
     Ok(code)

@@ -18,9 +18,10 @@ use perfaux_perfdata::uevent_sample::UEVENT_EVENT_NAME;
 use perfaux_preload::host::ProgramEvent;
 use perfaux_recorder::EventSpec;
 
+use perfaux_abi::attr::AttrFlags;
 use perfaux_abi::consts::{
-    PERF_COUNT_SW_BPF_OUTPUT, PERF_COUNT_SW_CPU_CLOCK, PERF_COUNT_SW_DUMMY,
-    PERF_COUNT_SW_TASK_CLOCK,
+    PERF_COUNT_SW_BPF_OUTPUT, PERF_COUNT_SW_CONTEXT_SWITCHES, PERF_COUNT_SW_CPU_CLOCK,
+    PERF_COUNT_SW_CPU_MIGRATIONS, PERF_COUNT_SW_DUMMY, PERF_COUNT_SW_TASK_CLOCK,
 };
 
 use super::attrs::attrs_with;
@@ -69,7 +70,18 @@ pub fn program_events(events: &[Event]) -> Result<ProgramEvents, CliError> {
                 ev.text
             )));
         }
-        let a = attrs_with(ev, &|_| Ok(0)).map_err(CliError::msg)?;
+        let mut a = attrs_with(ev, &|_| Ok(0)).map_err(CliError::msg)?;
+        if matches!(
+            ev.kind,
+            EventKind::Software {
+                config: PERF_COUNT_SW_CONTEXT_SWITCHES | PERF_COUNT_SW_CPU_MIGRATIONS
+            }
+        ) {
+            // The scheduler counts these with its own, kernel registers: excluding the
+            // kernel would count none (perf's `cs:u` is always 0). Kernel mode needs
+            // perf_event_paranoid 1 or lower, or CAP_PERFMON; the refusal says so.
+            a.open.flags.remove(AttrFlags::EXCLUDE_KERNEL);
+        }
         kernel.push(EventSpec::new(a.name, a.open, 0));
     }
     let (events, leaders) = without_kernel_events(events);

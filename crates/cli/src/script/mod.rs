@@ -31,7 +31,7 @@ use std::path::Path;
 use perfaux_abi::consts::*;
 use perfaux_abi::raw::RawData;
 use perfaux_abi::read_format::{ReadFormat, ReadValues};
-use perfaux_abi::records::Record;
+use perfaux_abi::records::{Record, TaskKind};
 use perfaux_abi::sample::SampleRecord;
 use perfaux_perfdata::UserRecord;
 use perfaux_swtrace::decode::Decoder;
@@ -352,6 +352,18 @@ pub fn script_with(
                 }
                 s.comms.insert(c.tid, name.clone());
                 (!call_trace).then_some((time, Entry::Comm { tid: c.tid, name }))
+            }
+            Record::Task(t) if t.kind == TaskKind::Fork => {
+                if let Some(name) = s.comms.get(&t.ptid).cloned() {
+                    s.comms.entry(t.tid).or_insert(name);
+                }
+                (!call_trace).then_some((
+                    time,
+                    Entry::Fork {
+                        tid: t.tid,
+                        ptid: t.ptid,
+                    },
+                ))
             }
             Record::Sample(smp) => {
                 if !call_trace {

@@ -31,7 +31,16 @@ const ENTRY_COST: usize = 160;
 /// What the queue holds: a line, or a thread's new name.
 pub(super) enum Entry {
     Line(Line),
-    Comm { tid: u32, name: String },
+    Comm {
+        tid: u32,
+        name: String,
+    },
+    /// A thread `tid` made by thread `ptid` (PERF_RECORD_FORK): it bears `ptid`'s name as of
+    /// then, as perf's `thread__fork` gives it.
+    Fork {
+        tid: u32,
+        ptid: u32,
+    },
 }
 
 impl Entry {
@@ -40,6 +49,7 @@ impl Entry {
             + match self {
                 Entry::Line(l) => l.cost(),
                 Entry::Comm { name, .. } => name.capacity(),
+                Entry::Fork { .. } => 0,
             }
     }
 }
@@ -110,6 +120,12 @@ impl Ordered {
         match entry {
             Entry::Comm { tid, name } => {
                 self.comms.insert(tid, name);
+                Ok(())
+            }
+            Entry::Fork { tid, ptid } => {
+                if let Some(name) = self.comms.get(&ptid).cloned() {
+                    self.comms.insert(tid, name);
+                }
                 Ok(())
             }
             Entry::Line(l) => {
@@ -216,6 +232,31 @@ mod tests {
             .collect();
         assert_eq!(names, ["perf-exec", "sh", "sh", ":10"]);
         assert_eq!(q.late_note(), None);
+    }
+
+    /// A thread made at time 20 by a thread named "app" bears that name from then on, also
+    /// for a line read before the FORK in the file; the maker's later name is not its.
+    #[test]
+    fn a_forked_thread_bears_its_makers_name_as_of_the_fork() {
+        let mut q = Ordered::new();
+        let mut out = Vec::new();
+        for (t, e) in [
+            (30, named(8, 30)),
+            (10, comm(7, "app")),
+            (5, named(8, 5)),
+            (20, Entry::Fork { tid: 8, ptid: 7 }),
+            (40, comm(7, "renamed")),
+            (50, named(8, 50)),
+        ] {
+            q.push(t, e, &mut out).unwrap();
+        }
+        q.finish(&mut out).unwrap();
+        let names: Vec<String> = String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .map(|l| l.split_whitespace().next().unwrap().to_string())
+            .collect();
+        assert_eq!(names, [":8", "app", "app"]);
     }
 
     #[test]
