@@ -138,15 +138,8 @@ fn wait_calls(data: &Path) -> HashMap<u32, Vec<(u64, u64)>> {
         let (dur, rest) = l.split_once('[').unwrap();
         let tid: u32 = rest.split(']').next().unwrap().trim().parse().unwrap();
         let mut d = dur.split_whitespace();
-        let v: f64 = d.next().unwrap().parse().unwrap();
-        let ns = match d.next().unwrap() {
-            "ns" => v,
-            "us" => v * 1e3,
-            "ms" => v * 1e6,
-            "s" => v * 1e9,
-            u => panic!("unit {u} in {l:?}"),
-        };
-        durations.entry(tid).or_default().push(ns.round() as u64);
+        let ns = common::printed_ns(d.next().unwrap(), d.next().unwrap());
+        durations.entry(tid).or_default().push(ns);
     }
     let mut m = HashMap::new();
     for (tid, es) in entries {
@@ -290,17 +283,7 @@ fn off_cpu_rows(report: &str) -> HashMap<String, (u64, u64, u64)> {
     let at = report
         .find("# on and off the CPU")
         .unwrap_or_else(|| panic!("no on/off-CPU section in:\n{report}"));
-    let ns = |v: &str, unit: &str| -> u64 {
-        let v: f64 = v.parse().unwrap();
-        let scale = match unit {
-            "ns" => 1.0,
-            "us" => 1e3,
-            "ms" => 1e6,
-            "s" => 1e9,
-            u => panic!("unit {u}"),
-        };
-        (v * scale).round() as u64
-    };
+    let ns = common::printed_ns;
     report[at..]
         .lines()
         .skip(4)

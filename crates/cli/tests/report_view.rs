@@ -222,17 +222,7 @@ fn flame_graph_and_chart_name_every_called_function() {
 /// header and its function table's Max column.
 fn span_and_longest_calls(file: &str) -> (u64, BTreeMap<String, u64>) {
     let r = perfaux(&["report", "-i", file]);
-    let ns = |v: &str, unit: &str| -> u64 {
-        let v: f64 = v.parse().unwrap();
-        let scale = match unit {
-            "ns" => 1.0,
-            "us" => 1e3,
-            "ms" => 1e6,
-            "s" => 1e9,
-            u => panic!("unit {u}"),
-        };
-        (v * scale) as u64
-    };
+    let ns = common::printed_ns;
     let range = r
         .stdout
         .lines()

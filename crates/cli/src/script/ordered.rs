@@ -199,6 +199,15 @@ mod tests {
         Entry::Line(l)
     }
 
+    /// The first word of each line printed: the thread's name.
+    fn first_words(out: Vec<u8>) -> Vec<String> {
+        String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .map(|l| l.split_whitespace().next().unwrap().to_string())
+            .collect()
+    }
+
     fn comm(tid: u32, name: &str) -> Entry {
         Entry::Comm {
             tid,
@@ -225,11 +234,7 @@ mod tests {
         }
         q.push(80, named(10, 80), &mut out).unwrap();
         q.finish(&mut out).unwrap();
-        let names: Vec<String> = String::from_utf8(out)
-            .unwrap()
-            .lines()
-            .map(|l| l.split_whitespace().next().unwrap().to_string())
-            .collect();
+        let names = first_words(out);
         assert_eq!(names, ["perf-exec", "sh", "sh", ":10"]);
         assert_eq!(q.late_note(), None);
     }
@@ -251,11 +256,7 @@ mod tests {
             q.push(t, e, &mut out).unwrap();
         }
         q.finish(&mut out).unwrap();
-        let names: Vec<String> = String::from_utf8(out)
-            .unwrap()
-            .lines()
-            .map(|l| l.split_whitespace().next().unwrap().to_string())
-            .collect();
+        let names = first_words(out);
         assert_eq!(names, [":8", "app", "app"]);
     }
 

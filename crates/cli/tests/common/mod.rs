@@ -56,6 +56,19 @@ pub fn perfaux_as_ordinary_user(dir: &Path) -> Option<Command> {
     Some(c)
 }
 
+/// A time as report and replay print it (`2.603 ms`: a value and its unit) in ns.
+pub fn printed_ns(value: &str, unit: &str) -> u64 {
+    let v: f64 = value.parse().unwrap_or_else(|_| panic!("time {value:?}"));
+    let scale = match unit {
+        "ns" => 1.0,
+        "us" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        u => panic!("unit {u:?}"),
+    };
+    (v * scale).round() as u64
+}
+
 pub fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir().expect("tempdir")
 }
