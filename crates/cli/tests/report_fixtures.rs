@@ -213,6 +213,46 @@ fn a_comm_written_after_later_samples_names_them_as_perf_does() {
     }
 }
 
+/// `report` reads the same file in time order too (the records queued by time between rounds,
+/// as perf's ordered events): every sample is `sh`'s, as `perf report --sort comm` says; read
+/// in file order, 54.9 % of them were `perf-exec`'s.
+#[test]
+fn report_names_samples_by_the_comm_of_their_time_as_perf_report_does() {
+    perfaux_testutil::require_oracle!("perf");
+    let f = fixture("perf_data/group_read.exec_migrated.data");
+    let d = tempdir();
+    let theirs = perf(
+        &[
+            "report",
+            "--stdio",
+            "--no-children",
+            "-g",
+            "none",
+            "--sort",
+            "comm",
+            "-i",
+            path_str(&f),
+        ],
+        d.path(),
+    );
+    assert!(theirs.ok(), "{}", theirs.stderr);
+    let ours = perfaux(&["report", "--sort", "comm", "-i", path_str(&f)]);
+    assert_eq!(ours.code, 0, "{}", ours.stderr);
+    // "  100.00%  sh" rows (perf may repeat the overhead for its children column).
+    let rows = |text: &str| -> Vec<(String, String)> {
+        text.lines()
+            .filter(|l| !l.starts_with('#') && l.contains('%'))
+            .map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                (f[0].to_string(), f[f.len() - 1].to_string())
+            })
+            .collect()
+    };
+    let theirs = rows(&theirs.stdout);
+    assert_eq!(theirs, [("100.00%".to_string(), "sh".to_string())]);
+    assert_eq!(rows(&ours.stdout), theirs, "{}", ours.stdout);
+}
+
 /// The Intel PT packet lines `report -D` prints for each AUXTRACE payload, in file order.
 fn intel_pt_dumps(text: &str) -> Vec<String> {
     let mut dumps = Vec::new();

@@ -44,6 +44,7 @@ pub mod flame_chart;
 mod func_symbols;
 pub mod offcpu;
 pub mod perfetto;
+mod record_order;
 pub mod report;
 pub mod stats;
 pub mod symbols;

@@ -1,12 +1,15 @@
 //! The one streaming pass: a recording to [`ViewEvent`]s.
 //!
-//! First the record stream, record by record (COMM, MMAP/MMAP2 for the
-//! symbolizer, samples, uevents, AUX/LOST markers), then the software trace,
+//! First the record stream, record by record in time order as perf's
+//! ordered events give it ([`crate::record_order`]: COMM, FORK, MMAP/MMAP2
+//! for the symbolizer, samples, uevents, switches, AUX/LOST markers), then
+//! the software trace,
 //! window by window: chunks of one event that continue each other decode as
 //! one stream (as `perfaux script --call-trace` decodes them), so calls that
 //! span a chunk boundary keep their depth. Per window the pass keeps the
 //! open calls (bounded by the deepest stack); the only other state is the
-//! thread names, the maps and the interned names. The trace bytes are
+//! thread names, the maps, the interned names and the records queued for their
+//! time (two rounds, at most `record_order::QUEUE_BUDGET` bytes). The trace bytes are
 //! read from the section as the decoder asks for them, [`WINDOW_PIECE`]
 //! bytes at a time, whatever the window's size.
 
@@ -19,7 +22,7 @@ use perfaux_abi::records::{Record, TaskKind};
 use perfaux_abi::sample_fields::SampleFields;
 use perfaux_perfdata::trace_reader::{SectionSource, TraceSection};
 use perfaux_perfdata::trace_section::{ChunkKind, SNAPSHOT_BEGIN};
-use perfaux_perfdata::{PerfDataReader, UserRecord};
+use perfaux_perfdata::{PerfDataReader, RawRecord, UserRecord};
 use perfaux_swtrace::ProbeTable;
 use perfaux_swtrace::decode::{Decoder, Event as TraceEvent};
 use perfaux_swtrace::format::LostKind as TraceLost;
@@ -27,6 +30,7 @@ use perfaux_swtrace::window::SnapshotEnds;
 
 use crate::ViewError;
 use crate::event::{Call, FuncId, LostKind, Names, Sink, ViewEvent};
+use crate::record_order::{RecordQueue, TakeRecord, record_time};
 use crate::symbols::Symbolizer;
 
 /// Decodes a uevent sample's RAW data to (type, payload), the payload in
@@ -183,7 +187,7 @@ pub fn walk<R: BufRead + std::io::Seek>(
     sink: &mut impl Sink,
 ) -> Result<(Summary, Names), ViewError> {
     let meta = rec.reader.metadata();
-    let mut sum = Summary {
+    let sum = Summary {
         cmdline: meta
             .features
             .cmdline()
@@ -191,23 +195,42 @@ pub fn walk<R: BufRead + std::io::Seek>(
             .map(|v| v.join(" ")),
         ..Summary::default()
     };
-    let mut ev_names: Vec<String> = meta
+    let ev_names: Vec<String> = meta
         .attrs
         .iter()
         .enumerate()
         .map(|(i, a)| a.name.clone().unwrap_or_else(|| format!("event{i}")))
         .collect();
-    let mut names = Names::default();
-    let mut threads = Threads {
+    let names = Names::default();
+    let threads = Threads {
         info: HashMap::new(),
         filter: rec.filter.clone(),
         seen: Default::default(),
         matched: false,
     };
-    let mut sym = Symbolizer::new(rec.probes);
-    let mut stack: Vec<FuncId> = Vec::new();
+    let sym = Symbolizer::new(rec.probes);
+    let stack: Vec<FuncId> = Vec::new();
     // AUX event id -> tid, from ITRACE_START (the chunk's tid otherwise).
-    let mut aux_owner: HashMap<u64, u32> = HashMap::new();
+    let aux_owner: HashMap<u64, u32> = HashMap::new();
+    let mut pass = RecordPass {
+        sum,
+        ev_names,
+        names,
+        threads,
+        sym,
+        stack,
+        aux_owner,
+        uevents: rec.uevents,
+    };
+    // Records are handled in time order as perf's ordered-events queue hands them over
+    // (tools/perf/util/ordered-events.c): a thread's COMM, FORK and MMAPs can be in the file
+    // after its samples (another CPU's buffer written later), and name and place them only
+    // if they come first in time.
+    let mut queue = RecordQueue::default();
+    let mut to = Taker {
+        pass: &mut pass,
+        sink,
+    };
     loop {
         let r = match rec.reader.next_record() {
             Ok(Some(r)) => r,
@@ -215,12 +238,67 @@ pub fn walk<R: BufRead + std::io::Seek>(
             Err(e) => return Err(ViewError(format!("reading the records: {e}"))),
         };
         if !r.is_kernel_record() {
-            if let Some(Ok(UserRecord::HeaderAttr(a))) = r.user_record() {
-                ev_names.push(format!("event{}", ev_names.len()));
-                let _ = a;
+            match r.user_record() {
+                Some(Ok(UserRecord::HeaderAttr(_))) => {
+                    let n = to.pass.ev_names.len();
+                    to.pass.ev_names.push(format!("event{n}"));
+                }
+                Some(Ok(UserRecord::FinishedRound(_))) => queue.round(&mut to)?,
+                _ => {}
             }
             continue;
         }
+        match record_time(&r) {
+            Some(t) => queue.push(t, &r, &mut to)?,
+            None => to.take(&r)?,
+        }
+    }
+    queue.finish(&mut to)?;
+    let Taker { sink, .. } = to;
+    let RecordPass {
+        mut sum,
+        ev_names,
+        mut names,
+        mut threads,
+        aux_owner,
+        ..
+    } = pass;
+    sum.events = ev_names;
+    trace_windows(&rec, &aux_owner, &mut threads, &mut names, &mut sum, sink)?;
+    if !threads.filter.is_empty() && !threads.matched {
+        return Err(threads.nothing_matched());
+    }
+    Ok((sum, names))
+}
+
+/// The record pass and the sink, as the queue's taker.
+struct Taker<'p, 's, 'a, S> {
+    pass: &'p mut RecordPass<'a>,
+    sink: &'s mut S,
+}
+
+impl<S: Sink> TakeRecord<ViewError> for Taker<'_, '_, '_, S> {
+    fn take(&mut self, r: &RawRecord<'_>) -> Result<(), ViewError> {
+        self.pass.record(r, self.sink)
+    }
+}
+
+/// The state of the record stream's part of the pass.
+struct RecordPass<'a> {
+    sum: Summary,
+    ev_names: Vec<String>,
+    names: Names,
+    threads: Threads,
+    sym: Symbolizer,
+    stack: Vec<FuncId>,
+    /// AUX event id -> tid, from ITRACE_START (the chunk's tid otherwise).
+    aux_owner: HashMap<u64, u32>,
+    uevents: UeventFormat<'a>,
+}
+
+impl RecordPass<'_> {
+    /// Hands one record's events to `sink`.
+    fn record(&mut self, r: &RawRecord<'_>, sink: &mut impl Sink) -> Result<(), ViewError> {
         let at = r.location.file_offset;
         let idx = r.attr_index;
         // Samples (the uevents are samples: most of the records) are read
@@ -228,7 +306,9 @@ pub fn walk<R: BufRead + std::io::Seek>(
         // (`SampleFields`: building the whole `SampleRecord`, some 500 bytes,
         // cost more than reading them). A sample carries its own tid and time.
         if r.header.type_ == PERF_RECORD_SAMPLE {
-            let Some(info) = r.parse_info else { continue };
+            let Some(info) = r.parse_info else {
+                return Ok(());
+            };
             let body = RawData::new(r.body(), &[]);
             let parsed = SampleFields::parse(body, &info, r.endian);
             let s = match &parsed {
@@ -238,17 +318,19 @@ pub fn walk<R: BufRead + std::io::Seek>(
                     return Err(ViewError(format!("record at file offset {at:#x}: {e}")));
                 }
             };
-            if !threads.keep(s.tid.map_or(0, |t| t.tid)) {
-                continue;
+            if !self.threads.keep(s.tid.map_or(0, |t| t.tid)) {
+                return Ok(());
             }
             let (pid, tid) = s.tid.map_or((0, 0), |t| (t.pid, t.tid));
             let time = s.time.unwrap_or(0);
-            sum.saw(time);
-            let ev = idx.and_then(|i| ev_names.get(i)).map_or("", String::as_str);
-            if ev == rec.uevents.event_name
-                && let Some((ty, payload)) = s.raw.as_ref().and_then(rec.uevents.decode)
+            self.sum.saw(time);
+            let ev = idx
+                .and_then(|i| self.ev_names.get(i))
+                .map_or("", String::as_str);
+            if ev == self.uevents.event_name
+                && let Some((ty, payload)) = s.raw.as_ref().and_then(self.uevents.decode)
             {
-                let type_name = rec
+                let type_name = self
                     .uevents
                     .type_names
                     .iter()
@@ -263,7 +345,7 @@ pub fn walk<R: BufRead + std::io::Seek>(
                     }
                 };
                 sink.event(
-                    &names,
+                    &self.names,
                     &ViewEvent::Uevent {
                         pid,
                         tid,
@@ -274,43 +356,43 @@ pub fn walk<R: BufRead + std::io::Seek>(
                     },
                 )
                 .map_err(io)?;
-                continue;
+                return Ok(());
             }
-            stack.clear();
+            self.stack.clear();
             match &s.callchain {
                 Some(cc) if !cc.is_empty() => {
                     for a in cc.iter() {
                         // PERF_CONTEXT_* markers are not addresses.
                         if a < PERF_CONTEXT_MAX_MARKER {
-                            stack.push(sym.resolve(pid, a, &mut names));
+                            self.stack.push(self.sym.resolve(pid, a, &mut self.names));
                         }
                     }
                 }
                 _ => {
                     if let Some(ip) = s.ip {
-                        stack.push(sym.resolve(pid, ip, &mut names));
+                        self.stack.push(self.sym.resolve(pid, ip, &mut self.names));
                     }
                 }
             }
             sink.event(
-                &names,
+                &self.names,
                 &ViewEvent::Sample {
                     pid,
                     tid,
                     time,
                     event: ev,
                     period: s.period.unwrap_or(1),
-                    stack: &stack,
+                    stack: &self.stack,
                 },
             )
             .map_err(io)?;
-            continue;
+            return Ok(());
         }
         // The record is looked at in place: a `Record` is some 700 bytes,
         // and each move of it was a `memcpy` call.
         let parsed = r.parse();
         let parsed = match &parsed {
-            None => continue,
+            None => return Ok(()),
             Some(Ok(p)) => p,
             Some(Err(e)) => {
                 return Err(ViewError(format!("record at file offset {at:#x}: {e}")));
@@ -336,10 +418,10 @@ pub fn walk<R: BufRead + std::io::Seek>(
         match parsed {
             Record::Comm(c) => {
                 let comm = String::from_utf8_lossy(&c.comm.until_nul().to_vec()).into_owned();
-                threads.info.insert(c.tid, (c.pid, comm.clone()));
-                if threads.keep(c.tid) {
+                self.threads.info.insert(c.tid, (c.pid, comm.clone()));
+                if self.threads.keep(c.tid) {
                     sink.event(
-                        &names,
+                        &self.names,
                         &ViewEvent::Comm {
                             pid: c.pid,
                             tid: c.tid,
@@ -352,11 +434,11 @@ pub fn walk<R: BufRead + std::io::Seek>(
             // A thread a clone made gets no COMM record: it bears its parent's name until
             // one comes (perf's `thread__fork` copies the parent's comm).
             Record::Task(t) if t.kind == TaskKind::Fork => {
-                if let Some((_, comm)) = threads.info.get(&t.ptid).cloned() {
-                    threads.info.insert(t.tid, (t.pid, comm.clone()));
-                    if threads.keep(t.tid) {
+                if let Some((_, comm)) = self.threads.info.get(&t.ptid).cloned() {
+                    self.threads.info.insert(t.tid, (t.pid, comm.clone()));
+                    if self.threads.keep(t.tid) {
                         sink.event(
-                            &names,
+                            &self.names,
                             &ViewEvent::Comm {
                                 pid: t.pid,
                                 tid: t.tid,
@@ -367,20 +449,25 @@ pub fn walk<R: BufRead + std::io::Seek>(
                     }
                 }
             }
-            Record::Mmap(m) => sym.mmap(m.pid, m.addr, m.len, m.pgoff, &map_name(&m.filename)),
-            Record::Mmap2(m) => sym.mmap(m.pid, m.addr, m.len, m.pgoff, &map_name(&m.filename)),
+            Record::Mmap(m) => self
+                .sym
+                .mmap(m.pid, m.addr, m.len, m.pgoff, &map_name(&m.filename)),
+            Record::Mmap2(m) => {
+                self.sym
+                    .mmap(m.pid, m.addr, m.len, m.pgoff, &map_name(&m.filename))
+            }
             Record::ItraceStart(i) => {
                 if let Some(id) = sid.identifier.or(sid.id) {
-                    aux_owner.insert(id, i.tid);
+                    self.aux_owner.insert(id, i.tid);
                 }
             }
-            Record::Aux(a) if a.flags & PERF_AUX_FLAG_TRUNCATED != 0 && threads.keep(tid) => {
-                lost(LostKind::AuxTruncated, 1, &mut sum, &names, sink)?;
+            Record::Aux(a) if a.flags & PERF_AUX_FLAG_TRUNCATED != 0 && self.threads.keep(tid) => {
+                lost(LostKind::AuxTruncated, 1, &mut self.sum, &self.names, sink)?;
             }
-            Record::Switch(s) if threads.keep(tid) => {
-                sum.saw(time);
+            Record::Switch(s) if self.threads.keep(tid) => {
+                self.sum.saw(time);
                 sink.event(
-                    &names,
+                    &self.names,
                     &ViewEvent::Switch {
                         pid: sid.tid.map_or(0, |t| t.pid),
                         tid,
@@ -391,17 +478,14 @@ pub fn walk<R: BufRead + std::io::Seek>(
                 )
                 .map_err(io)?;
             }
-            Record::Lost(l) => lost(LostKind::Records, l.lost, &mut sum, &names, sink)?,
-            Record::LostSamples(l) => lost(LostKind::Samples, l.lost, &mut sum, &names, sink)?,
+            Record::Lost(l) => lost(LostKind::Records, l.lost, &mut self.sum, &self.names, sink)?,
+            Record::LostSamples(l) => {
+                lost(LostKind::Samples, l.lost, &mut self.sum, &self.names, sink)?
+            }
             _ => {}
         }
+        Ok(())
     }
-    sum.events = ev_names;
-    trace_windows(&rec, &aux_owner, &mut threads, &mut names, &mut sum, sink)?;
-    if !threads.filter.is_empty() && !threads.matched {
-        return Err(threads.nothing_matched());
-    }
-    Ok((sum, names))
 }
 
 /// A map's file name as perf report shows it: perf names the kernel's map
