@@ -221,20 +221,7 @@ fn report_names_samples_by_the_comm_of_their_time_as_perf_report_does() {
     perfaux_testutil::require_oracle!("perf");
     let f = fixture("perf_data/group_read.exec_migrated.data");
     let d = tempdir();
-    let theirs = perf(
-        &[
-            "report",
-            "--stdio",
-            "--no-children",
-            "-g",
-            "none",
-            "--sort",
-            "comm",
-            "-i",
-            path_str(&f),
-        ],
-        d.path(),
-    );
+    let theirs = perf_report_sorted("comm", &f, d.path());
     assert!(theirs.ok(), "{}", theirs.stderr);
     let ours = perfaux(&["report", "--sort", "comm", "-i", path_str(&f)]);
     assert_eq!(ours.code, 0, "{}", ours.stderr);

@@ -111,20 +111,7 @@ fn a_perf_record_g_file_reads_as_perf_reads_it() {
         c
     });
     assert!(r.ok(), "perf record: {}", r.stderr);
-    let theirs = perf(
-        &[
-            "report",
-            "--stdio",
-            "--no-children",
-            "-g",
-            "none",
-            "--sort",
-            "comm,dso,sym",
-            "-i",
-            path_str(&data),
-        ],
-        dir.path(),
-    );
+    let theirs = perf_report_sorted("comm,dso,sym", &data, dir.path());
     assert!(theirs.ok(), "perf report: {}", theirs.stderr);
     let ours = perfaux(&["report", "-i", path_str(&data)]);
     assert!(ours.ok(), "perfaux report: {}", ours.stderr);

@@ -56,6 +56,25 @@ pub fn perfaux_as_ordinary_user(dir: &Path) -> Option<Command> {
     Some(c)
 }
 
+/// `perf report`'s flat histogram of `file` by the `sort` keys (no call graph, no children
+/// column), as the tests compare perfaux's with it.
+pub fn perf_report_sorted(sort: &str, file: &Path, home: &Path) -> Run {
+    perf(
+        &[
+            "report",
+            "--stdio",
+            "--no-children",
+            "-g",
+            "none",
+            "--sort",
+            sort,
+            "-i",
+            path_str(file),
+        ],
+        home,
+    )
+}
+
 /// A time as report and replay print it (`2.603 ms`: a value and its unit) in ns.
 pub fn printed_ns(value: &str, unit: &str) -> u64 {
     let v: f64 = value.parse().unwrap_or_else(|_| panic!("time {value:?}"));
