@@ -9,8 +9,6 @@
 //! by [`QUEUE_BUDGET`]: past it the oldest records are handed on early, and a record older
 //! than what was handed on is handed on at once (perf calls these out of order).
 
-use std::collections::BTreeMap;
-
 use perfaux_abi::Endianness;
 use perfaux_abi::consts::PERF_RECORD_SAMPLE;
 use perfaux_abi::header::PerfEventHeader;
@@ -20,41 +18,32 @@ use perfaux_abi::sample_fields::SampleFields;
 use perfaux_perfdata::RawRecord;
 use perfaux_perfdata::record::RecordLocation;
 
-/// Bytes of records held at most (each counted with its bookkeeping, [`ENTRY_COST`]): a
-/// round of perf's or perfaux's recorder is far less (perfaux writes one every 100 ms).
-pub const QUEUE_BUDGET: usize = 8 << 20;
+/// Bytes of records held at most, each counted with its bookkeeping ([`ENTRY_COST`]; the
+/// arena may have twice the room): a round of perf's or perfaux's recorder is far less
+/// (perfaux writes one every 100 ms).
+pub const QUEUE_BUDGET: usize = 4 << 20;
 
-/// What a held record costs besides its bytes: its key (16 bytes) and [`Held`] (about 100)
-/// in a B-tree node, with the node's slack (nodes are at least half full).
-const ENTRY_COST: usize = 192;
+/// What a held record costs besides its bytes (its [`Held`] entry).
+const ENTRY_COST: usize = 96;
 
-/// A record held, owned.
+/// A record held: its place in the arena and what its [`RawRecord`] says besides its bytes.
 struct Held {
+    time: u64,
+    start: usize,
+    len: usize,
     header: PerfEventHeader,
     location: RecordLocation,
-    bytes: Vec<u8>,
     attr_index: Option<usize>,
     parse_info: Option<RecordParseInfo>,
     endian: Endianness,
 }
 
 impl Held {
-    fn of(r: &RawRecord<'_>) -> Held {
-        Held {
-            header: r.header,
-            location: r.location,
-            bytes: r.bytes.to_vec(),
-            attr_index: r.attr_index,
-            parse_info: r.parse_info,
-            endian: r.endian,
-        }
-    }
-
-    fn raw(&self) -> RawRecord<'_> {
+    fn raw<'a>(&self, arena: &'a [u8]) -> RawRecord<'a> {
         RawRecord {
             header: self.header,
             location: self.location,
-            bytes: &self.bytes,
+            bytes: &arena[self.start..self.start + self.len],
             payload: &[],
             attr_index: self.attr_index,
             parse_info: self.parse_info,
@@ -68,17 +57,18 @@ pub(crate) trait TakeRecord<E> {
     fn take(&mut self, r: &RawRecord<'_>) -> Result<(), E>;
 }
 
-/// The queue.
+/// The queue: the records' bytes back to back in one arena and their entries in arrival
+/// order, sorted by time (stably: records of one time keep their order) when some go on. No
+/// allocation per record: a round's records are copied once, and sorted once.
 #[derive(Default)]
 pub(crate) struct RecordQueue {
-    queue: BTreeMap<(u64, u64), Held>,
-    seq: u64,
+    arena: Vec<u8>,
+    held: Vec<Held>,
     /// The newest time queued so far, and as of the last round.
     newest: u64,
     round_newest: u64,
     /// Records at or before this time were handed on: an older one is late.
     handed: Option<u64>,
-    bytes: usize,
 }
 
 impl RecordQueue {
@@ -92,15 +82,24 @@ impl RecordQueue {
         if self.handed.is_some_and(|h| t < h) {
             return to.take(r);
         }
-        self.seq += 1;
-        self.bytes += r.bytes.len() + ENTRY_COST;
         self.newest = self.newest.max(t);
-        self.queue.insert((t, self.seq), Held::of(r));
-        if self.bytes > QUEUE_BUDGET {
+        self.held.push(Held {
+            time: t,
+            start: self.arena.len(),
+            len: r.bytes.len(),
+            header: r.header,
+            location: r.location,
+            attr_index: r.attr_index,
+            parse_info: r.parse_info,
+            endian: r.endian,
+        });
+        self.arena.extend_from_slice(r.bytes);
+        if self.arena.len() + self.held.len() * ENTRY_COST > QUEUE_BUDGET {
             // The oldest half goes on early.
-            while self.bytes > QUEUE_BUDGET / 2 {
-                self.pop(to)?;
-            }
+            let half = self.held.len() / 2;
+            self.sort();
+            let limit = self.held[half.saturating_sub(1)].time;
+            self.hand_on(limit, to)?;
         }
         Ok(())
     }
@@ -108,30 +107,46 @@ impl RecordQueue {
     /// A PERF_RECORD_FINISHED_ROUND: what is not later than the round before's newest goes on.
     pub(crate) fn round<E>(&mut self, to: &mut impl TakeRecord<E>) -> Result<(), E> {
         let limit = self.round_newest;
-        while self
-            .queue
-            .first_key_value()
-            .is_some_and(|(k, _)| k.0 <= limit)
-        {
-            self.pop(to)?;
-        }
+        self.sort();
+        self.hand_on(limit, to)?;
         self.round_newest = self.newest;
         Ok(())
     }
 
     /// The end: everything goes on.
     pub(crate) fn finish<E>(&mut self, to: &mut impl TakeRecord<E>) -> Result<(), E> {
-        while !self.queue.is_empty() {
-            self.pop(to)?;
-        }
-        Ok(())
+        self.sort();
+        self.hand_on(u64::MAX, to)
     }
 
-    fn pop<E>(&mut self, to: &mut impl TakeRecord<E>) -> Result<(), E> {
-        if let Some(((t, _), h)) = self.queue.pop_first() {
-            self.bytes -= h.bytes.len() + ENTRY_COST;
-            self.handed = Some(self.handed.map_or(t, |x| x.max(t)));
-            to.take(&h.raw())?;
+    fn sort(&mut self) {
+        if !self.held.is_sorted_by_key(|h| h.time) {
+            self.held.sort_by_key(|h| h.time);
+        }
+    }
+
+    /// Hands on the (sorted) records not later than `limit`; the others stay, their bytes
+    /// moved to the arena's front.
+    fn hand_on<E>(&mut self, limit: u64, to: &mut impl TakeRecord<E>) -> Result<(), E> {
+        let n = self.held.partition_point(|h| h.time <= limit);
+        if n == 0 {
+            return Ok(());
+        }
+        for h in &self.held[..n] {
+            self.handed = Some(self.handed.map_or(h.time, |x| x.max(h.time)));
+            to.take(&h.raw(&self.arena))?;
+        }
+        self.held.drain(..n);
+        if self.held.is_empty() {
+            self.arena.clear();
+        } else {
+            let mut arena = Vec::with_capacity(self.held.iter().map(|h| h.len).sum());
+            for h in &mut self.held {
+                let start = arena.len();
+                arena.extend_from_slice(&self.arena[h.start..h.start + h.len]);
+                h.start = start;
+            }
+            self.arena = arena;
         }
         Ok(())
     }
