@@ -175,8 +175,9 @@ impl std::fmt::Display for KernelError {
 pub fn open(pid: u32, events: &[KernelEvent]) -> (Vec<KernelRing>, Vec<(String, KernelError)>) {
     let mut rings = Vec::new();
     let mut refused = Vec::new();
+    let cpus = online_cpus();
     for ev in events {
-        match open_event(pid, ev) {
+        match open_event(pid, ev, &cpus) {
             Ok(r) => rings.extend(r),
             Err(e) => refused.push((ev.name.clone(), e)),
         }
@@ -184,12 +185,16 @@ pub fn open(pid: u32, events: &[KernelEvent]) -> (Vec<KernelRing>, Vec<(String, 
     (rings, refused)
 }
 
-/// Opens and maps `ev` for process `pid` on every CPU.
-fn open_event(pid: u32, ev: &KernelEvent) -> std::result::Result<Vec<KernelRing>, KernelError> {
+/// Opens and maps `ev` for process `pid` on each of `cpus`.
+fn open_event(
+    pid: u32,
+    ev: &KernelEvent,
+    cpus: &[u32],
+) -> std::result::Result<Vec<KernelRing>, KernelError> {
     let attr = open_attr(&ev.attr).to_bytes(PERF_ATTR_SIZE_VER7, Endianness::NATIVE);
     let kernel_mode = !ev.attr.flags.contains(AttrFlags::EXCLUDE_KERNEL);
     let mut rings = Vec::new();
-    for cpu in online_cpus() {
+    for &cpu in cpus {
         // SAFETY: perf_event_open(2) reads `size` (VER7) bytes of the attr, written above, and
         // returns a new descriptor or -1.
         let fd = unsafe {
