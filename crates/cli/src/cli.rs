@@ -207,11 +207,16 @@ pub struct RecordArgs {
     /// sizes with B/K/M/G; either may be empty, e.g. -m ,1M).
     #[arg(short = 'm', long = "mmap-pages", value_name = "DATA,AUX")]
     pub mmap_pages: Option<String>,
-    /// Samples carry the call chain (PERF_SAMPLE_CALLCHAIN): the traced thread's shadow
-    /// stack, exact, taken by the samplers (probe:FUNC, task-clock, ...).
+    /// Samples carry the call chain (PERF_SAMPLE_CALLCHAIN). A clock sampler standing alone
+    /// (task-clock, cpu-clock, and the cpu-clock -F, -c or -g add to `record -- ./prog`
+    /// without -e) is the running kernel's, whose chain walks the frame pointers as perf's
+    /// -g; the program's own samplers (probe:FUNC, a clock in the trace's group) take the
+    /// traced thread's shadow stack, exact.
     #[arg(short = 'g')]
     pub call_graph_g: bool,
-    /// As -g; every mode perf takes (fp, dwarf[,SIZE], lbr) gets the shadow stack's chain.
+    /// As -g, in perf's modes: fp, lbr, or dwarf[,SIZE], with which the kernel's samplers copy
+    /// the user registers and SIZE bytes of stack (8192 by default) for report to unwind with
+    /// the objects' CFI, for programs built without frame pointers.
     #[arg(long = "call-graph", value_name = "MODE", value_parser = parse_call_graph)]
     pub call_graph: Option<String>,
     /// The clock samplers' frequency in Hz (task-clock, cpu-clock), for those without
@@ -309,6 +314,7 @@ pub struct ScriptArgs {
 /// `--call-graph`'s mode, as perf takes it.
 fn parse_call_graph(s: &str) -> Result<String, String> {
     if crate::events::call_graph_mode(s) {
+        crate::events::dwarf_stack_size(s)?;
         Ok(s.to_owned())
     } else {
         Err("takes fp, dwarf[,SIZE] or lbr".into())

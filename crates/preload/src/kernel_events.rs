@@ -30,7 +30,7 @@ use perfaux_abi::Endianness;
 use perfaux_abi::attr::{AttrFlags, PerfEventAttr};
 use perfaux_abi::consts::{
     PERF_ATTR_SIZE_VER7, PERF_COUNT_SW_DUMMY, PERF_RECORD_EXIT, PERF_RECORD_FORK, PERF_RECORD_LOST,
-    PERF_RECORD_SAMPLE, PERF_SAMPLE_IDENTIFIER, PERF_TYPE_SOFTWARE,
+    PERF_RECORD_SAMPLE, PERF_SAMPLE_IDENTIFIER, PERF_SAMPLE_STACK_USER, PERF_TYPE_SOFTWARE,
 };
 use perfaux_perfdata::record_attrs::base_attr;
 use perfaux_recorder::ring::{AuxFn, RecordFn, Ring};
@@ -43,6 +43,10 @@ pub const SWITCH_EVENT_NAME: &str = "dummy:u";
 /// Data pages of each event's ring on each CPU: 128 KiB, 3,000 switch records, drained every
 /// step (a millisecond); what does not fit is a PERF_RECORD_LOST the recording counts.
 const DATA_PAGES: usize = 32;
+
+/// Data pages of a ring whose samples copy user stack (`--call-graph dwarf`): 1 MiB, about a
+/// hundred samples of perf's default 8 KiB dump, a tenth of a second at 999 Hz on one CPU.
+const STACK_DATA_PAGES: usize = 256;
 
 /// How long the recorder waits for the child's pid before it lets the program start without
 /// the events (a child that died before it wrote is seen at once: the pipe closes).
@@ -67,6 +71,23 @@ pub fn switch_attr() -> PerfEventAttr {
     let mut a = base_attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY);
     a.flags |= AttrFlags::CONTEXT_SWITCH;
     a
+}
+
+/// `a` made the recording's tracking event for the kernel's side: the kernel writes the
+/// program's processes' executable mappings (MMAP2, for the exec'd image and each library the
+/// loader maps, in every process, traced or not) and their names (COMM at each exec and
+/// rename), as perf's first event asks for them. Where the runtime traces a process, its side
+/// band writes the same maps and names too: a reader takes a map or name given twice as the
+/// same. Without these, the samples of a process that calls no hook (a program run untraced
+/// for its samples, a shell it starts) would have no object to be resolved in and no name.
+/// `stacks`: a sampler copies user stacks, and the data mappings are asked for too (perf's
+/// `mmap_data` under `--call-graph dwarf`): an unwinder reads an object's `.eh_frame_hdr`
+/// from its read-only segment, which is not executable.
+pub fn with_tracking(a: &mut PerfEventAttr, stacks: bool) {
+    a.flags |= AttrFlags::MMAP | AttrFlags::MMAP2 | AttrFlags::COMM | AttrFlags::COMM_EXEC;
+    if stacks {
+        a.flags |= AttrFlags::MMAP_DATA;
+    }
 }
 
 /// One kernel event of the recording: its name and attr as the file has them, and its index
@@ -193,6 +214,11 @@ fn open_event(
 ) -> std::result::Result<Vec<KernelRing>, KernelError> {
     let attr = open_attr(&ev.attr).to_bytes(PERF_ATTR_SIZE_VER7, Endianness::NATIVE);
     let kernel_mode = !ev.attr.flags.contains(AttrFlags::EXCLUDE_KERNEL);
+    let pages = if ev.attr.sample_type & PERF_SAMPLE_STACK_USER != 0 {
+        STACK_DATA_PAGES
+    } else {
+        DATA_PAGES
+    };
     let mut rings = Vec::new();
     for &cpu in cpus {
         // SAFETY: perf_event_open(2) reads `size` (VER7) bytes of the attr, written above, and
@@ -219,12 +245,11 @@ fn open_event(
         };
         // SAFETY: a descriptor just returned to us alone.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        let mem =
-            RingMemory::kernel(fd.as_fd(), DATA_PAGES, true, None).map_err(|e| KernelError {
-                what: format!("mapping the ring of '{}' on CPU {cpu}", ev.name),
-                source: io::Error::other(e.to_string()),
-                kernel_mode,
-            })?;
+        let mem = RingMemory::kernel(fd.as_fd(), pages, true, None).map_err(|e| KernelError {
+            what: format!("mapping the ring of '{}' on CPU {cpu}", ev.name),
+            source: io::Error::other(e.to_string()),
+            kernel_mode,
+        })?;
         rings.push(KernelRing {
             pid,
             cpu,

@@ -75,6 +75,14 @@ pub enum Notice {
         /// Why.
         why: String,
     },
+    /// No thread of the program called a hook, and the kernel's events `-e` asked for are
+    /// recorded: the recording holds those alone (as `perf record` would), not the trace.
+    OnlyKernelEvents {
+        /// The program.
+        prog: String,
+        /// Why nothing was traced, and what would trace it.
+        hint: String,
+    },
     /// Objects the program's processes loaded whose MMAP2 and symbols are missing.
     ObjectsLost {
         /// How many (the program's count).
@@ -214,6 +222,11 @@ impl fmt::Display for Notice {
                 "record: the kernel's event(s) {} of the program are not in the recording \
                  ({why}); the trace is recorded all the same",
                 events.join(", ")
+            ),
+            Notice::OnlyKernelEvents { prog, hint } => write!(
+                f,
+                "no call of '{prog}' is traced ({hint}); the recording holds the kernel's events \
+                 of it alone"
             ),
             Notice::ObjectsLost { objects } => write!(
                 f,

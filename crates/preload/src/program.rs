@@ -290,6 +290,9 @@ pub struct TracedProgram {
     patching: bool,
     /// What the start had to tell, said by the first step.
     start_notices: Vec<Notice>,
+    /// Whether the kernel opened any of the events `-e` asked for: a program nothing traced
+    /// then still has a recording, theirs.
+    asked_kernel_events: bool,
     /// The runtime's memfd stays open while the program's processes may load it.
     _runtime: Runtime,
 }
@@ -350,8 +353,15 @@ impl TracedProgram {
                 0,
             )
         });
-        for mut spec in kernel_specs.into_iter().chain(switches) {
+        let switch_index = switches.is_some().then(|| specs.len() + kernel_specs.len());
+        let stacks = kernel_specs
+            .iter()
+            .any(|k| k.open.sample_type & perfaux_abi::consts::PERF_SAMPLE_STACK_USER != 0);
+        for (k, mut spec) in kernel_specs.into_iter().chain(switches).enumerate() {
             spec.leader = specs.len();
+            if k == 0 && Some(specs.len()) != switch_index {
+                kernel_events::with_tracking(&mut spec.open, stacks);
+            }
             kernel.push(KernelEvent {
                 name: spec.name.clone(),
                 attr: spec.open,
@@ -443,6 +453,7 @@ impl TracedProgram {
         })?;
         drop(plan_fd);
         let mut rec = rec;
+        let mut asked_kernel_events = false;
         if !names.is_empty() {
             match opened {
                 Some(kernel_events::Opened {
@@ -450,6 +461,7 @@ impl TracedProgram {
                     rings,
                     refused,
                 }) if p == pid => {
+                    asked_kernel_events = rings.iter().any(|r| Some(r.index()) != switch_index);
                     for r in rings {
                         let ids = [(r.index(), r.id())];
                         if let Err(e) = rec.add_ring_of(Box::new(r), &ids) {
@@ -495,6 +507,7 @@ impl TracedProgram {
             overwrite,
             patching,
             start_notices: notices,
+            asked_kernel_events,
             _runtime: runtime,
         })
     }
@@ -654,16 +667,25 @@ impl TracedProgram {
         };
         let traced = self.sideband.traced();
         if traced == 0 {
-            // Dropping the recorder unmade leaves no file and the previous one in place.
-            drop(rec);
             let hint = if self.patching {
                 crate::patching::nothing_ran_hint(patched, refused)
             } else {
                 crate::patching::no_hooks_hint(&self.prog)
             };
-            return Err(ProgramError::NothingTraced {
-                end: end.signal_line(&self.prog),
-                prog: self.prog,
+            if !self.asked_kernel_events {
+                // Dropping the recorder unmade leaves no file and the previous one in place.
+                drop(rec);
+                return Err(ProgramError::NothingTraced {
+                    end: end.signal_line(&self.prog),
+                    prog: self.prog,
+                    hint,
+                });
+            }
+            // The kernel's samples and counts of the program are a recording of their own, as
+            // `perf record` makes one: the first asked event's COMM and MMAP2 records name
+            // and place them (kernel_events::with_tracking).
+            notices.push(Notice::OnlyKernelEvents {
+                prog: self.prog.clone(),
                 hint,
             });
         }

@@ -48,6 +48,7 @@ mod record_order;
 pub mod report;
 pub mod stats;
 pub mod symbols;
+pub mod unwind;
 pub mod walk;
 
 pub use event::{Call, FuncId, LostKind, Names, Sink, Tee, ViewEvent};

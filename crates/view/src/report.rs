@@ -142,6 +142,9 @@ pub fn write_report(
             }
         }
     }
+    if opts.call_graph && c.sample_tree.nodes.len() > 1 {
+        sampled_call_graph(&c.sample_tree, names, out)?;
+    }
     if !c.samples.is_empty() {
         histogram(
             c,
@@ -340,6 +343,31 @@ fn call_graph(tree: &CallTree, names: &Names, out: &mut impl Write) -> Result<()
         out,
         format_args!("========== FUNCTION CALL GRAPH ==========\n# TOTAL TIME   FUNCTION\n"),
     )?;
+    tree_lines(tree, names, &|n| fmt_time(n.total), out)
+}
+
+/// The sampled call chains merged into one tree, outermost caller first, as perf report's
+/// caller graph: each path's samples (those whose chain passes through it) in the left
+/// column and in parentheses, in uftrace graph's layout.
+fn sampled_call_graph(
+    tree: &CallTree,
+    names: &Names,
+    out: &mut impl Write,
+) -> Result<(), ViewError> {
+    w(
+        out,
+        format_args!("\n========== SAMPLED CALL GRAPH ==========\n#    SAMPLES   FUNCTION\n"),
+    )?;
+    tree_lines(tree, names, &|n| format!("{:>10}", n.calls), out)
+}
+
+/// `tree`'s nodes, one line each, depth first: `value : prefix(calls) name`.
+fn tree_lines(
+    tree: &CallTree,
+    names: &Names,
+    value: &dyn Fn(&crate::stats::Node) -> String,
+    out: &mut impl Write,
+) -> Result<(), ViewError> {
     // Iterative depth-first walk: a deep tree must not overflow the stack.
     // (node, prefix length, is last child)
     let mut todo: Vec<(u32, usize, bool)> = tree.nodes[0]
@@ -364,7 +392,7 @@ fn call_graph(tree: &CallTree, names: &Names, out: &mut impl Write) -> Result<()
             out,
             format_args!(
                 "  {} : {prefix}{branch}({}) {}\n",
-                fmt_time(node.total),
+                value(node),
                 node.calls,
                 names.name(node.func)
             ),

@@ -19,6 +19,7 @@ use std::io::BufRead;
 use perfaux_abi::consts::*;
 use perfaux_abi::raw::RawData;
 use perfaux_abi::records::{Record, TaskKind};
+use perfaux_abi::sample::SampleRecord;
 use perfaux_abi::sample_fields::SampleFields;
 use perfaux_perfdata::trace_reader::{SectionSource, TraceSection};
 use perfaux_perfdata::trace_section::{ChunkKind, SNAPSHOT_BEGIN};
@@ -32,6 +33,7 @@ use crate::ViewError;
 use crate::event::{Call, FuncId, LostKind, Names, Sink, ViewEvent};
 use crate::record_order::{RecordQueue, TakeRecord, record_time};
 use crate::symbols::Symbolizer;
+use crate::unwind::StackUnwinder;
 
 /// Decodes a uevent sample's RAW data to (type, payload), the payload in
 /// place (the pass copies it only when the ring split it).
@@ -201,6 +203,7 @@ pub fn walk<R: BufRead + std::io::Seek>(
         .enumerate()
         .map(|(i, a)| a.name.clone().unwrap_or_else(|| format!("event{i}")))
         .collect();
+    let regs_masks: Vec<u64> = meta.attrs.iter().map(|a| a.attr.sample_regs_user).collect();
     let names = Names::default();
     let threads = Threads {
         info: HashMap::new(),
@@ -221,6 +224,9 @@ pub fn walk<R: BufRead + std::io::Seek>(
         stack,
         aux_owner,
         uevents: rec.uevents,
+        regs_masks,
+        unwinder: StackUnwinder::default(),
+        frames: Vec::new(),
     };
     // Records are handled in time order as perf's ordered-events queue hands them over
     // (tools/perf/util/ordered-events.c): a thread's COMM, FORK and MMAPs can be in the file
@@ -294,6 +300,11 @@ struct RecordPass<'a> {
     /// AUX event id -> tid, from ITRACE_START (the chunk's tid otherwise).
     aux_owner: HashMap<u64, u32>,
     uevents: UeventFormat<'a>,
+    /// Each event's `sample_regs_user`: which registers its samples carry, in order.
+    regs_masks: Vec<u64>,
+    unwinder: StackUnwinder,
+    /// A sample's unwound addresses.
+    frames: Vec<u64>,
 }
 
 impl RecordPass<'_> {
@@ -359,7 +370,30 @@ impl RecordPass<'_> {
                 return Ok(());
             }
             self.stack.clear();
+            if info.sample_type & USER_STACK_BITS == USER_STACK_BITS {
+                // `--call-graph dwarf`: the chain is unwound from the copied stack (the
+                // kernel's own holds no user frames then).
+                let mask = idx
+                    .and_then(|i| self.regs_masks.get(i))
+                    .copied()
+                    .unwrap_or(0);
+                let full = SampleRecord::parse(0, body, &info, r.endian).map_err(|e| {
+                    let e = e.in_record(PERF_RECORD_SAMPLE);
+                    ViewError(format!("record at file offset {at:#x}: {e}"))
+                })?;
+                if let (Some(regs), Some(st)) = (&full.regs_user, &full.stack_user) {
+                    let regs: Vec<u64> = regs.regs.iter().collect();
+                    let bytes = st.data.to_vec();
+                    let dyn_size = (st.dyn_size as usize).min(bytes.len());
+                    self.unwinder
+                        .unwind(pid, mask, &regs, &bytes[..dyn_size], &mut self.frames);
+                    for &a in &self.frames {
+                        self.stack.push(self.sym.resolve(pid, a, &mut self.names));
+                    }
+                }
+            }
             match &s.callchain {
+                _ if !self.stack.is_empty() => {}
                 Some(cc) if !cc.is_empty() => {
                     for a in cc.iter() {
                         // PERF_CONTEXT_* markers are not addresses.
@@ -449,12 +483,17 @@ impl RecordPass<'_> {
                     }
                 }
             }
-            Record::Mmap(m) => self
-                .sym
-                .mmap(m.pid, m.addr, m.len, m.pgoff, &map_name(&m.filename)),
-            Record::Mmap2(m) => {
-                self.sym
-                    .mmap(m.pid, m.addr, m.len, m.pgoff, &map_name(&m.filename))
+            // A data map (perf's `mmap_data`, which `--call-graph dwarf` asks for: an
+            // unwinder of perf's reads `.eh_frame_hdr` from one) holds no code to name.
+            Record::Mmap(m) if m.misc & PERF_RECORD_MISC_MMAP_DATA == 0 => {
+                let name = map_name(&m.filename);
+                self.sym.mmap(m.pid, m.addr, m.len, m.pgoff, &name);
+                self.unwinder.exec_map(m.pid, m.addr, m.len, m.pgoff, &name);
+            }
+            Record::Mmap2(m) if m.misc & PERF_RECORD_MISC_MMAP_DATA == 0 => {
+                let name = map_name(&m.filename);
+                self.sym.mmap(m.pid, m.addr, m.len, m.pgoff, &name);
+                self.unwinder.exec_map(m.pid, m.addr, m.len, m.pgoff, &name);
             }
             Record::ItraceStart(i) => {
                 if let Some(id) = sid.identifier.or(sid.id) {
@@ -497,6 +536,9 @@ fn map_name(raw: &RawData<'_>) -> String {
         _ => f,
     }
 }
+
+/// A sample with the user registers and stack, to unwind (`--call-graph dwarf`).
+const USER_STACK_BITS: u64 = PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
 
 /// The first PERF_CONTEXT_* marker value: addresses are below it.
 const PERF_CONTEXT_MAX_MARKER: u64 = (-4095i64) as u64;

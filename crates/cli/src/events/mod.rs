@@ -8,5 +8,6 @@ pub mod resolve;
 
 pub use parse::{EventError, EventSpec, parse_events};
 pub use resolve::{
-    Event, EventKind, SamplerOptions, apply_sampler_options, call_graph_mode, resolve_events,
+    Event, EventKind, SamplerOptions, apply_sampler_options, call_graph_mode, dwarf_stack_size,
+    resolve_events,
 };

@@ -85,6 +85,10 @@ pub struct Event {
     /// Samples carry the traced thread's call chain (PERF_SAMPLE_CALLCHAIN, from its shadow
     /// stack): `call-graph=` or record's `-g`.
     pub callchain: bool,
+    /// `--call-graph dwarf[,SIZE]`: the bytes of user stack a kernel sampler copies with the
+    /// user registers, for the reader to unwind (the program's own samplers keep the
+    /// shadow stack's chain, which needs no unwinding).
+    pub dwarf_stack: Option<u32>,
     /// Index of the group leader in the list (its own index for a leader).
     pub leader: usize,
     /// The event's text, for messages.
@@ -121,12 +125,45 @@ pub fn call_graph_mode(s: &str) -> bool {
     matches!(mode, "fp" | "dwarf" | "lbr")
 }
 
+/// perf's default stack dump of `--call-graph dwarf`, and the most a sample can hold (its
+/// size field is a u16, rounded down to whole u64s).
+pub const DWARF_STACK_DEFAULT: u32 = 8192;
+pub const DWARF_STACK_MAX: u32 = 65528;
+
+/// The stack dump size of a `--call-graph` mode: `None` for fp and lbr, perf's
+/// [`DWARF_STACK_DEFAULT`] for `dwarf`, SIZE bytes rounded up to 8 for `dwarf,SIZE` (perf's
+/// `parse_callchain_record`: 1 to [`DWARF_STACK_MAX`], a number in decimal or 0x hex).
+pub fn dwarf_stack_size(mode: &str) -> Result<Option<u32>, String> {
+    let mut parts = mode.splitn(2, ',');
+    if parts.next() != Some("dwarf") {
+        return Ok(None);
+    }
+    let Some(size) = parts.next() else {
+        return Ok(Some(DWARF_STACK_DEFAULT));
+    };
+    // perf reads it with strtoul(.., 0): decimal, or hex after 0x.
+    let n = match size.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => size.parse(),
+    };
+    match n {
+        Ok(n) if n > 0 && n.div_ceil(8) * 8 <= u64::from(DWARF_STACK_MAX) => {
+            Ok(Some((n.div_ceil(8) * 8) as u32))
+        }
+        _ => Err(format!(
+            "--call-graph {mode}: the stack dump size is 1 to {DWARF_STACK_MAX} bytes"
+        )),
+    }
+}
+
 /// Record's sampler options (perf's `-g`/`--call-graph`, `-F`, `-c`), for the events that
 /// sample: `probe:FUNC` and the software events but dummy.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SamplerOptions {
     /// `-g`: samples carry the call chain.
     pub callchain: bool,
+    /// `--call-graph dwarf[,SIZE]`: the stack dump of the kernel's samplers.
+    pub dwarf_stack: Option<u32>,
     /// `-F`: the clock samplers' frequency, in Hz.
     pub freq: Option<u64>,
     /// `-c`: every sampler's period.
@@ -164,6 +201,9 @@ pub fn apply_sampler_options(events: &mut [Event], o: &SamplerOptions) -> Result
         }
         took = true;
         ev.callchain |= o.callchain;
+        if ev.dwarf_stack.is_none() {
+            ev.dwarf_stack = o.dwarf_stack;
+        }
         if ev.period.is_none() && ev.freq.is_none() {
             if let Some(p) = o.period {
                 ev.period = Some(p);
@@ -239,6 +279,7 @@ fn resolve_one(input: &str, spec: &EventSpec, idx: usize) -> Result<Event, Event
         aux_action: AuxAction::empty(),
         aux_output: false,
         callchain: false,
+        dwarf_stack: None,
         leader: spec.group.unwrap_or(idx),
         text: spec.text.clone(),
     };
@@ -270,7 +311,10 @@ fn resolve_one(input: &str, spec: &EventSpec, idx: usize) -> Result<Event, Event
             "call-graph" => {
                 ev.callchain = match &t.value {
                     TermValue::Str(s) if s == "no" => false,
-                    TermValue::Str(s) if call_graph_mode(s) => true,
+                    TermValue::Str(s) if call_graph_mode(s) => {
+                        ev.dwarf_stack = (s == "dwarf").then_some(DWARF_STACK_DEFAULT);
+                        true
+                    }
                     _ => {
                         return Err(term_err(input, t, "call-graph takes fp, dwarf, lbr or no"));
                     }

@@ -68,7 +68,12 @@ pub fn sampler_options(a: &RecordArgs) -> Result<SamplerOptions, CliError> {
             return Err(CliError::msg(format!("{flag}: must be at least 1")));
         }
     }
+    let dwarf_stack = match &a.call_graph {
+        Some(mode) => crate::events::dwarf_stack_size(mode).map_err(CliError::msg)?,
+        None => None,
+    };
     Ok(SamplerOptions {
+        dwarf_stack,
         callchain: a.call_graph_g || a.call_graph.is_some(),
         freq: a.freq,
         period: a.count,

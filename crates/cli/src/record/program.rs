@@ -96,11 +96,20 @@ fn parse_duration_ns(text: &str) -> Result<u64, CliError> {
     }
 }
 
+/// The sampler `-F`, `-c`, `-g` or `--call-graph` add when no `-e` names one.
+pub const DEFAULT_SAMPLER: &str = "cpu-clock";
+
 /// What the arguments ask of the program's recording.
 fn options(a: &RecordArgs) -> Result<ProgramOptions, CliError> {
     let overwrite = snapshot_mode(a)?.is_some();
     let texts = if a.events.is_empty() {
-        vec!["swtrace//".to_string()]
+        let mut texts = vec!["swtrace//".to_string()];
+        if super::sampler_options(a)?.any() {
+            // perf's `record -F 999 -g ./prog` samples its default event; without a PMU (a
+            // VM) perf falls back to cpu-clock, the kernel's, as here.
+            texts.push(DEFAULT_SAMPLER.to_string());
+        }
+        texts
     } else {
         a.events.clone()
     };

@@ -29,9 +29,9 @@ use crate::error::CliError;
 use crate::events::resolve::{SWTRACE_PMU, UEVENT_AUX_PMU};
 use crate::events::{Event, EventKind};
 
-/// Whether `ev` is the kernel's own: a software event that perfaux's perf core cannot see
-/// happen (it has the clocks, the dummy event and bpf-output, which carries uevents).
-pub fn is_kernel_event(ev: &Event) -> bool {
+/// Whether `ev` is one of the kernel's events perfaux's perf core cannot see happen: its
+/// software events but the clocks, the dummy event and bpf-output (which carries uevents).
+fn is_kernel_counter(ev: &Event) -> bool {
     matches!(ev.kind, EventKind::Software { config } if !matches!(
         config,
         PERF_COUNT_SW_TASK_CLOCK
@@ -39,6 +39,42 @@ pub fn is_kernel_event(ev: &Event) -> bool {
             | PERF_COUNT_SW_DUMMY
             | PERF_COUNT_SW_BPF_OUTPUT
     ))
+}
+
+/// Whether `ev` is a clock sampler (task-clock, cpu-clock).
+fn is_clock(ev: &Event) -> bool {
+    matches!(
+        ev.kind,
+        EventKind::Software {
+            config: PERF_COUNT_SW_TASK_CLOCK | PERF_COUNT_SW_CPU_CLOCK
+        }
+    )
+}
+
+/// Whether `events[i]` is in a group (a member, or a leader with members).
+fn grouped(events: &[Event], i: usize) -> bool {
+    events[i].leader != i
+        || events
+            .iter()
+            .enumerate()
+            .any(|(j, o)| j != i && o.leader == i)
+}
+
+/// Whether `events[i]` is opened by the running kernel rather than by the program's threads:
+/// its software counters always, and a clock sampler that stands alone (outside a group, no
+/// aux-action, no AUX sample). The kernel's clock samples the program wherever it runs
+/// (libraries, code nothing traces) with the real instruction pointer and the user call
+/// chain as perf's `-g` walks it; a clock grouped behind the trace stays the threads' own,
+/// whose samples can carry the trace and the shadow stack's chain.
+pub fn is_kernel_event(events: &[Event], i: usize) -> bool {
+    let ev = &events[i];
+    if is_kernel_counter(ev) {
+        return true;
+    }
+    is_clock(ev)
+        && !grouped(events, i)
+        && ev.aux_action == Default::default()
+        && ev.aux_sample_size == 0
 }
 
 /// The program's events for `events`: the recorder's specs and the program's event table, in
@@ -54,15 +90,10 @@ pub struct ProgramEvents {
 pub fn program_events(events: &[Event]) -> Result<ProgramEvents, CliError> {
     let mut kernel = Vec::new();
     for (i, ev) in events.iter().enumerate() {
-        if !is_kernel_event(ev) {
+        if !is_kernel_event(events, i) {
             continue;
         }
-        let grouped = ev.leader != i
-            || events
-                .iter()
-                .enumerate()
-                .any(|(j, o)| j != i && o.leader == i);
-        if grouped || ev.aux_action != Default::default() || ev.aux_sample_size != 0 {
+        if grouped(events, i) || ev.aux_action != Default::default() || ev.aux_sample_size != 0 {
             return Err(CliError::msg(format!(
                 "record: event '{}' is the kernel's: the recorder opens it for the program's \
                  threads on every CPU, alone; it cannot be in a group, take an aux-action or \
@@ -82,6 +113,11 @@ pub fn program_events(events: &[Event]) -> Result<ProgramEvents, CliError> {
             // perf_event_paranoid 1 or lower, or CAP_PERFMON; the refusal says so.
             a.open.flags.remove(AttrFlags::EXCLUDE_KERNEL);
         }
+        if ev.callchain
+            && let Some(size) = ev.dwarf_stack
+        {
+            with_user_stack(&mut a.open, size);
+        }
         kernel.push(EventSpec::new(a.name, a.open, 0));
     }
     let (events, leaders) = without_kernel_events(events);
@@ -93,10 +129,26 @@ pub fn program_events(events: &[Event]) -> Result<ProgramEvents, CliError> {
     })
 }
 
+/// perf's x86_64 `PERF_REGS_MASK`: AX to R15 less the segment registers DS, ES, FS and GS
+/// (the kernel samples none of them), the registers `--call-graph dwarf` copies.
+pub const X86_64_USER_REGS: u64 = 0x00ff_0fff;
+
+/// `--call-graph dwarf,SIZE` on a kernel sampler, as perf's `evsel__config_callchain` asks
+/// it: the user registers and SIZE bytes of user stack from the stack pointer up, for the
+/// reader to unwind with the objects' CFI, and no user chain of the kernel's (it walks frame
+/// pointers, which an -O2 build does not keep).
+fn with_user_stack(a: &mut perfaux_abi::attr::PerfEventAttr, size: u32) {
+    use perfaux_abi::consts::{PERF_SAMPLE_REGS_USER, PERF_SAMPLE_STACK_USER};
+    a.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+    a.sample_regs_user = X86_64_USER_REGS;
+    a.sample_stack_user = size;
+    a.flags |= AttrFlags::EXCLUDE_CALLCHAIN_USER;
+}
+
 /// `events` without the kernel's, and each one's leader's index among those kept.
 fn without_kernel_events(events: &[Event]) -> (Vec<Event>, Vec<usize>) {
     let kept: Vec<usize> = (0..events.len())
-        .filter(|&i| !is_kernel_event(&events[i]))
+        .filter(|&i| !is_kernel_event(events, i))
         .collect();
     let new_index = |old: usize| kept.iter().position(|&k| k == old).unwrap_or(old);
     let leaders = kept.iter().map(|&i| new_index(events[i].leader)).collect();

@@ -270,6 +270,7 @@ fn sampler_options_reach_the_samplers_only() {
         callchain: true,
         freq: Some(999),
         period: None,
+        dwarf_stack: Some(4096),
     };
     apply_sampler_options(&mut v, &o).unwrap();
     let got: Vec<_> = v.iter().map(|e| (e.callchain, e.freq, e.period)).collect();
@@ -283,11 +284,15 @@ fn sampler_options_reach_the_samplers_only() {
             (false, None, None),
         ]
     );
+    // `--call-graph dwarf,4096` goes with -g to every sampler.
+    let stacks: Vec<_> = v.iter().map(|e| e.dwarf_stack).collect();
+    assert_eq!(stacks, [None, Some(4096), Some(4096), Some(4096), None]);
     let mut v = resolve_events(&args(&["{swtrace//,probe:f}", "task-clock"]), None).unwrap();
     let o = SamplerOptions {
         callchain: false,
         freq: None,
         period: Some(10),
+        dwarf_stack: None,
     };
     apply_sampler_options(&mut v, &o).unwrap();
     let got: Vec<_> = v.iter().map(|e| (e.callchain, e.period)).collect();
@@ -302,6 +307,22 @@ fn sampler_options_reach_the_samplers_only() {
     )
     .unwrap_err();
     assert!(e.contains("-e task-clock"), "{e}");
+}
+
+/// `--call-graph dwarf[,SIZE]`'s stack dump: perf's 8192 by default, SIZE rounded up to 8
+/// bytes, 1 to 65528; fp and lbr copy none.
+#[test]
+fn a_dwarf_call_graph_copies_perfs_stack_sizes() {
+    assert_eq!(dwarf_stack_size("fp"), Ok(None));
+    assert_eq!(dwarf_stack_size("lbr"), Ok(None));
+    assert_eq!(dwarf_stack_size("dwarf"), Ok(Some(8192)));
+    assert_eq!(dwarf_stack_size("dwarf,100"), Ok(Some(104)));
+    assert_eq!(dwarf_stack_size("dwarf,0x4000"), Ok(Some(16384)));
+    assert_eq!(dwarf_stack_size("dwarf,65528"), Ok(Some(65528)));
+    for bad in ["dwarf,0", "dwarf,65529", "dwarf,16K", "dwarf,"] {
+        let e = dwarf_stack_size(bad).unwrap_err();
+        assert!(e.contains("1 to 65528"), "{bad}: {e}");
+    }
 }
 
 /// perf's call-graph term: fp, dwarf and lbr ask for the chain, no for none; others are an
