@@ -246,10 +246,15 @@ pub struct RecordArgs {
     /// Workload size: how many requests each worker thread serves.
     #[arg(long, default_value_t = 200)]
     pub requests: u32,
-    /// Record the process PID (not possible: perfaux traces the programs it starts; the
-    /// message says why and what to run instead).
-    #[arg(short = 'p', long = "pid", value_name = "PID")]
+    /// Record the running kernel's events of process PID, already running (samples with
+    /// call chains, counts, context switches; without -e, cpu-clock samples), until it ends
+    /// or Ctrl-C; the process goes on. Its calls are not traced: that needs the program
+    /// started under perfaux (`record -- ./prog`).
+    #[arg(short = 'p', long = "pid", value_name = "PID", conflicts_with = "tid")]
     pub pid: Option<String>,
+    /// As -p, for these threads only (comma-separated, of one process).
+    #[arg(short = 't', long = "tid", value_name = "TID")]
+    pub tid: Option<String>,
     /// System-wide collection from all CPUs (not possible: see -p).
     #[arg(short = 'a', long = "all-cpus")]
     pub all_cpus: bool,

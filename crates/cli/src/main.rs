@@ -79,6 +79,10 @@ fn record(args: &RecordArgs, verbose: bool) -> Result<(), CliError> {
     if let Some(line) = perfaux::record::program::refuse_attach(args) {
         return Err(CliError::msg(line));
     }
+    if args.pid.is_some() || args.tid.is_some() {
+        let code = perfaux::record::attach::record_attached(args, verbose)?;
+        std::process::exit(code);
+    }
     if !args.command.is_empty() {
         let code = perfaux::record::program::record_program(args, verbose)?;
         std::process::exit(code);

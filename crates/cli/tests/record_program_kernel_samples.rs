@@ -78,44 +78,6 @@ fn build(dir: &Path, instrumented: bool) -> PathBuf {
     dir.join(out)
 }
 
-/// `perf report -n --sort sym`'s rows: samples per symbol.
-fn samples_by_symbol(data: &Path, home: &Path) -> HashMap<String, u64> {
-    let r = common::perf(
-        &[
-            "report",
-            "--stdio",
-            "--no-children",
-            "-g",
-            "none",
-            "-n",
-            "--sort",
-            "sym",
-            "-i",
-            path_str(data),
-        ],
-        home,
-    );
-    assert!(r.ok(), "perf report: {}", r.stderr);
-    assert!(
-        !r.stderr.to_lowercase().contains("warning"),
-        "perf report warns: {}",
-        r.stderr
-    );
-    let mut rows = HashMap::new();
-    for l in r
-        .stdout
-        .lines()
-        .filter(|l| l.contains('%') && !l.starts_with('#'))
-    {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        // `12.34%  123  [.] name`
-        if f.len() >= 4 && f[2] == "[.]" {
-            rows.insert(f[3].to_string(), f[1].parse().unwrap());
-        }
-    }
-    rows
-}
-
 /// The functions with at least `share` of the samples, most sampled first.
 fn top(rows: &HashMap<String, u64>, share: f64) -> Vec<String> {
     let total: u64 = rows.values().sum();
@@ -193,8 +155,8 @@ fn kernel_clock_samples_agree_with_perf_record_per_function() {
         &prog,
         d.path(),
     );
-    let a = samples_by_symbol(&ours, d.path());
-    let b = samples_by_symbol(&theirs, d.path());
+    let a = common::perf_samples_by_symbol(&ours, d.path());
+    let b = common::perf_samples_by_symbol(&theirs, d.path());
     let top_b = top(&b, 0.05);
     assert_eq!(top(&a, 0.05), top_b, "perfaux {a:?}\nperf {b:?}");
     assert_eq!(top_b[..3], ["heavy", "medium", "light"], "perf {b:?}");
@@ -314,7 +276,7 @@ fn a_traced_programs_kernel_samples_lie_inside_the_traced_calls() {
     }
     // 2 ms of CPU time a sample: heavy's ~half of the run holds dozens.
     assert!(inside.get("heavy").copied().unwrap_or(0) > 20, "{inside:?}");
-    let perf_rows = samples_by_symbol(&data, d.path());
+    let perf_rows = common::perf_samples_by_symbol(&data, d.path());
     for (name, _, _) in &spans {
         assert_eq!(perf_rows.get(*name), inside.get(name), "{perf_rows:?}");
     }
@@ -388,7 +350,7 @@ fn dwarf_call_graphs_unwind_a_build_without_frame_pointers_as_perf_does() {
         .filter(|(p, _)| p.ends_with(&["main".into(), "work".into(), "heavy".into()]))
         .map(|(_, n)| *n)
         .sum::<u64>();
-    let heavy_all = samples_by_symbol(&data, d.path())["heavy"];
+    let heavy_all = common::perf_samples_by_symbol(&data, d.path())["heavy"];
     assert!(
         perf_heavy * 10 >= heavy_all * 9,
         "perf unwound {perf_heavy} of heavy's {heavy_all} samples to main"

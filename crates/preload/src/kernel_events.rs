@@ -55,6 +55,8 @@ const PID_WAIT: Duration = Duration::from_secs(10);
 /// `PERF_EVENT_IOC_ENABLE` and `PERF_EVENT_IOC_DISABLE`: `_IO('$', 0)`, `_IO('$', 1)`.
 const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
 const PERF_EVENT_IOC_DISABLE: libc::c_ulong = 0x2401;
+/// `PERF_EVENT_IOC_SET_OUTPUT`: `_IO('$', 5)`.
+const PERF_EVENT_IOC_SET_OUTPUT: libc::c_ulong = 0x2405;
 /// `PERF_FLAG_FD_CLOEXEC`.
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
 
@@ -103,16 +105,22 @@ pub struct KernelEvent {
 /// exec on, on the recording's clock. The switch event also asks for the tasks' FORK and EXIT
 /// records, for the FORK of each thread a process makes ([`kept`]): the side band knows a
 /// thread only from its first traced call, after its first switch in.
-fn open_attr(filed: &PerfEventAttr) -> PerfEventAttr {
+/// `on_exec`: the events start at the program's exec (else they stay disabled until the
+/// recorder enables them: a process already running). `inherit`: the threads and processes
+/// the task makes get them too (all but `-t`).
+fn open_attr(filed: &PerfEventAttr, on_exec: bool, inherit: bool) -> PerfEventAttr {
     let mut a = *filed;
     if a.flags.contains(AttrFlags::CONTEXT_SWITCH) {
         a.flags |= AttrFlags::TASK;
     }
     a.size = PERF_ATTR_SIZE_VER7;
-    a.flags |= AttrFlags::DISABLED
-        | AttrFlags::ENABLE_ON_EXEC
-        | AttrFlags::INHERIT
-        | AttrFlags::USE_CLOCKID;
+    a.flags |= AttrFlags::DISABLED | AttrFlags::USE_CLOCKID;
+    if inherit {
+        a.flags |= AttrFlags::INHERIT;
+    }
+    if on_exec {
+        a.flags |= AttrFlags::ENABLE_ON_EXEC;
+    }
     a.flags.remove(AttrFlags::WATERMARK);
     a.set_wakeup_watermark(0);
     a.clockid = libc::CLOCK_MONOTONIC;
@@ -151,6 +159,9 @@ pub struct KernelRing {
     /// Its samples start with IDENTIFIER (the file's sample_type has it).
     identifier_first: bool,
     fd: OwnedFd,
+    /// The same event of other threads on this CPU, writing into this ring
+    /// (PERF_EVENT_IOC_SET_OUTPUT): a process attached to, each of whose threads has its own.
+    others: Vec<OwnedFd>,
     mmap: PerfMmap,
     /// A record being rewritten.
     buf: Vec<u8>,
@@ -206,13 +217,129 @@ pub fn open(pid: u32, events: &[KernelEvent]) -> (Vec<KernelRing>, Vec<(String, 
     (rings, refused)
 }
 
-/// Opens and maps `ev` for process `pid` on each of `cpus`.
+/// Opens and maps each of `events` for threads `tids` of running process `pid` on every CPU
+/// (not at an exec: they start when the recorder enables them): per event and CPU one ring,
+/// the first thread's, into which the other threads' events write (PERF_EVENT_IOC_SET_OUTPUT,
+/// as perf's per-CPU buffers). Refused as [`open`] refuses.
+pub fn open_on_tasks(
+    pid: u32,
+    tids: &[u32],
+    events: &[KernelEvent],
+    inherit: bool,
+) -> (Vec<KernelRing>, Vec<(String, KernelError)>) {
+    let mut rings = Vec::new();
+    let mut refused = Vec::new();
+    let cpus = online_cpus();
+    'events: for ev in events {
+        let Some((&first, rest)) = tids.split_first() else {
+            break;
+        };
+        let mut ev_rings = match open_event_on(first, ev, &cpus, false, inherit) {
+            Ok(r) => r,
+            Err(e) => {
+                refused.push((ev.name.clone(), e));
+                continue;
+            }
+        };
+        for ring in &mut ev_rings {
+            ring.pid = pid;
+        }
+        let attr =
+            open_attr(&ev.attr, false, inherit).to_bytes(PERF_ATTR_SIZE_VER7, Endianness::NATIVE);
+        let kernel_mode = !ev.attr.flags.contains(AttrFlags::EXCLUDE_KERNEL);
+        for &tid in rest {
+            for ring in &mut ev_rings {
+                let fd = match perf_event_open(&attr, tid, ring.cpu) {
+                    Ok(fd) => fd,
+                    // A thread that ended since it was listed: nothing of it to record.
+                    Err(e) if e.raw_os_error() == Some(libc::ESRCH) => break,
+                    Err(source) => {
+                        refused.push((
+                            ev.name.clone(),
+                            KernelError {
+                                what: format!(
+                                    "perf_event_open of '{}' for thread {tid} on CPU {}",
+                                    ev.name, ring.cpu
+                                ),
+                                source,
+                                kernel_mode,
+                            },
+                        ));
+                        continue 'events;
+                    }
+                };
+                // SAFETY: an ioctl on our new descriptor naming another of ours, on the same
+                // CPU with the same clock, as the kernel requires for SET_OUTPUT.
+                let r = unsafe {
+                    libc::ioctl(
+                        fd.as_raw_fd(),
+                        PERF_EVENT_IOC_SET_OUTPUT,
+                        ring.fd.as_raw_fd() as libc::c_ulong,
+                    )
+                };
+                if r != 0 {
+                    refused.push((
+                        ev.name.clone(),
+                        KernelError {
+                            what: format!(
+                                "redirecting '{}' of thread {tid} into the ring of CPU {}",
+                                ev.name, ring.cpu
+                            ),
+                            source: io::Error::last_os_error(),
+                            kernel_mode,
+                        },
+                    ));
+                    continue 'events;
+                }
+                ring.others.push(fd);
+            }
+        }
+        rings.extend(ev_rings);
+    }
+    (rings, refused)
+}
+
+/// perf_event_open(2) of `attr` (VER7 bytes) for task `pid` on `cpu`, close-on-exec.
+fn perf_event_open(attr: &[u8], pid: u32, cpu: u32) -> io::Result<OwnedFd> {
+    // SAFETY: perf_event_open(2) reads `size` (VER7) bytes of the attr, which `attr` holds,
+    // and returns a new descriptor or -1.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            attr.as_ptr(),
+            pid as libc::pid_t,
+            cpu as libc::c_int,
+            -1 as libc::c_int,
+            PERF_FLAG_FD_CLOEXEC,
+        )
+    };
+    match i32::try_from(fd).ok().filter(|&fd| fd >= 0) {
+        // SAFETY: a descriptor just returned to us alone.
+        Some(fd) => Ok(unsafe { OwnedFd::from_raw_fd(fd) }),
+        None => Err(io::Error::last_os_error()),
+    }
+}
+
+/// Opens and maps `ev` for process `pid` on each of `cpus`, from its exec on.
 fn open_event(
     pid: u32,
     ev: &KernelEvent,
     cpus: &[u32],
 ) -> std::result::Result<Vec<KernelRing>, KernelError> {
-    let attr = open_attr(&ev.attr).to_bytes(PERF_ATTR_SIZE_VER7, Endianness::NATIVE);
+    open_event_on(pid, ev, cpus, true, true)
+}
+
+/// Opens and maps `ev` for task `pid` on each of `cpus`; `on_exec` and `inherit` as
+/// [`open_attr`].
+fn open_event_on(
+    pid: u32,
+    ev: &KernelEvent,
+    cpus: &[u32],
+    on_exec: bool,
+    inherit: bool,
+) -> std::result::Result<Vec<KernelRing>, KernelError> {
+    let attr =
+        open_attr(&ev.attr, on_exec, inherit).to_bytes(PERF_ATTR_SIZE_VER7, Endianness::NATIVE);
     let kernel_mode = !ev.attr.flags.contains(AttrFlags::EXCLUDE_KERNEL);
     let pages = if ev.attr.sample_type & PERF_SAMPLE_STACK_USER != 0 {
         STACK_DATA_PAGES
@@ -221,30 +348,14 @@ fn open_event(
     };
     let mut rings = Vec::new();
     for &cpu in cpus {
-        // SAFETY: perf_event_open(2) reads `size` (VER7) bytes of the attr, written above, and
-        // returns a new descriptor or -1.
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_perf_event_open,
-                attr.as_ptr(),
-                pid as libc::pid_t,
-                cpu as libc::c_int,
-                -1 as libc::c_int,
-                PERF_FLAG_FD_CLOEXEC,
-            )
-        };
-        let Some(fd) = i32::try_from(fd).ok().filter(|&fd| fd >= 0) else {
-            return Err(KernelError {
-                what: format!(
-                    "perf_event_open of '{}' for pid {pid} on CPU {cpu}",
-                    ev.name
-                ),
-                source: io::Error::last_os_error(),
-                kernel_mode,
-            });
-        };
-        // SAFETY: a descriptor just returned to us alone.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let fd = perf_event_open(&attr, pid, cpu).map_err(|source| KernelError {
+            what: format!(
+                "perf_event_open of '{}' for pid {pid} on CPU {cpu}",
+                ev.name
+            ),
+            source,
+            kernel_mode,
+        })?;
         let mem = RingMemory::kernel(fd.as_fd(), pages, true, None).map_err(|e| KernelError {
             what: format!("mapping the ring of '{}' on CPU {cpu}", ev.name),
             source: io::Error::other(e.to_string()),
@@ -256,6 +367,7 @@ fn open_event(
             index: ev.index,
             identifier_first: ev.attr.sample_type & PERF_SAMPLE_IDENTIFIER != 0,
             fd,
+            others: Vec::new(),
             mmap: PerfMmap::new(Arc::new(mem)),
             buf: Vec::new(),
         });
@@ -372,9 +484,12 @@ impl Ring for KernelRing {
         } else {
             PERF_EVENT_IOC_DISABLE
         };
-        // SAFETY: an argument-less ioctl on our descriptor. Its answer does not matter: the
-        // events start at the program's exec, and a failed stop only lets more records in.
-        unsafe { libc::ioctl(self.fd.as_raw_fd(), req, 0) };
+        for fd in std::iter::once(&self.fd).chain(&self.others) {
+            // SAFETY: an argument-less ioctl on our descriptor. Its answer does not matter:
+            // the events start at the program's exec or the attach, and a failed stop only
+            // lets more records in.
+            unsafe { libc::ioctl(fd.as_raw_fd(), req, 0) };
+        }
         Ok(())
     }
 

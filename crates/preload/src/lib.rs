@@ -32,6 +32,7 @@
 
 #![warn(missing_docs)]
 
+pub mod attach;
 mod error;
 mod events;
 pub mod host;

@@ -75,6 +75,18 @@ pub enum Notice {
         /// Why.
         why: String,
     },
+    /// An event of a process recorded with `-p` that the kernel refused (the others are
+    /// recorded): an error when `-e` asked for it (the switches are recorded by default).
+    AttachedEventRefused {
+        /// The event.
+        event: String,
+        /// The process.
+        pid: u32,
+        /// The kernel's answer, with what would allow it.
+        why: String,
+        /// Whether `-e` asked for it.
+        asked: bool,
+    },
     /// No thread of the program called a hook, and the kernel's events `-e` asked for are
     /// recorded: the recording holds those alone (as `perf record` would), not the trace.
     OnlyKernelEvents {
@@ -105,7 +117,9 @@ impl Notice {
     pub fn is_error(&self) -> bool {
         matches!(
             self,
-            Notice::DiskFilled { .. } | Notice::KernelEventsNotRecorded { asked: true, .. }
+            Notice::DiskFilled { .. }
+                | Notice::KernelEventsNotRecorded { asked: true, .. }
+                | Notice::AttachedEventRefused { asked: true, .. }
         )
     }
 
@@ -222,6 +236,12 @@ impl fmt::Display for Notice {
                 "record: the kernel's event(s) {} of the program are not in the recording \
                  ({why}); the trace is recorded all the same",
                 events.join(", ")
+            ),
+            Notice::AttachedEventRefused {
+                event, pid, why, ..
+            } => write!(
+                f,
+                "the kernel's event '{event}' of process {pid} is not in the recording ({why})"
             ),
             Notice::OnlyKernelEvents { prog, hint } => write!(
                 f,

@@ -17,6 +17,9 @@ use perfaux_abi::sample_id::{CpuRes, PidTid, SampleId};
 use crate::error::{RecordError, Result};
 use crate::recorder::Recorder;
 
+/// PROT_EXEC, in MMAP2's `prot`.
+const PROT_EXEC: u32 = 4;
+
 fn encode_err(what: &str) -> impl FnOnce(perfaux_abi::error::EncodeError) -> RecordError {
     let what = what.to_string();
     move |source| RecordError::Encode { what, source }
@@ -105,7 +108,8 @@ pub struct FileMapping<'a> {
     pub path: &'a [u8],
 }
 
-/// PERF_RECORD_MMAP2 (user space) of `m` in process `pid`.
+/// PERF_RECORD_MMAP2 (user space) of `m` in process `pid`; a mapping without PROT_EXEC is
+/// marked PERF_RECORD_MISC_MMAP_DATA, as the kernel marks it.
 pub fn mmap2_record(
     info: &RecordParseInfo,
     pid: u32,
@@ -113,8 +117,13 @@ pub fn mmap2_record(
     sample_id: SampleId,
 ) -> Result<Vec<u8>> {
     let (maj, min, ino) = m.dev_ino;
+    let data = if m.prot & PROT_EXEC == 0 {
+        PERF_RECORD_MISC_MMAP_DATA
+    } else {
+        0
+    };
     Mmap2Record {
-        misc: PERF_RECORD_MISC_USER,
+        misc: PERF_RECORD_MISC_USER | data,
         pid,
         tid: pid,
         addr: m.addr,
@@ -148,6 +157,21 @@ pub fn synth_mmaps(rec: &mut Recorder, pid: u32) -> Result<()> {
     let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
         return Ok(());
     };
+    synth_maps(rec, pid, &maps, false, synth_id(pid, pid))
+}
+
+/// Writes synthesized MMAP2s for the file mappings of process `pid` (/proc/PID/maps, as
+/// perf's `perf_event__synthesize_mmap_events` for `-p`): the executable ones, and with
+/// `data` the others too (perf's `mmap_data`), each with `sid`.
+pub fn synth_process_mmaps(rec: &mut Recorder, pid: u32, data: bool, sid: SampleId) -> Result<()> {
+    let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
+        return Ok(());
+    };
+    synth_maps(rec, pid, &maps, data, sid)
+}
+
+/// The MMAP2s of the file mappings `maps` (a /proc maps text) lists.
+fn synth_maps(rec: &mut Recorder, pid: u32, maps: &str, data: bool, sid: SampleId) -> Result<()> {
     for line in maps.lines() {
         // start-end perms offset maj:min inode path
         let mut f = line.split_whitespace();
@@ -157,7 +181,7 @@ pub fn synth_mmaps(rec: &mut Recorder, pid: u32) -> Result<()> {
             continue;
         };
         let path = f.collect::<Vec<_>>().join(" ");
-        if !perms.contains('x') || !path.starts_with('/') {
+        if !(perms.contains('x') || data) || !path.starts_with('/') {
             continue;
         }
         let hex = |t: &str| u64::from_str_radix(t, 16).ok();
@@ -189,7 +213,7 @@ pub fn synth_mmaps(rec: &mut Recorder, pid: u32) -> Result<()> {
             flags,
             path: path.as_bytes(),
         };
-        let bytes = mmap2_record(rec.file_info(), pid, &m, synth_id(pid, pid))?;
+        let bytes = mmap2_record(rec.file_info(), pid, &m, sid)?;
         rec.write_record(&bytes)?;
     }
     Ok(())

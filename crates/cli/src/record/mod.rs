@@ -9,6 +9,7 @@
 //! perfaux-perfdata's (`trace_section`, `uevent_sample`, `record_attrs`);
 //! [`attrs`] maps `-e` events to attrs, [`signals`] holds the signals.
 
+pub mod attach;
 pub mod attrs;
 pub mod program;
 mod program_events;

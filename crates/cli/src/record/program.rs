@@ -21,23 +21,21 @@ use crate::error::CliError;
 use crate::events::resolve_events;
 use crate::progress::{Progress, human_bytes};
 
-/// The "not possible" line for `-p PID` and `-a`, if either is given.
+/// The "not possible" line for `-a`, and for `-p`/`-t` with a command, if given.
 pub fn refuse_attach(a: &RecordArgs) -> Option<String> {
-    let how = "perfaux traces a program through the hooks its compiler put in \
-               (-finstrument-functions, -pg) and a runtime loaded when it starts (LD_PRELOAD), \
-               with no kernel PMU";
-    if let Some(pid) = &a.pid {
-        return Some(format!(
-            "record: -p {pid}: not possible: {how}, so a process that is already running has \
-             no runtime to write its trace; start it under perfaux instead: \
-             perfaux record -- ./prog ARGS"
-        ));
+    if (a.pid.is_some() || a.tid.is_some()) && !a.command.is_empty() {
+        return Some(
+            "record: -p/-t record a process that is already running, and `-- COMMAND` starts \
+             one: give one of them"
+                .into(),
+        );
     }
     a.all_cpus.then(|| {
-        format!(
-            "record: -a: not possible: {how}, so it cannot see other processes; trace each \
-             program by starting it under perfaux: perfaux record -- ./prog ARGS"
-        )
+        "record: -a: not possible: perfaux traces a program through the hooks its compiler put \
+         in and a runtime loaded when it starts, so it cannot see other processes; trace each \
+         program by starting it under perfaux (perfaux record -- ./prog ARGS), or record the \
+         kernel's events of a running one with -p PID"
+            .to_string()
     })
 }
 

@@ -88,6 +88,18 @@ pub struct ProgramEvents {
 
 /// Splits `events` into the program's and the kernel's ([`ProgramEvents`]).
 pub fn program_events(events: &[Event]) -> Result<ProgramEvents, CliError> {
+    let kernel = kernel_specs(events)?;
+    let (events, leaders) = without_kernel_events(events);
+    let (specs, table) = traced_events(&events, &leaders)?;
+    Ok(ProgramEvents {
+        specs,
+        table,
+        kernel,
+    })
+}
+
+/// The specs of the kernel's events among `events` ([`is_kernel_event`]), each alone.
+pub fn kernel_specs(events: &[Event]) -> Result<Vec<EventSpec>, CliError> {
     let mut kernel = Vec::new();
     for (i, ev) in events.iter().enumerate() {
         if !is_kernel_event(events, i) {
@@ -120,13 +132,7 @@ pub fn program_events(events: &[Event]) -> Result<ProgramEvents, CliError> {
         }
         kernel.push(EventSpec::new(a.name, a.open, 0));
     }
-    let (events, leaders) = without_kernel_events(events);
-    let (specs, table) = traced_events(&events, &leaders)?;
-    Ok(ProgramEvents {
-        specs,
-        table,
-        kernel,
-    })
+    Ok(kernel)
 }
 
 /// perf's x86_64 `PERF_REGS_MASK`: AX to R15 less the segment registers DS, ES, FS and GS

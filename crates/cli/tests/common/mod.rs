@@ -75,6 +75,35 @@ pub fn perf_report_sorted(sort: &str, file: &Path, home: &Path) -> Run {
     )
 }
 
+/// `perf report -n --sort sym`'s rows of `data`: samples per symbol (perf's warnings fail).
+pub fn perf_samples_by_symbol(data: &Path, home: &Path) -> std::collections::HashMap<String, u64> {
+    let r = perf(
+        &[
+            "report",
+            "--stdio",
+            "--no-children",
+            "-g",
+            "none",
+            "-n",
+            "--sort",
+            "sym",
+            "-i",
+            path_str(data),
+        ],
+        home,
+    );
+    assert!(r.ok(), "perf report: {}", r.stderr);
+    assert!(!r.stderr.to_lowercase().contains("warning"), "{}", r.stderr);
+    r.stdout
+        .lines()
+        .filter(|l| l.contains('%') && !l.starts_with('#'))
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() >= 4 && f[2] == "[.]").then(|| (f[3].to_string(), f[1].parse().unwrap()))
+        })
+        .collect()
+}
+
 /// A time as report and replay print it (`2.603 ms`: a value and its unit) in ns.
 pub fn printed_ns(value: &str, unit: &str) -> u64 {
     let v: f64 = value.parse().unwrap_or_else(|_| panic!("time {value:?}"));
