@@ -55,6 +55,7 @@ pub mod record;
 pub mod record_attrs;
 pub mod trace_reader;
 pub mod trace_section;
+pub mod tracepoint_format;
 pub mod uevent_sample;
 pub mod writer;
 

@@ -33,6 +33,8 @@ pub struct AttachOptions {
     pub switch_events: bool,
     /// Only these threads (`-t`), not every thread of the process nor those they make.
     pub tids: Option<Vec<u32>>,
+    /// HEADER_TRACING_DATA for the tracepoints among `events`.
+    pub tracing_data: Option<Vec<u8>>,
 }
 
 /// A recording of a running process's kernel events.
@@ -152,6 +154,9 @@ impl AttachedProcess {
             overwrite: false,
         };
         let mut rec = Recorder::new(specs, opts, &[], Output::File(output))?;
+        if let Some(t) = options.tracing_data {
+            rec.set_tracing_data(t);
+        }
         // What the process is now, before any of the kernel's records: its names and maps.
         let first_id = kernel_events::kernel_id(0, 0);
         let now = perfaux_swtrace::clock::monotonic_ns();

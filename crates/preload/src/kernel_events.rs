@@ -174,6 +174,15 @@ pub struct KernelError {
     pub source: io::Error,
     /// The event counts in kernel mode too (not `exclude_kernel`).
     pub kernel_mode: bool,
+    /// The event is a tracepoint whose samples carry its raw record (PERF_SAMPLE_RAW).
+    pub raw_tracepoint: bool,
+}
+
+/// Whether `a` is a tracepoint sampled with its raw record, which the kernel gives a user at
+/// perf_event_paranoid -1 only (`perf_trace_event_perm`).
+fn is_raw_tracepoint(a: &PerfEventAttr) -> bool {
+    a.type_ == perfaux_abi::consts::PERF_TYPE_TRACEPOINT
+        && a.sample_type & perfaux_abi::consts::PERF_SAMPLE_RAW != 0
 }
 
 impl std::fmt::Display for KernelError {
@@ -183,7 +192,13 @@ impl std::fmt::Display for KernelError {
             let level = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
                 .map(|s| s.trim().to_string())
                 .unwrap_or_else(|_| "?".into());
-            if self.kernel_mode {
+            if self.raw_tracepoint {
+                write!(
+                    f,
+                    " (kernel.perf_event_paranoid is {level}: a tracepoint's raw samples are a \
+                     user's at -1 only, or with CAP_PERFMON)"
+                )?;
+            } else if self.kernel_mode {
                 write!(
                     f,
                     " (kernel.perf_event_paranoid is {level}: an event counted in kernel mode \
@@ -247,6 +262,7 @@ pub fn open_on_tasks(
         let attr =
             open_attr(&ev.attr, false, inherit).to_bytes(PERF_ATTR_SIZE_VER7, Endianness::NATIVE);
         let kernel_mode = !ev.attr.flags.contains(AttrFlags::EXCLUDE_KERNEL);
+        let raw_tracepoint = is_raw_tracepoint(&ev.attr);
         for &tid in rest {
             for ring in &mut ev_rings {
                 let fd = match perf_event_open(&attr, tid, ring.cpu) {
@@ -263,6 +279,7 @@ pub fn open_on_tasks(
                                 ),
                                 source,
                                 kernel_mode,
+                                raw_tracepoint,
                             },
                         ));
                         continue 'events;
@@ -287,6 +304,7 @@ pub fn open_on_tasks(
                             ),
                             source: io::Error::last_os_error(),
                             kernel_mode,
+                            raw_tracepoint,
                         },
                     ));
                     continue 'events;
@@ -341,6 +359,7 @@ fn open_event_on(
     let attr =
         open_attr(&ev.attr, on_exec, inherit).to_bytes(PERF_ATTR_SIZE_VER7, Endianness::NATIVE);
     let kernel_mode = !ev.attr.flags.contains(AttrFlags::EXCLUDE_KERNEL);
+    let raw_tracepoint = is_raw_tracepoint(&ev.attr);
     let pages = if ev.attr.sample_type & PERF_SAMPLE_STACK_USER != 0 {
         STACK_DATA_PAGES
     } else {
@@ -355,11 +374,13 @@ fn open_event_on(
             ),
             source,
             kernel_mode,
+            raw_tracepoint,
         })?;
         let mem = RingMemory::kernel(fd.as_fd(), pages, true, None).map_err(|e| KernelError {
             what: format!("mapping the ring of '{}' on CPU {cpu}", ev.name),
             source: io::Error::other(e.to_string()),
             kernel_mode,
+            raw_tracepoint,
         })?;
         rings.push(KernelRing {
             pid,

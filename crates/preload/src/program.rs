@@ -91,6 +91,9 @@ pub struct ProgramOptions {
     /// [`Notice::KernelEventsNotRecorded`] that is an error says so, and the trace is recorded
     /// all the same.
     pub kernel_events: Vec<EventSpec>,
+    /// HEADER_TRACING_DATA for the tracepoints among `kernel_events`
+    /// ([`perfaux_recorder::tracefs::tracing_data`]): perf prints their fields from it.
+    pub tracing_data: Option<Vec<u8>>,
 }
 
 impl ProgramOptions {
@@ -122,6 +125,7 @@ impl ProgramOptions {
             max_threads: MAX_THREADS,
             switch_events: false,
             kernel_events: Vec::new(),
+            tracing_data: None,
         }
     }
 }
@@ -323,6 +327,7 @@ impl TracedProgram {
             max_threads,
             switch_events,
             kernel_events: kernel_specs,
+            tracing_data,
         } = options;
         if specs.len() != table.len() {
             return Err(ProgramError::Options(format!(
@@ -380,7 +385,10 @@ impl TracedProgram {
             events: table.clone(),
         };
         let mut session = ProgramSession::new(&opts).map_err(ProgramError::Session)?;
-        let rec = Recorder::new(specs, rec_opts, &[], Output::File(output.clone()))?;
+        let mut rec = Recorder::new(specs, rec_opts, &[], Output::File(output.clone()))?;
+        if let Some(t) = tracing_data {
+            rec.set_tracing_data(t);
+        }
         // What the start has to tell, said at the first step.
         let mut notices = Vec::new();
         if calibration.is_some() {

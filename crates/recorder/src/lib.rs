@@ -40,6 +40,7 @@ pub mod ring;
 mod spec;
 pub mod synth;
 pub mod trace_gaps;
+pub mod tracefs;
 mod wakeups;
 
 pub use error::{RecordError, Result};

@@ -369,6 +369,8 @@ pub struct Recorder {
     /// The probe table the caller gave ([`Self::set_probe_table`]), for
     /// probes that are not this process's (a traced program's).
     probe_table: Option<Vec<u8>>,
+    /// HEADER_TRACING_DATA, if the recording has tracepoints ([`Self::set_tracing_data`]).
+    tracing_data: Option<Vec<u8>>,
     /// When the last FINISHED_ROUND went out ([`ROUND_INTERVAL`]).
     last_round: Option<std::time::Instant>,
     /// The dropped pauses and resumes of the rings let go of ([`Ring::retired`]).
@@ -538,6 +540,7 @@ impl Recorder {
             wakeups,
             enabled: false,
             probe_table: None,
+            tracing_data: None,
             last_round: None,
             retired_dropped_pause_resume: 0,
         })
@@ -570,6 +573,12 @@ impl Recorder {
     /// program live in that program.
     pub fn set_probe_table(&mut self, table: Vec<u8>) {
         self.probe_table = Some(table);
+    }
+
+    /// The HEADER_TRACING_DATA feature the file gets (the formats of the tracepoints it
+    /// records, [`crate::tracefs::tracing_data`]): perf prints their fields from it.
+    pub fn set_tracing_data(&mut self, data: Vec<u8>) {
+        self.tracing_data = Some(data);
     }
 
     /// Writes a FINISHED_ROUND: records before it are sorted by time.
@@ -795,6 +804,7 @@ impl Recorder {
             .probe_table
             .take()
             .unwrap_or_else(crate::pmus::probe_table);
+        let tracing_data = self.tracing_data.take();
         let has_section = !chunks.is_empty() || !probe_table.is_empty();
         let head = chunks.chunks_first_head(probe_table.len() as u64);
         let chunks_len = chunks.len();
@@ -807,6 +817,9 @@ impl Recorder {
             Writer::File(w, out) => {
                 let at = w.data_offset();
                 let mut late = Vec::new();
+                if let Some(t) = tracing_data {
+                    late.push((Feature::TRACING_DATA, FeatureBody::Bytes(t)));
+                }
                 let mut room = 0;
                 if has_section {
                     trace

@@ -9,9 +9,10 @@
 //! ```
 //!
 //! `NAME:SUB` is a tracepoint-like name (`probe:FUNC`, `uevent:TYPE`) when
-//! NAME is one of [`SUBSYSTEMS`]; otherwise the part after ':' is a modifier
-//! string (`task-clock:u`), as perf decides between `sched:sched_switch` and
-//! `cycles:u`. A PMU event is `pmu/terms/` (`swtrace//`, `swtrace/period=1/u`).
+//! NAME is one of [`SUBSYSTEMS`], and a kernel tracepoint (`sched:sched_switch`)
+//! when SUB has a letter that is no modifier; otherwise the part after ':' is a
+//! modifier string (`task-clock:u`), as perf decides between
+//! `sched:sched_switch` and `cycles:u`. A PMU event is `pmu/terms/` (`swtrace//`, `swtrace/period=1/u`).
 //!
 //! Hand-written rather than generated: the grammar is small, and a recursive
 //! descent parser reports the exact byte position of the bad token, which is
@@ -141,6 +142,12 @@ struct Parser<'a> {
     base: usize,
 }
 
+/// A tracepoint's system or name as perf's lexer takes it: letters, digits and '_' (so
+/// `task-clock:q` is a bad modifier, not a tracepoint).
+fn is_tracepoint_word(w: &[u8]) -> bool {
+    !w.is_empty() && w.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'_')
+}
+
 fn is_name_byte(c: u8) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.')
 }
@@ -243,6 +250,20 @@ impl Parser<'_> {
         Ok(())
     }
 
+    /// Whether the ':' at the cursor is followed by a name with a byte no modifier is.
+    fn tracepoint_name_follows(&self) -> bool {
+        let rest = &self.s.as_bytes()[self.i + 1..];
+        let word: Vec<u8> = rest
+            .iter()
+            .copied()
+            .take_while(|&c| is_name_byte(c))
+            .collect();
+        !word.is_empty()
+            && word
+                .iter()
+                .any(|&c| !MODIFIER_CHARS.as_bytes().contains(&c))
+    }
+
     fn name(&mut self, what: &str) -> Result<(String, usize), EventError> {
         let start = self.i;
         while self.peek().is_some_and(is_name_byte) {
@@ -264,6 +285,15 @@ impl Parser<'_> {
         if SUBSYSTEMS.contains(&name.as_str()) && self.peek() == Some(b':') {
             self.i += 1;
             let (s, _) = self.name(&format!("a name after '{name}:'"))?;
+            sub = Some(s);
+        } else if self.peek() == Some(b':')
+            && is_tracepoint_word(name.as_bytes())
+            && self.tracepoint_name_follows()
+        {
+            // perf's choice between `sched:sched_switch` and `cycles:u`: a word after ':'
+            // that is not all modifier letters names a tracepoint of system NAME.
+            self.i += 1;
+            let (s, _) = self.name(&format!("a tracepoint name after '{name}:'"))?;
             sub = Some(s);
         }
         if self.eat(b'/') {

@@ -61,6 +61,12 @@ pub enum EventKind {
     Probe { func: String },
     /// A perf software event (`task-clock`, ...), `config` from `perf_sw_ids`.
     Software { config: u64 },
+    /// A kernel tracepoint `system:name` (or a uprobe tracefs lists), `id` its tracefs id.
+    Tracepoint {
+        system: String,
+        name: String,
+        id: u64,
+    },
 }
 
 impl EventKind {
@@ -85,6 +91,8 @@ pub struct Event {
     /// Samples carry the traced thread's call chain (PERF_SAMPLE_CALLCHAIN, from its shadow
     /// stack): `call-graph=` or record's `-g`.
     pub callchain: bool,
+    /// A tracepoint asked for with `:u` alone (it then fires for uprobes only).
+    pub user_only: bool,
     /// `--call-graph dwarf[,SIZE]`: the bytes of user stack a kernel sampler copies with the
     /// user registers, for the reader to unwind (the program's own samplers keep the
     /// shadow stack's chain, which needs no unwinding).
@@ -194,7 +202,10 @@ pub fn apply_sampler_options(events: &mut [Event], o: &SamplerOptions) -> Result
             }
         );
         let sampler = clock
-            || matches!(ev.kind, EventKind::Probe { .. })
+            || matches!(
+                ev.kind,
+                EventKind::Probe { .. } | EventKind::Tracepoint { .. }
+            )
             || matches!(ev.kind, EventKind::Software { config } if config != PERF_COUNT_SW_DUMMY);
         if !sampler {
             continue;
@@ -267,7 +278,15 @@ fn resolve_one(input: &str, spec: &EventSpec, idx: usize) -> Result<Event, Event
                 )));
             }
         },
-        (n, Some(_)) => return Err(name_err(format!("'{n}' takes no ':NAME' part"))),
+        (system, Some(name)) => {
+            let id = perfaux_recorder::tracefs::tracepoint_id(system, name)
+                .map_err(|e| name_err(format!("tracepoint '{system}:{name}': {e}")))?;
+            EventKind::Tracepoint {
+                system: system.to_owned(),
+                name: name.clone(),
+                id,
+            }
+        }
     };
     let mut ev = Event {
         kind,
@@ -279,6 +298,7 @@ fn resolve_one(input: &str, spec: &EventSpec, idx: usize) -> Result<Event, Event
         aux_action: AuxAction::empty(),
         aux_output: false,
         callchain: false,
+        user_only: false,
         dwarf_stack: None,
         leader: spec.group.unwrap_or(idx),
         text: spec.text.clone(),
@@ -412,8 +432,11 @@ fn resolve_one(input: &str, spec: &EventSpec, idx: usize) -> Result<Event, Event
         });
     }
     let m = &spec.modifiers;
-    // perf: u alone excludes kernel and hv; k or h without u excludes user.
-    if (m.has('k') || m.has('h')) && !m.has('u') {
+    // perf: u alone excludes kernel and hv; k or h without u excludes user. A tracepoint is
+    // the kernel's own: it fires in kernel mode (`:u` keeps only uprobes').
+    if let EventKind::Tracepoint { .. } = ev.kind {
+        ev.user_only = m.has('u') && !m.has('k');
+    } else if (m.has('k') || m.has('h')) && !m.has('u') {
         return Err(EventError {
             input: input.to_string(),
             pos: m.pos,

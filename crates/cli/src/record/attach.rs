@@ -78,6 +78,7 @@ fn options(a: &RecordArgs, pid: u32) -> Result<AttachOptions, CliError> {
         events: kernel_specs(&events)?,
         switch_events: !a.no_switch_events,
         tids: None,
+        tracing_data: super::program_events::tracing_data(&events)?,
     })
 }
 

@@ -91,6 +91,17 @@ pub fn attrs_with(
             a.sample_period = 1;
             a
         }
+        EventKind::Tracepoint { id, .. } => {
+            // perf's tracepoint: every hit a sample (-c 1) with its RAW record, the kernel's
+            // (exclude_kernel would drop each hit of a kernel tracepoint), unless `:u`.
+            let mut a = base_attr(PERF_TYPE_TRACEPOINT, *id);
+            a.sample_type |= PERF_SAMPLE_RAW | PERF_SAMPLE_PERIOD;
+            a.sample_period = 1;
+            if !ev.user_only {
+                a.flags.remove(AttrFlags::EXCLUDE_KERNEL);
+            }
+            a
+        }
         EventKind::Software { config } => {
             let mut a = base_attr(PERF_TYPE_SOFTWARE, *config);
             if *config != PERF_COUNT_SW_DUMMY {

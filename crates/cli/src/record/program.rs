@@ -114,6 +114,7 @@ fn options(a: &RecordArgs) -> Result<ProgramOptions, CliError> {
     let mut events = resolve_events(&texts, aux_sample_size(a)?).map_err(CliError::msg)?;
     apply_sampling(&mut events, a)?;
     let program = program_events(&events)?;
+    let tracing_data = super::program_events::tracing_data(&events)?;
     let page = perfaux_core::page_size() as u64;
     // `-m DATA,AUX` sizes each thread's areas as it does the built-in workload's: the data
     // area holds the thread's uevents and records until the next pass, so a larger one loses
@@ -126,6 +127,7 @@ fn options(a: &RecordArgs) -> Result<ProgramOptions, CliError> {
         events: program.specs,
         table: program.table,
         kernel_events: program.kernel,
+        tracing_data,
         aux_size: aux_size.unwrap_or(DEFAULT_AUX_SIZE),
         data_size: data_size.unwrap_or(DEFAULT_DATA_SIZE),
         overwrite,

@@ -32,6 +32,9 @@ use crate::events::{Event, EventKind};
 /// Whether `ev` is one of the kernel's events perfaux's perf core cannot see happen: its
 /// software events but the clocks, the dummy event and bpf-output (which carries uevents).
 fn is_kernel_counter(ev: &Event) -> bool {
+    if let EventKind::Tracepoint { .. } = ev.kind {
+        return true;
+    }
     matches!(ev.kind, EventKind::Software { config } if !matches!(
         config,
         PERF_COUNT_SW_TASK_CLOCK
@@ -49,6 +52,24 @@ fn is_clock(ev: &Event) -> bool {
             config: PERF_COUNT_SW_TASK_CLOCK | PERF_COUNT_SW_CPU_CLOCK
         }
     )
+}
+
+/// HEADER_TRACING_DATA for the tracepoints among `events`, if any (perf prints their fields
+/// from it).
+pub fn tracing_data(events: &[Event]) -> Result<Option<Vec<u8>>, CliError> {
+    let tps: Vec<(String, String)> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Tracepoint { system, name, .. } => Some((system.clone(), name.clone())),
+            _ => None,
+        })
+        .collect();
+    if tps.is_empty() {
+        return Ok(None);
+    }
+    perfaux_recorder::tracefs::tracing_data(&tps)
+        .map(Some)
+        .map_err(|e| CliError::msg(format!("record: the tracepoints' formats: {e}")))
 }
 
 /// Whether `events[i]` is in a group (a member, or a leader with members).

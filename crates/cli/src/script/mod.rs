@@ -34,6 +34,7 @@ use perfaux_abi::read_format::{ReadFormat, ReadValues};
 use perfaux_abi::records::{Record, TaskKind};
 use perfaux_abi::sample::SampleRecord;
 use perfaux_perfdata::UserRecord;
+use perfaux_perfdata::tracepoint_format::TracepointFormats;
 use perfaux_swtrace::decode::Decoder;
 use perfaux_swtrace::{CallTrace, CallTraceOptions, ProbeTable};
 
@@ -47,6 +48,15 @@ use crate::error::CliError;
 use crate::progress::Progress;
 use perfaux_perfdata::trace_section::PERFAUX_FEATURE_BIT;
 use perfaux_perfdata::uevent_sample::{UEVENT_EVENT_NAME, uevent_from_raw};
+
+/// The tracepoints' formats of the file (none if it has no HEADER_TRACING_DATA, or a damaged
+/// one: their samples then print as other samples do).
+fn tracepoint_formats(features: &perfaux_perfdata::features::FeatureSections) -> TracepointFormats {
+    features
+        .raw(perfaux_perfdata::Feature::TRACING_DATA)
+        .and_then(|f| TracepointFormats::parse(&f.data).ok())
+        .unwrap_or_default()
+}
 
 /// A line of thread `tid` that starts with perf script's leading columns.
 fn line_of(tid: i64, cpu: Option<u32>, time: u64) -> Line {
@@ -118,6 +128,8 @@ struct Script {
     ev_by_id: HashMap<u64, usize>,
     /// The last counter value seen per event id (perf's `sid->period`).
     last_value: HashMap<u64, u64>,
+    /// The tracepoints' formats (HEADER_TRACING_DATA), to print their samples' fields.
+    formats: TracepointFormats,
 }
 
 impl Script {
@@ -182,6 +194,11 @@ impl Script {
                 uevent_type_name(&self.probes, ty),
                 payload_text(&data)
             ));
+        } else if ev.attr.type_ == PERF_TYPE_TRACEPOINT
+            && let (Some(f), Some(raw)) = (self.formats.get(ev.attr.config), &s.raw)
+        {
+            // The fields, as perf prints a tracepoint's (perfaux's layout: name=value).
+            line.push_str(&format!("{}: {}", ev.name, f.fields_text(&raw.to_vec())));
         } else {
             let ip = s.ip.unwrap_or(0);
             let sym = self
@@ -285,6 +302,7 @@ pub fn script_with(
             .flat_map(|(i, a)| a.ids.iter().map(move |&id| (id, i)))
             .collect(),
         last_value: HashMap::new(),
+        formats: tracepoint_formats(&meta.features),
     };
     let mut ord = Ordered::new();
     // AUX event id -> (tid, cpu) from ITRACE_START / AUX records, for the call trace.

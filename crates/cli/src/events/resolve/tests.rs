@@ -33,6 +33,29 @@ fn empty_pmu_terms() {
     assert!(e.pmu_form && e.terms.is_empty() && e.sub.is_none());
 }
 
+/// perf's choice between a tracepoint and modifiers: a word after ':' with a letter no
+/// modifier is names a tracepoint of that system; one of modifier letters alone modifies.
+#[test]
+fn tracepoint_names_versus_modifiers() {
+    for (text, name, sub, mods) in [
+        ("sched:sched_switch", "sched", Some("sched_switch"), ""),
+        (
+            "syscalls:sys_enter_write:u",
+            "syscalls",
+            Some("sys_enter_write"),
+            "u",
+        ),
+        ("probe_libc:malloc", "probe_libc", Some("malloc"), ""),
+        ("task-clock:u", "task-clock", None, "u"),
+        ("cpu-clock:ukhp", "cpu-clock", None, "ukhp"),
+    ] {
+        let e = one(text);
+        assert_eq!(e.name, name, "{text}");
+        assert_eq!(e.sub.as_deref(), sub, "{text}");
+        assert_eq!(e.modifiers.letters, mods, "{text}");
+    }
+}
+
 #[test]
 fn subsystem_names_versus_modifiers() {
     // `probe:FUNC` is a name like a tracepoint; `task-clock:u` is a modifier.
