@@ -332,10 +332,7 @@ fn an_ordinary_user_records_their_own_process_and_not_anothers() {
         return;
     };
     let prog = build(d.path());
-    let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(2);
+    let paranoid = common::perf_event_paranoid();
     // Root's process.
     let mut roots = start(&prog, &["2"]);
     let data = d.path().join("other.data");

@@ -661,27 +661,6 @@ fn a_kernel_software_event_samples_the_programs_own_faults_as_perf_does() {
 }
 
 #[test]
-fn a_kernel_event_in_the_traces_group_is_refused_with_why() {
-    let d = tempdir();
-    let data = d.path().join("perf.data");
-    let r = perfaux(&[
-        "record",
-        "-o",
-        path_str(&data),
-        "-e",
-        "{swtrace//,page-faults}",
-        "--",
-        "true",
-    ]);
-    assert!(!r.ok());
-    assert!(
-        r.stderr.contains("'page-faults' is the kernel's") && r.stderr.contains("group"),
-        "{}",
-        r.stderr
-    );
-}
-
-#[test]
 fn a_flight_recording_takes_the_switches_only_when_asked() {
     perfaux_testutil::require_oracle!("gcc");
     let d = tempdir();

@@ -398,10 +398,7 @@ fn an_ordinary_user_samples_their_own_program_or_is_told_why_not() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(2);
+    let paranoid = common::perf_event_paranoid();
     if paranoid > 2 {
         assert!(!out.status.success(), "{stderr}");
         assert!(

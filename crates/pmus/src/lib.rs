@@ -8,6 +8,7 @@
 //! | `probe` | [`PROBE_TYPE`] | counts entries/returns of a swtrace probe (sampler, trigger) |
 //! | `uevent` | [`UEVENT_TYPE`] | counts uevents of one type, RAW = payload |
 //! | `uevent_aux` | [`UEVENT_AUX_TYPE`] | AUX PMU logging uevents; no AUX_PAUSE, no snapshot_aux |
+//! | `ktrigger` | [`KTRIGGER_TYPE`] | a kernel event (tracepoint, software event) as a trigger: its sigtrap runs the overflow on the thread |
 //!
 //! The drivers reach the core only through its driver facade,
 //! `perfaux_core::driver` (the [`Pmu`] trait, the registry, the overflow,
@@ -44,7 +45,9 @@ use perfaux_abi::consts::PERF_TYPE_SOFTWARE;
 use perfaux_core::driver::{PMU_TYPE_DYNAMIC_BASE, Pmu, perf_pmu_register_type};
 
 mod kernel_clock;
+pub mod kernel_trigger;
 pub mod probe;
+mod signal_events;
 pub mod software;
 pub mod sw_counters;
 pub mod swtrace;
@@ -60,6 +63,8 @@ pub const PROBE_TYPE: u32 = PMU_TYPE_DYNAMIC_BASE + 1;
 pub const UEVENT_TYPE: u32 = PMU_TYPE_DYNAMIC_BASE + 2;
 /// The `uevent_aux` PMU's type.
 pub const UEVENT_AUX_TYPE: u32 = PMU_TYPE_DYNAMIC_BASE + 3;
+/// The `ktrigger` PMU's type (a kernel event as a trigger, [`kernel_trigger`]).
+pub const KTRIGGER_TYPE: u32 = PMU_TYPE_DYNAMIC_BASE + 4;
 
 /// Registers the PMUs of this crate with the core under their fixed types
 /// (`software` as `PERF_TYPE_SOFTWARE`, the others as [`SWTRACE_TYPE`],
@@ -75,12 +80,13 @@ pub const UEVENT_AUX_TYPE: u32 = PMU_TYPE_DYNAMIC_BASE + 3;
 pub fn register() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        let drivers: [(u32, Arc<dyn Pmu>); 5] = [
+        let drivers: [(u32, Arc<dyn Pmu>); 6] = [
             (PERF_TYPE_SOFTWARE, Arc::new(software::SoftwarePmu)),
             (SWTRACE_TYPE, Arc::new(swtrace::SwtracePmu)),
             (PROBE_TYPE, Arc::new(probe::ProbePmu)),
             (UEVENT_TYPE, Arc::new(uevent::UeventPmu)),
             (UEVENT_AUX_TYPE, Arc::new(uevent::UeventAuxPmu)),
+            (KTRIGGER_TYPE, Arc::new(kernel_trigger::KernelTriggerPmu)),
         ];
         for (type_, pmu) in drivers {
             let name = pmu.name();

@@ -26,7 +26,7 @@
 //! time counted.
 
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 
 use perfaux_abi::attr::AttrFlags;
 use perfaux_abi::consts::PERF_SAMPLE_CALLCHAIN;
@@ -35,11 +35,11 @@ use perfaux_swtrace::ProbeId;
 use perfaux_swtrace::writer::{self, Frame};
 
 use perfaux_core::driver::{
-    Error, Event, EventState, PmuPrivate, RcuCell, Result, SampleData, Target, einval,
-    perf_event_overflow,
+    Error, Event, EventState, PmuPrivate, Result, SampleData, Target, einval, perf_event_overflow,
 };
 
 use super::kernel_clock::{self, KernelClock, Source};
+use super::signal_events::{EventSlots, ip_of};
 use super::sw_counters::SwCounter;
 
 /// Whether samplers take the kernel's task-clock as their interrupt where it is allowed.
@@ -65,23 +65,9 @@ const NO_TIMER: usize = usize::MAX;
 const NO_SLOT: usize = usize::MAX;
 const MIN_PERIOD_NS: u64 = 10_000;
 
-struct Slot {
-    ev: RcuCell<Event>,
-    generation: AtomicU32,
-    used: AtomicBool,
-}
-
-fn slots() -> &'static [Slot] {
-    static S: OnceLock<Vec<Slot>> = OnceLock::new();
-    S.get_or_init(|| {
-        (0..NSLOTS)
-            .map(|_| Slot {
-                ev: RcuCell::default(),
-                generation: AtomicU32::new(0),
-                used: AtomicBool::new(false),
-            })
-            .collect()
-    })
+fn slots() -> &'static EventSlots {
+    static S: OnceLock<EventSlots> = OnceLock::new();
+    S.get_or_init(|| EventSlots::new(NSLOTS))
 }
 
 /// Per-event state.
@@ -164,25 +150,16 @@ pub(crate) fn event_init(event: &Event) -> Result<PmuPrivate> {
 pub(crate) fn init(tid: i32, period_ns: u64, counter: Option<SwCounter>) -> Result<PmuPrivate> {
     // Only a sampler has a timer, and only a timer needs a slot: counting
     // task-clocks are as many as the fds allow, as in the kernel.
-    let slot = if period_ns == 0 {
-        NO_SLOT
+    let (slot, key) = if period_ns == 0 {
+        (NO_SLOT, 0)
     } else {
         slots()
-            .iter()
-            .position(|s| {
-                s.used
-                    .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
-                    .is_ok()
-            })
+            .claim()
             .ok_or_else(|| Error::new(errno::ENOSPC, "task-clock: all timer slots in use"))?
     };
-    let generation = slot_of(slot).map_or(0, |s| {
-        s.generation.fetch_add(1, Ordering::AcqRel).wrapping_add(1)
-    });
     install_handler();
     let clockid = thread_cpu_clock(tid);
     let mut timer_id = NO_TIMER;
-    let key = (generation as usize) << 16 | slot;
     let kernel = (period_ns != 0 && counter.is_none() && KERNEL_CLOCK.load(Ordering::Acquire))
         .then(|| KernelClock::open(tid, period_ns, key))
         .flatten();
@@ -200,7 +177,7 @@ pub(crate) fn init(tid: i32, period_ns: u64, counter: Option<SwCounter>) -> Resu
         // SAFETY: valid clock id, sigevent and out-pointer.
         let r = unsafe { libc::timer_create(clockid, &mut sev, &mut timer) };
         if r != 0 {
-            slots()[slot].used.store(false, Ordering::Release);
+            slots().release(slot);
             let os = std::io::Error::last_os_error();
             return Err(Error::with_cause(
                 os.raw_os_error().unwrap_or(errno::EINVAL),
@@ -221,10 +198,6 @@ pub(crate) fn init(tid: i32, period_ns: u64, counter: Option<SwCounter>) -> Resu
         counter,
         kernel,
     }))
-}
-
-fn slot_of(slot: usize) -> Option<&'static Slot> {
-    slots().get(slot)
 }
 
 fn state(event: &Event) -> Option<&TaskClock> {
@@ -257,9 +230,7 @@ pub(crate) fn start(event: &Event) {
         if let Some(c) = &tc.counter {
             c.start();
         }
-        if let Some(s) = slot_of(tc.slot) {
-            s.ev.replace(Some(event.arc()));
-        }
+        slots().set(tc.slot, Some(event.arc()));
         if let Some(n) = now(tc.clockid) {
             tc.base.store(n as i64, Ordering::Release);
         }
@@ -274,11 +245,8 @@ pub(crate) fn stop(event: &Event) {
         Some(c) => c.stop(event),
         None => read(event),
     }
-    let base = tc.base.swap(-1, Ordering::AcqRel);
-    if base >= 0
-        && let Some(s) = slot_of(tc.slot)
-    {
-        s.ev.replace(None);
+    if tc.base.swap(-1, Ordering::AcqRel) >= 0 {
+        slots().set(tc.slot, None);
     }
 }
 
@@ -312,11 +280,7 @@ pub(crate) fn destroy(event: &Event) {
         // SAFETY: the timer was created by event_init and is deleted once.
         unsafe { libc::timer_delete(t as libc::timer_t) };
     }
-    if let Some(s) = slot_of(tc.slot) {
-        s.ev.replace(None);
-        s.generation.fetch_add(1, Ordering::AcqRel);
-        s.used.store(false, Ordering::Release);
-    }
+    slots().release(tc.slot);
 }
 
 extern "C" fn handler(_sig: i32, info: *mut libc::siginfo_t, uctx: *mut libc::c_void) {
@@ -332,41 +296,16 @@ extern "C" fn handler(_sig: i32, info: *mut libc::siginfo_t, uctx: *mut libc::c_
             return;
         }
     };
-    let slot = v & 0xffff;
-    let generation = (v >> 16) as u32;
-    if let Some(s) = slots().get(slot)
-        && s.generation.load(Ordering::Acquire) == generation
-    {
-        s.ev.read(|ev| {
-            // A kernel clock's signal found by its descriptor's number: the event must be
-            // this thread's (the number may have gone to another thread's event since).
-            let mine = |ev: &Event| {
-                !kernel || matches!(ev.target(), Target::Thread(t) if t == perfaux_core::gettid())
-            };
-            if let Some(ev) = ev.filter(|ev| mine(ev)) {
-                tick(ev, ip_of(uctx));
-            }
-        });
-    }
-    perfaux_core::driver::set_errno(saved);
-}
-
-/// The interrupted instruction pointer.
-fn ip_of(uctx: *mut libc::c_void) -> u64 {
-    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-    {
-        if uctx.is_null() {
-            return 0;
+    // A kernel clock's signal found by its descriptor's number: the event must be this
+    // thread's (the number may have gone to another thread's event since).
+    slots().with(v, |ev| {
+        let mine =
+            !kernel || matches!(ev.target(), Target::Thread(t) if t == perfaux_core::gettid());
+        if mine {
+            tick(ev, ip_of(uctx));
         }
-        let uc = uctx.cast::<libc::ucontext_t>();
-        // SAFETY: the kernel passes the interrupted context for SA_SIGINFO.
-        unsafe { (*uc).uc_mcontext.gregs[libc::REG_RIP as usize] as u64 }
-    }
-    #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
-    {
-        let _ = uctx;
-        0
-    }
+    });
+    perfaux_core::driver::set_errno(saved);
 }
 
 /// One timer expiry: update the count, overflow with the period.

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{attr, records, sampling, u32_at, u64_at};
+use common::{attr, records, sampling, touch_pages, u32_at, u64_at};
 use perfaux_abi::consts::*;
 use perfaux_abi::errno;
 use perfaux_core::{EventFd, Prot, Target, perf_event_open_attr};
@@ -79,31 +79,6 @@ fn count_both(config: u64, work: impl FnOnce()) -> (u64, Option<u64>) {
         k.ioctl(PERF_EVENT_IOC_DISABLE);
     }
     (p.event().count(), k.map(|k| k.count()))
-}
-
-/// Writes one byte into each of `n` fresh anonymous pages.
-fn touch_pages(n: usize) {
-    let ps = perfaux_core::page_size();
-    // SAFETY: a fresh private anonymous mapping, unmapped below.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            n * ps,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    assert_ne!(p, libc::MAP_FAILED);
-    for i in 0..n {
-        // SAFETY: page `i` is inside the mapping of `n` pages.
-        let byte = unsafe { p.cast::<u8>().add(i * ps) };
-        // SAFETY: a writable byte of the mapping.
-        unsafe { std::ptr::write_volatile(byte, 1) };
-    }
-    // SAFETY: the mapping made above.
-    unsafe { libc::munmap(p, n * ps) };
 }
 
 fn thread_cpu_ns() -> u64 {

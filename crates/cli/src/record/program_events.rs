@@ -59,7 +59,9 @@ fn is_clock(ev: &Event) -> bool {
 pub fn tracing_data(events: &[Event]) -> Result<Option<Vec<u8>>, CliError> {
     let tps: Vec<(String, String)> = events
         .iter()
-        .filter_map(|e| match &e.kind {
+        .enumerate()
+        .filter(|&(i, _)| is_kernel_event(events, i))
+        .filter_map(|(_, e)| match &e.kind {
             EventKind::Tracepoint { system, name, .. } => Some((system.clone(), name.clone())),
             _ => None,
         })
@@ -81,21 +83,47 @@ fn grouped(events: &[Event], i: usize) -> bool {
             .any(|(j, o)| j != i && o.leader == i)
 }
 
+/// Whether `events[i]` stands alone: outside a group, no aux-action, no AUX sample.
+fn alone(events: &[Event], i: usize) -> bool {
+    !grouped(events, i)
+        && events[i].aux_action == Default::default()
+        && events[i].aux_sample_size == 0
+}
+
 /// Whether `events[i]` is opened by the running kernel rather than by the program's threads:
-/// its software counters always, and a clock sampler that stands alone (outside a group, no
-/// aux-action, no AUX sample). The kernel's clock samples the program wherever it runs
-/// (libraries, code nothing traces) with the real instruction pointer and the user call
-/// chain as perf's `-g` walks it; a clock grouped behind the trace stays the threads' own,
-/// whose samples can carry the trace and the shadow stack's chain.
+/// its software counters and tracepoints, and a clock sampler, each standing alone. The
+/// kernel's clock samples the program wherever it runs (libraries, code nothing traces) with
+/// the real instruction pointer and the user call chain as perf's `-g` walks it; a clock
+/// grouped behind the trace stays the threads' own, whose samples can carry the trace and the
+/// shadow stack's chain.
 pub fn is_kernel_event(events: &[Event], i: usize) -> bool {
-    let ev = &events[i];
-    if is_kernel_counter(ev) {
-        return true;
-    }
-    is_clock(ev)
-        && !grouped(events, i)
-        && ev.aux_action == Default::default()
-        && ev.aux_sample_size == 0
+    (is_kernel_counter(&events[i]) || is_clock(&events[i])) && alone(events, i)
+}
+
+/// Whether `events[i]` is a kernel event the trace's group takes as a trigger (a software
+/// counter or tracepoint with an aux-action, an AUX sample, or in the group): each thread
+/// opens it as a `ktrigger` event of perfaux's core (perfaux-pmus' `kernel_trigger`), whose
+/// kernel side signals the thread at each hit (sigtrap), so that the core pauses, resumes or
+/// samples the trace there.
+fn is_kernel_trigger(events: &[Event], i: usize) -> bool {
+    is_kernel_counter(&events[i]) && !alone(events, i)
+}
+
+/// The `ktrigger` attr for a kernel event's `kernel` attr: its type in `config1`, its config,
+/// kernel mode in `config2`; the hit carries no raw record (user space has none).
+fn trigger_attr(kernel: &perfaux_abi::attr::PerfEventAttr) -> perfaux_abi::attr::PerfEventAttr {
+    use perfaux_pmus::kernel_trigger::CONFIG2_KERNEL_MODE;
+    let mut a = *kernel;
+    a.type_ = perfaux_pmus::KTRIGGER_TYPE;
+    a.config1 = u64::from(kernel.type_);
+    a.config2 = if kernel.flags.contains(AttrFlags::EXCLUDE_KERNEL) {
+        0
+    } else {
+        CONFIG2_KERNEL_MODE
+    };
+    a.sample_type &= !perfaux_abi::consts::PERF_SAMPLE_RAW;
+    a.flags |= AttrFlags::EXCLUDE_KERNEL;
+    a
 }
 
 /// The program's events for `events`: the recorder's specs and the program's event table, in
@@ -125,14 +153,6 @@ pub fn kernel_specs(events: &[Event]) -> Result<Vec<EventSpec>, CliError> {
     for (i, ev) in events.iter().enumerate() {
         if !is_kernel_event(events, i) {
             continue;
-        }
-        if grouped(events, i) || ev.aux_action != Default::default() || ev.aux_sample_size != 0 {
-            return Err(CliError::msg(format!(
-                "record: event '{}' is the kernel's: the recorder opens it for the program's \
-                 threads on every CPU, alone; it cannot be in a group, take an aux-action or \
-                 an AUX sample (the kernel cannot reach the trace)",
-                ev.text
-            )));
         }
         let mut a = attrs_with(ev, &|_| Ok(0)).map_err(CliError::msg)?;
         if matches!(
@@ -178,8 +198,17 @@ fn without_kernel_events(events: &[Event]) -> (Vec<Event>, Vec<usize>) {
         .filter(|&i| !is_kernel_event(events, i))
         .collect();
     let new_index = |old: usize| kept.iter().position(|&k| k == old).unwrap_or(old);
-    let leaders = kept.iter().map(|&i| new_index(events[i].leader)).collect();
-    (kept.iter().map(|&i| events[i].clone()).collect(), leaders)
+    let leaders: Vec<usize> = kept.iter().map(|&i| new_index(events[i].leader)).collect();
+    // Each kept event's leader by its new index too: the group is read again from them.
+    let kept_events = kept
+        .iter()
+        .zip(&leaders)
+        .map(|(&i, &leader)| Event {
+            leader,
+            ..events[i].clone()
+        })
+        .collect();
+    (kept_events, leaders)
 }
 
 /// The specs and table of the events the program's threads open.
@@ -208,7 +237,11 @@ fn traced_events(
     let mut table = Vec::with_capacity(events.len() + 1);
     for (i, ev) in events.iter().enumerate() {
         // The runtime fills in a probe's config (the probe PMU's value for FUNC).
-        let a = attrs_with(ev, &|_| Ok(0)).map_err(CliError::msg)?;
+        let mut a = attrs_with(ev, &|_| Ok(0)).map_err(CliError::msg)?;
+        if is_kernel_trigger(events, i) {
+            a.open = trigger_attr(&a.open);
+            a.file = perfaux_perfdata::record_attrs::file_attr(&a.open, false);
+        }
         let mut s = EventSpec::new(a.name, a.open, i);
         s.leader = leaders[i];
         s.uevent_stream = a.uevent_stream;

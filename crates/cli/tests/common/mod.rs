@@ -75,6 +75,14 @@ pub fn perf_report_sorted(sort: &str, file: &Path, home: &Path) -> Run {
     )
 }
 
+/// kernel.perf_event_paranoid (2, the kernel's default, if it cannot be read).
+pub fn perf_event_paranoid() -> i32 {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(2)
+}
+
 /// `perf report -n --sort sym`'s rows of `data`: samples per symbol (perf's warnings fail).
 pub fn perf_samples_by_symbol(data: &Path, home: &Path) -> std::collections::HashMap<String, u64> {
     let r = perf(

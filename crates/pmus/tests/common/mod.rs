@@ -92,3 +92,28 @@ pub fn entered(bytes: &[u8]) -> Vec<String> {
         })
         .collect()
 }
+
+/// Writes one byte into each of `n` fresh anonymous pages.
+pub fn touch_pages(n: usize) {
+    let ps = perfaux_core::page_size();
+    // SAFETY: a fresh private anonymous mapping, unmapped below.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            n * ps,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert_ne!(p, libc::MAP_FAILED);
+    for i in 0..n {
+        // SAFETY: page `i` is inside the mapping of `n` pages.
+        let byte = unsafe { p.cast::<u8>().add(i * ps) };
+        // SAFETY: a writable byte of the mapping.
+        unsafe { std::ptr::write_volatile(byte, 1) };
+    }
+    // SAFETY: the mapping made above.
+    unsafe { libc::munmap(p, n * ps) };
+}

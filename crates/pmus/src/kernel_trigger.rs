@@ -1,0 +1,275 @@
+//! The `ktrigger` PMU: an event of the running kernel (a tracepoint, `page-faults`, ...) as a
+//! trigger in a traced thread's group, so that the seed's aux-action (pause, resume) and AUX
+//! sampling happen at the kernel's events: `-e syscalls:sys_enter_read/aux-action=resume/`.
+//!
+//! The kernel cannot reach a trace written in user space; what it can do is signal the thread
+//! that triggered the event, synchronously: an event opened with `sigtrap` (Linux 5.13) sends
+//! that thread SIGTRAP (`si_code` TRAP_PERF, the event's `sig_data` in `si_perf_data`) on its
+//! way back to user space, before it runs another instruction of its own, and never interrupts
+//! a system call (it is queued as task work, not as a signal, until then). Each ktrigger event
+//! opens such a kernel event on its thread (`remove_on_exec`, which sigtrap requires); the
+//! SIGTRAP handler finds the ktrigger event from `sig_data` and counts a hit on it, whose
+//! overflow runs the core's path (aux-action, AUX sample, sample output) on that thread, as a
+//! probe's hit does.
+//!
+//! - `config`: the kernel event's `config` (a tracepoint's id, a software event's number);
+//! - `config1`: the kernel event's `type` (PERF_TYPE_TRACEPOINT, PERF_TYPE_SOFTWARE);
+//! - `config2` bit 0: count in kernel mode too (a kernel tracepoint fires there; without it,
+//!   `exclude_kernel`);
+//! - `sample_period`: the kernel's period (every Nth hit signals).
+//!
+//! The program's own SIGTRAP is left alone: a SIGTRAP that is not one of these (another
+//! si_code, or a `sig_data` without [`SIG_DATA_MAGIC`]) goes to the action that was installed
+//! before ([`chained`]), or, if that was the default, ends the process as it would have.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::OnceLock;
+
+use perfaux_abi::Endianness;
+use perfaux_abi::attr::{AttrFlags, PerfEventAttr};
+use perfaux_abi::consts::PERF_ATTR_SIZE_VER7;
+use perfaux_abi::errno;
+use perfaux_core::driver::{
+    Error, Event, EventState, Pmu, PmuCaps, PmuPrivate, Result, SampleData, Target, einval, enoent,
+    perf_swevent_event,
+};
+
+use super::signal_events::{EventSlots, ip_of};
+
+/// The high half of every `sig_data` this PMU asks for: a SIGTRAP whose data lacks it is not
+/// ours.
+pub const SIG_DATA_MAGIC: u64 = 0x7061_7578 << 32;
+/// `config2` bit: the kernel event counts in kernel mode too.
+pub const CONFIG2_KERNEL_MODE: u64 = 1;
+
+/// Triggers a process may have at once.
+const NSLOTS: usize = 4096;
+/// `TRAP_PERF`, the `si_code` of a sigtrap event's SIGTRAP.
+const TRAP_PERF: i32 = 6;
+const IOC_ENABLE: libc::c_ulong = 0x2400;
+const IOC_DISABLE: libc::c_ulong = 0x2401;
+
+fn slots() -> &'static EventSlots {
+    static S: OnceLock<EventSlots> = OnceLock::new();
+    S.get_or_init(|| EventSlots::new(NSLOTS))
+}
+
+/// The action SIGTRAP had before this PMU's handler, which gets every SIGTRAP not ours (set
+/// once, before the handler is installed).
+static CHAINED: OnceLock<libc::sigaction> = OnceLock::new();
+
+/// Whether a SIGTRAP not ours would go to the program's own handler (else: the default).
+pub fn chained() -> bool {
+    CHAINED
+        .get()
+        .is_some_and(|a| a.sa_sigaction != libc::SIG_DFL && a.sa_sigaction != libc::SIG_IGN)
+}
+
+/// The PMU.
+pub struct KernelTriggerPmu;
+
+/// Per-event state: the kernel's event on the thread, and the slot the handler finds this
+/// event in.
+struct Trigger {
+    fd: OwnedFd,
+    slot: usize,
+}
+
+/// The kernel's side of a trigger on thread `tid`: `attr` with sigtrap and `sig_data`.
+fn kernel_attr(attr: &PerfEventAttr, key: u64) -> PerfEventAttr {
+    let mut flags = AttrFlags::DISABLED
+        | AttrFlags::SIGTRAP
+        | AttrFlags::REMOVE_ON_EXEC
+        | AttrFlags::EXCLUDE_HV;
+    if attr.config2 & CONFIG2_KERNEL_MODE == 0 {
+        flags |= AttrFlags::EXCLUDE_KERNEL;
+    }
+    PerfEventAttr {
+        type_: attr.config1 as u32,
+        size: PERF_ATTR_SIZE_VER7,
+        config: attr.config,
+        sample_period: attr.sample_period.max(1),
+        flags,
+        sig_data: SIG_DATA_MAGIC | key,
+        ..PerfEventAttr::default()
+    }
+}
+
+fn install_handler() {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| {
+        // SAFETY: all-zero is a valid sigaction; a query (no new action).
+        let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        unsafe { libc::sigaction(libc::SIGTRAP, std::ptr::null(), &mut old) };
+        let _ = CHAINED.set(old);
+        // SAFETY: all-zero is a valid sigaction.
+        let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+        sa.sa_sigaction = handler as *const () as usize;
+        // SA_NODEFER: a trigger in the handler of another (a handler's write) is taken too.
+        sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART | libc::SA_NODEFER | libc::SA_ONSTACK;
+        // SAFETY: sigemptyset writes the mask it is given.
+        unsafe { libc::sigemptyset(&mut sa.sa_mask) };
+        // SAFETY: the handler is async-signal-safe (no lock, no allocation).
+        unsafe { libc::sigaction(libc::SIGTRAP, &sa, std::ptr::null_mut()) };
+    });
+}
+
+/// `si_perf_data` and `si_perf_type` of a TRAP_PERF siginfo (x86-64 and aarch64 layout: after
+/// `si_addr`, the union whose `_perf` member is `{ unsigned long data; u32 type; u32 flags }`).
+#[repr(C)]
+struct PerfInfo {
+    signo: i32,
+    errno: i32,
+    code: i32,
+    _pad: i32,
+    addr: usize,
+    data: u64,
+    type_: u32,
+    flags: u32,
+}
+
+extern "C" fn handler(sig: i32, info: *mut libc::siginfo_t, uctx: *mut libc::c_void) {
+    let saved = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+    // SAFETY: the kernel passes a valid siginfo for an SA_SIGINFO handler; it is 128 bytes,
+    // larger than PerfInfo.
+    let p = unsafe { &*info.cast::<PerfInfo>() };
+    if p.code == TRAP_PERF && p.data & !0xffff_ffff == SIG_DATA_MAGIC {
+        let key = (p.data & 0xffff_ffff) as usize;
+        hit(key, ip_of(uctx));
+        perfaux_core::driver::set_errno(saved);
+        return;
+    }
+    perfaux_core::driver::set_errno(saved);
+    chain(sig, info, uctx);
+}
+
+/// A SIGTRAP not ours, to the action installed before.
+fn chain(sig: i32, info: *mut libc::siginfo_t, uctx: *mut libc::c_void) {
+    let Some(old) = CHAINED.get() else { return };
+    match old.sa_sigaction {
+        libc::SIG_IGN => {}
+        libc::SIG_DFL => {
+            // The default ends the process (with a core): as it would have without us.
+            // SAFETY: signal(2) is async-signal-safe.
+            unsafe { libc::signal(sig, libc::SIG_DFL) };
+            // SAFETY: raise(3) is async-signal-safe.
+            unsafe { libc::raise(sig) };
+        }
+        f if old.sa_flags & libc::SA_RESETHAND as libc::c_int != 0
+            && old.sa_flags & libc::SA_SIGINFO == 0 =>
+        {
+            // A one-shot handler (the runtime's crash handler): the default comes back as it
+            // is entered, as the kernel would have reset it.
+            // SAFETY: signal(2) is async-signal-safe; the program installed this one-argument
+            // handler for SIGTRAP.
+            unsafe { libc::signal(sig, libc::SIG_DFL) };
+            // SAFETY: as above.
+            let f: extern "C" fn(i32) = unsafe { std::mem::transmute(f) };
+            f(sig);
+        }
+        f if old.sa_flags & libc::SA_SIGINFO != 0 => {
+            // SAFETY: the program installed this three-argument handler for SIGTRAP.
+            let f: extern "C" fn(i32, *mut libc::siginfo_t, *mut libc::c_void) =
+                unsafe { std::mem::transmute(f) };
+            f(sig, info, uctx);
+        }
+        f => {
+            // SAFETY: the program installed this one-argument handler for SIGTRAP.
+            let f: extern "C" fn(i32) = unsafe { std::mem::transmute(f) };
+            f(sig);
+        }
+    }
+}
+
+/// One hit of the trigger `key` names, on this thread.
+fn hit(key: usize, ip: u64) {
+    slots().with(key, |ev| {
+        let mine = matches!(ev.target(), Target::Thread(t) if t == perfaux_core::gettid());
+        if !mine || ev.state() != EventState::Active {
+            return;
+        }
+        let mut data = SampleData::default();
+        data.ip = ip;
+        perf_swevent_event(ev, 1, &mut data);
+    });
+}
+
+impl Pmu for KernelTriggerPmu {
+    fn name(&self) -> &'static str {
+        "ktrigger"
+    }
+
+    fn capabilities(&self) -> PmuCaps {
+        PmuCaps::NO_NMI
+    }
+
+    fn event_init(&self, event: &Event) -> Result<PmuPrivate> {
+        // The core offers an event of an unknown type to every PMU, as the kernel does: not
+        // ours is ENOENT, so that the lookup goes on.
+        if event.attr().type_ != event.pmu_type() {
+            return Err(enoent("not a ktrigger event"));
+        }
+        let Target::Thread(tid) = event.target() else {
+            return Err(einval(
+                "ktrigger: a kernel event signals the thread it fires on: needs a thread target",
+            ));
+        };
+        let (slot, key) = slots()
+            .claim()
+            .ok_or_else(|| Error::new(errno::ENOSPC, "ktrigger: all trigger slots in use"))?;
+        install_handler();
+        let attr =
+            kernel_attr(event.attr(), key as u64).to_bytes(PERF_ATTR_SIZE_VER7, Endianness::NATIVE);
+        // SAFETY: perf_event_open(2) reads VER7 bytes of the attr written above and returns a
+        // new descriptor or -1.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_perf_event_open,
+                attr.as_ptr(),
+                tid,
+                -1,
+                -1,
+                libc::c_ulong::from(1u8 << 3), // PERF_FLAG_FD_CLOEXEC
+            )
+        };
+        let Some(fd) = i32::try_from(fd).ok().filter(|&fd| fd >= 0) else {
+            slots().release(slot);
+            let os = std::io::Error::last_os_error();
+            return Err(Error::with_cause(
+                os.raw_os_error().unwrap_or(errno::EINVAL),
+                "ktrigger: the kernel's event with sigtrap (Linux 5.13 or later) could not be \
+                 opened",
+                os,
+            ));
+        };
+        // SAFETY: a descriptor just returned to us alone.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(Box::new(Trigger { fd, slot }))
+    }
+
+    fn start(&self, event: &Event, _flags: u32) {
+        let Some(t) = event.pmu_private::<Trigger>() else {
+            return;
+        };
+        slots().set(t.slot, Some(event.arc()));
+        // SAFETY: an argument-less ioctl on our perf descriptor.
+        unsafe { libc::ioctl(t.fd.as_raw_fd(), IOC_ENABLE, 0) };
+    }
+
+    fn stop(&self, event: &Event, _flags: u32) {
+        let Some(t) = event.pmu_private::<Trigger>() else {
+            return;
+        };
+        // SAFETY: an argument-less ioctl on our perf descriptor.
+        unsafe { libc::ioctl(t.fd.as_raw_fd(), IOC_DISABLE, 0) };
+        slots().set(t.slot, None);
+    }
+
+    fn destroy(&self, event: &Event) {
+        let Some(t) = event.pmu_private::<Trigger>() else {
+            return;
+        };
+        slots().release(t.slot);
+    }
+}
