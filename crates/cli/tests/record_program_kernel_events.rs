@@ -725,3 +725,80 @@ fn context_switches_are_sampled_in_the_kernel_or_refused_with_why() {
         SLEEPS
     );
 }
+
+/// uftrace's `linux:schedule` events (its `-E linux:schedule`: the kernel's context switches
+/// of each traced thread), per thread, the switches out that are not preemptions and lie
+/// inside a `wait_a_bit` call: from `uftrace dump`, its records in time order.
+fn uftrace_sleeps_in_waits(dir: &Path, prog: &Path) -> Vec<usize> {
+    let data = dir.join("uftrace.data");
+    let st = std::process::Command::new("uftrace")
+        .args(["record", "--no-pager", "-E", "linux:schedule", "-d"])
+        .arg(&data)
+        .arg(prog)
+        .status()
+        .expect("uftrace");
+    assert!(st.success());
+    let out = std::process::Command::new("uftrace")
+        .args(["dump", "--no-pager", "-d"])
+        .arg(&data)
+        .output()
+        .expect("uftrace dump");
+    let text = String::from_utf8_lossy(&out.stdout);
+    // "12158.344191425  24848: [entry] wait_a_bit(564511561179) depth: 1"
+    let mut recs: Vec<(u64, u32, String)> = text
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let t = time_ns(f.next()?)?;
+            let tid = f.next()?.trim_end_matches(':').parse().ok()?;
+            Some((t, tid, f.collect::<Vec<_>>().join(" ")))
+        })
+        .collect();
+    recs.sort_by_key(|r| r.0);
+    let mut inside: HashMap<u32, bool> = HashMap::new();
+    let mut counts: HashMap<u32, usize> = HashMap::new();
+    for (_, tid, what) in recs {
+        if what.starts_with("[entry] wait_a_bit(") {
+            inside.insert(tid, true);
+        } else if what.starts_with("[exit ] wait_a_bit(") {
+            inside.insert(tid, false);
+        } else if what.starts_with("[event] linux:sched-out(")
+            && inside.get(&tid).copied().unwrap_or(false)
+        {
+            *counts.entry(tid).or_default() += 1;
+        }
+    }
+    let mut v: Vec<usize> = counts.into_values().collect();
+    v.sort_unstable();
+    v
+}
+
+/// The switches each thread takes in its sleeps, as uftrace's `linux:schedule` sees them in
+/// its own recording of the same program: one switch out (not a preemption) inside each
+/// `wait_a_bit` call, 10 in main and 5 in the worker, in both.
+#[test]
+fn the_switches_in_each_sleep_are_uftraces_linux_schedule() {
+    perfaux_testutil::require_oracle!("uftrace");
+    perfaux_testutil::require_oracle!("gcc");
+    let (d, data) = sleeper_recorded(&[]);
+    let lines = switch_lines(&perfaux_on(&["script", "--show-switch-events"], &data));
+    let calls = wait_calls(&data);
+    // perfaux: per thread, the switches out (not preempted) inside its wait_a_bit calls.
+    let mut ours: Vec<usize> = calls
+        .iter()
+        .map(|(tid, cs)| {
+            lines
+                .iter()
+                .filter(|l| l.contains("SWITCH OUT ") && !l.contains("preempt"))
+                .map(|l| switches(std::slice::from_ref(l))[0])
+                .filter(|&(t, time, _)| {
+                    t == *tid && cs.iter().any(|&(e, r)| e <= time && time <= r + SLACK_NS)
+                })
+                .count()
+        })
+        .collect();
+    ours.sort_unstable();
+    let theirs = uftrace_sleeps_in_waits(d.path(), &d.path().join("sleeper"));
+    assert_eq!(theirs, [5, 10], "uftrace");
+    assert_eq!(ours, theirs, "perfaux against uftrace's linux:schedule");
+}
