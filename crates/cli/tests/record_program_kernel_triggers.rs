@@ -34,6 +34,32 @@ int main(void) {
 }
 "#;
 
+/// WINDOWS with a SIGTRAP handler of the program's own, installed in main (after the
+/// runtime's first hook, when the triggers' handler holds SIGTRAP), and four traps it raises
+/// itself: it exits 0 if its handler saw exactly those four.
+const OWN_TRAPS: &str = r#"
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+static volatile int traps;
+static void on_trap(int s) { (void)s; traps++; }
+__attribute__((noinline)) int inside(int i) { return i * 5; }
+__attribute__((noinline)) int after(int i) { return i * 7; }
+int main(void) {
+    signal(SIGTRAP, on_trap);
+    int s = 0;
+    for (int i = 0; i < 20; i++) {
+        write(1, "x", 1);
+        s += inside(i);
+        struct timespec t = {0, 100000};
+        nanosleep(&t, 0);
+        s += after(i);
+        if (i % 5 == 0) raise(SIGTRAP);
+    }
+    return traps == 4 ? 0 : 10 + traps;
+}
+"#;
+
 /// `toucher` writes to 50 fresh pages, calling `warm` before each.
 const TOUCHER: &str = r#"
 #include <sys/mman.h>
@@ -120,6 +146,47 @@ fn is_call_line(l: &str) -> bool {
         .nth(3)
         .and_then(|t| t.trim_end_matches(':').split_once('.'))
         .is_some_and(|(_, frac)| frac.len() == 9)
+}
+
+/// The triggers take no SIGTRAP of the program's: its own handler, installed after the
+/// triggers' (the runtime hands `signal(SIGTRAP, ...)` to the triggers' handler to chain to),
+/// sees exactly the four traps it raised, and the trace still holds the 20 windows.
+#[test]
+fn the_programs_own_sigtrap_handler_works_beside_the_triggers() {
+    perfaux_testutil::require_oracle!("gcc");
+    if let Err(e) = perfaux_recorder::tracefs::tracepoint_id("syscalls", "sys_enter_write") {
+        perfaux_testutil::skip(&format!("no syscalls:sys_enter_write here: {e}"));
+        return;
+    }
+    let d = tempdir();
+    let prog = build(d.path(), OWN_TRAPS, "own_traps");
+    let data = d.path().join("t.data");
+    let r = perfaux(&[
+        "record",
+        "-o",
+        path_str(&data),
+        "-e",
+        "swtrace/aux-action=start-paused/",
+        "-e",
+        "syscalls:sys_enter_write/aux-action=resume/",
+        "-e",
+        "syscalls:sys_enter_clock_nanosleep/aux-action=pause/",
+        "--",
+        path_str(&prog),
+    ]);
+    assert_eq!(
+        r.code, 0,
+        "the program's handler saw other than its 4 traps: {}",
+        r.stderr
+    );
+    let calls = perfaux(&["script", "--call-trace", "-i", path_str(&data)]);
+    let w = last_words(&calls.stdout);
+    assert_eq!(
+        (w.get("inside").copied(), w.get("after").copied()),
+        (Some(20), None),
+        "{}",
+        calls.stdout
+    );
 }
 
 /// Each page fault of `toucher` (the kernel's page-faults, grouped behind the trace) is a

@@ -19,11 +19,14 @@
 //! - `sample_period`: the kernel's period (every Nth hit signals).
 //!
 //! The program's own SIGTRAP is left alone: a SIGTRAP that is not one of these (another
-//! si_code, or a `sig_data` without [`SIG_DATA_MAGIC`]) goes to the action that was installed
-//! before ([`chained`]), or, if that was the default, ends the process as it would have.
+//! si_code, or a `sig_data` without [`SIG_DATA_MAGIC`]) goes to the program's action: the one
+//! installed before, or one the program sets later, which a wrapper of its `sigaction` and
+//! `signal` (perfaux's runtime has them) hands to [`set_program_action`] instead of the
+//! kernel; if that is the default, the process ends as it would have.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 
 use perfaux_abi::Endianness;
 use perfaux_abi::attr::{AttrFlags, PerfEventAttr};
@@ -54,15 +57,72 @@ fn slots() -> &'static EventSlots {
     S.get_or_init(|| EventSlots::new(NSLOTS))
 }
 
-/// The action SIGTRAP had before this PMU's handler, which gets every SIGTRAP not ours (set
-/// once, before the handler is installed).
-static CHAINED: OnceLock<libc::sigaction> = OnceLock::new();
+/// The action a SIGTRAP not ours goes to: the one SIGTRAP had when this PMU's handler was
+/// installed, or the one the program gave later through a wrapper of `sigaction`/`signal`
+/// ([`set_program_action`]): its handler (SIG_DFL 0, SIG_IGN 1, else a function) and flags,
+/// read by the handler without a lock.
+static CHAINED_HANDLER: AtomicUsize = AtomicUsize::new(libc::SIG_DFL);
+static CHAINED_FLAGS: AtomicI32 = AtomicI32::new(0);
+/// This PMU's handler is SIGTRAP's.
+static INSTALLED: AtomicBool = AtomicBool::new(false);
+
+/// Whether this PMU's handler holds SIGTRAP: a wrapper of the program's `sigaction` then
+/// passes the program's SIGTRAP action to [`set_program_action`] instead of the kernel.
+pub fn installed() -> bool {
+    INSTALLED.load(Ordering::Acquire)
+}
 
 /// Whether a SIGTRAP not ours would go to the program's own handler (else: the default).
 pub fn chained() -> bool {
-    CHAINED
-        .get()
-        .is_some_and(|a| a.sa_sigaction != libc::SIG_DFL && a.sa_sigaction != libc::SIG_IGN)
+    !matches!(
+        CHAINED_HANDLER.load(Ordering::Acquire),
+        libc::SIG_DFL | libc::SIG_IGN
+    )
+}
+
+/// The program's SIGTRAP action, as its `sigaction(SIGTRAP, new, old)` would set it while
+/// this PMU's handler holds the signal: `new` (if given) becomes the action a SIGTRAP not ours
+/// goes to, `old` (if given) gets the one before. The handler stays this PMU's.
+pub fn set_program_action(new: Option<&libc::sigaction>, old: Option<&mut libc::sigaction>) {
+    if let Some(o) = old {
+        // SAFETY: all-zero is a valid sigaction (an empty mask).
+        *o = unsafe { std::mem::zeroed() };
+        o.sa_sigaction = CHAINED_HANDLER.load(Ordering::Acquire);
+        o.sa_flags = CHAINED_FLAGS.load(Ordering::Acquire);
+    }
+    if let Some(n) = new {
+        CHAINED_FLAGS.store(n.sa_flags, Ordering::Release);
+        CHAINED_HANDLER.store(n.sa_sigaction, Ordering::Release);
+    }
+}
+
+/// SIGTRAP's action set to the default, by the system call itself (not through `signal`,
+/// which a wrapper of the program's calls may hold): no restorer is needed for SIG_DFL.
+fn reset_to_default(sig: i32) {
+    #[repr(C)]
+    struct KernelSigaction {
+        handler: usize,
+        flags: u64,
+        restorer: usize,
+        mask: u64,
+    }
+    let ksa = KernelSigaction {
+        handler: libc::SIG_DFL,
+        flags: 0,
+        restorer: 0,
+        mask: 0,
+    };
+    // SAFETY: rt_sigaction(2) reads the kernel's struct given (sigsetsize 8) and writes nothing.
+    unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigaction,
+            sig,
+            &ksa as *const KernelSigaction,
+            std::ptr::null_mut::<KernelSigaction>(),
+            8usize,
+        )
+    };
+    INSTALLED.store(false, Ordering::Release);
 }
 
 /// The PMU.
@@ -102,7 +162,7 @@ fn install_handler() {
         let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
         // SAFETY: as above.
         unsafe { libc::sigaction(libc::SIGTRAP, std::ptr::null(), &mut old) };
-        let _ = CHAINED.set(old);
+        set_program_action(Some(&old), None);
         // SAFETY: all-zero is a valid sigaction.
         let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
         sa.sa_sigaction = handler as *const () as usize;
@@ -111,7 +171,9 @@ fn install_handler() {
         // SAFETY: sigemptyset writes the mask it is given.
         unsafe { libc::sigemptyset(&mut sa.sa_mask) };
         // SAFETY: the handler is async-signal-safe (no lock, no allocation).
-        unsafe { libc::sigaction(libc::SIGTRAP, &sa, std::ptr::null_mut()) };
+        if unsafe { libc::sigaction(libc::SIGTRAP, &sa, std::ptr::null_mut()) } == 0 {
+            INSTALLED.store(true, Ordering::Release);
+        }
     });
 }
 
@@ -144,37 +206,33 @@ extern "C" fn handler(sig: i32, info: *mut libc::siginfo_t, uctx: *mut libc::c_v
     chain(sig, info, uctx);
 }
 
-/// A SIGTRAP not ours, to the action installed before.
+/// A SIGTRAP not ours, to the program's action ([`CHAINED_HANDLER`]).
 fn chain(sig: i32, info: *mut libc::siginfo_t, uctx: *mut libc::c_void) {
-    let Some(old) = CHAINED.get() else { return };
-    match old.sa_sigaction {
+    let f = CHAINED_HANDLER.load(Ordering::Acquire);
+    let flags = CHAINED_FLAGS.load(Ordering::Acquire);
+    match f {
         libc::SIG_IGN => {}
         libc::SIG_DFL => {
             // The default ends the process (with a core): as it would have without us.
-            // SAFETY: signal(2) is async-signal-safe.
-            unsafe { libc::signal(sig, libc::SIG_DFL) };
+            reset_to_default(sig);
             // SAFETY: raise(3) is async-signal-safe.
             unsafe { libc::raise(sig) };
         }
-        f if old.sa_flags & libc::SA_RESETHAND as libc::c_int != 0
-            && old.sa_flags & libc::SA_SIGINFO == 0 =>
-        {
-            // A one-shot handler (the runtime's crash handler): the default comes back as it
-            // is entered, as the kernel would have reset it.
-            // SAFETY: signal(2) is async-signal-safe; the program installed this one-argument
-            // handler for SIGTRAP.
-            unsafe { libc::signal(sig, libc::SIG_DFL) };
-            // SAFETY: as above.
-            let f: extern "C" fn(i32) = unsafe { std::mem::transmute(f) };
-            f(sig);
-        }
-        f if old.sa_flags & libc::SA_SIGINFO != 0 => {
+        f if flags & libc::SA_SIGINFO != 0 => {
+            if flags & libc::SA_RESETHAND as libc::c_int != 0 {
+                reset_to_default(sig);
+            }
             // SAFETY: the program installed this three-argument handler for SIGTRAP.
             let f: extern "C" fn(i32, *mut libc::siginfo_t, *mut libc::c_void) =
                 unsafe { std::mem::transmute(f) };
             f(sig, info, uctx);
         }
         f => {
+            // A one-shot handler (the runtime's crash handler) finds the default back, as the
+            // kernel would have reset it on entry.
+            if flags & libc::SA_RESETHAND as libc::c_int != 0 {
+                reset_to_default(sig);
+            }
             // SAFETY: the program installed this one-argument handler for SIGTRAP.
             let f: extern "C" fn(i32) = unsafe { std::mem::transmute(f) };
             f(sig);

@@ -36,6 +36,7 @@ mod patch;
 mod plt_hooks;
 mod recorder_alive;
 mod ring_maps;
+mod sigtrap;
 mod slot;
 mod stub_region;
 mod text;
@@ -106,6 +107,7 @@ extern "C" fn init() {
     refresh_pid_ns();
     perfaux_swtrace::forward::disable();
     unwind::resolve();
+    sigtrap::resolve();
     let Some(fd) = env_at_start(c"PERFAUX_PRELOAD_FD").and_then(|s| s.parse::<i32>().ok()) else {
         return;
     };
