@@ -84,6 +84,28 @@ fn build(dir: &Path, src: &str, name: &str) -> PathBuf {
     dir.join(name)
 }
 
+/// `prog` recorded with its trace resumed at each write and paused at each sleep, and the
+/// recording's call trace.
+fn record_windows(dir: &Path, prog: &Path) -> (common::Run, common::Run) {
+    let data = dir.join("windows.data");
+    let r = perfaux(&[
+        "record",
+        "-o",
+        path_str(&data),
+        "-e",
+        "swtrace/aux-action=start-paused/",
+        "-e",
+        "syscalls:sys_enter_write/aux-action=resume/",
+        "-e",
+        "syscalls:sys_enter_clock_nanosleep/aux-action=pause/",
+        "--",
+        path_str(prog),
+    ]);
+    let calls = perfaux(&["script", "--call-trace", "-i", path_str(&data)]);
+    assert!(!r.ok() || calls.ok(), "{}", calls.stderr);
+    (r, calls)
+}
+
 /// The last word of each call-trace line, counted.
 fn last_words(text: &str) -> std::collections::HashMap<String, usize> {
     let mut m = std::collections::HashMap::new();
@@ -106,23 +128,8 @@ fn a_kernel_event_resumes_the_trace_and_another_pauses_it() {
     }
     let d = tempdir();
     let prog = build(d.path(), WINDOWS, "windows");
-    let data = d.path().join("w.data");
-    let r = perfaux(&[
-        "record",
-        "-o",
-        path_str(&data),
-        "-e",
-        "swtrace/aux-action=start-paused/",
-        "-e",
-        "syscalls:sys_enter_write/aux-action=resume/",
-        "-e",
-        "syscalls:sys_enter_clock_nanosleep/aux-action=pause/",
-        "--",
-        path_str(&prog),
-    ]);
+    let (r, calls) = record_windows(d.path(), &prog);
     assert!(r.ok(), "{}", r.stderr);
-    let calls = perfaux(&["script", "--call-trace", "-i", path_str(&data)]);
-    assert!(calls.ok(), "{}", calls.stderr);
     let w = last_words(&calls.stdout);
     let n = |k: &str| w.get(k).copied().unwrap_or(0);
     assert_eq!(
@@ -160,26 +167,12 @@ fn the_programs_own_sigtrap_handler_works_beside_the_triggers() {
     }
     let d = tempdir();
     let prog = build(d.path(), OWN_TRAPS, "own_traps");
-    let data = d.path().join("t.data");
-    let r = perfaux(&[
-        "record",
-        "-o",
-        path_str(&data),
-        "-e",
-        "swtrace/aux-action=start-paused/",
-        "-e",
-        "syscalls:sys_enter_write/aux-action=resume/",
-        "-e",
-        "syscalls:sys_enter_clock_nanosleep/aux-action=pause/",
-        "--",
-        path_str(&prog),
-    ]);
+    let (r, calls) = record_windows(d.path(), &prog);
     assert_eq!(
         r.code, 0,
         "the program's handler saw other than its 4 traps: {}",
         r.stderr
     );
-    let calls = perfaux(&["script", "--call-trace", "-i", path_str(&data)]);
     let w = last_words(&calls.stdout);
     assert_eq!(
         (w.get("inside").copied(), w.get("after").copied()),

@@ -44,6 +44,7 @@ mod thread;
 mod traced;
 mod trampoline;
 mod unwind;
+mod wrapped;
 
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 

@@ -4,8 +4,10 @@
 //! and report the one before, instead of replacing the handler (which would send the
 //! triggers' signals to the program). Every other call goes to libc's.
 
-use std::ffi::{CStr, c_int};
+use std::ffi::c_int;
 use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::wrapped::{next, real};
 
 static SIGACTION: AtomicUsize = AtomicUsize::new(0);
 static SIGNAL: AtomicUsize = AtomicUsize::new(0);
@@ -14,26 +16,10 @@ type SigactionFn =
     unsafe extern "C" fn(c_int, *const libc::sigaction, *mut libc::sigaction) -> c_int;
 type SignalFn = unsafe extern "C" fn(c_int, libc::sighandler_t) -> libc::sighandler_t;
 
-/// The next definition of `name` after this library's (libc's), or 0.
-fn next(name: &CStr) -> usize {
-    // SAFETY: dlsym with RTLD_NEXT and a NUL-terminated name.
-    unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) as usize }
-}
-
 /// Looks up libc's functions, from the constructor.
 pub(crate) fn resolve() {
     SIGACTION.store(next(c"sigaction"), Ordering::Relaxed);
     SIGNAL.store(next(c"signal"), Ordering::Relaxed);
-}
-
-fn real(slot: &AtomicUsize, name: &CStr) -> usize {
-    let f = slot.load(Ordering::Relaxed);
-    if f != 0 {
-        return f;
-    }
-    let f = next(name);
-    slot.store(f, Ordering::Relaxed);
-    f
 }
 
 /// libc's `sigaction`, or the triggers' record of the program's SIGTRAP action.

@@ -27,10 +27,11 @@
 //! [`Thread::restore_for_unwind`]: crate::thread::Thread
 //! [`Thread::rehijack_after_catch`]: crate::thread::Thread
 
-use std::ffi::{CStr, c_int, c_void};
+use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::thread::THREAD;
+use crate::wrapped::{next, real};
 
 static RAISE: AtomicUsize = AtomicUsize::new(0);
 static RETHROW: AtomicUsize = AtomicUsize::new(0);
@@ -41,30 +42,12 @@ type UnwindFn = unsafe extern "C" fn(*mut c_void) -> c_int;
 type BeginCatchFn = unsafe extern "C" fn(*mut c_void) -> *mut c_void;
 type PthreadExitFn = unsafe extern "C" fn(*mut c_void) -> !;
 
-/// The next definition of `name` after this library's (libgcc's, libstdc++'s), or 0.
-fn next(name: &CStr) -> usize {
-    // SAFETY: dlsym with RTLD_NEXT and a NUL-terminated name.
-    unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) as usize }
-}
-
 /// Looks up the functions these wrap, from the constructor (not from inside a throw).
 pub(crate) fn resolve() {
     RAISE.store(next(c"_Unwind_RaiseException"), Ordering::Relaxed);
     RETHROW.store(next(c"_Unwind_Resume_or_Rethrow"), Ordering::Relaxed);
     BEGIN_CATCH.store(next(c"__cxa_begin_catch"), Ordering::Relaxed);
     PTHREAD_EXIT.store(next(c"pthread_exit"), Ordering::Relaxed);
-}
-
-/// The wrapped function `slot` holds, looked up now if the constructor has not run (a throw
-/// from another library's constructor).
-fn real(slot: &AtomicUsize, name: &CStr) -> usize {
-    let f = slot.load(Ordering::Relaxed);
-    if f != 0 {
-        return f;
-    }
-    let f = next(name);
-    slot.store(f, Ordering::Relaxed);
-    f
 }
 
 fn restore() {
