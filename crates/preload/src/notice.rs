@@ -28,6 +28,9 @@ pub enum Notice {
         /// Why it could not make more (a ring the recorder could not make), if that was the
         /// limit rather than `--max-threads`.
         why: Option<String>,
+        /// The slots the recorder made; fewer than `slots` without `why`: the threads gave up
+        /// waiting for it to make theirs.
+        made: usize,
     },
     /// Threads whose process could not open the recorder's ring memfds (inherited ones it
     /// closed, and `/proc/RECORDER/fd` refused): untraced.
@@ -160,7 +163,21 @@ impl fmt::Display for Notice {
             Notice::ThreadsWithoutSlot {
                 threads,
                 slots,
+                why: None,
+                made,
+            } if made < slots => write!(
+                f,
+                "{threads} thread(s) of the program's processes were not traced: each waited \
+                 {} s for the recorder to make a ring for it, in vain (it had made {made} of \
+                 the {slots} --max-threads allows): the recorder fell behind the threads' \
+                 start, as on a loaded machine",
+                perfaux_preload_abi::SLOT_GROW_WAIT.as_secs()
+            ),
+            Notice::ThreadsWithoutSlot {
+                threads,
+                slots,
                 why,
+                ..
             } => {
                 write!(
                     f,
@@ -266,5 +283,47 @@ impl fmt::Display for Notice {
                 output.display()
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Threads that went untraced are said with their true cause: the limit reached, or the
+    /// recorder slower than their start (fewer rings made than the limit, no error).
+    #[test]
+    fn threads_without_a_slot_are_said_with_their_cause() {
+        let at_limit = Notice::ThreadsWithoutSlot {
+            threads: 3,
+            slots: 64,
+            why: None,
+            made: 64,
+        }
+        .to_string();
+        assert!(at_limit.contains("64 threads were traced at once, the most --max-threads"));
+        let behind = Notice::ThreadsWithoutSlot {
+            threads: 79,
+            slots: 8192,
+            why: None,
+            made: 1255,
+        }
+        .to_string();
+        assert!(
+            behind.contains("waited 3 s for the recorder") && behind.contains("made 1255 of"),
+            "{behind}"
+        );
+        assert!(!behind.contains("traced at once"), "{behind}");
+        let refused = Notice::ThreadsWithoutSlot {
+            threads: 2,
+            slots: 500,
+            why: Some("EMFILE".into()),
+            made: 500,
+        }
+        .to_string();
+        assert!(
+            refused.contains("could make rings for (EMFILE)"),
+            "{refused}"
+        );
     }
 }

@@ -736,6 +736,7 @@ impl TracedProgram {
                 threads: without_slot,
                 slots: max_slots,
                 why: slot_limit,
+                made: rings.slots,
             });
         }
         for d in damaged {

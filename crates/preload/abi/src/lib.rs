@@ -78,6 +78,11 @@ pub fn fd_word_parts(w: u64) -> (i32, u32) {
 /// pages cost nothing until they are written).
 pub const MAX_SLOTS: usize = 8192;
 
+/// How long a thread that finds every slot held waits for the recorder to make more (it does
+/// at its next pass, a millisecond or so; longer on a loaded machine, or while it writes a
+/// large drain) before it goes untraced.
+pub const SLOT_GROW_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// Slot states ([`Slot::state`]).
 pub mod slot {
     /// Nobody has it.

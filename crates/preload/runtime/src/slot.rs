@@ -7,13 +7,10 @@
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::Ordering;
 
-use perfaux_preload_abi::{Control, MAX_SLOTS, open_error_word, slot};
+use perfaux_preload_abi::{Control, MAX_SLOTS, SLOT_GROW_WAIT, open_error_word, slot};
 
 /// How long a thread waits for the recorder to free a slot whose thread ended.
 pub(crate) const SLOT_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
-/// How long a thread waits for the recorder to make more slots (it does at its next pass, a
-/// millisecond or so; longer only while it writes a large drain).
-const SLOT_GROW_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 /// The longest sleep between two looks while waiting: a thousand threads started at once
 /// wait together, and must leave the CPU to the recorder that makes their slots.
 const LONGEST_NAP: std::time::Duration = std::time::Duration::from_millis(2);
