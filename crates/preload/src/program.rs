@@ -94,6 +94,9 @@ pub struct ProgramOptions {
     /// HEADER_TRACING_DATA for the tracepoints among `kernel_events`
     /// ([`perfaux_recorder::tracefs::tracing_data`]): perf prints their fields from it.
     pub tracing_data: Option<Vec<u8>>,
+    /// With `overwrite`: each snapshot keeps at least this much of each thread's newest trace
+    /// ([`perfaux_recorder::Recorder::set_window`]); `None`: all its area holds.
+    pub window: Option<std::time::Duration>,
 }
 
 impl ProgramOptions {
@@ -126,6 +129,7 @@ impl ProgramOptions {
             switch_events: false,
             kernel_events: Vec::new(),
             tracing_data: None,
+            window: None,
         }
     }
 }
@@ -328,6 +332,7 @@ impl TracedProgram {
             switch_events,
             kernel_events: kernel_specs,
             tracing_data,
+            window,
         } = options;
         if specs.len() != table.len() {
             return Err(ProgramError::Options(format!(
@@ -389,6 +394,7 @@ impl TracedProgram {
         if let Some(t) = tracing_data {
             rec.set_tracing_data(t);
         }
+        rec.set_window(window);
         // What the start has to tell, said at the first step.
         let mut notices = Vec::new();
         if calibration.is_some() {

@@ -37,6 +37,7 @@ pub mod output;
 pub mod pmus;
 pub mod recorder;
 pub mod ring;
+pub mod snapshot_window;
 mod spec;
 pub mod synth;
 pub mod trace_gaps;

@@ -29,7 +29,7 @@ use perfaux_perfdata::writer::{
 use crate::error::{RecordError, Result};
 use crate::in_place::InPlace;
 use crate::output::FileOutput;
-use crate::ring::{AuxBytes, Ring, ThreadRing};
+use crate::ring::{AuxBytes, AuxFn, Ring, ThreadRing};
 use crate::spec::{EventSpec, RecorderOptions, default_watermarks};
 use crate::trace_gaps::{TraceGap, TraceGaps};
 use crate::wakeups::Wakeups;
@@ -70,6 +70,8 @@ pub struct RecordSummary {
     /// thread whose area its last drain took (-S with a program). The chunk
     /// that begins each carries [`SNAPSHOT_BEGIN`], which the views count.
     pub snapshots: u64,
+    /// Snapshot bytes left out as older than the window ([`Recorder::set_window`]).
+    pub outside_window_bytes: u64,
     /// Bytes of the file written.
     pub file_size: u64,
     /// Pauses and resumes the AUX events dropped because another was in
@@ -371,6 +373,10 @@ pub struct Recorder {
     probe_table: Option<Vec<u8>>,
     /// HEADER_TRACING_DATA, if the recording has tracepoints ([`Self::set_tracing_data`]).
     tracing_data: Option<Vec<u8>>,
+    /// A snapshot keeps this much of each thread's trace, at least ([`Self::set_window`]).
+    window_ns: Option<u64>,
+    /// One ring's snapshot while it is cut to the window (at most its AUX area).
+    window_buf: Vec<u8>,
     /// When the last FINISHED_ROUND went out ([`ROUND_INTERVAL`]).
     last_round: Option<std::time::Instant>,
     /// The dropped pauses and resumes of the rings let go of ([`Ring::retired`]).
@@ -386,6 +392,48 @@ pub struct Recorder {
 /// memory grows with the records of 100 ms, as with `perf record`'s own rounds on a busy
 /// machine.
 pub const ROUND_INTERVAL: Duration = Duration::from_millis(100);
+
+/// The AUX bytes `produce` gives for thread `tid` into `sink`; with a window (`cutoff`, the
+/// oldest time a snapshot must keep), a snapshot's pieces are gathered whole in `buf` (at most
+/// an AUX area) and given from its newest SYNC at or before the cutoff
+/// ([`crate::snapshot_window`]); the bytes left out are counted. Whether any bytes came.
+fn take_windowed(
+    sink: &mut Sink,
+    buf: &mut Vec<u8>,
+    cutoff: Option<u64>,
+    tid: i32,
+    produce: &mut dyn FnMut(&mut AuxFn<'_>) -> Result<()>,
+) -> Result<bool> {
+    let mut any = false;
+    buf.clear();
+    let mut head: Option<(u64, u64, ChunkKind, u32)> = None;
+    produce(&mut |a| {
+        any = true;
+        match cutoff {
+            Some(_) if a.kind == ChunkKind::Snapshot => {
+                head.get_or_insert((a.event_id, a.offset, a.kind, a.flags));
+                buf.extend_from_slice(a.data);
+                Ok(())
+            }
+            _ => sink.take_aux(tid, a),
+        }
+    })?;
+    if let (Some((event_id, offset, kind, flags)), Some(cutoff)) = (head, cutoff) {
+        let start = crate::snapshot_window::window_start(buf, cutoff);
+        sink.summary.outside_window_bytes += start as u64;
+        sink.take_aux(
+            tid,
+            AuxBytes {
+                event_id,
+                offset: offset + start as u64,
+                data: &buf[start..],
+                kind,
+                flags,
+            },
+        )?;
+    }
+    Ok(any)
+}
 
 impl Recorder {
     /// Opens the events on each of `tids`, maps their rings and begins the
@@ -541,6 +589,8 @@ impl Recorder {
             enabled: false,
             probe_table: None,
             tracing_data: None,
+            window_ns: None,
+            window_buf: Vec::new(),
             last_round: None,
             retired_dropped_pause_resume: 0,
         })
@@ -573,6 +623,14 @@ impl Recorder {
     /// program live in that program.
     pub fn set_probe_table(&mut self, table: Vec<u8>) {
         self.probe_table = Some(table);
+    }
+
+    /// Bounds each snapshot by time as well as by size: it keeps at least the last `window` of
+    /// each thread's trace, from the newest SYNC at or before then
+    /// ([`crate::snapshot_window`]); the AUX area's size stays the cap. `None`: all the area
+    /// holds.
+    pub fn set_window(&mut self, window: Option<Duration>) {
+        self.window_ns = window.map(|w| w.as_nanos().min(u128::from(u64::MAX)) as u64);
     }
 
     /// The HEADER_TRACING_DATA feature the file gets (the formats of the tracepoints it
@@ -679,13 +737,16 @@ impl Recorder {
     pub fn drain(&mut self) -> Result<u64> {
         let before = self.sink.summary.records;
         let mut aux = false;
+        // An ended thread's last snapshot comes through its drain: cut to the window too.
+        let cutoff = self
+            .window_ns
+            .map(|w| perfaux_swtrace::clock::monotonic_ns().saturating_sub(w));
         for r in &mut self.rings {
             let tid = r.tid();
             let sink = &mut self.sink;
             r.read_records(&mut |rec| sink.take_record(tid, rec))?;
-            r.read_aux(&mut |a| {
-                aux = true;
-                sink.take_aux(tid, a)
+            aux |= take_windowed(sink, &mut self.window_buf, cutoff, tid, &mut |f| {
+                r.read_aux(f)
             })?;
         }
         // The events' own counts: this recording's, whatever else the
@@ -721,14 +782,15 @@ impl Recorder {
     pub fn snapshot(&mut self) -> Result<bool> {
         let mut took = false;
         self.sink.taking = Some(false);
+        let cutoff = self
+            .window_ns
+            .map(|w| perfaux_swtrace::clock::monotonic_ns().saturating_sub(w));
+        let window_buf = &mut self.window_buf;
         let mut each = || -> Result<()> {
             for r in &mut self.rings {
                 let tid = r.tid();
                 let sink = &mut self.sink;
-                r.snapshot(&mut |a| {
-                    took = true;
-                    sink.take_aux(tid, a)
-                })?;
+                took |= take_windowed(sink, window_buf, cutoff, tid, &mut |f| r.snapshot(f))?;
             }
             Ok(())
         };

@@ -190,6 +190,20 @@ pub fn write_report(
                 c.snapshots.0, c.snapshots.1
             ),
         )?;
+        // What each holds (a flight recording's window), the newest ones.
+        let first = c.snapshots.0.saturating_sub(c.snapshot_spans.len() as u64);
+        for (k, &(b, e)) in c.snapshot_spans.iter().enumerate() {
+            w(
+                out,
+                format_args!(
+                    "  snapshot {}: holds {} .. {} ({})\n",
+                    first + k as u64 + 1,
+                    crate::fmt_timestamp(b),
+                    crate::fmt_timestamp(e),
+                    fmt_time(e.saturating_sub(b)).trim()
+                ),
+            )?;
+        }
     }
     if !c.lost.is_empty() {
         w(out, format_args!("\n# lost data\n#\n"))?;

@@ -316,6 +316,9 @@ impl ThreadState {
     }
 }
 
+/// The snapshots whose span of time the report lists (the newest ones).
+pub const MAX_SNAPSHOT_SPANS: usize = 16;
+
 /// Everything `perfaux report` prints, gathered in one pass.
 #[derive(Default)]
 pub struct Collector {
@@ -336,6 +339,9 @@ pub struct Collector {
     pub lost: BTreeMap<&'static str, (u64, u64)>,
     /// Snapshots: (number, bytes).
     pub snapshots: (u64, u64),
+    /// The span of time each of the newest [`MAX_SNAPSHOT_SPANS`] snapshots holds: (first,
+    /// last) time of all its threads' trace.
+    pub snapshot_spans: std::collections::VecDeque<(u64, u64)>,
     /// The threads' context switches: (kept, past [`MAX_SWITCHES`] and left out of the
     /// off-CPU times).
     pub switches: (u64, u64),
@@ -573,9 +579,25 @@ impl Sink for Collector {
             ViewEvent::Stopped { tid, time } => {
                 self.thread(tid).last_time = Some(time);
             }
-            ViewEvent::Snapshot { bytes, begins, .. } => {
+            ViewEvent::Snapshot {
+                bytes,
+                begins,
+                begin,
+                end,
+                ..
+            } => {
                 self.snapshots.0 += u64::from(begins);
                 self.snapshots.1 += bytes;
+                let spans = &mut self.snapshot_spans;
+                match spans.back_mut() {
+                    Some(last) if !begins => *last = (last.0.min(begin), last.1.max(end)),
+                    _ => {
+                        if spans.len() == MAX_SNAPSHOT_SPANS {
+                            spans.pop_front();
+                        }
+                        spans.push_back((begin, end));
+                    }
+                }
             }
             ViewEvent::Lost { kind, count, .. } => self.lost(kind, count),
             ViewEvent::Switch { tid, time, out, .. } => {

@@ -44,6 +44,8 @@ pub struct RecordConfig {
     pub events: Vec<Event>,
     /// `-S`: `Some(at_exit)`.
     pub snapshot: Option<bool>,
+    /// `--window`: each snapshot keeps at least this much of each thread's trace.
+    pub window: Option<std::time::Duration>,
     pub data_size: u64,
     pub aux_size: u64,
     pub requests: u32,
@@ -110,6 +112,43 @@ pub fn aux_sample_size(a: &RecordArgs) -> Result<Option<u32>, CliError> {
         )));
     }
     Ok(Some(n as u32))
+}
+
+/// `50ms`, `2s`, `100us`, `1500ns` (a number alone is milliseconds) in nanoseconds; `flag`
+/// names the option in the error.
+pub fn parse_duration_ns(flag: &str, text: &str) -> Result<u64, CliError> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let scale = match unit {
+        "ns" => 1,
+        "us" => 1_000,
+        "" | "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        _ => 0,
+    };
+    match num.parse::<u64>().ok().and_then(|n| n.checked_mul(scale)) {
+        Some(ns) if ns > 0 => Ok(ns),
+        _ => Err(CliError::msg(format!(
+            "record: {flag} {text}: a duration is a positive number with ns, us, ms or s (e.g. \
+             50ms)"
+        ))),
+    }
+}
+
+/// `--window`: how much of each thread's newest trace a snapshot keeps at least; needs -S.
+pub fn window(a: &RecordArgs) -> Result<Option<std::time::Duration>, CliError> {
+    let Some(w) = &a.window else {
+        return Ok(None);
+    };
+    if snapshot_mode(a)?.is_none() {
+        return Err(CliError::msg(
+            "record: --window bounds the snapshots of a flight recording: it needs -S",
+        ));
+    }
+    Ok(Some(std::time::Duration::from_nanos(parse_duration_ns(
+        "--window", w,
+    )?)))
 }
 
 /// `-S`/`--snapshot`: `None` without it, `Some(at_exit)` with it (`-Se`: also at the end).
@@ -183,6 +222,7 @@ impl RecordConfig {
             output: a.output.clone(),
             events,
             snapshot,
+            window: window(a)?,
             data_size,
             aux_size,
             requests: a.requests,

@@ -65,33 +65,15 @@ fn tracing_triggers(a: &RecordArgs, cmd: &mut Command) -> Result<bool, CliError>
         cmd.env(ENV_SNAPSHOT_ON, level);
     }
     if let Some(d) = &a.snapshot_on_slow {
-        cmd.env(ENV_SNAPSHOT_ON_SLOW_NS, parse_duration_ns(d)?.to_string());
+        cmd.env(
+            ENV_SNAPSHOT_ON_SLOW_NS,
+            super::parse_duration_ns("--snapshot-on-slow", d)?.to_string(),
+        );
     }
     if a.snapshot_on_panic {
         cmd.env(ENV_SNAPSHOT_ON_PANIC, "1");
     }
     Ok(true)
-}
-
-/// `50ms`, `2s`, `100us`, `1500ns` (a number alone is milliseconds) in nanoseconds.
-fn parse_duration_ns(text: &str) -> Result<u64, CliError> {
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let scale = match unit {
-        "ns" => 1,
-        "us" => 1_000,
-        "" | "ms" => 1_000_000,
-        "s" => 1_000_000_000,
-        _ => 0,
-    };
-    match num.parse::<u64>().ok().and_then(|n| n.checked_mul(scale)) {
-        Some(ns) if ns > 0 => Ok(ns),
-        _ => Err(CliError::msg(format!(
-            "record: --snapshot-on-slow {text}: a duration is a positive number with ns, us, ms \
-             or s (e.g. 50ms)"
-        ))),
-    }
 }
 
 /// The sampler `-F`, `-c`, `-g` or `--call-graph` add when no `-e` names one.
@@ -137,6 +119,7 @@ fn options(a: &RecordArgs) -> Result<ProgramOptions, CliError> {
         // A flight recorder's file holds snapshots, but the switches stream in as they come:
         // with -S they are recorded only when asked for.
         switch_events: a.switch_events || (!a.no_switch_events && !overwrite),
+        window: super::window(a)?,
     })
 }
 

@@ -54,6 +54,7 @@ pub fn record(cfg: &RecordConfig, progress: &mut Progress) -> Result<RecordSumma
     let workload = Workload::spawn(cfg.requests, emit_uevent)
         .map_err(|e| CliError::msg(format!("cannot start the workload: {e}")))?;
     let mut r = Recorder::new(specs, opts, workload.tids(), output).map_err(rec_err)?;
+    r.set_window(cfg.window);
     let pid = std::process::id();
     synth_comm(&mut r, pid, pid, "perfaux").map_err(rec_err)?;
     synth_mmaps(&mut r, pid).map_err(rec_err)?;

@@ -9,7 +9,8 @@ use std::path::Path;
 /// (the constructor and the process-wide words every floor reads) stands outside them.
 const FLOORS: &[&[&str]] = &[
     // Leaves: the event table, the recorder's descriptors and liveness, this process's fork
-    // words, cancellation held off, the memory of patched stubs, the code made writable.
+    // words, cancellation held off, the memory of patched stubs, the code made writable, the
+    // wrapped functions' next definitions.
     &[
         "events",
         "memfds",
@@ -18,9 +19,11 @@ const FLOORS: &[&[&str]] = &[
         "no_cancel",
         "stub_region",
         "text",
+        "wrapped",
     ],
-    // The loaded objects; the thread's slot; the slots' mappings kept.
-    &["objects", "slot", "ring_maps"],
+    // The loaded objects; the thread's slot; the slots' mappings kept; the program's SIGTRAP
+    // beside the kernel triggers (libc's sigaction and signal wrapped).
+    &["objects", "slot", "ring_maps", "sigtrap"],
     // Function address -> probe; the thread's events over its slot.
     &["intern", "traced"],
     // The traced thread and its per-call code.
