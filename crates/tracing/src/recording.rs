@@ -97,6 +97,10 @@ pub struct RecordingOptions {
     /// The triggers take at most one snapshot per this interval; the others are counted
     /// ([`Recording::snapshots_suppressed`]). [`Recording::snapshot`] is not limited.
     pub snapshot_interval: Duration,
+    /// Flight recorder: each snapshot keeps at least this much of each thread's newest trace
+    /// and little more (`perfaux record -S --window`); `aux_size` stays the cap. `None`: all
+    /// the area holds.
+    pub window: Option<Duration>,
 }
 
 impl Default for RecordingOptions {
@@ -109,6 +113,7 @@ impl Default for RecordingOptions {
             snapshot_on_slow: None,
             snapshot_on_panic: false,
             snapshot_interval: Duration::from_secs(1),
+            window: None,
         }
     }
 }
@@ -246,6 +251,7 @@ impl Recording {
             &[tid],
             Output::File(path.clone()),
         )?;
+        rec.set_window(opts.window.filter(|_| opts.flight_recorder));
         synth::synth_comm(&mut rec, std::process::id(), tid as u32, &thread_name())?;
         rec.enable()?;
         let rec_waiter = rec.waiter();

@@ -196,3 +196,60 @@ fn a_span_recording_a_field_many_times_keeps_a_bounded_payload() {
     );
     assert!(fields[0].len() <= 4096, "{} bytes", fields[0].len());
 }
+
+/// The first and last times of the spans `name` entered in `file`'s trace (ns).
+fn entered_span(file: &std::path::Path, name: &str) -> (u64, u64) {
+    use std::io::Read;
+    let reader = perfaux_perfdata::PerfDataReader::open(file).unwrap();
+    let section = reader.trace_section().expect("a trace section").unwrap();
+    let table = perfaux_swtrace::table::ProbeTable::from_bytes(section.probe_table()).unwrap();
+    let (mut first, mut last) = (u64::MAX, 0);
+    for w in section.windows() {
+        let w = w.unwrap();
+        let mut bytes = Vec::new();
+        section.window_bytes(&w).read_to_end(&mut bytes).unwrap();
+        for e in perfaux_swtrace::decode(&bytes) {
+            if let perfaux_swtrace::Event::Enter { id, time, .. } = e
+                && table.get(id).is_some_and(|p| p.name == name)
+            {
+                first = first.min(time);
+                last = last.max(time);
+            }
+        }
+    }
+    (first, last)
+}
+
+/// A flight recording with a window (`RecordingOptions::window`, as `perfaux record -S
+/// --window`): a snapshot keeps at least the window's span of the newest trace and not much
+/// more (cut at a SYNC, one per 512 bytes of trace: about 50 spans here), of the 600 ms the
+/// area held.
+#[test]
+fn a_window_bounds_the_snapshot_by_time() {
+    let (t, rec) = start(
+        "window.data",
+        flight(|o| o.window = Some(Duration::from_millis(200))),
+    );
+    tracing::dispatcher::with_default(&dispatch(), || {
+        let end = std::time::Instant::now() + Duration::from_millis(600);
+        while std::time::Instant::now() < end {
+            let _s = info_span!("tick").entered();
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
+    let taken = perfaux_swtrace::clock::monotonic_ns();
+    assert!(rec.snapshot().unwrap());
+    rec.finish().unwrap();
+    let (first, last) = entered_span(&t.file, "triggers::tick");
+    assert!(
+        first <= taken - 200_000_000,
+        "kept {} ms",
+        (taken - first) / 1_000_000
+    );
+    assert!(
+        first >= taken - 400_000_000,
+        "kept {} ms",
+        (taken - first) / 1_000_000
+    );
+    assert!(last <= taken);
+}
