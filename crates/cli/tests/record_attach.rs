@@ -86,11 +86,23 @@ fn build(dir: &Path) -> PathBuf {
 /// The program running, started by the test (it is the test's child: root or not, its
 /// owner may record it).
 fn start(prog: &Path, args: &[&str]) -> Child {
-    Command::new(prog)
+    let child = Command::new(prog)
         .args(args)
         .stdout(Stdio::null())
         .spawn()
-        .unwrap()
+        .unwrap();
+    // The spawn returns once the exec replaced the child's memory, a moment before the
+    // kernel renames it (`begin_new_exec`): the name /proc gives the recorder is the
+    // program's only after that.
+    let comm = format!("/proc/{}/comm", child.id());
+    let name = prog.file_name().unwrap().to_string_lossy().to_string();
+    for _ in 0..1000 {
+        if std::fs::read_to_string(&comm).is_ok_and(|c| c.trim_end() == name) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    child
 }
 
 /// `perfaux record -p PID OPTS -o DATA`, started (it ends with the process).
