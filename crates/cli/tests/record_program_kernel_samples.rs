@@ -167,6 +167,19 @@ fn kernel_clock_samples_agree_with_perf_record_per_function() {
             "{f}: perfaux {x} samples, perf {y}\nperfaux {a:?}\nperf {b:?}"
         );
     }
+    // perfaux script names each sample's function as perf script does from the same file.
+    let script = perfaux(&["script", "-i", path_str(&ours)]);
+    assert!(script.ok(), "{}", script.stderr);
+    let perf_leaves = chains(&ours, d.path());
+    for f in ["heavy", "medium", "light"] {
+        let ours_n = script
+            .stdout
+            .lines()
+            .filter(|l| l.contains("cpu-clock:") && l.ends_with(&format!(" {f}")))
+            .count();
+        let perf_n = perf_leaves.iter().filter(|c| c[0] == f).count();
+        assert_eq!(ours_n, perf_n, "{f}: perfaux script against perf script");
+    }
     // The callers, from the kernel's walk of the frame pointers.
     for (data, who) in [(&ours, "perfaux"), (&theirs, "perf")] {
         let heavy: Vec<Vec<String>> = chains(data, d.path())

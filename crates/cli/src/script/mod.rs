@@ -130,6 +130,12 @@ struct Script {
     last_value: HashMap<u64, u64>,
     /// The tracepoints' formats (HEADER_TRACING_DATA), to print their samples' fields.
     formats: TracepointFormats,
+    /// The processes' maps so far (MMAP/MMAP2), to name a sample's address as perf script
+    /// does: its function in the object mapped there (the probe table's name first).
+    sym: std::cell::RefCell<(
+        perfaux_view::symbols::Symbolizer,
+        perfaux_view::event::Names,
+    )>,
 }
 
 impl Script {
@@ -201,11 +207,16 @@ impl Script {
             line.push_str(&format!("{}: {}", ev.name, f.fields_text(&raw.to_vec())));
         } else {
             let ip = s.ip.unwrap_or(0);
-            let sym = self
-                .probes
-                .iter()
-                .find(|p| p.addr == ip && ip != 0)
-                .map_or("[unknown]", |p| p.name.as_str());
+            let pid = s.tid.map_or(0, |t| t.pid);
+            let sym = match self.probes.iter().find(|p| p.addr == ip && ip != 0) {
+                Some(p) => p.name.clone(),
+                None => {
+                    let mut g = self.sym.borrow_mut();
+                    let (sym, names) = &mut *g;
+                    let f = sym.resolve(pid, ip, names);
+                    names.name(f).to_owned()
+                }
+            };
             line.push_str(&format!("{period:>10} {}: {ip:>16x} {sym}", ev.name));
         }
         line.push_str("\n");
@@ -303,7 +314,9 @@ pub fn script_with(
             .collect(),
         last_value: HashMap::new(),
         formats: tracepoint_formats(&meta.features),
+        sym: Default::default(),
     };
+    s.sym.get_mut().0 = perfaux_view::symbols::Symbolizer::new(&s.probes);
     let mut ord = Ordered::new();
     // AUX event id -> (tid, cpu) from ITRACE_START / AUX records, for the call trace.
     let mut aux_owner: HashMap<u64, (u32, Option<u32>)> = HashMap::new();
@@ -382,6 +395,17 @@ pub fn script_with(
                         ptid: t.ptid,
                     },
                 ))
+            }
+            // Code maps (not perf's `mmap_data` ones), for the samples' functions.
+            Record::Mmap(m) if m.misc & PERF_RECORD_MISC_MMAP_DATA == 0 => {
+                let name = String::from_utf8_lossy(&m.filename.until_nul().to_vec()).into_owned();
+                s.sym.get_mut().0.mmap(m.pid, m.addr, m.len, m.pgoff, &name);
+                None
+            }
+            Record::Mmap2(m) if m.misc & PERF_RECORD_MISC_MMAP_DATA == 0 => {
+                let name = String::from_utf8_lossy(&m.filename.until_nul().to_vec()).into_owned();
+                s.sym.get_mut().0.mmap(m.pid, m.addr, m.len, m.pgoff, &name);
+                None
             }
             Record::Sample(smp) => {
                 if !call_trace {
