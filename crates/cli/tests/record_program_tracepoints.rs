@@ -230,6 +230,28 @@ fn a_tracepoint_that_cannot_be_had_is_refused_with_why() {
         r.stderr
     );
     assert!(!data.exists());
+    // The built-in workload runs perfaux's own perf core: no kernel tracepoints there.
+    let r = perfaux(&["record", "-o", path_str(&data), "-e", "swtrace//"]);
+    assert!(r.ok(), "{}", r.stderr);
+    std::fs::remove_file(&data).unwrap();
+    let r = perfaux(&[
+        "record",
+        "-o",
+        path_str(&data),
+        "-e",
+        "swtrace//",
+        "-e",
+        "sched:sched_switch",
+    ]);
+    assert!(!r.ok());
+    assert!(
+        r.stderr
+            .contains("'sched:sched_switch' is a tracepoint of the running kernel")
+            && r.stderr.contains("-- ./prog"),
+        "{}",
+        r.stderr
+    );
+    assert!(!data.exists());
     let Some(mut cmd) = common::perfaux_as_ordinary_user(d.path()) else {
         return;
     };

@@ -187,6 +187,18 @@ impl RecordConfig {
         };
         let mut events = resolve_events(&texts, aux_sample)?;
         apply_sampling(&mut events, a)?;
+        if let Some(e) = events
+            .iter()
+            .find(|e| matches!(e.kind, crate::events::EventKind::Tracepoint { .. }))
+        {
+            return Err(CliError::msg(format!(
+                "record: event '{}' is a tracepoint of the running kernel: perfaux records \
+                 those for a program it starts (record -e ... -- ./prog) or a process that \
+                 runs (record -p PID -e ...); the built-in workload runs perfaux's own perf \
+                 core, which has none",
+                e.text
+            )));
+        }
         let page = perfaux_core::page_size() as u64;
         let (data, aux) = match &a.mmap_pages {
             Some(m) => parse_mmap_pages(m, page)?,
