@@ -26,7 +26,7 @@
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 use perfaux_abi::Endianness;
 use perfaux_abi::attr::{AttrFlags, PerfEventAttr};
@@ -60,11 +60,34 @@ fn slots() -> &'static EventSlots {
 /// The action a SIGTRAP not ours goes to: the one SIGTRAP had when this PMU's handler was
 /// installed, or the one the program gave later through a wrapper of `sigaction`/`signal`
 /// ([`set_program_action`]): its handler (SIG_DFL 0, SIG_IGN 1, else a function) and flags,
-/// read by the handler without a lock.
-static CHAINED_HANDLER: AtomicUsize = AtomicUsize::new(libc::SIG_DFL);
-static CHAINED_FLAGS: AtomicI32 = AtomicI32::new(0);
+/// one record behind one pointer, so that the handler never reads one action's handler with
+/// another's flags. A record replaced is leaked: one per call of the program's to set its
+/// SIGTRAP action, a handful in a program's life.
+#[derive(Clone, Copy)]
+struct Chained {
+    handler: usize,
+    flags: i32,
+}
+
+static DEFAULT_ACTION: Chained = Chained {
+    handler: libc::SIG_DFL,
+    flags: 0,
+};
+static CHAINED: AtomicPtr<Chained> =
+    AtomicPtr::new(&DEFAULT_ACTION as *const Chained as *mut Chained);
 /// This PMU's handler is SIGTRAP's.
 static INSTALLED: AtomicBool = AtomicBool::new(false);
+
+/// The program's action now.
+fn chained_action() -> Chained {
+    // SAFETY: CHAINED always points at DEFAULT_ACTION or at a record leaked by
+    // `set_chained`, never freed, never written after it was published.
+    unsafe { *CHAINED.load(Ordering::Acquire) }
+}
+
+fn set_chained(c: Chained) {
+    CHAINED.store(Box::into_raw(Box::new(c)), Ordering::Release);
+}
 
 /// Whether this PMU's handler holds SIGTRAP: a wrapper of the program's `sigaction` then
 /// passes the program's SIGTRAP action to [`set_program_action`] instead of the kernel.
@@ -74,10 +97,7 @@ pub fn installed() -> bool {
 
 /// Whether a SIGTRAP not ours would go to the program's own handler (else: the default).
 pub fn chained() -> bool {
-    !matches!(
-        CHAINED_HANDLER.load(Ordering::Acquire),
-        libc::SIG_DFL | libc::SIG_IGN
-    )
+    !matches!(chained_action().handler, libc::SIG_DFL | libc::SIG_IGN)
 }
 
 /// The program's SIGTRAP action, as its `sigaction(SIGTRAP, new, old)` would set it while
@@ -85,14 +105,17 @@ pub fn chained() -> bool {
 /// goes to, `old` (if given) gets the one before. The handler stays this PMU's.
 pub fn set_program_action(new: Option<&libc::sigaction>, old: Option<&mut libc::sigaction>) {
     if let Some(o) = old {
+        let c = chained_action();
         // SAFETY: all-zero is a valid sigaction (an empty mask).
         *o = unsafe { std::mem::zeroed() };
-        o.sa_sigaction = CHAINED_HANDLER.load(Ordering::Acquire);
-        o.sa_flags = CHAINED_FLAGS.load(Ordering::Acquire);
+        o.sa_sigaction = c.handler;
+        o.sa_flags = c.flags;
     }
     if let Some(n) = new {
-        CHAINED_FLAGS.store(n.sa_flags, Ordering::Release);
-        CHAINED_HANDLER.store(n.sa_sigaction, Ordering::Release);
+        set_chained(Chained {
+            handler: n.sa_sigaction,
+            flags: n.sa_flags,
+        });
     }
 }
 
@@ -206,36 +229,43 @@ extern "C" fn handler(sig: i32, info: *mut libc::siginfo_t, uctx: *mut libc::c_v
     chain(sig, info, uctx);
 }
 
-/// A SIGTRAP not ours, to the program's action ([`CHAINED_HANDLER`]).
+/// A SIGTRAP not ours, to the program's action ([`CHAINED`]).
 fn chain(sig: i32, info: *mut libc::siginfo_t, uctx: *mut libc::c_void) {
-    let f = CHAINED_HANDLER.load(Ordering::Acquire);
-    let flags = CHAINED_FLAGS.load(Ordering::Acquire);
-    match f {
-        libc::SIG_IGN => {}
-        libc::SIG_DFL => {
+    let Chained { handler, flags } = chained_action();
+    // SAFETY: the kernel passes a valid siginfo for an SA_SIGINFO handler.
+    let code = unsafe { (*info).si_code };
+    match handler {
+        // A trap the kernel raised (int3, a breakpoint: a positive si_code) is forced on the
+        // task: an ignored one takes the default action, as without us. One sent by a process
+        // (raise, kill) is ignored.
+        libc::SIG_IGN if code <= 0 => {}
+        libc::SIG_IGN | libc::SIG_DFL => {
             // The default ends the process (with a core): as it would have without us.
             reset_to_default(sig);
             // SAFETY: raise(3) is async-signal-safe.
             unsafe { libc::raise(sig) };
         }
-        f if flags & libc::SA_SIGINFO != 0 => {
-            if flags & libc::SA_RESETHAND as libc::c_int != 0 {
-                reset_to_default(sig);
-            }
-            // SAFETY: the program installed this three-argument handler for SIGTRAP.
-            let f: extern "C" fn(i32, *mut libc::siginfo_t, *mut libc::c_void) =
-                unsafe { std::mem::transmute(f) };
-            f(sig, info, uctx);
-        }
         f => {
-            // A one-shot handler (the runtime's crash handler) finds the default back, as the
-            // kernel would have reset it on entry.
+            // A one-shot handler (SA_RESETHAND: the runtime's crash handler) finds the default
+            // back, as the kernel resets it on entry: the program's action, not this PMU's
+            // handler, which the triggers still need.
             if flags & libc::SA_RESETHAND as libc::c_int != 0 {
-                reset_to_default(sig);
+                // No allocation in a signal handler: the static default record.
+                CHAINED.store(
+                    &DEFAULT_ACTION as *const Chained as *mut Chained,
+                    Ordering::Release,
+                );
             }
-            // SAFETY: the program installed this one-argument handler for SIGTRAP.
-            let f: extern "C" fn(i32) = unsafe { std::mem::transmute(f) };
-            f(sig);
+            if flags & libc::SA_SIGINFO != 0 {
+                // SAFETY: the program installed this three-argument handler for SIGTRAP.
+                let f: extern "C" fn(i32, *mut libc::siginfo_t, *mut libc::c_void) =
+                    unsafe { std::mem::transmute(f) };
+                f(sig, info, uctx);
+            } else {
+                // SAFETY: the program installed this one-argument handler for SIGTRAP.
+                let f: extern "C" fn(i32) = unsafe { std::mem::transmute(f) };
+                f(sig);
+            }
         }
     }
 }

@@ -33,13 +33,18 @@ extern "C" fn other_trap(_sig: i32) {
 
 /// Every fault of the thread is a hit (each one the kernel's sigtrap), and the count is the
 /// kernel's; with a period of 10, every tenth; and a SIGTRAP the program raises itself still
-/// reaches the handler it had before the trigger was opened; then a paused trace resumes at a
-/// kernel event.
+/// reaches the one-shot handler it had before the trigger was opened, which is then reset;
+/// then a paused trace resumes at a kernel event, the triggers' handler still in place.
 #[test]
 fn each_kernel_hit_counts_once_and_other_traps_reach_their_handler() {
-    // The program's own handler, there before any trigger.
-    // SAFETY: signal(2) with a plain extern "C" handler.
-    unsafe { libc::signal(libc::SIGTRAP, other_trap as *const () as libc::sighandler_t) };
+    // The program's own handler, there before any trigger, one-shot (SA_RESETHAND, as the
+    // runtime's crash handler is).
+    // SAFETY: all-zero is a valid sigaction.
+    let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+    sa.sa_sigaction = other_trap as *const () as usize;
+    sa.sa_flags = libc::SA_RESETHAND;
+    // SAFETY: sigaction(2) with a plain extern "C" handler.
+    unsafe { libc::sigaction(libc::SIGTRAP, &sa, std::ptr::null_mut()) };
     let t = open(&page_fault_trigger(1), -1);
     t.enable(0).unwrap();
     touch_pages(100);
@@ -60,7 +65,10 @@ fn each_kernel_hit_counts_once_and_other_traps_reach_their_handler() {
     // SAFETY: raise(3) of a signal with a handler installed.
     unsafe { libc::raise(libc::SIGTRAP) };
     assert_eq!(OTHER_TRAPS.load(Ordering::Relaxed), 1);
-    assert!(perfaux_pmus::kernel_trigger::chained());
+    // Reset on entry, as the kernel resets a one-shot handler: the program's action is the
+    // default now, while the triggers' handler stays (the resume below would otherwise end
+    // the process with the default action).
+    assert!(!perfaux_pmus::kernel_trigger::chained());
     a_kernel_event_resumes_a_paused_trace();
 }
 

@@ -111,7 +111,7 @@ impl AttachedProcess {
     ) -> Result<AttachedProcess, ProgramError> {
         let no_process =
             |e: std::io::Error| ProgramError::Options(format!("no process {pid} to record ({e})"));
-        let mut tids = match &options.tids {
+        let tids = match &options.tids {
             Some(t) => t.clone(),
             None => threads_of(pid).map_err(no_process)?,
         };
@@ -167,46 +167,27 @@ impl AttachedProcess {
         }
         synth_process_mmaps(&mut rec, pid, stacks, sample_id(pid, pid, now, first_id))?;
         let mut notices = Vec::new();
-        let mut opened = 0;
-        let mut done: Vec<u32> = Vec::new();
-        // Threads the process makes while its first ones are opened are listed again: each
-        // pass opens those not seen before (later ones inherit the events).
-        for _ in 0..3 {
-            let new: Vec<u32> = tids.iter().copied().filter(|t| !done.contains(t)).collect();
-            if new.is_empty() {
-                break;
-            }
-            // `-t` records those threads alone, as perf's `-t` (no inherit); `-p` the
-            // threads they make too.
-            let inherit = options.tids.is_none();
-            let (rings, refused) = kernel_events::open_on_tasks(pid, &new, &events, inherit);
-            for r in rings {
-                let ids = [(r.index(), r.id())];
-                rec.add_ring_of(Box::new(r), &ids)?;
-            }
-            for (name, e) in refused {
-                let owner = other_owner(pid, &e);
-                notices.push(Notice::AttachedEventRefused {
-                    asked: name != kernel_events::SWITCH_EVENT_NAME,
-                    event: name,
-                    pid,
-                    why: format!("{e}{owner}"),
-                });
-            }
-            opened += 1;
-            done.extend(new);
-            if options.tids.is_some() {
-                break;
-            }
-            tids = threads_of(pid).unwrap_or_default();
+        // One pass over the threads listed, as perf's -p: a thread they make from now on
+        // inherits their events (-p); one made between the listing and the opening of its
+        // maker's is not recorded (a second listing would open the events twice on the
+        // threads that inherited them).
+        let inherit = options.tids.is_none();
+        let (rings, refused) = kernel_events::open_on_tasks(pid, &tids, &events, inherit);
+        let opened: std::collections::HashSet<usize> = rings.iter().map(|r| r.index()).collect();
+        for r in rings {
+            let ids = [(r.index(), r.id())];
+            rec.add_ring_of(Box::new(r), &ids)?;
         }
-        let refused_all_asked = asked > 0
-            && notices
-                .iter()
-                .filter(|n| matches!(n, Notice::AttachedEventRefused { asked: true, .. }))
-                .count()
-                >= asked;
-        if opened == 0 || rec.live_rings() == 0 || refused_all_asked {
+        for (name, e) in refused {
+            let owner = other_owner(pid, &e);
+            notices.push(Notice::AttachedEventRefused {
+                asked: name != kernel_events::SWITCH_EVENT_NAME,
+                event: name,
+                pid,
+                why: format!("{e}{owner}"),
+            });
+        }
+        if opened.is_empty() || (asked > 0 && !(0..asked).any(|i| opened.contains(&i))) {
             let why: Vec<String> = notices.iter().map(ToString::to_string).collect();
             return Err(ProgramError::Options(format!(
                 "no event of process {pid} could be opened: {}",
@@ -219,7 +200,7 @@ impl AttachedProcess {
             pid,
             pidfd: ProcessEnds::pidfd(pid),
             ended: false,
-            threads: done.len(),
+            threads: tids.len(),
             notices,
         })
     }

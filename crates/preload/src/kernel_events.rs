@@ -234,8 +234,10 @@ pub fn open(pid: u32, events: &[KernelEvent]) -> (Vec<KernelRing>, Vec<(String, 
 
 /// Opens and maps each of `events` for threads `tids` of running process `pid` on every CPU
 /// (not at an exec: they start when the recorder enables them): per event and CPU one ring,
-/// the first thread's, into which the other threads' events write (PERF_EVENT_IOC_SET_OUTPUT,
-/// as perf's per-CPU buffers). Refused as [`open`] refuses.
+/// the first thread's that opens, into which the other threads' events write
+/// (PERF_EVENT_IOC_SET_OUTPUT, as perf's per-CPU buffers). A thread that ended since it was
+/// listed (ESRCH) is passed over; another refusal for one thread is said and the event is
+/// recorded for the others; an event no thread could open is refused as [`open`] refuses.
 pub fn open_on_tasks(
     pid: u32,
     tids: &[u32],
@@ -245,16 +247,24 @@ pub fn open_on_tasks(
     let mut rings = Vec::new();
     let mut refused = Vec::new();
     let cpus = online_cpus();
-    'events: for ev in events {
-        let Some((&first, rest)) = tids.split_first() else {
-            break;
-        };
-        let mut ev_rings = match open_event_on(first, ev, &cpus, false, inherit) {
-            Ok(r) => r,
-            Err(e) => {
-                refused.push((ev.name.clone(), e));
-                continue;
+    for ev in events {
+        // The rings' owner: the first listed thread still there.
+        let mut owner = None;
+        for (k, &tid) in tids.iter().enumerate() {
+            match open_event_on(tid, ev, &cpus, false, inherit) {
+                Ok(r) => {
+                    owner = Some((k, r));
+                    break;
+                }
+                Err(e) if e.source.raw_os_error() == Some(libc::ESRCH) => continue,
+                Err(e) => {
+                    refused.push((ev.name.clone(), e));
+                    break;
+                }
             }
+        }
+        let Some((k, mut ev_rings)) = owner else {
+            continue;
         };
         for ring in &mut ev_rings {
             ring.pid = pid;
@@ -263,58 +273,59 @@ pub fn open_on_tasks(
             open_attr(&ev.attr, false, inherit).to_bytes(PERF_ATTR_SIZE_VER7, Endianness::NATIVE);
         let kernel_mode = !ev.attr.flags.contains(AttrFlags::EXCLUDE_KERNEL);
         let raw_tracepoint = is_raw_tracepoint(&ev.attr);
-        for &tid in rest {
-            for ring in &mut ev_rings {
-                let fd = match perf_event_open(&attr, tid, ring.cpu) {
-                    Ok(fd) => fd,
-                    // A thread that ended since it was listed: nothing of it to record.
-                    Err(e) if e.raw_os_error() == Some(libc::ESRCH) => break,
-                    Err(source) => {
-                        refused.push((
-                            ev.name.clone(),
-                            KernelError {
-                                what: format!(
-                                    "perf_event_open of '{}' for thread {tid} on CPU {}",
-                                    ev.name, ring.cpu
-                                ),
-                                source,
-                                kernel_mode,
-                                raw_tracepoint,
-                            },
-                        ));
-                        continue 'events;
+        for &tid in &tids[k + 1..] {
+            match redirect_thread(&attr, tid, &ev_rings) {
+                Ok(fds) => {
+                    for (ring, fd) in ev_rings.iter_mut().zip(fds) {
+                        ring.others.push(fd);
                     }
-                };
-                // SAFETY: an ioctl on our new descriptor naming another of ours, on the same
-                // CPU with the same clock, as the kernel requires for SET_OUTPUT.
-                let r = unsafe {
-                    libc::ioctl(
-                        fd.as_raw_fd(),
-                        PERF_EVENT_IOC_SET_OUTPUT,
-                        ring.fd.as_raw_fd() as libc::c_ulong,
-                    )
-                };
-                if r != 0 {
-                    refused.push((
-                        ev.name.clone(),
-                        KernelError {
-                            what: format!(
-                                "redirecting '{}' of thread {tid} into the ring of CPU {}",
-                                ev.name, ring.cpu
-                            ),
-                            source: io::Error::last_os_error(),
-                            kernel_mode,
-                            raw_tracepoint,
-                        },
-                    ));
-                    continue 'events;
                 }
-                ring.others.push(fd);
+                // A thread that ended since it was listed: nothing of it to record.
+                Err((_, e)) if e.raw_os_error() == Some(libc::ESRCH) => {}
+                Err((what, source)) => refused.push((
+                    ev.name.clone(),
+                    KernelError {
+                        what: format!("{what} of '{}' for thread {tid}", ev.name),
+                        source,
+                        kernel_mode,
+                        raw_tracepoint,
+                    },
+                )),
             }
         }
         rings.extend(ev_rings);
     }
     (rings, refused)
+}
+
+/// Thread `tid`'s event `attr` on each CPU of `rings`, each writing into that CPU's ring: the
+/// descriptors, or which step failed and why (all or none are kept).
+fn redirect_thread(
+    attr: &[u8],
+    tid: u32,
+    rings: &[KernelRing],
+) -> std::result::Result<Vec<OwnedFd>, (&'static str, io::Error)> {
+    let mut fds = Vec::with_capacity(rings.len());
+    for ring in rings {
+        let fd = perf_event_open(attr, tid, ring.cpu).map_err(|e| ("perf_event_open", e))?;
+        // SAFETY: an ioctl on our new descriptor naming another of ours, on the same CPU with
+        // the same clock, as the kernel requires for SET_OUTPUT.
+        let r = unsafe {
+            libc::ioctl(
+                fd.as_raw_fd(),
+                PERF_EVENT_IOC_SET_OUTPUT,
+                ring.fd.as_raw_fd() as libc::c_ulong,
+            )
+        };
+        if r != 0 {
+            return Err((
+                "redirecting into the CPU's ring",
+                io::Error::last_os_error(),
+            ));
+        }
+        fds.push(fd);
+    }
+    Ok(fds)
 }
 
 /// perf_event_open(2) of `attr` (VER7 bytes) for task `pid` on `cpu`, close-on-exec.

@@ -49,7 +49,8 @@ struct ObjectCfi {
     eh_frame_hdr: Option<(Range<u64>, Arc<[u8]>)>,
     debug_frame: Option<Arc<[u8]>>,
     text: Option<Range<u64>>,
-    loads: Vec<(u64, u64, u64)>,
+    /// Loadable segments: (file offset, file size, vaddr, executable).
+    loads: Vec<(u64, u64, u64, bool)>,
 }
 
 impl ObjectCfi {
@@ -71,7 +72,11 @@ impl ObjectCfi {
             .segments()
             .map(|s| {
                 let (off, size) = s.file_range();
-                (off, size, s.address())
+                let exec = matches!(
+                    s.flags(),
+                    object::SegmentFlags::Elf { p_flags } if p_flags & object::elf::PF_X != 0
+                );
+                (off, size, s.address(), exec)
             })
             .collect();
         Some(ObjectCfi {
@@ -85,18 +90,21 @@ impl ObjectCfi {
         })
     }
 
-    /// The load bias of a map of this object at `start` from file offset `pgoff`: the
-    /// segment the map is of says which vaddr its first byte is. The loader maps a segment
+    /// The load bias of an executable map of this object at `start` from file offset `pgoff`:
+    /// the segment the map is of says which vaddr its first byte is. The loader maps a segment
     /// from its offset rounded down to a page, which may lie inside the segment before it
-    /// (which ends mid-page): of the segments whose pages hold `pgoff`, the one starting
-    /// nearest to it.
+    /// (which ends mid-page): of the segments whose pages hold `pgoff`, an executable one (a
+    /// small binary's read-only, code and data segments can all lie in its first page, as lld
+    /// lays them out), then the one starting nearest to it.
     fn bias(&self, start: u64, pgoff: u64) -> Option<u64> {
         let page_start = |off: u64| off & !(PAGE - 1);
-        let &(off, _, vaddr) = self
+        let &(off, _, vaddr, _) = self
             .loads
             .iter()
-            .filter(|&&(off, size, _)| page_start(off) <= pgoff && pgoff < off.saturating_add(size))
-            .max_by_key(|&&(off, _, _)| page_start(off))?;
+            .filter(|&&(off, size, _, _)| {
+                page_start(off) <= pgoff && pgoff < off.saturating_add(size)
+            })
+            .max_by_key(|&&(off, _, _, exec)| (exec, page_start(off)))?;
         // The vaddr of the map's first byte: the segment's, moved back by as much as the map
         // starts before it in the file.
         let svma = vaddr.wrapping_sub(off).wrapping_add(pgoff);
@@ -226,6 +234,35 @@ impl StackUnwinder {
 #[cfg(all(test, target_arch = "x86_64"))]
 mod tests {
     use super::*;
+
+    /// Segments that share the map's page: the executable one gives the bias, whichever
+    /// starts nearest (an lld layout: read-only at 0, code at 0x800 with vaddr 0x1800, data
+    /// at 0xc00 with vaddr 0x2c00, all in file page 0); and gcc's layout, whose code segment
+    /// starts mid-page after the read-only one.
+    #[test]
+    fn the_bias_is_the_executable_segments() {
+        let lld = ObjectCfi {
+            eh_frame: None,
+            eh_frame_hdr: None,
+            debug_frame: None,
+            text: None,
+            loads: vec![
+                (0, 0x700, 0, false),
+                (0x800, 0x300, 0x1800, true),
+                (0xc00, 0x100, 0x2c00, false),
+            ],
+        };
+        // The code mapped at 0x7000_1000 from file page 0: file offset 0 is vaddr 0x1000.
+        assert_eq!(lld.bias(0x7000_1000, 0), Some(0x7000_0000));
+        let gcc = ObjectCfi {
+            loads: vec![(0, 0xae7c4, 0, false), (0xae7d0, 0x1dd1e0, 0xaf7d0, true)],
+            ..lld
+        };
+        assert_eq!(
+            gcc.bias(0x557b_59e0_a000, 0xae000),
+            Some(0x557b_59e0_a000 - 0xaf000)
+        );
+    }
 
     /// This test binary unwinds a stack of its own: three frames deep, the copied stack and
     /// registers taken in the innermost, the maps from /proc/self/maps. The chain names the
