@@ -190,7 +190,10 @@ fn install_handler() {
         let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
         sa.sa_sigaction = handler as *const () as usize;
         // SA_NODEFER: a trigger in the handler of another (a handler's write) is taken too.
-        sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART | libc::SA_NODEFER | libc::SA_ONSTACK;
+        // Not SA_ONSTACK: the overflow path (a sample, an AUX copy) runs on the thread's own
+        // stack, as task-clock's handler does; a thread's alternate stack (Rust's, 8 KiB) is
+        // for its overflows, and may be too small for it.
+        sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART | libc::SA_NODEFER;
         // SAFETY: sigemptyset writes the mask it is given.
         unsafe { libc::sigemptyset(&mut sa.sa_mask) };
         // SAFETY: the handler is async-signal-safe (no lock, no allocation).
