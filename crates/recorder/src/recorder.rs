@@ -633,6 +633,12 @@ impl Recorder {
         self.window_ns = window.map(|w| w.as_nanos().min(u128::from(u64::MAX)) as u64);
     }
 
+    /// The oldest time a snapshot taken now must keep, with a window.
+    fn window_cutoff(&self) -> Option<u64> {
+        self.window_ns
+            .map(|w| perfaux_swtrace::clock::monotonic_ns().saturating_sub(w))
+    }
+
     /// The HEADER_TRACING_DATA feature the file gets (the formats of the tracepoints it
     /// records, [`crate::tracefs::tracing_data`]): perf prints their fields from it.
     pub fn set_tracing_data(&mut self, data: Vec<u8>) {
@@ -738,9 +744,7 @@ impl Recorder {
         let before = self.sink.summary.records;
         let mut aux = false;
         // An ended thread's last snapshot comes through its drain: cut to the window too.
-        let cutoff = self
-            .window_ns
-            .map(|w| perfaux_swtrace::clock::monotonic_ns().saturating_sub(w));
+        let cutoff = self.window_cutoff();
         for r in &mut self.rings {
             let tid = r.tid();
             let sink = &mut self.sink;
@@ -782,9 +786,7 @@ impl Recorder {
     pub fn snapshot(&mut self) -> Result<bool> {
         let mut took = false;
         self.sink.taking = Some(false);
-        let cutoff = self
-            .window_ns
-            .map(|w| perfaux_swtrace::clock::monotonic_ns().saturating_sub(w));
+        let cutoff = self.window_cutoff();
         let window_buf = &mut self.window_buf;
         let mut each = || -> Result<()> {
             for r in &mut self.rings {

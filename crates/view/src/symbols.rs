@@ -133,6 +133,16 @@ impl Symbolizer {
     }
 }
 
+/// A map's file name as perf report shows it: perf names the kernel's map
+/// "[kernel.kallsyms]_text" and shows "[kernel.kallsyms]".
+pub fn map_name(raw: &perfaux_abi::raw::RawData<'_>) -> String {
+    let f = String::from_utf8_lossy(&raw.until_nul().to_vec()).into_owned();
+    match f.strip_suffix("_text") {
+        Some(k) if k.starts_with('[') => k.to_owned(),
+        _ => f,
+    }
+}
+
 fn open_elf(path: &str) -> Option<Elf> {
     use object::{Object, ObjectSegment};
     let data = std::fs::read(path).ok()?;

@@ -32,7 +32,7 @@ use perfaux_swtrace::window::SnapshotEnds;
 use crate::ViewError;
 use crate::event::{Call, FuncId, LostKind, Names, Sink, ViewEvent};
 use crate::record_order::{RecordQueue, TakeRecord, record_time};
-use crate::symbols::Symbolizer;
+use crate::symbols::{Symbolizer, map_name};
 use crate::unwind::StackUnwinder;
 
 /// Decodes a uevent sample's RAW data to (type, payload), the payload in
@@ -227,6 +227,8 @@ pub fn walk<R: BufRead + std::io::Seek>(
         regs_masks,
         unwinder: StackUnwinder::default(),
         frames: Vec::new(),
+        regs_buf: Vec::new(),
+        stack_buf: Vec::new(),
     };
     // Records are handled in time order as perf's ordered-events queue hands them over
     // (tools/perf/util/ordered-events.c): a thread's COMM, FORK and MMAPs can be in the file
@@ -303,8 +305,10 @@ struct RecordPass<'a> {
     /// Each event's `sample_regs_user`: which registers its samples carry, in order.
     regs_masks: Vec<u64>,
     unwinder: StackUnwinder,
-    /// A sample's unwound addresses.
+    /// A sample's unwound addresses, and its registers and stack copy (reused buffers).
     frames: Vec<u64>,
+    regs_buf: Vec<u64>,
+    stack_buf: Vec<u8>,
 }
 
 impl RecordPass<'_> {
@@ -321,7 +325,15 @@ impl RecordPass<'_> {
                 return Ok(());
             };
             let body = RawData::new(r.body(), &[]);
-            let parsed = SampleFields::parse(body, &info, r.endian);
+            // A sample with a copied user stack is parsed whole once (`--call-graph dwarf`:
+            // the registers and the stack to unwind), its viewer's fields taken from that.
+            let full = (info.sample_type & USER_STACK_BITS == USER_STACK_BITS)
+                .then(|| SampleRecord::parse(0, body, &info, r.endian));
+            let parsed = match &full {
+                Some(Ok(f)) => Ok(SampleFields::from(f)),
+                Some(Err(e)) => Err(*e),
+                None => SampleFields::parse(body, &info, r.endian),
+            };
             let s = match &parsed {
                 Ok(s) => s,
                 Err(e) => {
@@ -370,26 +382,31 @@ impl RecordPass<'_> {
                 return Ok(());
             }
             self.stack.clear();
-            if info.sample_type & USER_STACK_BITS == USER_STACK_BITS {
-                // `--call-graph dwarf`: the chain is unwound from the copied stack (the
-                // kernel's own holds no user frames then).
+            // `--call-graph dwarf`: the chain is unwound from the copied stack (the kernel's
+            // own holds no user frames then).
+            if let Some(Ok(full)) = &full
+                && let (Some(regs), Some(st)) = (&full.regs_user, &full.stack_user)
+            {
                 let mask = idx
                     .and_then(|i| self.regs_masks.get(i))
                     .copied()
                     .unwrap_or(0);
-                let full = SampleRecord::parse(0, body, &info, r.endian).map_err(|e| {
-                    let e = e.in_record(PERF_RECORD_SAMPLE);
-                    ViewError(format!("record at file offset {at:#x}: {e}"))
-                })?;
-                if let (Some(regs), Some(st)) = (&full.regs_user, &full.stack_user) {
-                    let regs: Vec<u64> = regs.regs.iter().collect();
-                    let bytes = st.data.to_vec();
-                    let dyn_size = (st.dyn_size as usize).min(bytes.len());
-                    self.unwinder
-                        .unwind(pid, mask, &regs, &bytes[..dyn_size], &mut self.frames);
-                    for &a in &self.frames {
-                        self.stack.push(self.sym.resolve(pid, a, &mut self.names));
-                    }
+                self.regs_buf.clear();
+                self.regs_buf.extend(regs.regs.iter());
+                self.stack_buf.clear();
+                for piece in st.data.chunks() {
+                    self.stack_buf.extend_from_slice(piece);
+                }
+                let dyn_size = (st.dyn_size as usize).min(self.stack_buf.len());
+                self.unwinder.unwind(
+                    pid,
+                    mask,
+                    &self.regs_buf,
+                    &self.stack_buf[..dyn_size],
+                    &mut self.frames,
+                );
+                for &a in &self.frames {
+                    self.stack.push(self.sym.resolve(pid, a, &mut self.names));
                 }
             }
             match &s.callchain {
@@ -524,16 +541,6 @@ impl RecordPass<'_> {
             _ => {}
         }
         Ok(())
-    }
-}
-
-/// A map's file name as perf report shows it: perf names the kernel's map
-/// "[kernel.kallsyms]_text" and shows "[kernel.kallsyms]".
-fn map_name(raw: &RawData<'_>) -> String {
-    let f = String::from_utf8_lossy(&raw.until_nul().to_vec()).into_owned();
-    match f.strip_suffix("_text") {
-        Some(k) if k.starts_with('[') => k.to_owned(),
-        _ => f,
     }
 }
 

@@ -398,12 +398,12 @@ pub fn script_with(
             }
             // Code maps (not perf's `mmap_data` ones), for the samples' functions.
             Record::Mmap(m) if m.misc & PERF_RECORD_MISC_MMAP_DATA == 0 => {
-                let name = String::from_utf8_lossy(&m.filename.until_nul().to_vec()).into_owned();
+                let name = perfaux_view::symbols::map_name(&m.filename);
                 s.sym.get_mut().0.mmap(m.pid, m.addr, m.len, m.pgoff, &name);
                 None
             }
             Record::Mmap2(m) if m.misc & PERF_RECORD_MISC_MMAP_DATA == 0 => {
-                let name = String::from_utf8_lossy(&m.filename.until_nul().to_vec()).into_owned();
+                let name = perfaux_view::symbols::map_name(&m.filename);
                 s.sym.get_mut().0.mmap(m.pid, m.addr, m.len, m.pgoff, &name);
                 None
             }
