@@ -71,4 +71,6 @@ pub use header::{FileHeader, FileSection};
 pub use host::HostInfo;
 pub use reader::{DataFormat, Metadata, OwnedRecord, PerfDataReader, ReaderOptions, Records};
 pub use record::{RawRecord, RecordLocation, UserRecord};
-pub use writer::{FeatureBody, PerfDataWriter, PerfPipeWriter, WriterEvent, WriterOptions};
+pub use writer::{
+    Checkpoint, FeatureBody, PerfDataWriter, PerfPipeWriter, WriterEvent, WriterOptions,
+};

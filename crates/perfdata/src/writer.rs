@@ -278,6 +278,35 @@ fn copy_exact<W: Write>(out: &mut Out<W>, src: &mut dyn Read, len: u64, f: Featu
     Ok(())
 }
 
+/// What ends a file-mode perf.data: [`PerfDataWriter`]'s plan, written at the finish or
+/// copied into a checkpoint.
+struct ClosingPlan<'a> {
+    /// The feature table (it goes right after the data).
+    table: Vec<u8>,
+    sections: BTreeMap<Feature, FeatureBody<'a>>,
+    /// The id arrays of events given ids after the data began, after the sections.
+    late_ids: Vec<u8>,
+    /// The attrs section rewritten (at its offset) to point at the late ids.
+    attrs: Option<(u64, Vec<u8>)>,
+    header: Vec<u8>,
+}
+
+/// A whole perf.data made of the writer's output so far ([`PerfDataWriter::checkpoint`]):
+/// the output's first `data_end` bytes (the room for a placed section opened after the
+/// attrs, as for [`PerfDataWriter::finish_around`]), then `tail`, with `attrs` and `header`
+/// written over their places.
+#[derive(Debug, Clone)]
+pub struct Checkpoint {
+    /// The output's length that the checkpoint ends (the data's end).
+    pub data_end: u64,
+    /// The feature table, its sections and the late ids, after the data (and the room).
+    pub tail: Vec<u8>,
+    /// The attrs section to write at its offset, if ids were added after the data began.
+    pub attrs: Option<(u64, Vec<u8>)>,
+    /// The file header, at offset 0.
+    pub header: Vec<u8>,
+}
+
 /// Writes a file-mode perf.data to a seekable output.
 pub struct PerfDataWriter<W: Write + Seek> {
     out: Out<W>,
@@ -422,6 +451,93 @@ impl<W: Write + Seek> PerfDataWriter<W> {
     }
 
     fn finish_inner(mut self, late: Vec<(Feature, FeatureBody<'_>)>, room: u64) -> Result<W> {
+        let plan = self.closing_plan(late, room)?;
+        self.out.put(&plan.table)?;
+        for (f, body) in plan.sections {
+            match body {
+                FeatureBody::Bytes(b) => self.out.put(&b)?,
+                FeatureBody::Stream {
+                    head,
+                    tail,
+                    tail_len,
+                } => {
+                    self.out.put(&head)?;
+                    copy_exact(&mut self.out, tail, tail_len, f)?;
+                }
+                FeatureBody::Placed { .. } => {}
+            }
+        }
+        self.out.put(&plan.late_ids)?;
+        self.out.flush()?;
+        let end = self.out.pos;
+        let mut w = self.out.w;
+        if let Some((at, attrs)) = &plan.attrs {
+            w.seek(SeekFrom::Start(*at))
+                .map_err(|err| Error::io(*at, err))?;
+            w.write_all(attrs).map_err(|err| Error::io(*at, err))?;
+        }
+        w.seek(SeekFrom::Start(0))
+            .map_err(|err| Error::io(0, err))?;
+        w.write_all(&plan.header).map_err(|err| Error::io(0, err))?;
+        w.seek(SeekFrom::Start(end))
+            .map_err(|err| Error::io(end, err))?;
+        w.flush().map_err(|err| Error::io(end, err))?;
+        Ok(w)
+    }
+
+    /// Hands what the writer buffers to its output, so that the output holds every record
+    /// given so far (for [`Self::checkpoint`]'s copy).
+    pub fn flush(&mut self) -> Result<()> {
+        self.out.flush()?;
+        let at = self.out.pos;
+        self.out.w.flush().map_err(|err| Error::io(at, err))
+    }
+
+    /// The output, as far as [`Self::flush`] took it.
+    pub fn get_ref(&self) -> &W {
+        &self.out.w
+    }
+
+    /// What would end the file now, without ending it: the bytes that make a copy of the
+    /// output so far (after [`Self::flush`]) a whole perf.data, with `late` and `room` as in
+    /// [`Self::finish_around`]. The writer goes on; a later checkpoint or the finish
+    /// supersedes this one. Sections must be [`FeatureBody::Bytes`] or
+    /// [`FeatureBody::Placed`] (a stream would be consumed).
+    pub fn checkpoint(
+        &self,
+        late: Vec<(Feature, FeatureBody<'_>)>,
+        room: u64,
+    ) -> Result<Checkpoint> {
+        let plan = self.closing_plan(late, room)?;
+        let mut tail = plan.table;
+        for (f, body) in plan.sections {
+            match body {
+                FeatureBody::Bytes(b) => tail.extend_from_slice(&b),
+                FeatureBody::Placed { .. } => {}
+                FeatureBody::Stream { .. } => {
+                    return Err(Error::write(format!(
+                        "feature {}: a streamed section cannot be checkpointed",
+                        f.name()
+                    )));
+                }
+            }
+        }
+        tail.extend_from_slice(&plan.late_ids);
+        Ok(Checkpoint {
+            data_end: self.out.pos,
+            tail,
+            attrs: plan.attrs,
+            header: plan.header,
+        })
+    }
+
+    /// The feature table and sections, the late ids and the header that end the file with
+    /// its data as it stands (the table at the output's position now).
+    fn closing_plan<'a>(
+        &self,
+        late: Vec<(Feature, FeatureBody<'a>)>,
+        room: u64,
+    ) -> Result<ClosingPlan<'a>> {
         let e = self.opts.endian;
         let moved = |off: u64| {
             off.checked_add(room)
@@ -431,7 +547,7 @@ impl<W: Write + Seek> PerfDataWriter<W> {
             offset: moved(self.data_offset)?,
             size: self.out.pos - self.data_offset,
         };
-        let mut sections: BTreeMap<Feature, FeatureBody<'_>> =
+        let mut sections: BTreeMap<Feature, FeatureBody<'a>> =
             feature_sections(&self.events, &self.opts, self.attr_size)
                 .into_iter()
                 .map(|(f, b)| (f, FeatureBody::Bytes(b)))
@@ -468,39 +584,25 @@ impl<W: Write + Seek> PerfDataWriter<W> {
             table.extend_from_slice(&entry.to_bytes(e));
             off += body.len();
         }
-        self.out.put(&table)?;
-        for (f, body) in sections {
-            match body {
-                FeatureBody::Bytes(b) => self.out.put(&b)?,
-                FeatureBody::Stream {
-                    head,
-                    tail,
-                    tail_len,
-                } => {
-                    self.out.put(&head)?;
-                    copy_exact(&mut self.out, tail, tail_len, f)?;
-                }
-                FeatureBody::Placed { .. } => {}
-            }
-        }
         // Late ids go after the features: perf finds the feature table
         // right after the data (data.offset + data.size).
-        let id_sections = if self.late_ids {
-            let mut v = Vec::with_capacity(self.events.len());
+        let mut late_ids = Vec::new();
+        let mut attrs = None;
+        if self.late_ids {
+            let mut b = Vec::with_capacity(self.attrs.size as usize);
             for ev in &self.events {
-                v.push(FileSection {
-                    offset: moved(self.out.pos)?,
+                let sec = FileSection {
+                    offset: moved(off + late_ids.len() as u64)?,
                     size: 8 * ev.ids.len() as u64,
-                });
+                };
                 for &id in &ev.ids {
-                    self.out.put(&e.u64_bytes(id))?;
+                    late_ids.extend_from_slice(&e.u64_bytes(id));
                 }
+                b.extend_from_slice(&attr_bits::to_file(ev.attr, e).to_bytes(self.attr_size, e));
+                b.extend_from_slice(&sec.to_bytes(e));
             }
-            Some(v)
-        } else {
-            None
-        };
-        self.out.flush()?;
+            attrs = Some((self.attrs.offset, b));
+        }
         let header = FileHeader {
             magic: Magic::V2,
             endian: e,
@@ -511,28 +613,13 @@ impl<W: Write + Seek> PerfDataWriter<W> {
             event_types: FileSection::default(),
             features,
         };
-        let end = self.out.pos;
-        let mut w = self.out.w;
-        if let Some(ids) = id_sections {
-            let mut b = Vec::with_capacity(self.attrs.size as usize);
-            for (ev, sec) in self.events.iter().zip(&ids) {
-                b.extend_from_slice(&attr_bits::to_file(ev.attr, e).to_bytes(self.attr_size, e));
-                b.extend_from_slice(&sec.to_bytes(e));
-            }
-            let at = self.attrs.offset;
-            w.seek(SeekFrom::Start(at))
-                .map_err(|err| Error::io(at, err))?;
-            w.write_all(&b).map_err(|err| Error::io(at, err))?;
-        }
-        w.seek(SeekFrom::Start(0))
-            .map_err(|err| Error::io(0, err))?;
-        w.write_all(&header.to_bytes())
-            .map_err(|err| Error::io(0, err))?;
-        debug_assert!(end >= off);
-        w.seek(SeekFrom::Start(end))
-            .map_err(|err| Error::io(end, err))?;
-        w.flush().map_err(|err| Error::io(end, err))?;
-        Ok(w)
+        Ok(ClosingPlan {
+            table,
+            sections,
+            late_ids,
+            attrs,
+            header: header.to_bytes().to_vec(),
+        })
     }
 }
 

@@ -60,6 +60,11 @@ impl InPlace {
         self.pos
     }
 
+    /// The file, for reading what is written (a checkpoint's copy).
+    pub(crate) fn file(&self) -> &File {
+        &self.file
+    }
+
     /// The file.
     pub(crate) fn into_file(self) -> File {
         self.file

@@ -34,6 +34,9 @@ pub struct FileOutput {
     /// The named temporary, or `None` for an unnamed (`O_TMPFILE`) file.
     temp: Option<PathBuf>,
     committed: bool,
+    /// The output's name holds a checkpoint of this recording ([`Self::put_checkpoint`]):
+    /// the finished file replaces it, and the file before it is `.old` already.
+    checkpointed: bool,
     /// Runs once between the previous output's rename and the new file's naming: where a
     /// test puts another recording's commit.
     #[cfg(test)]
@@ -105,6 +108,7 @@ impl FileOutput {
                     path: path.to_path_buf(),
                     temp: None,
                     committed: false,
+                    checkpointed: false,
                     #[cfg(test)]
                     after_retire: None,
                 };
@@ -140,6 +144,7 @@ impl FileOutput {
                             path: path.to_path_buf(),
                             temp: Some(temp),
                             committed: false,
+                            checkpointed: false,
                             #[cfg(test)]
                             after_retire: None,
                         },
@@ -168,6 +173,48 @@ impl FileOutput {
         ))
     }
 
+    /// A new file for a checkpoint ([`crate::Recorder::checkpoint`]): unnamed, in the
+    /// output's directory, where [`Self::put_checkpoint`] names it.
+    pub fn checkpoint_file(&self) -> Result<File> {
+        OpenOptions::new()
+            .write(true)
+            .read(true)
+            .custom_flags(libc::O_TMPFILE | libc::O_CLOEXEC)
+            .mode(0o644)
+            .open(output_dir(&self.path))
+            .map_err(out_err(&self.path, "checkpoint: cannot create the copy"))
+    }
+
+    /// Gives a checkpoint the output's name: a name of its own first, renamed over the output
+    /// (the previous checkpoint, which it replaces whole, or at the first one, the previous
+    /// file, which becomes `.old` before). The recording's own file stays unnamed.
+    pub fn put_checkpoint(&mut self, file: File) -> Result<()> {
+        if !self.checkpointed {
+            let old = old_path(&self.path);
+            match std::fs::rename(&self.path, &old) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    let what = format!("cannot rename the previous output to {}", old.display());
+                    return Err(out_err(&self.path, what)(e));
+                }
+            }
+        }
+        let mut temp = self.path.clone().into_os_string();
+        temp.push(format!(".perfaux-{}.checkpoint", std::process::id()));
+        let temp = PathBuf::from(temp);
+        // A stale one of this pid's (a recording killed between its link and its rename).
+        let _ = std::fs::remove_file(&temp);
+        link_unnamed(&file, &temp)
+            .and_then(|()| std::fs::rename(&temp, &self.path))
+            .map_err(out_err(
+                &self.path,
+                "checkpoint: cannot put the copy in place",
+            ))?;
+        self.checkpointed = true;
+        Ok(())
+    }
+
     /// Puts the finished file in place: `<output>` becomes `<output>.old`
     /// if it exists, the temporary becomes `<output>`.
     ///
@@ -183,7 +230,8 @@ impl FileOutput {
     /// ([`RecordError::Kept`]) names where.
     pub fn commit(mut self, file: File) -> Result<()> {
         let old = old_path(&self.path);
-        let previous = std::fs::symlink_metadata(&self.path).is_ok();
+        // After a checkpoint the output is this recording's, the file before it `.old`.
+        let previous = !self.checkpointed && std::fs::symlink_metadata(&self.path).is_ok();
         let synced = std::thread::scope(|s| {
             let sync = s.spawn(|| file.sync_all());
             if previous {
@@ -194,7 +242,12 @@ impl FileOutput {
                 .unwrap_or_else(|_| Err(io::Error::other("the sync thread panicked")))
         });
         synced.map_err(out_err(&self.path, "cannot write the output to disk"))?;
-        let (what, source) = match self.place(&file, &old) {
+        let placed = if self.checkpointed {
+            self.replace_checkpoint(&file)
+        } else {
+            self.place(&file, &old)
+        };
+        let (what, source) = match placed {
             Ok(()) => {
                 self.committed = true;
                 return Ok(());
@@ -252,6 +305,27 @@ impl FileOutput {
             ),
             taken.unwrap_or_else(|| io::Error::from(io::ErrorKind::AlreadyExists)),
         ))
+    }
+
+    /// The finished file over the last checkpoint, in one rename.
+    fn replace_checkpoint(&mut self, file: &File) -> Result<(), (String, io::Error)> {
+        let what = || "cannot put the output in place of its checkpoint".to_owned();
+        let temp = match self.temp.take() {
+            Some(temp) => temp,
+            None => {
+                let mut temp = self.path.clone().into_os_string();
+                temp.push(format!(".perfaux-{}.checkpoint", std::process::id()));
+                let temp = PathBuf::from(temp);
+                let _ = std::fs::remove_file(&temp);
+                link_unnamed(file, &temp).map_err(|e| (what(), e))?;
+                temp
+            }
+        };
+        std::fs::rename(&temp, &self.path).map_err(|e| {
+            // Named still: keep_aside names the file from the temporary.
+            self.temp = Some(temp);
+            (what(), e)
+        })
     }
 
     /// Gives the file the name `to` if nothing has it.
@@ -564,6 +638,7 @@ mod tests {
                 path: out.clone(),
                 temp: Some(temp.clone()),
                 committed: false,
+                checkpointed: false,
                 after_retire: None,
             };
             (o, File::open(&temp).unwrap())

@@ -72,6 +72,9 @@ pub struct RecordSummary {
     pub snapshots: u64,
     /// Snapshot bytes left out as older than the window ([`Recorder::set_window`]).
     pub outside_window_bytes: u64,
+    /// Whole copies of the recording put at the output's path while it went on
+    /// ([`Recorder::checkpoint`]).
+    pub checkpoints: u64,
     /// Bytes of the file written.
     pub file_size: u64,
     /// Pauses and resumes the AUX events dropped because another was in
@@ -827,6 +830,106 @@ impl Recorder {
     /// What the recording did so far.
     pub fn summary(&self) -> &RecordSummary {
         &self.sink.summary
+    }
+
+    /// Puts a whole perf.data of what is recorded so far at the output's path, while the
+    /// recording goes on: an in-process flight recorder calls it after each snapshot, so
+    /// that the snapshots outlive a crash or a SIGKILL of the process that records itself
+    /// (the recording's own file is unnamed until [`Self::finish`]). The copy is made in
+    /// the kernel (`copy_file_range`) from the records and the trace written so far, the
+    /// feature sections and header after them as the finish would write them now; it takes
+    /// the output's name in one rename, the first one moving a previous file to `.old` as
+    /// the finish does, and the finish replaces it. It is not synced: it outlives the
+    /// process, not the machine. Returns false when there is nothing to do (a pipe output,
+    /// or a disk found full, whose room stays for the end).
+    pub fn checkpoint(&mut self) -> Result<bool> {
+        if matches!(self.sink.writer, Writer::Pipe(_)) || self.sink.summary.disk_full {
+            return Ok(false);
+        }
+        self.sink.flush_trace()?;
+        if self.sink.summary.disk_full {
+            return Ok(false);
+        }
+        let probe_table = self
+            .probe_table
+            .clone()
+            .unwrap_or_else(crate::pmus::probe_table);
+        let tracing_data = self.tracing_data.clone();
+        let sink = &mut self.sink;
+        let out_err = |what: &str| {
+            let path = sink.path.clone();
+            let what = format!("checkpoint: {what}");
+            move |source| RecordError::Output { path, what, source }
+        };
+        let chunks_len = sink.chunks.len();
+        let has_section = chunks_len > 0 || !probe_table.is_empty();
+        let head = sink.chunks.chunks_first_head(probe_table.len() as u64);
+        let trace_file = sink.chunks.get_ref().get_ref().file();
+        let Writer::File(w, out) = &mut sink.writer else {
+            return Ok(false);
+        };
+        w.flush().map_err(|source| RecordError::PerfData {
+            path: sink.path.clone(),
+            what: "checkpoint: flushing the records",
+            source,
+        })?;
+        let at = w.data_offset();
+        let tail = probe_table_tail(&probe_table);
+        let room = if has_section {
+            CHUNKS_FIRST_HEAD + chunks_len + tail.len() as u64
+        } else {
+            0
+        };
+        let mut late = Vec::new();
+        if let Some(t) = tracing_data {
+            late.push((Feature::TRACING_DATA, FeatureBody::Bytes(t)));
+        }
+        if has_section {
+            late.push((
+                Feature(PERFAUX_FEATURE_BIT),
+                FeatureBody::Placed {
+                    offset: at,
+                    len: room,
+                },
+            ));
+        }
+        let end = w
+            .checkpoint(late, room)
+            .map_err(|source| RecordError::PerfData {
+                path: sink.path.clone(),
+                what: "checkpoint: ending the copy",
+                source,
+            })?;
+        let records = w.get_ref().get_ref();
+        let copy = out.checkpoint_file()?;
+        {
+            use crate::output::copy_range;
+            use std::os::unix::fs::FileExt;
+            let data_len = end.data_end - at;
+            copy_range(records, 0, &copy, 0, at).map_err(out_err("copying the attrs"))?;
+            if has_section {
+                copy.write_all_at(&head, at)
+                    .map_err(out_err("writing the trace section's head"))?;
+                let chunks_at = at + CHUNKS_FIRST_HEAD;
+                copy_range(trace_file, chunks_at, &copy, chunks_at, chunks_len)
+                    .map_err(out_err("copying the trace"))?;
+                copy.write_all_at(&tail, chunks_at + chunks_len)
+                    .map_err(out_err("writing the probe table"))?;
+            }
+            copy_range(records, at, &copy, at + room, data_len)
+                .map_err(out_err("copying the records"))?;
+            copy.write_all_at(&end.tail, at + room + data_len)
+                .map_err(out_err("writing the feature sections"))?;
+            if let Some((attrs_at, attrs)) = &end.attrs {
+                copy.write_all_at(attrs, *attrs_at)
+                    .map_err(out_err("writing the attrs"))?;
+            }
+            copy.write_all_at(&end.header, 0)
+                .map_err(out_err("writing the header"))?;
+        }
+        out.put_checkpoint(copy)?;
+        self.sink.summary.checkpoints += 1;
+        Ok(true)
     }
 
     /// Stops the events, drains them a last time, writes the trace section

@@ -27,9 +27,10 @@
 //!   a span busy past [`RecordingOptions::snapshot_on_slow`] (summed over its entries), a
 //!   panic ([`RecordingOptions::snapshot_on_panic`]: its message first becomes an event); a
 //!   [`SNAPSHOT`] uevent says why, and triggers within
-//!   [`RecordingOptions::snapshot_interval`] of the last are counted, not taken. The
-//!   snapshots are in the file when the recording finishes (a process killed before that
-//!   leaves none). Under `perfaux record -S --snapshot-on LEVEL` (`--snapshot-on-slow`,
+//!   [`RecordingOptions::snapshot_interval`] of the last are counted, not taken. Each
+//!   snapshot is written as it is taken: the file at the recording's path holds every
+//!   snapshot so far, whole (a copy put in place in one rename), so a crash, an abort or a
+//!   SIGKILL before the finish loses none. Under `perfaux record -S --snapshot-on LEVEL` (`--snapshot-on-slow`,
 //!   `--snapshot-on-panic`) the layer fires the same triggers from what the recorder put in
 //!   its environment, and the recorder takes the snapshot on the [`SNAPSHOT`] uevent.
 //!

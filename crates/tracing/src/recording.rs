@@ -300,11 +300,13 @@ impl Recording {
     }
 
     /// Flight recorder: writes what each thread's area holds now into the file (the newest
-    /// trace, up to the area's size). Returns whether anything was written.
+    /// trace, up to the area's size), and the file so far at its path, whole (see
+    /// [`Recorder::checkpoint`]): the snapshot is there if the process dies before
+    /// [`Self::finish`]. Returns whether anything was written.
     pub fn snapshot(&self) -> Result<bool, RecordError> {
         let mut rec = Held::lock(&self.shared.rec);
         match rec.as_mut() {
-            Some(r) => r.snapshot(),
+            Some(r) => snapshot_and_checkpoint(r),
             None => Ok(false),
         }
     }
@@ -452,11 +454,34 @@ pub(crate) fn trigger(why: Trigger<'_>) {
     }
     uevent(crate::SNAPSHOT, why.reason().as_bytes());
     let mut rec = Held::lock(&shared.rec);
-    if let Some(r) = rec.as_mut()
-        && r.snapshot().unwrap_or(false)
-    {
-        shared.triggered.fetch_add(1, Ordering::Relaxed);
+    let Some(r) = rec.as_mut() else { return };
+    match snapshot_and_checkpoint(r) {
+        Ok(true) => {
+            shared.triggered.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(false) => {}
+        // A trigger has no caller to tell: said once, and the recording goes on (the
+        // snapshot that was taken is in the file at the finish).
+        Err(e) => {
+            static SAID: AtomicBool = AtomicBool::new(false);
+            if !SAID.swap(true, Ordering::Relaxed) {
+                eprintln!("perfaux-tracing: a triggered snapshot: {e}");
+            }
+        }
     }
+}
+
+/// A snapshot, then the file so far put at the output's path ([`Recorder::checkpoint`]), so
+/// that the snapshot outlives a crash or a SIGKILL of the process. Whether the snapshot
+/// held anything.
+fn snapshot_and_checkpoint(r: &mut Recorder) -> Result<bool, RecordError> {
+    let took = r.snapshot()?;
+    if took {
+        // The records drained since the last pass (the trigger's uevent) go with it.
+        r.drain()?;
+        r.checkpoint()?;
+    }
+    Ok(took)
 }
 
 impl Trigger<'_> {
