@@ -209,3 +209,109 @@ fn record_s_snapshot_on_a_level_takes_a_snapshot_when_the_program_warns() {
     assert_ne!(r.code, 0);
     assert!(r.stderr.contains("they need -S"), "{}", r.stderr);
 }
+
+/// Async tasks on three tokio workers, each `instrument`ed with a span (perfaux-tracing's
+/// async_tasks example), recorded in-process and by `perfaux record`: each poll is a call
+/// tagged with its span's id, and the exports link the polls of each task, and only those,
+/// as one flow: Perfetto's (decoded with the official protos) and Chrome's flow events (one
+/// start, a step per later poll).
+#[test]
+fn the_polls_of_each_async_task_are_one_flow_in_the_exports() {
+    let ex = examples_of("perfaux-tracing");
+    let prog = ex.join("async_tasks");
+    let dir = tempdir();
+    let own = dir.path().join("own.data");
+    let o = Command::new(&prog).arg(&own).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let printed = String::from_utf8_lossy(&o.stdout);
+    let counts: Vec<usize> = printed
+        .lines()
+        .find_map(|l| l.strip_prefix("tasks "))
+        .map(|l| {
+            l.split(' ')
+                .filter_map(|w| w.parse().ok())
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_else(|| panic!("no counts printed: {printed}"));
+    let (tasks, polls) = (counts[0], counts[1]);
+    let recorded = dir.path().join("recorded.data");
+    let unused = dir.path().join("unused.data");
+    let r = perfaux(&[
+        "record",
+        "-o",
+        path_str(&recorded),
+        "--",
+        path_str(&prog),
+        path_str(&unused),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for file in [&own, &recorded] {
+        let json = dir.path().join("t.json");
+        let c = perfaux(&[
+            "export",
+            "-F",
+            "chrome",
+            "-i",
+            path_str(file),
+            "-o",
+            path_str(&json),
+        ]);
+        assert_eq!(c.code, 0, "{}", c.stderr);
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        let events = v
+            .as_array()
+            .or_else(|| v["traceEvents"].as_array())
+            .unwrap();
+        let mut per_flow: std::collections::BTreeMap<u64, (usize, usize)> = Default::default();
+        for e in events.iter().filter(|e| e["cat"] == "span") {
+            let n = per_flow.entry(e["id"].as_u64().unwrap()).or_default();
+            match e["ph"].as_str() {
+                Some("s") => n.0 += 1,
+                Some("t") => n.1 += 1,
+                other => panic!("flow phase {other:?}"),
+            }
+        }
+        // The span flows of the tasks: a start and `polls - 1` steps each.
+        let task_flows: Vec<_> = per_flow.values().filter(|&&(_, t)| t > 0).collect();
+        assert_eq!(task_flows.len(), tasks, "{}: {per_flow:?}", file.display());
+        assert!(
+            task_flows.iter().all(|&&n| n == (1, polls - 1)),
+            "{}: {per_flow:?}",
+            file.display()
+        );
+
+        if !perfetto_protos() {
+            return;
+        }
+        let pf = dir.path().join("t.perfetto-trace");
+        let p = perfaux(&[
+            "export",
+            "-F",
+            "perfetto",
+            "-i",
+            path_str(file),
+            "-o",
+            path_str(&pf),
+        ]);
+        assert_eq!(p.code, 0, "{}", p.stderr);
+        let py = perfetto_slices(&pf);
+        // `flow ID NAME SLICES THREADS`: each task's span, once per poll.
+        let flows: Vec<(String, usize)> = py
+            .lines()
+            .filter_map(|l| l.strip_prefix("flow "))
+            .map(|l| {
+                let w: Vec<&str> = l.split(' ').collect();
+                (w[1].to_string(), w[2].parse().unwrap())
+            })
+            .filter(|(_, slices)| *slices > 1)
+            .collect();
+        assert_eq!(flows.len(), tasks, "{}: {py}", file.display());
+        assert!(
+            flows
+                .iter()
+                .all(|(name, n)| name == "async_tasks::task" && *n == polls),
+            "{}: {flows:?}",
+            file.display()
+        );
+    }
+}

@@ -468,24 +468,10 @@ fn the_exports_show_each_threads_time_off_the_cpu() {
     }
     // Perfetto, read by the official protos: a slice per interval on the thread's off-CPU
     // track.
-    let python = std::process::Command::new("python3")
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/oracle/perfetto_slices.py"
-        ))
-        .arg(export("perfetto"))
-        .output()
-        .unwrap();
-    if python.status.code() == Some(3) {
-        perfaux_testutil::skip("python3 with the perfetto package not found");
+    if !common::perfetto_protos() {
         return;
     }
-    assert!(
-        python.status.success(),
-        "{}",
-        String::from_utf8_lossy(&python.stderr)
-    );
-    let text = String::from_utf8_lossy(&python.stdout);
+    let text = common::perfetto_slices(&export("perfetto"));
     for (tid, w) in &want {
         let line = text
             .lines()

@@ -283,14 +283,7 @@ fn script_uevents(file: &str) -> BTreeMap<String, u64> {
 
 #[test]
 fn perfetto_export_decodes_with_the_official_protos_and_matches_the_call_trace() {
-    let python = std::process::Command::new("python3")
-        .arg("-c")
-        .arg("from perfetto.protos.perfetto.trace import perfetto_trace_pb2")
-        .output();
-    if !python.is_ok_and(|o| o.status.success()) {
-        perfaux_testutil::skip(
-            "python3 with the perfetto package not found (pip install perfetto protobuf)",
-        );
+    if !perfetto_protos() {
         return;
     }
     let dir = tempdir();
@@ -299,21 +292,10 @@ fn perfetto_export_decodes_with_the_official_protos_and_matches_the_call_trace()
     let out = dir.path().join("t.perfetto-trace");
     let r = perfaux(&["export", "-F", "perfetto", "-i", file, "-o", path_str(&out)]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/oracle/perfetto_slices.py"
-    );
-    let mut c = std::process::Command::new("python3");
-    c.arg(script).arg(&out);
-    let py = run(c);
-    assert_eq!(
-        py.code, 0,
-        "the official protos refused the trace: {}",
-        py.stderr
-    );
+    let py = perfetto_slices(&out);
     let mut slices = BTreeMap::new();
     let mut instants = BTreeMap::new();
-    for l in py.stdout.lines() {
+    for l in py.lines() {
         let w: Vec<&str> = l.split(' ').collect();
         match w[0] {
             "slice" => {
@@ -338,12 +320,8 @@ fn perfetto_export_decodes_with_the_official_protos_and_matches_the_call_trace()
     }
     assert_eq!(instants, want);
     // Payloads are text when printable; threads carry their names.
-    assert!(
-        py.stdout.contains("payload worker=0 req=0 result="),
-        "{}",
-        py.stdout
-    );
-    assert!(py.stdout.contains(" perfaux-worker0\n"), "{}", py.stdout);
+    assert!(py.contains("payload worker=0 req=0 result="), "{py}");
+    assert!(py.contains(" perfaux-worker0\n"), "{py}");
 }
 
 #[test]

@@ -273,6 +273,16 @@ impl<'t> CallTrace<'t> {
                 };
                 (*time, text)
             }
+            // A span's id, with the markers: which polls are one async span.
+            Event::Tag { depth, value, .. } => {
+                if !self.options.markers {
+                    return None;
+                }
+                (
+                    self.last_time,
+                    format!("tag {value} (the call at depth {depth})"),
+                )
+            }
             Event::Skipped {
                 offset,
                 bytes,

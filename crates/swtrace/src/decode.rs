@@ -493,6 +493,19 @@ impl Decoder<'_> {
                     count,
                     time: self.advance(delta),
                 },
+                Packet::Tag { value } => {
+                    // No open call: nothing to tag.
+                    let Some(depth) = self.depth().checked_sub(1) else {
+                        continue;
+                    };
+                    // Behind held untimed events it waits with them, in stream order.
+                    untimed = !self.held.is_empty();
+                    Event::Tag {
+                        offset,
+                        depth,
+                        value,
+                    }
+                }
             };
             return Some((event, untimed));
         }
@@ -501,14 +514,19 @@ impl Decoder<'_> {
     /// Releases the held untimed events, spread evenly between their common start time and
     /// `end` (the next timed event's time), or at their start time when there is no end.
     fn release_held(&mut self, end: Option<u64>) {
-        let k = self.held.len() as u128;
-        for (i, mut e) in self.held.drain(..).enumerate() {
+        // TAGs wait among them, in order, but are no step of the interval.
+        let is_tag = |e: &Event| matches!(e, Event::Tag { .. });
+        let k = self.held.iter().filter(|e| !is_tag(e)).count() as u128;
+        let mut i = 0u128;
+        for mut e in self.held.drain(..) {
             if let (Event::Enter { time, .. } | Event::Exit { time, .. }, Some(t1)) = (&mut e, end)
-                && t1 > *time
             {
-                let t0 = u128::from(*time);
-                let step = (u128::from(t1) - t0) * (i as u128 + 1) / (k + 1);
-                *time = (t0 + step) as u64;
+                i += 1;
+                if t1 > *time {
+                    let t0 = u128::from(*time);
+                    let step = (u128::from(t1) - t0) * i / (k + 1);
+                    *time = (t0 + step) as u64;
+                }
             }
             self.ready.push_back(e);
         }

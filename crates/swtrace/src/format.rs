@@ -63,9 +63,14 @@
 //! | `0x04` | RESUMED | `uleb delta` | tracing resumed (like TIP.PGE); written right after a SYNC, so a decoder starting there sees it |
 //! | `0x05` | STOPPED | `uleb delta` | the writer was removed: the stream ends here (a later SYNC may start a new one) |
 //! | `0x06` | LOST | `u8 kind`, `uleb count` (u64), `uleb delta` | `count` probe events (entries + exits) were not written, see [`LostKind`]; a SYNC follows at once (or STOPPED, at the stream's end) |
+//! | `0x07` | TAG | `uleb value` (u64) | a value the traced program tied to the innermost open call: perfaux-tracing's span id, the same at every entry of one span (an async task's polls); no time of its own |
 //! | `0x0A` | SYNC | see below (8-byte magic included) | full state: time, thread, open calls |
 //!
-//! Every other header byte (`0x07..=0x09`, `0x0B..=0x7F`, `0x80`) is invalid: a decoder treats it
+//! A TAG follows the ENTER of the call it tags, or the SYNC that a due SYNC put between them
+//! (whose frames list that call): it belongs to the innermost call open where it stands; one
+//! with no open call tags nothing. Writers before TAG never wrote `0x07`.
+//!
+//! Every other header byte (`0x08..=0x09`, `0x0B..=0x7F`, `0x80`) is invalid: a decoder treats it
 //! as corruption and scans for the next SYNC.
 //!
 //! ENTER and EXIT are the hot packets: a traced call with a probe id below 128 whose entry and
@@ -144,6 +149,8 @@ pub const RESUMED: u8 = 0x04;
 pub const STOPPED: u8 = 0x05;
 /// LOST: probe events that were not written.
 pub const LOST: u8 = 0x06;
+/// TAG: a value tied to the innermost open call.
+pub const TAG: u8 = 0x07;
 /// SYNC: the first byte of the magic.
 pub const SYNC: u8 = 0x0A;
 /// Header bit of the short ENTER: `0x80 | id` for ids 1..=127.
@@ -170,6 +177,8 @@ pub const MAX_EVENT: usize = 16;
 pub const MAX_LOST: usize = 1 + 1 + 10 + 10;
 /// Largest PAUSED, RESUMED or STOPPED in bytes.
 pub const MAX_BOUNDARY: usize = 1 + 10;
+/// Largest TAG in bytes.
+pub const MAX_TAG: usize = 1 + 10;
 
 /// Why probe events were not written (the `kind` byte of LOST).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -308,6 +317,11 @@ pub enum Packet {
         /// Ticks since the previous timestamped packet.
         delta: u64,
     },
+    /// TAG.
+    Tag {
+        /// The value.
+        value: u64,
+    },
     /// SYNC.
     Sync(Sync),
 }
@@ -430,7 +444,14 @@ pub fn pack_event(id: u32, delta: u64) -> (u128, usize) {
     (v, n as usize)
 }
 
-/// Encodes PAUSED, RESUMED or STOPPED (`header`) into `buf` (at least 11 bytes).
+/// Encodes TAG into `buf` (at least [`MAX_TAG`] bytes).
+pub fn encode_tag(buf: &mut [u8], value: u64) -> usize {
+    buf[0] = TAG;
+    put_uleb(buf, 1, value)
+}
+
+/// Encodes PAUSED, RESUMED or STOPPED (`header`) into `buf` (at least [`MAX_BOUNDARY`]
+/// bytes).
 pub fn encode_boundary(buf: &mut [u8], header: u8, delta: u64) -> usize {
     debug_assert!(matches!(header, PAUSED | RESUMED | STOPPED));
     buf[0] = header;
@@ -614,6 +635,7 @@ pub fn parse_packet(bytes: &[u8]) -> Result<(Packet, usize), PacketError> {
             let (delta, n) = delta_at(at)?;
             Ok((Packet::Lost { kind, count, delta }, n))
         }
+        TAG => get_uleb(bytes, 1, "value", 64).map(|(value, n)| (Packet::Tag { value }, n)),
         SYNC => parse_sync(bytes).map(|(s, n)| (Packet::Sync(s), n)),
         0x81..=0xFF => {
             let (delta, n) = delta_at(1)?;
@@ -644,6 +666,7 @@ pub fn encode_packet(packet: &Packet) -> Vec<u8> {
         Packet::Resumed { delta } => encode_boundary(&mut buf, RESUMED, *delta),
         Packet::Stopped { delta } => encode_boundary(&mut buf, STOPPED, *delta),
         Packet::Lost { kind, count, delta } => encode_lost(&mut buf, *kind, *count, *delta),
+        Packet::Tag { value } => encode_tag(&mut buf, *value),
         Packet::Sync(s) => encode_sync(
             &mut buf,
             &SyncHeader {

@@ -32,6 +32,9 @@ pub const EXIT_SYMBOL: &std::ffi::CStr = c"perfaux_preload_probe_exit";
 /// exactly named probe, [`crate::probe::ProbeName::Exact`]); optional (an older runtime names
 /// such probes by address).
 pub const NAME_SYMBOL: &std::ffi::CStr = c"perfaux_preload_probe_name";
+/// The runtime's `(value)`: tags the calling thread's innermost traced call (a TAG packet,
+/// [`crate::ProbeGuard::tag`]); optional (an older runtime's trace has no tags).
+pub const TAG_SYMBOL: &std::ffi::CStr = c"perfaux_preload_probe_tag";
 /// The runtime's `(type, name, len)`: names a uevent type in the runtime's recording.
 pub const UEVENT_TYPE_NAME_SYMBOL: &std::ffi::CStr = c"perfaux_preload_uevent_type_name";
 /// The runtime's `(type, buf, len) -> 0 or -1`: a uevent into the calling thread's recording.
@@ -47,6 +50,7 @@ type NameFn = unsafe extern "C" fn(usize, *const u8, usize);
 type UeventFn = unsafe extern "C" fn(u32, *const libc::c_void, usize) -> i32;
 type UeventNameFn = unsafe extern "C" fn(u32, *const u8, usize);
 type ExitFn = unsafe extern "C" fn(usize);
+type TagFn = unsafe extern "C" fn(u64);
 type ActiveFn = unsafe extern "C" fn() -> bool;
 
 const UNKNOWN: u8 = 0;
@@ -59,6 +63,7 @@ static EXIT: AtomicUsize = AtomicUsize::new(0);
 static NAME: AtomicUsize = AtomicUsize::new(0);
 static UEVENT: AtomicUsize = AtomicUsize::new(0);
 static UEVENT_NAME: AtomicUsize = AtomicUsize::new(0);
+static TAG: AtomicUsize = AtomicUsize::new(0);
 
 /// Turns forwarding off in this copy of the crate (the preload runtime's own).
 pub fn disable() {
@@ -99,6 +104,7 @@ pub(crate) fn resolve() -> bool {
     NAME.store(lookup(NAME_SYMBOL) as usize, Relaxed);
     UEVENT.store(lookup(UEVENT_SYMBOL) as usize, Relaxed);
     UEVENT_NAME.store(lookup(UEVENT_TYPE_NAME_SYMBOL) as usize, Relaxed);
+    TAG.store(lookup(TAG_SYMBOL) as usize, Relaxed);
     STATE.store(FOUND, Release);
     true
 }
@@ -186,4 +192,17 @@ pub(crate) fn exit(key: usize) {
     let f: ExitFn = unsafe { std::mem::transmute::<usize, ExitFn>(f) };
     // SAFETY: the runtime's function takes any key.
     unsafe { f(key) }
+}
+
+/// Hands a tag of the innermost call to the runtime (after an entry it took).
+pub(crate) fn tag(value: u64) {
+    let f = TAG.load(Relaxed);
+    if f == 0 {
+        return;
+    }
+    // SAFETY: as in `exit`: a taken entry means FOUND, and TAG was stored before it, from the
+    // runtime's export of type TagFn.
+    let f: TagFn = unsafe { std::mem::transmute::<usize, TagFn>(f) };
+    // SAFETY: the runtime's function takes any value.
+    unsafe { f(value) }
 }

@@ -107,6 +107,22 @@ impl ProbeGuard {
         self.probe
     }
 
+    /// Ties `value` to this call in the trace (a TAG packet after its ENTER): perfaux-tracing
+    /// gives each entry of a `tracing` span the span's id, so that an async task's polls,
+    /// each a call of their own, read as one span. Call it right after the entry, before
+    /// any other probe of the thread is entered. Nothing when the entry was not written.
+    pub fn tag(&self, value: u64) {
+        if self.flags & GUARD_FORWARDED != 0 {
+            forward::tag(value);
+        } else if self.flags & GUARD_OBSERVED != 0 {
+            let tt = writer::slot();
+            if !tt.is_null() {
+                // SAFETY: as in `Probe::enter`.
+                unsafe { &*tt }.tag(value);
+            }
+        }
+    }
+
     /// Forgets the open call: dropping the guard then marks no return and calls no hook. For a
     /// call whose entry belongs to another trace: a forked child returns through the calls its
     /// parent opened, whose entries are in the parent's trace (after

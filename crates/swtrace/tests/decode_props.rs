@@ -54,6 +54,7 @@ fn packet_strategy() -> impl Strategy<Value = Packet> {
             any::<u64>()
         )
             .prop_map(|(kind, count, delta)| Packet::Lost { kind, count, delta }),
+        any::<u64>().prop_map(|value| Packet::Tag { value }),
         sync_strategy().prop_map(Packet::Sync),
     ]
 }
@@ -84,7 +85,8 @@ fn check_invariants(bytes: &[u8], events: &[Event]) {
             | Event::Paused { offset, .. }
             | Event::Resumed { offset, .. }
             | Event::Stopped { offset, .. }
-            | Event::Lost { offset, .. } => *offset,
+            | Event::Lost { offset, .. }
+            | Event::Tag { offset, .. } => *offset,
             Event::Skipped { offset, bytes, .. } => {
                 skipped += bytes;
                 assert!(*bytes > 0);
@@ -425,6 +427,7 @@ fn sparse_packet_strategy() -> impl Strategy<Value = Packet> {
             count,
             delta
         }),
+        (0u64..1 << 40).prop_map(|value| Packet::Tag { value }),
     ]
 }
 
@@ -437,7 +440,8 @@ fn sparse_model(ticks: u64, packets: &[Packet], sparse: bool) -> Vec<(u64, bool)
     let mut t0 = t;
     for p in packets {
         let delta = match p {
-            Packet::Pad => continue,
+            // A TAG has no time: it neither ends nor joins a run.
+            Packet::Pad | Packet::Tag { .. } => continue,
             Packet::Enter { delta, .. } | Packet::Exit { delta } if sparse && *delta == 0 => {
                 if run.is_empty() {
                     t0 = t;
@@ -480,6 +484,15 @@ fn sparse_stream(flags: u8, ticks: u64, packets: &[Packet]) -> Vec<u8> {
     all.iter().flat_map(encode_packet).collect()
 }
 
+/// Each event's [`time_and_flag`], TAGs (which have no time) left out.
+fn timed(events: &[Event]) -> Vec<(u64, bool)> {
+    events
+        .iter()
+        .filter(|e| !matches!(e, Event::Tag { .. }))
+        .map(time_and_flag)
+        .collect()
+}
+
 fn time_and_flag(e: &Event) -> (u64, bool) {
     match e {
         Event::Enter {
@@ -508,7 +521,7 @@ proptest! {
         let events = decode(&bytes);
         let starts_with_sync = matches!(events[0], Event::Sync { .. });
         prop_assert!(starts_with_sync);
-        let got: Vec<(u64, bool)> = events[1..].iter().map(time_and_flag).collect();
+        let got: Vec<(u64, bool)> = timed(&events[1..]);
         prop_assert_eq!(&got, &sparse_model(ticks, &packets, true));
         prop_assert!(got.windows(2).all(|w| w[0].0 <= w[1].0), "{:?}", got);
     }
@@ -521,7 +534,7 @@ proptest! {
         packets in prop::collection::vec(sparse_packet_strategy(), 0..60),
     ) {
         let bytes = sparse_stream(0, ticks, &packets);
-        let got: Vec<(u64, bool)> = decode(&bytes)[1..].iter().map(time_and_flag).collect();
+        let got: Vec<(u64, bool)> = timed(&decode(&bytes)[1..]);
         prop_assert_eq!(&got, &sparse_model(ticks, &packets, false));
     }
 

@@ -153,6 +153,8 @@ where
         };
         recording::join_thread();
         let call = sp.probe.enter();
+        // The span's id on each entry: an async task's polls, each a call, read as one span.
+        call.tag(id.into_u64());
         let since = recording::slow_threshold().map(|_| Instant::now());
         // After this thread's thread-locals are gone (a span entered in a destructor) the call
         // is not kept open: it ends here, as its guard drops.

@@ -18,7 +18,9 @@
 //! - Each event is a uevent of type [`EVENT`] whose payload is `key=value` text:
 //!   `level=INFO target=svc::http message="request done" status=200`.
 //! - An async task `instrument`ed with a span enters it at every poll: each poll is a call
-//!   on the worker thread that polled it, under the span's one name (tests/async_tasks.rs).
+//!   on the worker thread that polled it, under the span's one name (tests/async_tasks.rs),
+//!   tagged in the trace with the span's id (swtrace's TAG packet), so the exports link the
+//!   polls of one span: Perfetto's flows, Chrome's flow events (examples/async_tasks.rs).
 //! - [`Recording`] records the process in-process, into a perf.data that perf 6.1 reads: the
 //!   whole trace, or as a flight recorder (an overwrite AUX area per thread, kept by
 //!   [`Recording::snapshot`]). Each thread joins the recording at its first span or event.

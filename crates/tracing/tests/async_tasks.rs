@@ -16,25 +16,6 @@ use tracing_subscriber::prelude::*;
 const TASKS: u64 = 40;
 const STEPS: u64 = 10;
 
-/// Yields once: the task returns Pending and is polled again (possibly on another worker).
-struct YieldNow(bool);
-
-impl std::future::Future for YieldNow {
-    type Output = ();
-    fn poll(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<()> {
-        if self.0 {
-            std::task::Poll::Ready(())
-        } else {
-            self.0 = true;
-            cx.waker().wake_by_ref();
-            std::task::Poll::Pending
-        }
-    }
-}
-
 #[test]
 fn every_poll_of_every_task_is_a_call_on_the_worker_that_polled_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -55,7 +36,7 @@ fn every_poll_of_every_task_is_a_call_on_the_worker_that_polled_it() {
                 tokio::spawn(
                     async move {
                         for i in 0..STEPS {
-                            YieldNow(false).await;
+                            tokio::task::yield_now().await;
                             let _s = debug_span!("step").entered();
                             info!(task, i, "stepped");
                         }

@@ -4,7 +4,7 @@
 //! losses and snapshots as instants (`i`), pause windows as `B`/`E` on a
 //! track of their own, thread names as `M` metadata.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 
 use serde_json::json;
@@ -39,6 +39,9 @@ pub struct ChromeWriter<W: Write> {
     ts_hi_digits: ([u8; 32], usize),
     /// tid -> pid, for the marker track.
     pids: HashMap<u32, u32>,
+    /// The spans (pid, tag) whose flow has started, at most [`MAX_FLOWS`] (then forgotten at
+    /// once: a span polled across the reset starts a second flow, memory stays bounded).
+    flows: HashSet<(u32, u64)>,
     /// A non-call event's JSON, before it goes into `buf`.
     scratch: Vec<u8>,
     /// The threads' context switches, drawn as spans off the CPU at the end.
@@ -76,6 +79,9 @@ fn put_padded(buf: &mut [u8], at: usize, p: &Padded) -> usize {
     }
     at + p.len
 }
+
+/// Most spans whose flows [`ChromeWriter`] keeps track of at once.
+const MAX_FLOWS: usize = 1 << 20;
 
 /// The buffered JSON's size at which it goes to the output.
 const FLUSH_AT: usize = 64 * 1024;
@@ -139,6 +145,7 @@ impl<W: Write> ChromeWriter<W> {
             ts_hi: 0,
             ts_hi_digits: ([0; 32], 0),
             pids: HashMap::new(),
+            flows: HashSet::new(),
             scratch: Vec::new(),
             switches: ThreadSwitches::default(),
         };
@@ -187,6 +194,14 @@ impl<W: Write> ChromeWriter<W> {
         let r = self.append(&s);
         self.scratch = s;
         r
+    }
+
+    /// Whether the flow of span `value` of `pid` has started; if not, it has now.
+    fn flow_started(&mut self, pid: u32, value: u64) -> bool {
+        if self.flows.len() >= MAX_FLOWS {
+            self.flows.clear();
+        }
+        !self.flows.insert((pid, value))
     }
 
     /// The call's name piece.
@@ -407,6 +422,23 @@ impl<W: Write> Sink for ChromeWriter<W> {
             } => {
                 json!({"ph": "i", "s": "t", "name": kind.name(), "pid": self.pids.get(&tid).copied().unwrap_or(tid),
                 "tid": marker_tid(tid), "ts": us(time), "args": {"count": count}})
+            }
+            ViewEvent::Tag {
+                pid,
+                tid,
+                time,
+                value,
+                ..
+            } => {
+                // A flow through the span's polls: it starts at the first, steps at each
+                // other; each binds to the slice around its time, the poll just begun.
+                let ph = if self.flow_started(pid, value) {
+                    "t"
+                } else {
+                    "s"
+                };
+                json!({"ph": ph, "cat": "span", "name": "span", "pid": pid, "tid": tid,
+                    "ts": us(time), "id": crate::perfetto::flow_id(pid, value)})
             }
             ViewEvent::Switch { .. } => {
                 self.switches.push_event(ev);

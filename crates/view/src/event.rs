@@ -174,6 +174,20 @@ pub enum ViewEvent<'e> {
         /// The return was not in the trace.
         closed: bool,
     },
+    /// A value tied to the open call at `depth` (its ENTER came just before: a TAG packet),
+    /// perfaux-tracing's span id: the calls with one tag are the polls of one span.
+    Tag {
+        /// Process.
+        pid: u32,
+        /// Thread.
+        tid: u32,
+        /// The tagged call's entry time (the tag has none of its own).
+        time: u64,
+        /// The tagged call's depth in this view of the thread.
+        depth: u32,
+        /// The value.
+        value: u64,
+    },
     /// A sample, with its callchain resolved, leaf first.
     Sample {
         /// Process.

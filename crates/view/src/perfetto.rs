@@ -104,6 +104,10 @@ pub struct TrackEvent {
     /// Field 23.
     #[prost(string, optional, tag = "23")]
     pub name: Option<String>,
+    /// Field 47, unpacked as the proto2 original declares it (protozero's decoder reads the
+    /// declared form).
+    #[prost(fixed64, repeated, packed = "false", tag = "47")]
+    pub flow_ids: Vec<u64>,
 }
 
 /// `perfetto.protos.DebugAnnotation`.
@@ -175,6 +179,9 @@ pub struct PerfettoWriter<W: Write> {
     name_fields: Vec<Option<Vec<u8>>>,
     /// The threads' context switches, drawn as slices off the CPU at the end.
     switches: ThreadSwitches,
+    /// The last call begun, and where its packet lies in `buf` (`at..end`): a TAG that
+    /// follows it rewrites the packet with the span's flow.
+    last_begin: Option<(Call, usize, usize)>,
 }
 
 /// The buffered packets' size at which they go to the output.
@@ -190,6 +197,7 @@ impl<W: Write> PerfettoWriter<W> {
             threads: HashMap::default(),
             name_fields: Vec::new(),
             switches: ThreadSwitches::default(),
+            last_begin: None,
         }
     }
 
@@ -277,7 +285,41 @@ impl<W: Write> PerfettoWriter<W> {
         b.extend_from_slice(&[9 << 3, ty as u8, 11 << 3]);
         encode_varint(track, b);
         b.extend_from_slice(name);
-        Some(self.spill())
+        // A begin stays in the buffer until the next packet: a TAG after it rewrites it.
+        Some(if begin { Ok(()) } else { self.spill() })
+    }
+
+    /// The call just begun, tagged `value` (perfaux-tracing's span id): its SLICE_BEGIN
+    /// again, with the span's flow, so that Perfetto draws each poll of one async span
+    /// linked to the next. Nothing when another packet came between.
+    fn tag_last_begin(
+        &mut self,
+        names: &Names,
+        tid: u32,
+        depth: u32,
+        value: u64,
+    ) -> std::io::Result<()> {
+        let Some((c, at, end)) = self.last_begin.take() else {
+            return Ok(());
+        };
+        if c.tid != tid || c.depth != depth || self.buf.len() != end {
+            return Ok(());
+        }
+        self.buf.truncate(at);
+        let track = self.track(Track::Thread, c.pid, c.tid)?;
+        self.packet(&TracePacket {
+            timestamp: Some(c.time),
+            trusted_packet_sequence_id: Some(SEQUENCE),
+            track_event: Some(TrackEvent {
+                debug_annotations: Vec::new(),
+                r#type: Some(SLICE_BEGIN),
+                track_uuid: Some(track),
+                categories: Vec::new(),
+                name: Some(names.name(c.func).to_owned()),
+                flow_ids: vec![flow_id(c.pid, value)],
+            }),
+            track_descriptor: None,
+        })
     }
 
     fn comm(&self, tid: u32) -> Option<String> {
@@ -364,6 +406,7 @@ impl<W: Write> PerfettoWriter<W> {
                 track_uuid: Some(track),
                 categories: Vec::new(),
                 name,
+                flow_ids: Vec::new(),
             }),
             track_descriptor: None,
         })
@@ -505,6 +548,9 @@ impl<W: Write> Sink for PerfettoWriter<W> {
                 let key = (Track::TraceData, pid, tid);
                 self.emit(key, time, INSTANT, Some(kind.name().into()), args)
             }
+            ViewEvent::Tag {
+                tid, depth, value, ..
+            } => self.tag_last_begin(names, tid, depth, value),
             ViewEvent::Switch { .. } => {
                 self.switches.push_event(ev);
                 Ok(())
@@ -514,10 +560,15 @@ impl<W: Write> Sink for PerfettoWriter<W> {
 
     #[inline(always)]
     fn enter(&mut self, names: &Names, c: Call) -> std::io::Result<()> {
-        match self.call(names, c, true) {
-            Some(r) => r,
-            None => self.event(names, &c.entered()),
+        if !self.known.contains(&uuid(Track::Thread, c.tid)) {
+            // The thread's first call: its tracks described first, then the call's packet
+            // by hand as every other.
+            self.track(Track::Thread, c.pid, c.tid)?;
         }
+        let at = self.buf.len();
+        self.call(names, c, true).unwrap_or(Ok(()))?;
+        self.last_begin = Some((c, at, self.buf.len()));
+        Ok(())
     }
 
     #[inline(always)]
@@ -533,6 +584,12 @@ impl<W: Write> Sink for PerfettoWriter<W> {
             None => self.event(names, &c.exited(closed)),
         }
     }
+}
+
+/// The flow id of span `value` of process `pid` (a span's id is its process's registry's):
+/// Perfetto's flow ids are global to the trace.
+pub fn flow_id(pid: u32, value: u64) -> u64 {
+    value.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(pid)
 }
 
 #[cfg(test)]

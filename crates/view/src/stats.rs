@@ -600,6 +600,7 @@ impl Sink for Collector {
                 }
             }
             ViewEvent::Lost { kind, count, .. } => self.lost(kind, count),
+            ViewEvent::Tag { .. } => {}
             ViewEvent::Switch { tid, time, out, .. } => {
                 if self.switches.0 < MAX_SWITCHES {
                     self.switches.0 += 1;

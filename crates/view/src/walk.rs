@@ -933,6 +933,21 @@ impl Window {
                     },
                 )
             }
+            // The innermost open call, if the view has it (not a call entered before the
+            // window, whose ENTER it did not see).
+            &TraceEvent::Tag { depth, value, .. } => match self.stack.last() {
+                Some(&(d, _)) if d == depth => sink.event(
+                    names,
+                    &ViewEvent::Tag {
+                        pid: self.pid,
+                        tid,
+                        time,
+                        depth: self.stack.len() as u32 - 1,
+                        value,
+                    },
+                ),
+                _ => Ok(()),
+            },
             TraceEvent::Skipped { bytes, .. } => sink.event(
                 names,
                 &ViewEvent::Lost {

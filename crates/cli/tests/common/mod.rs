@@ -20,6 +20,40 @@ pub fn run(c: Command) -> Run {
     perfaux_testutil::run(c, None)
 }
 
+/// Whether python3 has the official Perfetto protos (PyPI `perfetto`); says the test skips
+/// when not (a failure under PERFAUX_REQUIRE_ORACLES).
+pub fn perfetto_protos() -> bool {
+    let python = Command::new("python3")
+        .arg("-c")
+        .arg("from perfetto.protos.perfetto.trace import perfetto_trace_pb2")
+        .output();
+    if python.is_ok_and(|o| o.status.success()) {
+        return true;
+    }
+    perfaux_testutil::skip(
+        "python3 with the perfetto package not found (pip install perfetto protobuf)",
+    );
+    false
+}
+
+/// The official protos' reading of the Perfetto trace `file` (tests/oracle/perfetto_slices.py):
+/// its lines.
+pub fn perfetto_slices(file: &Path) -> String {
+    let mut c = Command::new("python3");
+    c.arg(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/oracle/perfetto_slices.py"
+    ))
+    .arg(file);
+    let py = run(c);
+    assert_eq!(
+        py.code, 0,
+        "the official protos refused the trace: {}",
+        py.stderr
+    );
+    py.stdout
+}
+
 /// `perfaux ARGS`.
 pub fn perfaux(args: &[&str]) -> Run {
     let mut c = Command::new(PERFAUX);

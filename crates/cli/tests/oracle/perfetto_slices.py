@@ -1,7 +1,8 @@
 """Decodes a Perfetto trace with the official protos (PyPI `perfetto`) and
 prints the slices per thread and name (`slice TID NAME COUNT`), the instants
 per name, the uevent payloads, the thread and track names, and the slices of
-the named tracks (`named_slice COUNT TOTAL_NS NAME @ TRACK`); asserts that
+the named tracks (`named_slice COUNT TOTAL_NS NAME @ TRACK`), the flows through
+call slices (`flow ID NAME SLICES THREADS`); asserts that
 every track's events follow its descriptor and that every call slice ends
 after it begins. Exit 3 when the package is absent."""
 import collections
@@ -24,6 +25,9 @@ names = collections.Counter()
 named = collections.defaultdict(lambda: [0, 0])
 instants = collections.Counter()
 payloads = set()
+# Flow id -> slice names, and the threads they are on.
+flows = collections.defaultdict(list)
+flow_threads = collections.defaultdict(set)
 for p in trace.packet:
     if p.HasField("track_descriptor"):
         d = p.track_descriptor
@@ -39,6 +43,9 @@ for p in trace.packet:
         stacks[e.track_uuid].append((e.name, p.timestamp))
         if e.track_uuid in thread_of:
             names[(thread_of[e.track_uuid], e.name)] += 1
+            for f in e.flow_ids:
+                flows[f].append(e.name)
+                flow_threads[f].add(thread_of[e.track_uuid])
     elif e.type == pb.TrackEvent.TYPE_SLICE_END:
         name, begin = stacks[e.track_uuid].pop()
         assert p.timestamp >= begin, (name, begin, p.timestamp)
@@ -66,5 +73,8 @@ for d in tracks.values():
         print(f"thread {d.thread.tid} {d.thread.thread_name}")
     elif d.name:
         print(f"track {d.name}")
+for f, slices in sorted(flows.items()):
+    assert len(set(slices)) == 1, ("a flow through slices of several names", f, slices)
+    print(f"flow {f} {slices[0]} {len(slices)} {len(flow_threads[f])}")
 for (track, name), (n, total) in sorted(named.items()):
     print(f"named_slice {n} {total} {name} @ {track}")

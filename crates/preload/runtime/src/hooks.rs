@@ -97,6 +97,15 @@ pub extern "C" fn perfaux_preload_probe_enter(key: usize, ip: usize) -> bool {
         .unwrap_or(false)
 }
 
+/// Tags the calling thread's innermost traced call with `value` (a `tracing` span's id, right
+/// after its entry: the program's copy of `ProbeGuard::tag`).
+#[unsafe(no_mangle)]
+pub extern "C" fn perfaux_preload_probe_tag(value: u64) {
+    if crate::ACTIVE.load(Ordering::Relaxed) {
+        let _ = THREAD.try_with(|t| t.tag_innermost(value));
+    }
+}
+
 /// A Rust probe named exactly (a `tracing` span's): its entries come with `ip == key`, and the
 /// probe made for them is named `name` (`len` bytes, UTF-8), in the recording too.
 ///

@@ -238,6 +238,23 @@ impl Thread {
         self.enter_as(ip, key, 0)
     }
 
+    /// Tags the innermost traced call (perfaux-tracing's span id, after the span's entry came
+    /// through [`Thread::enter_forwarded`]); nothing past the depth bound, whose calls are
+    /// counted, not traced.
+    pub(crate) fn tag_innermost(&self, value: u64) {
+        if !self.begin_hook() {
+            return;
+        }
+        let tracing = self.state.get() == TRACING;
+        if tracing
+            && self.overflow.get() == 0
+            && let Some(f) = self.stack.borrow().last()
+        {
+            f.guard.tag(value);
+        }
+        self.end_hook(tracing);
+    }
+
     /// Entry into the function at `addr`, ended by the exit of `key`.
     #[inline(always)]
     fn enter_as(&self, addr: usize, key: usize, slot: usize) -> bool {

@@ -91,6 +91,15 @@ pub enum Event {
         /// CLOCK_MONOTONIC ns.
         time: u64,
     },
+    /// A value tied to an open call (a TAG packet: perfaux-tracing's span id).
+    Tag {
+        /// Stream position.
+        offset: u64,
+        /// The tagged call's depth (that of its ENTER): the innermost open call.
+        depth: u32,
+        /// The value.
+        value: u64,
+    },
     /// Bytes that were not decoded.
     Skipped {
         /// Stream position of the first skipped byte.
@@ -113,11 +122,13 @@ impl Event {
             | Event::Resumed { offset, .. }
             | Event::Stopped { offset, .. }
             | Event::Lost { offset, .. }
+            | Event::Tag { offset, .. }
             | Event::Skipped { offset, .. } => offset,
         }
     }
 
-    /// The event's CLOCK_MONOTONIC time (`None` for [`Event::Skipped`], which has none).
+    /// The event's CLOCK_MONOTONIC time (`None` for [`Event::Skipped`] and [`Event::Tag`],
+    /// which have none).
     pub fn time(&self) -> Option<u64> {
         match self {
             Event::Sync { time, .. }
@@ -127,7 +138,7 @@ impl Event {
             | Event::Resumed { time, .. }
             | Event::Stopped { time, .. }
             | Event::Lost { time, .. } => Some(*time),
-            Event::Skipped { .. } => None,
+            Event::Skipped { .. } | Event::Tag { .. } => None,
         }
     }
 }

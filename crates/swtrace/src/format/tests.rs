@@ -182,7 +182,7 @@ fn sync_validation_rejects_each_broken_constraint() {
 
 #[test]
 fn invalid_headers_and_ulebs() {
-    for h in [0x07u8, 0x08, 0x09, 0x0B, 0x42, 0x7F, 0x80] {
+    for h in [0x08u8, 0x09, 0x0B, 0x42, 0x7F, 0x80] {
         assert_eq!(parse_packet(&[h, 0, 0]), Err(PacketError::BadHeader(h)));
     }
     // 11-byte delta: longer than a u64 uleb may be.

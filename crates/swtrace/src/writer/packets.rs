@@ -192,6 +192,34 @@ impl ThreadTrace {
         self.conv_shift.store(c.shift, Relaxed);
     }
 
+    /// Writes TAG `value` for the innermost open call, in a busy section of its own; while
+    /// tracing only (paused, stopped for space or busy, the tag is not written: it has nothing
+    /// to tag in the stream). A due SYNC goes first, as before any packet: it lists the
+    /// tagged call, so the TAG still belongs to it.
+    pub(crate) fn tag(&self, value: u64) {
+        if !self.begin() {
+            return;
+        }
+        if self.mode.load(Relaxed) == TRACING {
+            let mut head = self.head.load(Relaxed);
+            let ready = head < self.fast_end.load(Relaxed)
+                || match self.prepare_cold(head, self.last_ticks.load(Relaxed)) {
+                    Some(h) => {
+                        head = h;
+                        true
+                    }
+                    None => false,
+                };
+            if ready {
+                let mut buf = [0u8; format::MAX_TAG];
+                let n = format::encode_tag(&mut buf, value);
+                self.store_bytes(head, &buf[..n]);
+                self.publish(head + n as u64);
+            }
+        }
+        self.end();
+    }
+
     /// Writes a PAUSED/RESUMED/STOPPED packet (busy section held by the caller); false when
     /// there was no space.
     pub(super) fn write_boundary(&self, header: u8) -> bool {

@@ -109,6 +109,7 @@ fn kinds(events: &[Event]) -> Vec<&'static str> {
             Event::Stopped { .. } => "stopped",
             Event::Lost { .. } => "lost",
             Event::Skipped { .. } => "skipped",
+            Event::Tag { .. } => "tag",
         })
         .collect()
 }

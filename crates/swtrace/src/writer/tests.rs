@@ -134,3 +134,71 @@ fn forget_after_fork_writes_nothing_more_into_the_old_region() {
     assert!(matches!(calls[0], Event::Enter { id, .. } if *id == inner));
     assert!(matches!(calls[1], Event::Exit { id: Some(id), .. } if *id == inner));
 }
+
+static TAGGED: Probe = Probe::new("writer_tagged");
+static INNER: Probe = Probe::new("writer_tag_inner");
+
+/// A tag after an entry decodes as a TAG of that call, at its depth, in stream order; also
+/// where a SYNC fell due between the entry and the tag (the SYNC lists the call), and among
+/// untimed packets (sparse timing holds them back together, in order). A guard whose entry
+/// was not written (no writer) tags nothing.
+#[test]
+fn a_tag_belongs_to_the_call_just_entered() {
+    let id = TAGGED.id().unwrap().0;
+    INNER.id().unwrap();
+    {
+        let g = TAGGED.enter();
+        g.tag(7);
+    }
+    for timing in [Timing::Full, Timing::Periodic { every: 3 }] {
+        let mut aux = vec![0u8; 64 << 10];
+        // SAFETY: `aux` outlives the writer, uninstalled below.
+        let region = unsafe { AuxRegion::new(aux.as_mut_ptr(), aux.len()) }.unwrap();
+        let mut cfg = WriterConfig::full_trace(region, None);
+        cfg.timing = timing;
+        // A SYNC is due every 128 bytes: some tags come right after one.
+        cfg.sync_period = 128;
+        install(cfg).unwrap();
+        for n in 0..200u64 {
+            let outer = TAGGED.enter();
+            outer.tag(n << 40 | 1);
+            let inner = INNER.enter();
+            inner.tag(n);
+            drop(inner);
+            drop(outer);
+        }
+        let end = uninstall().unwrap().aux_head as usize;
+        let events = decode(&aux[..end]);
+        let mut open: Vec<u32> = Vec::new();
+        let (mut outer_tags, mut inner_tags) = (Vec::new(), Vec::new());
+        let mut syncs_before_a_tag = 0;
+        for (i, e) in events.iter().enumerate() {
+            match *e {
+                Event::Enter { id, .. } => open.push(id),
+                Event::Exit { .. } => {
+                    open.pop();
+                }
+                Event::Tag { depth, value, .. } => {
+                    assert_eq!(depth as usize, open.len() - 1, "{timing:?} {e:?}");
+                    if matches!(events[i - 1], Event::Sync { .. }) {
+                        syncs_before_a_tag += 1;
+                    }
+                    if *open.last().unwrap() == id {
+                        outer_tags.push(value);
+                    } else {
+                        inner_tags.push(value);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let want: Vec<u64> = (0..200).collect();
+        assert_eq!(inner_tags, want, "{timing:?}");
+        let want: Vec<u64> = (0..200).map(|n| n << 40 | 1).collect();
+        assert_eq!(outer_tags, want, "{timing:?}");
+        assert!(
+            syncs_before_a_tag > 0,
+            "{timing:?}: no tag after a due SYNC"
+        );
+    }
+}

@@ -377,6 +377,8 @@ impl Sink for FirefoxProfile {
                 let pid = self.pid(tid);
                 self.info((pid, tid), (time, None), kind.name(), count as f64, "")
             }
+            // Its calls show under their one name; the profile format has no flows.
+            ViewEvent::Tag { .. } => Ok(()),
             ViewEvent::Switch { .. } => {
                 self.switches.push_event(ev);
                 Ok(())

@@ -319,6 +319,7 @@ impl Sink for ReferenceProfile {
                 self.info(pid, tid, (time, None), kind.name(), count as f64, "");
             }
             ViewEvent::Switch { .. } => self.switches.push_event(ev),
+            ViewEvent::Tag { .. } => {}
         }
         Ok(())
     }
