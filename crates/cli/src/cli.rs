@@ -203,9 +203,9 @@ pub struct RecordArgs {
         default_missing_value = "4096"
     )]
     pub aux_sample: Option<String>,
-    /// With -S: each snapshot keeps at least the last DURATION of each thread's trace (2s,
-    /// 500ms), cut at the trace's newest restart point before then; the AUX area's size (-m)
-    /// stays the cap. Without it a snapshot holds all the area holds.
+    /// With -S: each snapshot keeps the last DURATION of each thread's trace (2s, 500ms),
+    /// from its first call or return in it, the calls open there kept; the AUX area's size
+    /// (-m) stays the cap. Without it a snapshot holds all the area holds.
     #[arg(long = "window", value_name = "DURATION")]
     pub window: Option<String>,
     /// Number of mmap data pages and AUX area pages: DATA,AUX (pages, or

@@ -398,8 +398,8 @@ pub const ROUND_INTERVAL: Duration = Duration::from_millis(100);
 
 /// The AUX bytes `produce` gives for thread `tid` into `sink`; with a window (`cutoff`, the
 /// oldest time a snapshot must keep), a snapshot's pieces are gathered whole in `buf` (at most
-/// an AUX area) and given from its newest SYNC at or before the cutoff
-/// ([`crate::snapshot_window`]); the bytes left out are counted. Whether any bytes came.
+/// an AUX area) and given from its first packet at or past the cutoff, after a SYNC made for
+/// the cut ([`crate::snapshot_window`]); the bytes left out are counted. Whether any bytes came.
 fn take_windowed(
     sink: &mut Sink,
     buf: &mut Vec<u8>,
@@ -422,7 +422,7 @@ fn take_windowed(
         }
     })?;
     if let (Some((event_id, offset, kind, flags)), Some(cutoff)) = (head, cutoff) {
-        let start = crate::snapshot_window::window_start(buf, cutoff);
+        let start = crate::snapshot_window::window_cut(buf, cutoff);
         sink.summary.outside_window_bytes += start as u64;
         sink.take_aux(
             tid,
@@ -628,9 +628,9 @@ impl Recorder {
         self.probe_table = Some(table);
     }
 
-    /// Bounds each snapshot by time as well as by size: it keeps at least the last `window` of
-    /// each thread's trace, from the newest SYNC at or before then
-    /// ([`crate::snapshot_window`]); the AUX area's size stays the cap. `None`: all the area
+    /// Bounds each snapshot by time as well as by size: it keeps the last `window` of each
+    /// thread's trace, from its first packet in it, the state there said by a SYNC made for the
+    /// cut ([`crate::snapshot_window`]); the AUX area's size stays the cap. `None`: all the area
     /// holds.
     pub fn set_window(&mut self, window: Option<Duration>) {
         self.window_ns = window.map(|w| w.as_nanos().min(u128::from(u64::MAX)) as u64);

@@ -97,9 +97,9 @@ pub struct RecordingOptions {
     /// The triggers take at most one snapshot per this interval; the others are counted
     /// ([`Recording::snapshots_suppressed`]). [`Recording::snapshot`] is not limited.
     pub snapshot_interval: Duration,
-    /// Flight recorder: each snapshot keeps at least this much of each thread's newest trace
-    /// and little more (`perfaux record -S --window`); `aux_size` stays the cap. `None`: all
-    /// the area holds.
+    /// Flight recorder: each snapshot keeps this much of each thread's newest trace, from its
+    /// first packet in it, with the calls open there (`perfaux record -S --window`);
+    /// `aux_size` stays the cap. `None`: all the area holds.
     pub window: Option<Duration>,
 }
 
