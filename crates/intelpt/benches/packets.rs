@@ -1,6 +1,11 @@
 //! Packet decoding speed: every packet of real Intel PT streams (the Skylake recording's two
 //! AUXTRACE payloads, repeated to 128 MiB, as the issue measured its peers), counted by
-//! perfaux's decoder and by iptr-decoder 0.1.3, a pure-Rust packet decoder, in the same run.
+//! perfaux's decoder, by iptr-decoder 0.1.3 (a pure-Rust packet decoder) and by libipt's
+//! packet decoder (Intel's reference, Debian's libipt2 loaded at run time:
+//! benches/common/libipt.rs), in the same run.
+
+#[path = "common/libipt.rs"]
+mod libipt;
 
 use std::hint::black_box;
 use std::path::Path;
@@ -164,8 +169,50 @@ fn iptr_count(buf: &[u8]) -> usize {
     counter.packet_count()
 }
 
+/// libipt: every packet from the first PSB, resyncing at the next PSB after an error (as
+/// ptdump does); `FLOW`: the branch outcomes and IP payloads taken, as [`perfaux_flow`].
+fn libipt_walk<const FLOW: bool>(lib: &libipt::Libipt, buf: &[u8]) -> (usize, Flow) {
+    use libipt::*;
+    let mut dec = Session::new(lib.packets, buf);
+    let (mut n, mut flow) = (0, Flow::default());
+    let mut p = Packet::default();
+    let mut st = dec.sync_forward();
+    while st >= 0 {
+        let r = dec.next(&mut p);
+        if r < 0 {
+            if r == PTE_EOS {
+                break;
+            }
+            st = dec.sync_forward();
+            continue;
+        }
+        n += 1;
+        if FLOW {
+            match p.kind {
+                // bit_size, the first payload byte.
+                PPT_TNT_8 | PPT_TNT_64 => flow.outcomes += p.payload[0] & 0xff,
+                PPT_TIP | PPT_TIP_PGE | PPT_TIP_PGD | PPT_FUP => {
+                    flow.ips = flow.ips.wrapping_add(p.payload[1])
+                }
+                _ => {}
+            }
+        }
+    }
+    (n, flow)
+}
+
 fn bench(c: &mut Criterion) {
     let buf = stream();
+    let lib = libipt::Libipt::load()
+        .inspect_err(|e| eprintln!("skipped: the libipt peer: {e}"))
+        .ok();
+    if let Some(lib) = &lib {
+        let (n, _) = libipt_walk::<false>(lib, &buf);
+        let (_, flow) = libipt_walk::<true>(lib, &buf);
+        eprintln!("packets: libipt {n}; flow: libipt {flow:?}");
+        assert_eq!(n, perfaux_count::<false>(&buf));
+        assert_eq!(flow, perfaux_flow(&buf));
+    }
     let (ours, theirs) = (perfaux_count::<false>(&buf), iptr_count(&buf));
     eprintln!("packets: perfaux {ours}, iptr-decoder {theirs}");
     let (ours_flow, theirs_flow) = (perfaux_flow(&buf), iptr_flow(&buf));
@@ -188,6 +235,14 @@ fn bench(c: &mut Criterion) {
     g.bench_function("iptr_decoder_0_1_3_flow", |b| {
         b.iter(|| iptr_flow(black_box(&buf)))
     });
+    if let Some(lib) = &lib {
+        g.bench_function("libipt_2_0_5", |b| {
+            b.iter(|| libipt_walk::<false>(lib, black_box(&buf)))
+        });
+        g.bench_function("libipt_2_0_5_flow", |b| {
+            b.iter(|| libipt_walk::<true>(lib, black_box(&buf)))
+        });
+    }
     g.finish();
 }
 

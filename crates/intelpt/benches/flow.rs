@@ -1,0 +1,187 @@
+//! Flow decoding speed: the instructions of a trace reconstructed from its packets and the
+//! code, by perfaux's decoders (ptxed's block and instruction decoders, `--quiet`) and by
+//! libipt's (its block and instruction decoders, the ones its ptxed runs; Debian's libipt2
+//! loaded at run time: benches/common/libipt.rs), in the same run, on the same trace and
+//! code file.
+//!
+//! The trace is a loop of two instructions (`dec ecx; jnz` back), taken 9.4 million times:
+//! long TNTs of 47 taken branches each, a PSB+ every 512 of them, 18.8 million instructions,
+//! 1.6 MB of trace. Before timing, the bench checks that every decoder counts the same
+//! instructions.
+//!
+//! cargo bench -p perfaux-intelpt --bench flow
+
+#[path = "common/libipt.rs"]
+mod libipt;
+
+use std::hint::black_box;
+use std::path::Path;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use perfaux_intelpt::ptxed;
+
+/// Where the loop's code is.
+const BASE: u64 = 0x1000;
+/// `dec ecx; jnz BASE`.
+const CODE: [u8; 4] = [0xff, 0xc9, 0x75, 0xfc];
+/// Long TNTs in the trace, and between two PSB+.
+const TNTS: usize = 200_000;
+const PSB_EVERY: usize = 512;
+/// A long TNT's outcomes.
+const PER_TNT: u64 = 47;
+
+/// PSB+ with the loop's head as the IP (`fup`: when tracing is on), 64-bit mode.
+fn psb_plus(out: &mut Vec<u8>, fup: bool) {
+    for _ in 0..8 {
+        out.extend_from_slice(&[0x02, 0x82]);
+    }
+    // MODE.Exec: CS.L, 64-bit code.
+    out.extend_from_slice(&[0x99, 0x01]);
+    if fup {
+        // FUP, IPBytes 011: a 6-byte sign-extended IP.
+        out.push(0x7d);
+        out.extend_from_slice(&BASE.to_le_bytes()[..6]);
+    }
+    out.extend_from_slice(&[0x02, 0x23]);
+}
+
+fn loop_trace() -> Vec<u8> {
+    let mut t = Vec::with_capacity(TNTS * 8 + TNTS / PSB_EVERY * 32 + 64);
+    psb_plus(&mut t, false);
+    // TIP.PGE to the loop's head, IPBytes 011.
+    t.push(0x71);
+    t.extend_from_slice(&BASE.to_le_bytes()[..6]);
+    for i in 0..TNTS {
+        if i > 0 && i % PSB_EVERY == 0 {
+            psb_plus(&mut t, true);
+        }
+        // Long TNT: 47 taken outcomes under the stop bit, 6 payload bytes.
+        t.extend_from_slice(&[0x02, 0xa3]);
+        t.extend_from_slice(&((1u64 << 48) - 1).to_le_bytes()[..6]);
+    }
+    t
+}
+
+/// perfaux's ptxed on `pt` and `code`, `--quiet`, with its decoder (`--insn-decoder` or the
+/// block decoder): its setup, made outside the timed loop.
+fn perfaux_setup(pt: &Path, code: &Path, insn: bool) -> ptxed::Setup {
+    let mut args = vec![
+        "--raw".to_string(),
+        format!("{}:{BASE:#x}", code.display()),
+        "--pt".into(),
+        pt.display().to_string(),
+        "--quiet".into(),
+        "--stat:insn".into(),
+    ];
+    if insn {
+        args.push("--insn-decoder".into());
+    }
+    ptxed::parse_args(&args).unwrap()
+}
+
+/// The instructions ptxed's `--stat:insn` counts.
+fn perfaux_insns(setup: &ptxed::Setup) -> u64 {
+    let mut out = Vec::new();
+    ptxed::run(setup, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("insn: "))
+        .and_then(|n| n.trim().trim_end_matches(".").parse().ok())
+        .unwrap_or_else(|| panic!("no instruction count: {text}"))
+}
+
+/// libipt's instruction (`BLOCKS` false) or block decoder over `trace`, the code file at
+/// [`BASE`], as its ptxed loops (events taken as they come, resync after an error): the
+/// instructions decoded.
+fn libipt_insns<const BLOCKS: bool>(lib: &libipt::Libipt, trace: &[u8], code: &Path) -> u64 {
+    use libipt::*;
+    let mut dec = Session::new(if BLOCKS { lib.blocks } else { lib.insns }, trace);
+    let added = dec.add_file(lib, code, CODE.len() as u64, BASE);
+    assert!(added >= 0, "pt_image_add_file: {added}");
+    let mut insns = 0u64;
+    // A prefix of `struct pt_insn` (its IP) or of `struct pt_block` (its IPs, isid, mode,
+    // class and instruction count), and of `struct pt_event`: libipt copies what fits.
+    let mut item = [0u64; 4];
+    let mut event = [0u64; 2];
+    let mut st = dec.sync_forward();
+    while st >= 0 {
+        loop {
+            while st >= 0 && st & PTS_EVENT_PENDING != 0 {
+                st = dec.event(&mut event);
+            }
+            if st < 0 || st & PTS_EOS != 0 {
+                break;
+            }
+            st = dec.next(&mut item);
+            if st < 0 {
+                break;
+            }
+            insns += if BLOCKS {
+                // `ninsn`, a u16 at byte 28.
+                (item[3] >> 32) & 0xffff
+            } else {
+                black_box(item[0]);
+                1
+            };
+        }
+        // The end, or an error: resync after it, as ptxed does.
+        if st >= 0 || st == PTE_EOS {
+            break;
+        }
+        st = dec.sync_forward();
+    }
+    insns
+}
+
+fn bench(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let (pt, code) = (dir.path().join("loop.pt"), dir.path().join("loop.bin"));
+    let trace = loop_trace();
+    std::fs::write(&pt, &trace).unwrap();
+    std::fs::write(&code, CODE).unwrap();
+    let want = TNTS as u64 * PER_TNT * 2;
+    let block = perfaux_setup(&pt, &code, false);
+    let insn = perfaux_setup(&pt, &code, true);
+    let counts = [perfaux_insns(&block), perfaux_insns(&insn)];
+    eprintln!("instructions: perfaux block, insn {counts:?}");
+    let lib = libipt::Libipt::load()
+        .inspect_err(|e| eprintln!("skipped: the libipt peer: {e}"))
+        .ok();
+    if let Some(lib) = &lib {
+        let theirs = [
+            libipt_insns::<true>(lib, &trace, &code),
+            libipt_insns::<false>(lib, &trace, &code),
+        ];
+        eprintln!("instructions: libipt block, insn {theirs:?}");
+        assert_eq!(
+            theirs, counts,
+            "libipt and perfaux decode the same instructions"
+        );
+    }
+    // The last TNT's outcomes leave the loop's head where the trace ends: every outcome is a
+    // `jnz`, each after a `dec`; the decoders may count the `dec` after the last one too.
+    assert!(
+        counts.iter().all(|&n| n == want || n == want + 1),
+        "{counts:?} for {want}"
+    );
+    let mut g = c.benchmark_group("intel_pt_flow");
+    g.sample_size(10);
+    g.bench_function("perfaux_block", |b| {
+        b.iter(|| ptxed::run(black_box(&block), std::io::sink()).unwrap())
+    });
+    g.bench_function("perfaux_insn", |b| {
+        b.iter(|| ptxed::run(black_box(&insn), std::io::sink()).unwrap())
+    });
+    if let Some(lib) = &lib {
+        g.bench_function("libipt_2_0_5_block", |b| {
+            b.iter(|| libipt_insns::<true>(lib, black_box(&trace), &code))
+        });
+        g.bench_function("libipt_2_0_5_insn", |b| {
+            b.iter(|| libipt_insns::<false>(lib, black_box(&trace), &code))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
