@@ -560,13 +560,16 @@ impl<W: Write> Sink for PerfettoWriter<W> {
 
     #[inline(always)]
     fn enter(&mut self, names: &Names, c: Call) -> std::io::Result<()> {
-        if !self.known.contains(&uuid(Track::Thread, c.tid)) {
+        // The begin before this one stayed for a tag that did not come: out with it now, so
+        // that a run of entries does not grow the buffer.
+        self.spill()?;
+        let at = self.buf.len();
+        if self.call(names, c, true).is_none() {
             // The thread's first call: its tracks described first, then the call's packet
             // by hand as every other.
             self.track(Track::Thread, c.pid, c.tid)?;
+            return self.enter(names, c);
         }
-        let at = self.buf.len();
-        self.call(names, c, true).unwrap_or(Ok(()))?;
         self.last_begin = Some((c, at, self.buf.len()));
         Ok(())
     }
@@ -663,5 +666,79 @@ mod tests {
         assert!(w.call(&names, evs[0].0, true).is_none());
         w.enter(&names, evs[0].0).unwrap();
         assert!(w.call(&names, evs[0].0, true).is_some());
+    }
+
+    /// The packets of an export, decoded with this module's messages.
+    fn packets(bytes: &[u8]) -> Vec<TracePacket> {
+        let mut out = Vec::new();
+        let mut b = bytes;
+        while !b.is_empty() {
+            let (tag, wire) = prost::encoding::decode_key(&mut b).unwrap();
+            assert_eq!((tag, wire), (1, prost::encoding::WireType::LengthDelimited));
+            let len = prost::encoding::decode_varint(&mut b).unwrap() as usize;
+            out.push(TracePacket::decode(&b[..len]).unwrap());
+            b = &b[len..];
+        }
+        out
+    }
+
+    /// A tag right after a call's entry makes its begin carry the span's flow; one after
+    /// another packet (or for another call) changes nothing.
+    #[test]
+    fn a_tagged_call_begins_with_its_flow() {
+        let mut names = Names::default();
+        let f = names.intern("poll", "[swtrace]");
+        let call = |time, depth| Call {
+            pid: 7,
+            tid: 9,
+            time,
+            func: f,
+            depth,
+        };
+        let tag = |depth, value| ViewEvent::Tag {
+            pid: 7,
+            tid: 9,
+            time: 0,
+            depth,
+            value,
+        };
+        let mut w = PerfettoWriter::new(Vec::new());
+        w.enter(&names, call(10, 0)).unwrap();
+        w.event(&names, &tag(0, 42)).unwrap();
+        w.exit(&names, call(20, 0), false).unwrap();
+        w.enter(&names, call(30, 0)).unwrap();
+        w.event(&names, &tag(0, 42)).unwrap();
+        // Late: another packet came between.
+        w.exit(&names, call(40, 0), false).unwrap();
+        w.event(&names, &tag(0, 43)).unwrap();
+        let begins: Vec<(u64, Vec<u64>)> = packets(&w.finish().unwrap())
+            .into_iter()
+            .filter_map(|p| {
+                let e = p.track_event?;
+                (e.r#type == Some(SLICE_BEGIN)).then(|| (p.timestamp.unwrap(), e.flow_ids))
+            })
+            .collect();
+        let flow = flow_id(7, 42);
+        assert_eq!(begins, [(10, vec![flow]), (30, vec![flow])]);
+    }
+
+    /// Entries without returns (a deep recursion) do not pile up in the buffer while each
+    /// waits for a tag.
+    #[test]
+    fn a_run_of_entries_keeps_the_buffer_bounded() {
+        let mut names = Names::default();
+        let f = names.intern("deep", "[swtrace]");
+        let mut w = PerfettoWriter::new(std::io::sink());
+        for i in 0..200_000u32 {
+            let c = Call {
+                pid: 1,
+                tid: 1,
+                time: u64::from(i),
+                func: f,
+                depth: i,
+            };
+            w.enter(&names, c).unwrap();
+            assert!(w.buf.len() < FLUSH_AT + 4096, "{} bytes", w.buf.len());
+        }
     }
 }
