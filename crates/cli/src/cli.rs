@@ -110,7 +110,24 @@ ptxed's options (the ones implemented so far):
   --event:tick, --event:time       ticks where time moved on at a branch; each event's TSC
   --mtc-freq N, --nom-freq N, --cpuid-0x15.eax N, --cpuid-0x15.ebx N, --insn:keep-tcal-on-ovf
                                  the clocks, for the TSC estimates (as intel-pt dump's)
-Not yet: perf_event sideband.")]
+  --pevent:primary FILE[:FROM[-TO]], --pevent:secondary FILE[:FROM[-TO]]
+                                 perf_event sideband: records applied (and printed) once the
+                                 trace's time passes them; a primary file's (the trace's cpu's)
+                                 context switches change the code decoded
+  --pevent:sample-type N, --pevent:time-zero N, --pevent:time-shift N,
+  --pevent:time-mult N, --pevent:tsc-offset N, --pevent:sample-config ID:TYPE
+                                 how the next sideband file was written
+  --pevent:kernel-start ADDR     where the kernel's addresses begin (context switches take
+                                 effect in the kernel)
+  --pevent:sysroot PREFIX        put before the names of mapped files (as it is: a directory
+                                 ends in /)
+  --pevent:kcore FILE[:BASE]     the kernel's code, in every process
+  --pevent:vdso-x64|-x32|-ia32 FILE
+                                 the file a [vdso] mapping stands for, by the process's ABI
+  --sb:compact|--sb:verbose, --sb:filename, --sb:offset, --sb:time
+                                 print the records (as intel-pt dump's)
+  --sb:switch                    say [context: pid-N] where the decoder takes up a process
+  --sb:warn                      say lost records, lost trace and unusable mappings")]
     Decode {
         /// ptxed's options.
         #[arg(

@@ -106,6 +106,9 @@ fn kind_bit(k: &Kind) -> Option<u8> {
 /// pass is a lookup), and memory stays bounded whatever the code.
 const CACHE_MAX: usize = 1 << 20;
 
+/// The longest x86 instruction.
+const MAX_INSN: usize = 15;
+
 /// The most instructions a walk without trace takes before it is called endless.
 const WALK_MAX: usize = 1 << 20;
 
@@ -137,7 +140,9 @@ impl Config {
 pub struct Flow<'a> {
     pub config: Config,
     ev: Events<'a>,
-    image: &'a Image,
+    /// A copy (sharing the code's bytes): sideband replaces it as processes map code and
+    /// switch.
+    image: Image,
     enabled: bool,
     ip: u64,
     mode: Option<ExecMode>,
@@ -157,7 +162,7 @@ pub struct Flow<'a> {
     /// Instructions walked since the last event was consumed: a walk without trace is
     /// bounded by [`WALK_MAX`] whatever ends its blocks.
     walked: usize,
-    /// Decoded instructions by address and mode (the image does not change under a flow).
+    /// Decoded instructions by address and mode, for the current image.
     cache: std::cell::RefCell<rustc_hash::FxHashMap<(u64, ExecMode), Insn>>,
 }
 
@@ -169,11 +174,11 @@ pub struct Block {
 }
 
 impl<'a> Flow<'a> {
-    pub fn new(buf: &'a [u8], image: &'a Image) -> Self {
+    pub fn new(buf: &'a [u8], image: &Image) -> Self {
         Flow {
             config: Config::default(),
             ev: Events::new(buf),
-            image,
+            image: image.clone(),
             enabled: false,
             ip: 0,
             mode: None,
@@ -195,6 +200,13 @@ impl<'a> Flow<'a> {
     pub fn set_clock(&mut self, clock: crate::timing::ClockConfig, keep_tcal_on_ovf: bool) {
         self.ev.clock = clock;
         self.ev.keep_tcal_on_ovf = keep_tcal_on_ovf;
+    }
+
+    /// Decodes from now on from `image`, as ptxed does when sideband switches processes or
+    /// maps code into the current one.
+    pub fn set_image(&mut self, image: Image) {
+        self.image = image;
+        self.cache.get_mut().clear();
     }
 
     /// Reports changes of the interrupt flag as events.
@@ -411,7 +423,16 @@ impl<'a> Flow<'a> {
             return Ok(*i);
         }
         let bytes = self.image.bytes_at(ip).ok_or(Error::Nomap)?;
-        let insn = decode_insn(bytes, ip, mode).ok_or(Error::BadInsn)?;
+        let insn = match decode_insn(bytes, ip, mode) {
+            Some(i) => i,
+            // Cut short by its section's end: the rest may be in the next section.
+            None if bytes.len() < MAX_INSN => {
+                let mut buf = [0; MAX_INSN];
+                let n = self.image.read(ip, &mut buf);
+                decode_insn(&buf[..n], ip, mode).ok_or(Error::BadInsn)?
+            }
+            None => return Err(Error::BadInsn),
+        };
         let mut cache = self.cache.borrow_mut();
         if cache.len() >= CACHE_MAX {
             cache.clear();
@@ -867,9 +888,10 @@ impl<'a> Flow<'a> {
     /// not answer (MOV CR3, VMLAUNCH, the event-trace kinds): the mnemonic, or `INVALID`.
     fn full_insn(&self, ip: u64) -> iced_x86::Instruction {
         use iced_x86::{Decoder, DecoderOptions};
-        let bytes = self.image.bytes_at(ip).unwrap_or(&[]);
+        let mut buf = [0; MAX_INSN];
+        let n = self.image.read(ip, &mut buf);
         let mode = self.mode.unwrap_or_default();
-        Decoder::with_ip(mode.bitness(), bytes, ip, DecoderOptions::NONE).decode()
+        Decoder::with_ip(mode.bitness(), &buf[..n], ip, DecoderOptions::NONE).decode()
     }
 
     fn mnemonic_at(&self, ip: u64) -> iced_x86::Mnemonic {

@@ -5,7 +5,8 @@
 //! The decoder ([`decode()`]) is a pure function of bytes and a one-word [`Context`]; the
 //! dumps ([`ptdump`], [`perf_dump`]) add the state each tool keeps (last IP, time). ptdump
 //! also prints perf_event sideband ([`pevent`], [`ptdump_sideband`]) where the trace's time
-//! reaches it.
+//! reaches it. The flow decoder ([`flow`], printed by [`ptxed`]) walks the code of an
+//! [`image`], which sideband ([`ptxed_sideband`]) builds per process as the trace goes.
 
 pub mod args;
 pub mod decode;
@@ -21,6 +22,7 @@ pub mod pevent;
 pub mod ptdump;
 pub mod ptdump_sideband;
 pub mod ptxed;
+pub mod ptxed_sideband;
 pub mod timing;
 
 pub use decode::{Context, DecodeError, Dialect, Located, Packets, decode, next_psb};

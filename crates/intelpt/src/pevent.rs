@@ -515,6 +515,7 @@ pub struct Reader<'a, 'c> {
     pos: usize,
     cfg: &'c Config,
     done: bool,
+    failed: bool,
 }
 
 impl<'a, 'c> Reader<'a, 'c> {
@@ -524,7 +525,19 @@ impl<'a, 'c> Reader<'a, 'c> {
             pos: 0,
             cfg,
             done: false,
+            failed: false,
         }
+    }
+
+    /// At the end of the stream, where the data stopped in the middle of a record (a part of
+    /// a header, or a record longer than what was left): libipt's tools take that as the
+    /// end, as [`read`] does, but it means records were lost.
+    pub fn cut_short(&self) -> Option<usize> {
+        let rest = self.buf.get(self.pos..).filter(|r| !r.is_empty())?;
+        let kind = rest
+            .get(..4)
+            .map(|k| u32::from_le_bytes([k[0], k[1], k[2], k[3]]));
+        (self.done && !self.failed && kind != Some(0)).then_some(self.pos)
     }
 }
 
@@ -546,6 +559,7 @@ impl<'a> Iterator for Reader<'a, '_> {
             }
             Err(e) => {
                 self.done = true;
+                self.failed = true;
                 Some(Err(e))
             }
         }
@@ -638,6 +652,32 @@ mod tests {
             read(&tiny, 0, &cfg).unwrap_err().kind,
             ErrorKind::ShortHeader
         );
+    }
+
+    #[test]
+    fn a_stream_cut_in_a_record_says_where() {
+        let cfg = Config::default();
+        let whole = record(record_type::SWITCH, 0, &[]);
+        for (tail, cut) in [
+            (vec![], None),
+            (vec![0, 0, 0, 0, 0, 0, 8, 0], None),
+            (vec![14, 0], Some(8)),
+            (
+                record(record_type::SWITCH, 0, &[0; 8])[..12].to_vec(),
+                Some(8),
+            ),
+        ] {
+            let buf = [whole.clone(), tail].concat();
+            let mut r = Reader::new(&buf, &cfg);
+            assert_eq!(r.cut_short(), None);
+            assert!(r.next().unwrap().is_ok());
+            assert_eq!(r.next(), None);
+            assert_eq!(r.cut_short(), cut);
+        }
+        let bad = [whole.clone(), vec![14, 0, 0, 0, 0, 0, 4, 0]].concat();
+        let mut r = Reader::new(&bad, &cfg);
+        assert_eq!(r.nth(1).unwrap().unwrap_err().offset, 8);
+        assert_eq!(r.cut_short(), None);
     }
 
     #[test]

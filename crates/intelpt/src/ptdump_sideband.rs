@@ -5,6 +5,9 @@
 //! place in the dump is the first timing packet whose TSC estimate is at or past the record's
 //! time, which shows which mappings and tasks a stretch of trace ran with. The files are read
 //! at option time, as ptdump does, so a bad file stops the command before any output.
+//!
+//! ptxed takes the same options and files, and applies the records to process images
+//! ([`crate::ptxed_sideband`]).
 
 use std::io::{self, Write};
 
@@ -40,6 +43,40 @@ pub struct PeventFile {
     pub config: pevent::Config,
     /// The file's bytes (or the range of it that was asked for).
     pub bytes: Vec<u8>,
+    /// `--pevent:primary` rather than `--pevent:secondary`: a primary file is the one of the
+    /// cpu the trace was recorded on, so its context switches are the trace's.
+    pub primary: bool,
+    pub process: ProcessConfig,
+}
+
+/// How ptxed turns a file's records into process images (the settings ptdump takes and
+/// ignores).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessConfig {
+    /// `--pevent:kernel-start`: where the kernel's addresses begin, which tells a trace
+    /// position in the kernel, where a context switch may take effect, from one in user
+    /// space. By default no address is the kernel's.
+    pub kernel_start: u64,
+    /// `--pevent:sysroot`: put before the names of mapped files, as it is (a directory ends
+    /// in `/`).
+    pub sysroot: Option<String>,
+    /// `--pevent:vdso-x64`, `--pevent:vdso-x32`, `--pevent:vdso-ia32`: the file a `[vdso]`
+    /// mapping stands for, by the ABI of the process's first mapped ELF file.
+    pub vdso_x64: Option<String>,
+    pub vdso_x32: Option<String>,
+    pub vdso_ia32: Option<String>,
+}
+
+impl Default for ProcessConfig {
+    fn default() -> Self {
+        ProcessConfig {
+            kernel_start: u64::MAX,
+            sysroot: None,
+            vdso_x64: None,
+            vdso_x32: None,
+            vdso_ia32: None,
+        }
+    }
 }
 
 impl std::fmt::Debug for PeventFile {
@@ -75,6 +112,7 @@ impl SidebandOptions {
 #[derive(Debug, Default)]
 pub(crate) struct PeventArgs {
     config: pevent::Config,
+    process: ProcessConfig,
 }
 
 impl PeventArgs {
@@ -86,6 +124,7 @@ impl PeventArgs {
         sb: &mut SidebandOptions,
     ) -> Result<bool, String> {
         let c = &mut self.config;
+        let p = &mut self.process;
         let show = &mut sb.show;
         match opt {
             "--sb" | "--sb:compact" => {
@@ -108,6 +147,8 @@ impl PeventArgs {
                     path: input.path,
                     config: c.clone(),
                     bytes,
+                    primary: opt != "--pevent:secondary",
+                    process: p.clone(),
                 });
             }
             "--pevent:sample-type" => c.sample_type = number(opt, args.next())?,
@@ -129,12 +170,21 @@ impl PeventArgs {
             }
             "--pevent:time-mult" => c.time_mult = number(opt, args.next())?,
             "--pevent:tsc-offset" => c.tsc_offset = number(opt, args.next())?,
-            // The kernel's start address only matters to building a process image.
-            "--pevent:kernel-start" => {
-                number::<u64>(opt, args.next())?;
-            }
-            "--pevent:sysroot" | "--pevent:kcore" | "--pevent:vdso-x64" | "--pevent:vdso-x32"
+            "--pevent:kernel-start" => p.kernel_start = number(opt, args.next())?,
+            "--pevent:sysroot" | "--pevent:vdso-x64" | "--pevent:vdso-x32"
             | "--pevent:vdso-ia32" => {
+                let v = args.next().ok_or(format!("{opt}: missing argument"))?;
+                let slot = match opt {
+                    "--pevent:sysroot" => &mut p.sysroot,
+                    "--pevent:vdso-x64" => &mut p.vdso_x64,
+                    "--pevent:vdso-x32" => &mut p.vdso_x32,
+                    _ => &mut p.vdso_ia32,
+                };
+                *slot = Some(v.clone());
+            }
+            // The kernel's code only matters to building a process image, which ptxed does
+            // (and takes this option before it comes here).
+            "--pevent:kcore" => {
                 args.next().ok_or(format!("{opt}: missing argument"))?;
             }
             _ => return Ok(false),
@@ -272,7 +322,7 @@ impl<'a> Session<'a> {
 
 /// A record as ptdump prints it: the prefixes the flags ask for, the record in the compact
 /// or the verbose form, its sample fields, and a newline unless every flag is off.
-fn print_record(
+pub(crate) fn print_record(
     out: &mut impl Write,
     show: SidebandFlags,
     path: &str,

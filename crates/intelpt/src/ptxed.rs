@@ -1,6 +1,8 @@
 //! libipt's `ptxed --no-inst`: the addresses of the instructions a trace executed and the
 //! events between them, from a raw trace and raw code images, line for line as ptxed prints
-//! them, so its users and libipt's tests can compare with `diff -b`.
+//! them, so its users and libipt's tests can compare with `diff -b`. With perf_event sideband,
+//! each event also moves the sideband on, which may change the code decoded
+//! ([`crate::ptxed_sideband`]).
 
 use std::io::{self, Write};
 
@@ -11,6 +13,8 @@ use crate::flow::{Block, Error, Flow, Status};
 use crate::image::{Image, Section};
 use crate::insn::{Class, ExecMode, Insn};
 use crate::packet::cstate;
+use crate::ptdump_sideband::PeventArgs;
+use crate::ptxed_sideband::{Session, Sideband};
 
 /// ptxed's options that this decoder implements.
 #[derive(Debug, Clone, Default)]
@@ -41,6 +45,8 @@ pub struct Setup {
     pub options: Options,
     pub image: Image,
     pub trace: Vec<u8>,
+    /// perf_event sideband (`--pevent:*`, `--sb:*`): the processes' code over time.
+    pub sideband: Sideband,
 }
 
 fn raw_section(arg: &str) -> Result<Section, String> {
@@ -56,27 +62,40 @@ fn raw_section(arg: &str) -> Result<Section, String> {
     })
 }
 
+/// `--elf FILE[:BASE]`'s sections: a suffix that is not a number is part of the name.
+fn elf_arg(v: &str) -> Result<Vec<Section>, String> {
+    let (path, base) = match v.rsplit_once(':') {
+        Some((p, b)) if parse_c_number(b).is_some() => (p, parse_c_number(b)),
+        _ => (v, None),
+    };
+    crate::image::elf_sections(path, base)
+}
+
 /// ptxed's command line (without the program name).
 pub fn parse_args(args: &[String]) -> Result<Setup, String> {
     let mut o = Options::default();
     let mut image = Image::default();
     let mut trace = None;
+    let mut sideband = Sideband::default();
+    let mut pevent = PeventArgs::default();
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut value = || it.next().ok_or_else(|| format!("{a}: missing argument"));
         match a.as_str() {
             "--raw" => image.add(raw_section(value()?)?),
             "--elf" => {
-                let v = value()?;
-                // FILE[:BASE]: a suffix that is not a number is part of the name.
-                let (path, base) = match v.rsplit_once(':') {
-                    Some((p, b)) if parse_c_number(b).is_some() => (p, parse_c_number(b)),
-                    _ => (v.as_str(), None),
-                };
-                for s in crate::image::elf_sections(path, base)? {
+                for s in elf_arg(value()?)? {
                     image.add(s);
                 }
             }
+            "--pevent:kcore" => {
+                for s in elf_arg(value()?)? {
+                    sideband.kernel.add(s);
+                }
+            }
+            "--sb:switch" => sideband.switch = true,
+            // ptdump's name for a primary file; ptxed wants to be told which it is.
+            "--pevent" => return Err(format!("{a}: use --pevent:primary or --pevent:secondary")),
             "--pt" => trace = Some(Input::parse(value()?)?.load()?),
             "--cpu" => o.cpu = parse_cpu(value()?)?,
             "--no-inst" | "--check" => {}
@@ -122,6 +141,7 @@ pub fn parse_args(args: &[String]) -> Result<Setup, String> {
             "--event:tick" => o.flow.ticks = true,
             "--insn:keep-tcal-on-ovf" | "--block:keep-tcal-on-ovf" => o.keep_tcal_on_ovf = true,
             _ if clock_option(a, &mut it, &mut o.clock)? => {}
+            _ if pevent.parse(a, &mut it, &mut sideband.options)? => {}
             _ => return Err(format!("{a}: not supported (yet)")),
         }
     }
@@ -129,6 +149,7 @@ pub fn parse_args(args: &[String]) -> Result<Setup, String> {
         options: o,
         image,
         trace: trace.ok_or("no trace given (--pt FILE)")?,
+        sideband,
     })
 }
 
@@ -347,10 +368,30 @@ fn after(insn: &Insn) -> u64 {
     }
 }
 
+/// An event as ptxed takes it: printed, unless it only restates the decoder's status, then
+/// given to the sideband, which may change the code the decoder reads.
+fn report(
+    e: &Event,
+    resumed: bool,
+    o: &Options,
+    sideband: &mut Session<'_>,
+    flow: &mut Flow<'_>,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    if !o.quiet && !e.status_update {
+        out.write_all(event_line(e, resumed, o).as_bytes())?;
+    }
+    if let Some(image) = sideband.on_event(e, out)? {
+        flow.set_image(image);
+    }
+    Ok(())
+}
+
 /// Decodes the whole trace, printing as ptxed does.
 pub fn run(setup: &Setup, mut out: impl Write) -> io::Result<()> {
     let o = &setup.options;
     let mut flow = Flow::new(&setup.trace, &setup.image);
+    let mut sideband = Session::new(&setup.sideband);
     flow.config = o.flow;
     flow.set_iflags(o.iflags);
     flow.set_clock(o.clock, o.keep_tcal_on_ovf);
@@ -360,6 +401,7 @@ pub fn run(setup: &Setup, mut out: impl Write) -> io::Result<()> {
             None => writeln!(out, "[0, 0: config error: unknown cpu]")?,
         }
     }
+    sideband.start(&mut out)?;
     let mut block = Block::default();
     let (mut insns, mut blocks) = (0u64, 0u64);
     let mut last_sync_error: Option<usize> = None;
@@ -391,9 +433,7 @@ pub fn run(setup: &Setup, mut out: impl Write) -> io::Result<()> {
             while st.pending {
                 match flow.event() {
                     Ok((e, resumed, s)) => {
-                        if !o.quiet && !e.status_update {
-                            out.write_all(event_line(&e, resumed, o).as_bytes())?;
-                        }
+                        report(&e, resumed, o, &mut sideband, &mut flow, &mut out)?;
                         st = s;
                     }
                     Err(e) => {
@@ -464,9 +504,7 @@ pub fn run(setup: &Setup, mut out: impl Write) -> io::Result<()> {
                 }
                 Ok(crate::flow::Resync::EventIgnored) => match flow.event() {
                     Ok((e, resumed, _)) => {
-                        if !o.quiet && !e.status_update {
-                            out.write_all(event_line(&e, resumed, o).as_bytes())?;
-                        }
+                        report(&e, resumed, o, &mut sideband, &mut flow, &mut out)?;
                     }
                     Err(e) => {
                         writeln!(

@@ -60,6 +60,7 @@ fn run(trace: Vec<u8>, code: Vec<u8>, opts: ptxed::Options) -> Result<(), TestCa
         options: opts,
         image,
         trace,
+        sideband: Default::default(),
     };
     let mut out = Vec::new();
     ptxed::run(&setup, &mut out).unwrap();
@@ -124,6 +125,7 @@ fn a_jump_to_itself_ends_whatever_ends_the_blocks() {
             options: opts,
             image,
             trace: trace.clone(),
+            sideband: Default::default(),
         };
         let mut out = Vec::new();
         ptxed::run(&setup, &mut out).unwrap();
@@ -151,6 +153,7 @@ fn code_at_the_top_of_the_address_space_decodes() {
         options: ptxed::Options::default(),
         image,
         trace,
+        sideband: Default::default(),
     };
     let mut out = Vec::new();
     ptxed::run(&setup, &mut out).unwrap();

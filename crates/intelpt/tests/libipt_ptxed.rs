@@ -1,20 +1,21 @@
 //! libipt's decoder tests against `perfaux intel-pt decode`'s flow decoder: for every test in
 //! the decoder's scope, each ptxed expectation pttc extracted from it equals the flow's
 //! output under `diff -b`, run as libipt's runner runs ptxed (`--raw NAME.bin:ORG`, the
-//! test's options, `--no-inst --check --pt NAME.pt`).
+//! test's options, `--no-inst --check --pt NAME.pt`, then the sideband files pttc wrote with
+//! the settings their names carry).
 //!
 //! The scope is what the decoder implements, read from each test's text, not from its
-//! result: tests whose ptxed options are the implemented ones (`--cpu`, `--event:ip`,
-//! `--quiet`, `--stat*`, the decoder choice and the block options), without sideband,
-//! whose packets are the flow's (PSB+, TNT, TIP family, MODE, OVF, PIP, VMCS, TraceStop,
-//! MNT, timing, EXSTOP, MWAIT, PWRE, PWRX, PTWRITE, CFE, EVD, TRIG). The others (ticks
-//! and time, sideband, address filters) are counted and named, not hidden.
+//! result: tests whose ptxed options are the implemented ones (`--cpu`, `--event:*`,
+//! `--quiet`, `--stat*`, the decoder choice, the block options, clocks, address filters,
+//! `--sb:*` and `--pevent:*`), whose packets are the flow's (PSB+, TNT, TIP family, MODE,
+//! OVF, PIP, VMCS, TraceStop, MNT, timing, EXSTOP, MWAIT, PWRE, PWRX, PTWRITE, CFE, EVD,
+//! TRIG). The others are counted and named, not hidden.
 
 use std::path::{Path, PathBuf};
 
 mod common;
 
-use common::diff_b;
+use common::{diff_b, sideband_options};
 use perfaux_intelpt::ptxed;
 
 fn testdata() -> PathBuf {
@@ -105,6 +106,28 @@ const OPTIONS: &[&str] = &[
     "--event:iflags",
     "--block:end-on-call",
     "--block:end-on-jump",
+    "--sb",
+    "--sb:compact",
+    "--sb:verbose",
+    "--sb:filename",
+    "--sb:offset",
+    "--sb:time",
+    "--sb:switch",
+    "--sb:warn",
+    "--pevent:primary",
+    "--pevent:secondary",
+    "--pevent:sample-type",
+    "--pevent:sample-config",
+    "--pevent:time-zero",
+    "--pevent:time-shift",
+    "--pevent:time-mult",
+    "--pevent:tsc-offset",
+    "--pevent:kernel-start",
+    "--pevent:sysroot",
+    "--pevent:kcore",
+    "--pevent:vdso-x64",
+    "--pevent:vdso-x32",
+    "--pevent:vdso-ia32",
 ];
 
 fn org(ptt: &str) -> Option<String> {
@@ -128,6 +151,7 @@ fn ptxed_expectations_match_for_every_test_in_the_flows_scope() {
         .collect();
     names.sort();
     let (mut passed, mut failed, mut outside) = (0, Vec::new(), Vec::new());
+    let mut with_sideband = 0;
     for name in &names {
         let ptt = std::fs::read_to_string(dir.join("ptt").join(format!("{name}.ptt"))).unwrap();
         let exps: Vec<&String> = outs
@@ -142,9 +166,6 @@ fn ptxed_expectations_match_for_every_test_in_the_flows_scope() {
             .iter()
             .filter(|o| o.starts_with("--"))
             .all(|o| OPTIONS.contains(&o.as_str()))
-            && !outs
-                .iter()
-                .any(|o| o.starts_with(&format!("{name}-pevent")))
             && packets(&ptt)
                 .iter()
                 .all(|p| FLOW_PACKETS.contains(&p.as_str()));
@@ -153,6 +174,7 @@ fn ptxed_expectations_match_for_every_test_in_the_flows_scope() {
             continue;
         }
         let org = org(&ptt).expect("org");
+        let sideband = sideband_options(name, &ptt, &outs, &dir.join("out"));
         for exp in exps {
             let mut args = vec![
                 "--raw".to_owned(),
@@ -190,10 +212,22 @@ fn ptxed_expectations_match_for_every_test_in_the_flows_scope() {
                     .display()
                     .to_string(),
             ]);
+            // The sideband names the code files as the runner sees them, in its directory.
+            if !sideband.is_empty() {
+                args.extend([
+                    "--pevent:sysroot".to_owned(),
+                    format!("{}/", bin_dir.display()),
+                ]);
+            }
+            args.extend(sideband.iter().cloned());
+            with_sideband += usize::from(!sideband.is_empty());
             let setup = ptxed::parse_args(&args).unwrap();
             let mut out = Vec::new();
             ptxed::run(&setup, &mut out).unwrap();
-            let ours = String::from_utf8(out).unwrap();
+            // And it names the sideband files from there.
+            let ours = String::from_utf8(out)
+                .unwrap()
+                .replace(&format!("{}/", dir.join("out").display()), "");
             let theirs = std::fs::read_to_string(dir.join("out").join(exp)).unwrap();
             if diff_b(&ours) == diff_b(&theirs) {
                 passed += 1;
@@ -208,6 +242,10 @@ fn ptxed_expectations_match_for_every_test_in_the_flows_scope() {
         outside.join(" ")
     );
     assert!(passed > 0);
+    assert_eq!(
+        with_sideband, 10,
+        "libipt's ptxed expectations with perf_event sideband"
+    );
     assert!(
         failed.is_empty(),
         "{} of {} expectations differ:\n{}",

@@ -22,6 +22,8 @@ fn file(path: &str, bytes: Vec<u8>) -> PeventFile {
             ..Default::default()
         },
         bytes,
+        primary: true,
+        process: Default::default(),
     }
 }
 

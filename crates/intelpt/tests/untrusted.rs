@@ -2,11 +2,12 @@
 //! or an error at a position, and both dumps finish on any bytes, with output bounded by the
 //! input (a line for each byte at most, and the diagnostics of at most one resync each). Any
 //! bytes are safe as a perf_event sideband file too: back-to-back records or an error at the
-//! record that could not be read, and ptdump's dump of them bounded the same way.
+//! record that could not be read, and ptdump's and ptxed's output with them bounded the same
+//! way.
 
 use perfaux_intelpt::decode::{Context, Dialect, decode};
-use perfaux_intelpt::ptdump_sideband::{PeventFile, SidebandFlags, SidebandOptions};
-use perfaux_intelpt::{perf_dump, pevent, ptdump};
+use perfaux_intelpt::ptdump_sideband::{PeventFile, ProcessConfig, SidebandFlags, SidebandOptions};
+use perfaux_intelpt::{perf_dump, pevent, ptdump, ptxed, ptxed_sideband};
 use proptest::prelude::*;
 
 /// Bytes biased towards packets: PSBs, opcodes and their payloads, so the decoders go deep.
@@ -235,6 +236,8 @@ fn check_sideband(sb: &[u8], trace: &[u8]) -> Result<(), TestCaseError> {
                 path: "sb".into(),
                 config: cfg.clone(),
                 bytes: sb.to_vec(),
+                primary: true,
+                process: Default::default(),
             };
             let o = ptdump::Options {
                 sideband: SidebandOptions {
@@ -252,7 +255,57 @@ fn check_sideband(sb: &[u8], trace: &[u8]) -> Result<(), TestCaseError> {
             let lines = out.iter().filter(|&&b| b == b'\n').count();
             prop_assert!(lines <= 2 * (20 * sb.len() / 8 + sb.len() + 1) + 8 * (trace.len() + 1));
         }
+        check_ptxed_sideband(sb, trace, &cfg)?;
     }
+    Ok(())
+}
+
+/// ptxed with the file as primary and as secondary sideband: as many lines as without it,
+/// and for each record at most its own lines, a problem and a context switch, and a line
+/// for each file's end.
+fn check_ptxed_sideband(
+    sb: &[u8],
+    trace: &[u8],
+    cfg: &pevent::Config,
+) -> Result<(), TestCaseError> {
+    let run = |files: Vec<PeventFile>| {
+        let setup = ptxed::Setup {
+            options: ptxed::Options::default(),
+            image: Default::default(),
+            trace: trace.to_vec(),
+            sideband: ptxed_sideband::Sideband {
+                options: SidebandOptions {
+                    show: SidebandFlags {
+                        compact: true,
+                        offset: true,
+                        ..Default::default()
+                    },
+                    warn: true,
+                    files,
+                },
+                switch: true,
+                kernel: Default::default(),
+            },
+        };
+        let mut out = Vec::new();
+        ptxed::run(&setup, &mut out).unwrap();
+        out.iter().filter(|&&b| b == b'\n').count()
+    };
+    let file = |primary| PeventFile {
+        path: "sb".into(),
+        config: cfg.clone(),
+        bytes: sb.to_vec(),
+        primary,
+        // No mapped file can be found, so the code stays what it is without sideband (none).
+        process: ProcessConfig {
+            sysroot: Some("/nonexistent/".into()),
+            kernel_start: 0xffff_8000_0000_0000,
+            ..Default::default()
+        },
+    };
+    let without = run(Vec::new());
+    let with = run(vec![file(true), file(false)]);
+    prop_assert!(with <= without + 2 * (3 * sb.len() / 8 + sb.len() + 1));
     Ok(())
 }
 
