@@ -194,6 +194,50 @@ fn entries_the_compiler_prepared_are_traced_without_p() {
     }
 }
 
+/// A program clang built with `-fxray-instrument` is traced without -P through the functions
+/// whose entries XRay prepared (a sled each), and only those: not XRay's own runtime linked
+/// into it, nor the sanitizer library beside it, which `-P .` would patch too. Their calls
+/// are uftrace's (`-P .` on the same binary).
+#[test]
+fn xray_sleds_are_traced_without_p_and_only_their_functions() {
+    perfaux_testutil::require_oracle!("clang");
+    perfaux_testutil::require_oracle!("uftrace");
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../preload/tests/c/calls.c");
+    let prog = dir.path().join("calls_xray");
+    let st = Command::new("clang")
+        .args(["-O1", "-g", "-pthread", "-fxray-instrument"])
+        // Every function gets its sleds, not only those of 200 instructions or more.
+        .arg("-fxray-instruction-threshold=1")
+        .arg("-o")
+        .arg(&prog)
+        .arg(&src)
+        .status()
+        .expect("clang");
+    assert!(
+        st.success(),
+        "clang -fxray-instrument (Debian: apt-get install clang libclang-rt-dev)"
+    );
+    let want = uftrace_patched_counts(dir.path(), &prog, &["3"]);
+    let (out, data) = record(dir.path(), &prog, &["3"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("patchable function entries (-fxray-instrument)"),
+        "the way said in one line: {err}"
+    );
+    let ours = report_counts(&data);
+    assert_agrees("xray", &ours, &want);
+    let runtime: Vec<&String> = ours
+        .keys()
+        .filter(|f| f.starts_with("__xray") || f.starts_with("__sanitizer"))
+        .collect();
+    assert!(
+        runtime.is_empty(),
+        "XRay's runtime was patched: {runtime:?}"
+    );
+}
+
 /// A program built with compiler hooks is traced through them, and `record` says so in one
 /// line naming the flags (the prepared entries' line is the test above's): the three flavours.
 #[test]

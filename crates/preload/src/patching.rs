@@ -51,10 +51,12 @@ pub enum TraceWay {
 }
 
 /// How a binary traces without `-P`: through the compiler hooks it calls (an undefined
-/// `__cyg_profile_func_enter`, `__fentry__` or `mcount`), else through the entries gcc's
-/// `-fpatchable-function-entry=N` (a `__patchable_function_entries` section of entry
-/// addresses) or `-pg -mfentry -mnop-mcount -mrecord-mcount` (`__mcount_loc`, with no hook to
-/// call) prepared. `None`: neither (only `-P` traces its own functions), or not an ELF file.
+/// `__cyg_profile_func_enter`, `__fentry__` or `mcount`), else through the entries the
+/// compiler prepared: clang's `-fxray-instrument` (sleds listed in `xray_instr_map`, for the
+/// functions it chose), gcc's `-fpatchable-function-entry=N` (a
+/// `__patchable_function_entries` section of entry addresses) or `-pg -mfentry -mnop-mcount
+/// -mrecord-mcount` (`__mcount_loc`, with no hook to call). `None`: neither (only `-P` traces
+/// its own functions), or not an ELF file.
 pub fn trace_way(path: &Path) -> Option<TraceWay> {
     use object::{Object, ObjectSection, ObjectSymbol};
     // Read as parsed (headers, the symbol tables, a section's header), not whole: every
@@ -74,6 +76,9 @@ pub fn trace_way(path: &Path) -> Option<TraceWay> {
     if let Some((_, how)) = called {
         return Some(TraceWay::Hooks(how));
     }
+    if let Some(f) = xray_functions(&file).filter(|f| !f.is_empty()) {
+        return Some(TraceWay::Prepared(XRAY, f.len()));
+    }
     [
         ("__patchable_function_entries", "-fpatchable-function-entry"),
         ("__mcount_loc", "-mnop-mcount"),
@@ -86,16 +91,67 @@ pub fn trace_way(path: &Path) -> Option<TraceWay> {
     })
 }
 
+/// The flag [`TraceWay::Prepared`] names for XRay's sleds.
+pub const XRAY: &str = "-fxray-instrument";
+
+/// Size of an `xray_instr_map` entry (LLVM's XRaySledEntry): the sled's address, its
+/// function's, the kind (0: function entry), always-instrument, the version, padding.
+const XRAY_SLED: usize = 32;
+
+/// The functions whose entries clang's `-fxray-instrument` prepared (an entry sled each in
+/// `xray_instr_map`), by link-time address. Sleds of version 2 and later hold their
+/// addresses relative to the field's own place, earlier ones absolute. `None`: no such
+/// section, or one that does not hold whole entries.
+pub fn xray_functions<'d, R: object::ReadRef<'d>>(
+    file: &object::File<'d, R>,
+) -> Option<std::collections::BTreeSet<u64>> {
+    use object::{Object, ObjectSection};
+    let sec = file.section_by_name("xray_instr_map")?;
+    let data = sec.data().ok()?;
+    if data.len() % XRAY_SLED != 0 {
+        return None;
+    }
+    let word = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8 bytes"));
+    let functions = data
+        .chunks_exact(XRAY_SLED)
+        .enumerate()
+        .filter(|(_, e)| e[16] == 0)
+        .map(|(i, e)| {
+            let function = word(&e[8..16]);
+            if e[18] >= 2 {
+                let field = sec.address() + (i * XRAY_SLED) as u64 + 8;
+                field.wrapping_add(function)
+            } else {
+                function
+            }
+        })
+        .collect();
+    Some(functions)
+}
+
 /// The plan of the executable `prog` runs, for the runtime, as a sealed memfd (close-on-exec:
 /// the caller hands it to the program); `None` if the rules do not name the executable or its
-/// file cannot be read (the runtime then plans itself).
-pub fn plan_memfd(prog: &str, spec: &PatchSpec) -> Option<OwnedFd> {
+/// file cannot be read (the runtime then plans itself). `prepared_only`: of the functions the
+/// rules name, only those whose entries the compiler prepared where it chose some (XRay's),
+/// not its runtime's nor any it left out.
+pub fn plan_memfd(prog: &str, spec: &PatchSpec, prepared_only: bool) -> Option<OwnedFd> {
     let path = executable(prog)?;
     if !spec.wants_object(&path.to_string_lossy(), true) {
         return None;
     }
     let meta = std::fs::metadata(&path).ok()?;
-    let plan = plan_executable(&path, spec).ok()?;
+    let mut plan = plan_executable(&path, spec).ok()?;
+    if prepared_only && let Some(chosen) = xray_functions_of(&path) {
+        let keep: Vec<bool> = plan
+            .plans
+            .iter()
+            .map(|p| chosen.contains(&p.entry))
+            .collect();
+        let mut k = keep.iter();
+        plan.plans.retain(|_| *k.next().unwrap_or(&false));
+        let mut k = keep.iter();
+        plan.sizes.retain(|_| *k.next().unwrap_or(&false));
+    }
     let verdicts = Verdicts {
         identity: perfaux_patch::verdicts::identity(&meta),
         refused: plan.refused.len() as u64,
@@ -118,6 +174,13 @@ pub fn plan_memfd(prog: &str, spec: &PatchSpec) -> Option<OwnedFd> {
     )
     .ok()?;
     Some(fd)
+}
+
+/// [`xray_functions`] of the file at `path`.
+fn xray_functions_of(path: &Path) -> Option<std::collections::BTreeSet<u64>> {
+    let cache = object::ReadCache::new(std::fs::File::open(path).ok()?);
+    let file = object::File::parse(&cache).ok()?;
+    xray_functions(&file)
 }
 
 /// The hint for a program that called no hook: build it with hooks, or use `-P`, saying how

@@ -73,6 +73,9 @@ pub struct ProgramOptions {
     /// `-P` / `-U`: the functions whose entries the runtime patches in a program built without
     /// instrumentation (perfaux-patch's rules; `None`: none).
     pub patch: Option<PatchSpec>,
+    /// With `patch`: the executable is patched only at the entries its compiler prepared
+    /// where it chose some functions (XRay's sleds; `record` without `-P` on such a program).
+    pub prepared_only: bool,
     /// With `patch`: the executable's calls into shared libraries (through its PLT) are
     /// traced too, under the library functions' names (uftrace's default; `--no-libcall`).
     pub libcalls: bool,
@@ -124,6 +127,7 @@ impl ProgramOptions {
             data_size: DEFAULT_DATA_SIZE,
             overwrite,
             patch: None,
+            prepared_only: false,
             libcalls: false,
             max_threads: MAX_THREADS,
             switch_events: false,
@@ -327,6 +331,7 @@ impl TracedProgram {
             data_size,
             overwrite,
             patch,
+            prepared_only,
             libcalls,
             max_threads,
             switch_events,
@@ -411,7 +416,7 @@ impl TracedProgram {
         let mut plan_fd = None;
         if let Some(spec) = patch.as_ref().filter(|_| patching) {
             command.env(crate::patching::ENV_PATCH, spec.encode());
-            plan_fd = crate::patching::plan_memfd(&prog, spec);
+            plan_fd = crate::patching::plan_memfd(&prog, spec, prepared_only);
             if libcalls {
                 // Every PLT slot filled before the constructors, for the runtime to hook.
                 command.env("LD_BIND_NOW", "1");

@@ -105,6 +105,7 @@ fn options(a: &RecordArgs) -> Result<ProgramOptions, CliError> {
         Some(m) => parse_mmap_pages(m, page)?,
         None => (None, None),
     };
+    let (patch, prepared_only) = patch_spec(a)?;
     Ok(ProgramOptions {
         events: program.specs,
         table: program.table,
@@ -113,7 +114,8 @@ fn options(a: &RecordArgs) -> Result<ProgramOptions, CliError> {
         aux_size: aux_size.unwrap_or(DEFAULT_AUX_SIZE),
         data_size: data_size.unwrap_or(DEFAULT_DATA_SIZE),
         overwrite,
-        patch: patch_spec(a)?,
+        patch,
+        prepared_only,
         libcalls: !a.no_libcall,
         max_threads: a.max_threads as usize,
         // A flight recorder's file holds snapshots, but the switches stream in as they come:
@@ -124,26 +126,28 @@ fn options(a: &RecordArgs) -> Result<ProgramOptions, CliError> {
 }
 
 /// The `-P` / `-U` rules, if any; without them, `-P .` for a program whose entries the
-/// compiler prepared for patching. Without them, the way the program is traced is said in one
+/// compiler prepared for patching (only those it prepared, where it chose some functions:
+/// XRay's; the second value). Without them, the way the program is traced is said in one
 /// line (its compiler hooks, or its prepared entries); a program with neither is said at its
 /// end, with what `-P` would trace.
-fn patch_spec(a: &RecordArgs) -> Result<Option<PatchSpec>, CliError> {
-    use perfaux_preload::patching::{TraceWay, executable, trace_way};
+fn patch_spec(a: &RecordArgs) -> Result<(Option<PatchSpec>, bool), CliError> {
+    use perfaux_preload::patching::{TraceWay, XRAY, executable, trace_way};
     if a.patch.is_empty() {
         let prog = &a.command[0];
         return Ok(match executable(prog).and_then(|p| trace_way(&p)) {
             Some(TraceWay::Hooks(how)) => {
                 eprintln!("perfaux record: tracing {prog} through its compiler hooks ({how})");
-                None
+                (None, false)
             }
             Some(TraceWay::Prepared(how, n)) => {
                 eprintln!(
                     "perfaux record: tracing {prog} through its {n} patchable function entries \
                      ({how}); -P selects functions"
                 );
-                Some(PatchSpec::parse(&[".".into()], &[], MatchKind::Regex).expect("'.' parses"))
+                let every = PatchSpec::parse(&[".".into()], &[], MatchKind::Regex);
+                (Some(every.expect("'.' parses")), how == XRAY)
             }
-            None => None,
+            None => (None, false),
         });
     }
     let kind = if a.match_kind == "glob" {
@@ -152,7 +156,7 @@ fn patch_spec(a: &RecordArgs) -> Result<Option<PatchSpec>, CliError> {
         MatchKind::Regex
     };
     PatchSpec::parse(&a.patch, &a.unpatch, kind)
-        .map(Some)
+        .map(|s| (Some(s), false))
         .map_err(|e| CliError::msg(format!("record: -P/-U: {e}")))
 }
 
