@@ -1,25 +1,61 @@
 //! A span's entry and exit, and an event with two fields, through the `tracing` registry:
 //! alone (the baseline), with perfaux's layer and no recording, with perfaux's layer
 //! recording (in-process, flight-recorder mode: the same writer as full trace, no disk), with
-//! tracing-chrome's layer (its default threaded mode, writing JSON to a file), and with
+//! tracing-chrome's layer (its default threaded mode, writing JSON to a file), with
 //! tracing-perfetto's layer (protobuf trace packets written to a file under a mutex, on the
-//! calling thread).
+//! calling thread), and with tracing-tracy's layer (its default `Config`: no call stacks, a
+//! span's fields in its zone name).
 //!
 //! cargo bench -p perfaux-tracing --bench span
 //!
 //! Before the timings, the bytes each layer writes per span (entry and exit) and per event
 //! are printed, from a run of 100,000 of each.
+//!
+//! Tracy is measured with its queue counted, not with a server connected: no Tracy capture
+//! tool is packaged for Debian (bookworm, trixie or sid), so none can be run here against the
+//! client's protocol (tracy-client-sys 0.30, Tracy 0.14.1, protocol 82). Its client is built
+//! without `ondemand`, which would drop every zone and message while no server is connected
+//! and so time a branch; without it the client enqueues everything and keeps it until a server
+//! connects. What is timed is therefore the layer's work and the client's enqueue (a source
+//! location allocated per entry, a queue item per zone begin, end and message, the message
+//! text copied), with the page faults of a queue that only grows (a fresh page every 36 spans;
+//! see BENCHMARKS.md), and without the work a connected client's thread does to send it. Of
+//! tracy-client's default features it keeps `enable` and leaves out those that start work
+//! beside the timed thread (kernel system and context-switch tracing and call-stack sampling:
+//! they would also interrupt the other peers in this process and fill the queue on their own),
+//! `broadcast` (UDP announcements to the network), `crash-handler` (signal handlers in a
+//! process where perfaux's recorder works) and the features a server asks for (code transfer,
+//! inline frames); none of these is on the path a zone or message takes. `only-localhost`
+//! keeps the listening client off the network. The client starts before `main` (no
+//! `manual-lifetime`), so its thread, waking every 10 ms to look for a server, is in the
+//! process for every peer's cases; beside them it is noise.
+//!
+//! The queue never drains, so Tracy's cases run for a short time only (`TRACY_WARM_UP`,
+//! `TRACY_MEASURE`). Criterion runs as many iterations as fit in its times (its warm-up up to
+//! twice its time), so a case leaves at most (2 x warm-up + measurement) / time per call x
+//! queue bytes per call behind: at 90 ns and 112 bytes a span, about 1 million spans and
+//! 120 MB. The cases' queues add up (none is freed), to some 220 MB, printed at the end with the
+//! process's peak memory (most of which is tracing-chrome's: its writer thread falls behind
+//! the channel it is sent events on). Tracy's bytes in a trace are not measured: they are what
+//! a client sends a server (compressed), and there is no server. The queue memory per call
+//! printed instead (the process's resident growth) is what the client holds until a server
+//! connects, not a trace's size.
 
 use std::hint::black_box;
 use std::path::Path;
 use std::time::Duration;
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main};
 use perfaux_tracing::{Recording, RecordingOptions};
 use tracing::{Dispatch, info, info_span};
 use tracing_subscriber::prelude::*;
 
 const N_BYTES: u64 = 100_000;
+/// Tracy's queue grows with every iteration and never drains: its cases are short (see the
+/// module doc).
+const TRACY_WARM_UP: Duration = Duration::from_millis(20);
+const TRACY_MEASURE: Duration = Duration::from_millis(60);
 
 fn chrome(path: &Path, args: bool) -> (Dispatch, tracing_chrome::FlushGuard) {
     let (layer, guard) = tracing_chrome::ChromeLayerBuilder::new()
@@ -33,6 +69,56 @@ fn perfetto(path: &Path) -> Dispatch {
     let file = std::fs::File::create(path).unwrap();
     let layer = tracing_perfetto::PerfettoLayer::new(std::sync::Mutex::new(file));
     tracing_subscriber::registry().with(layer).into()
+}
+
+fn tracy() -> Dispatch {
+    tracing_subscriber::registry()
+        .with(tracing_tracy::TracyLayer::default())
+        .into()
+}
+
+/// A field of /proc/self/status in bytes (VmRSS, VmHWM).
+fn proc_status_bytes(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status
+        .lines()
+        .find(|l| l.starts_with(field))
+        .unwrap_or_else(|| panic!("no {field} in /proc/self/status"));
+    let kb: u64 = line[field.len() + 1..]
+        .trim()
+        .trim_end_matches(" kB")
+        .parse()
+        .unwrap();
+    kb * 1024
+}
+
+/// The resident bytes `f` leaves behind per call: Tracy's queue has no file to measure.
+fn tracy_queue_bytes(f: impl FnOnce(u64)) -> f64 {
+    let before = proc_status_bytes("VmRSS:");
+    tracing::dispatcher::with_default(&tracy(), || f(N_BYTES));
+    let per_call = (proc_status_bytes("VmRSS:") - before) as f64 / N_BYTES as f64;
+    // A queue item alone is 32 bytes: less would mean something (a server) drains the
+    // queue, and the timings would not be of what the doc says.
+    assert!(
+        per_call >= 32.0,
+        "Tracy's queue did not grow ({per_call:.1} B a call): is a server connected?"
+    );
+    per_call
+}
+
+/// Tracy's case in `g`, short (its queue never drains); returns the resident bytes it left.
+fn bench_tracy(
+    g: &mut BenchmarkGroup<'_, WallTime>,
+    iter: impl Fn(&mut criterion::Bencher<'_>),
+) -> u64 {
+    g.warm_up_time(TRACY_WARM_UP)
+        .measurement_time(TRACY_MEASURE);
+    let d = tracy();
+    let before = proc_status_bytes("VmRSS:");
+    g.bench_function("tracing_tracy", |b| {
+        tracing::dispatcher::with_default(&d, || iter(b))
+    });
+    proc_status_bytes("VmRSS:").saturating_sub(before)
 }
 
 fn perfaux() -> Dispatch {
@@ -106,6 +192,8 @@ fn bytes_per_call(dir: &Path) {
     let p = dir.join("bytes_ev.pftrace");
     tracing::dispatcher::with_default(&perfetto(&p), || events(N_BYTES));
     let perfetto_event = std::fs::metadata(&p).unwrap().len() as f64 / N_BYTES as f64;
+    let tracy_span = tracy_queue_bytes(spans);
+    let tracy_event = tracy_queue_bytes(events);
     eprintln!(
         "bytes per span (entry + exit): perfaux {perfaux_span:.1}, tracing-chrome {chrome_span:.1} \
          ({:.1} x); per event with two fields: perfaux {perfaux_event:.1}, tracing-chrome \
@@ -116,6 +204,10 @@ fn bytes_per_call(dir: &Path) {
         chrome_event / perfaux_event,
         perfetto_span / perfaux_span,
         perfetto_event / perfaux_event
+    );
+    eprintln!(
+        "tracing-tracy, memory its queue holds until a server connects (not trace bytes): \
+         span (entry + exit) {tracy_span:.1}, event {tracy_event:.1}"
     );
 }
 
@@ -153,6 +245,7 @@ fn bench(c: &mut Criterion) {
             tracing::dispatcher::with_default(&d, || span_iter(b))
         });
     }
+    let mut tracy_queues = bench_tracy(&mut g, span_iter);
     g.finish();
 
     // Events go to the file in either mode (the data area is not a flight recorder): a
@@ -185,6 +278,7 @@ fn bench(c: &mut Criterion) {
     g.bench_function("tracing_perfetto", |b| {
         tracing::dispatcher::with_default(&d, || new_iter(b))
     });
+    tracy_queues += bench_tracy(&mut g, new_iter);
     g.finish();
 
     let mut g = c.benchmark_group("event_two_fields");
@@ -215,7 +309,13 @@ fn bench(c: &mut Criterion) {
     g.bench_function("tracing_perfetto", |b| {
         tracing::dispatcher::with_default(&d, || event_iter(b))
     });
+    tracy_queues += bench_tracy(&mut g, event_iter);
     g.finish();
+    eprintln!(
+        "peak resident memory: {:.0} MB, of which Tracy's queues in the timed cases {:.0} MB",
+        proc_status_bytes("VmHWM:") as f64 / 1e6,
+        tracy_queues as f64 / 1e6
+    );
 }
 
 criterion_group!(benches, bench);
