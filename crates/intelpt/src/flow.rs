@@ -164,7 +164,29 @@ pub struct Flow<'a> {
     walked: usize,
     /// Decoded instructions by address and mode, for the current image.
     cache: std::cell::RefCell<rustc_hash::FxHashMap<(u64, ExecMode), Insn>>,
+    /// The runs walked from an address and mode ([`Run`]), by their index in `runs`: a
+    /// loop's pass is a lookup and a copy, not an instruction at a time.
+    run_at: rustc_hash::FxHashMap<(u64, ExecMode), u32>,
+    runs: Vec<Run>,
 }
+
+/// The instructions [`Flow::next`] walks from one address without trace: up to the first
+/// that needs trace, or that ends a block by the configuration. The same every time from
+/// there (the image and the configuration it was made under stay; a new image clears them).
+struct Run {
+    insns: Box<[Insn]>,
+    /// Whether it holds a call (the return stack takes its return address).
+    calls: bool,
+    /// The configuration's `end_on_call` and `end_on_jump` it was made under.
+    ends: (bool, bool),
+}
+
+/// The longest run kept (a longer one is walked an instruction at a time).
+const RUN_MAX: usize = 4096;
+
+/// The most runs kept (then they are made again), with [`RUN_MAX`]: memory bounded whatever
+/// the code.
+const RUNS_MAX: usize = 1 << 16;
 
 /// The instructions one call of [`Flow::next`] walked.
 #[derive(Debug, Default, Clone)]
@@ -193,6 +215,8 @@ impl<'a> Flow<'a> {
             last_tsc: None,
             walked: 0,
             cache: Default::default(),
+            run_at: Default::default(),
+            runs: Vec::new(),
         }
     }
 
@@ -207,6 +231,8 @@ impl<'a> Flow<'a> {
     pub fn set_image(&mut self, image: Image) {
         self.image = image;
         self.cache.get_mut().clear();
+        self.run_at.clear();
+        self.runs.clear();
     }
 
     /// Reports changes of the interrupt flag as events.
@@ -459,6 +485,81 @@ impl<'a> Flow<'a> {
         }
     }
 
+    /// Walks the run from the current IP ([`Run`]) into `block`, as the loop of `step`s in
+    /// [`Flow::next`] would, and moves past its last instruction (taking trace if it needs
+    /// some). `false`: nothing walked, the loop is to walk it (a run not made: the code is not
+    /// there or does not decode, which the loop reports where it fails; a run too long or one
+    /// past the walk's bound).
+    fn walk_run(&mut self, block: &mut Block) -> Result<bool, Error> {
+        let mode = self.mode.unwrap_or_default();
+        let ends = (self.config.end_on_call, self.config.end_on_jump);
+        let index = match self.run_at.get(&(self.ip, mode)) {
+            Some(&i) if self.runs[i as usize].ends == ends => i as usize,
+            _ => match self.make_run(self.ip, mode) {
+                Some(i) => i,
+                None => return Ok(false),
+            },
+        };
+        let run = &self.runs[index];
+        let n = run.insns.len();
+        if self.walked + n > WALK_MAX {
+            return Ok(false);
+        }
+        let calls = run.calls;
+        let start = block.insns.len();
+        block.insns.extend_from_slice(&run.insns);
+        self.walked += n;
+        if let Some(c) = &mut self.icnt {
+            *c += n as u64;
+        }
+        if calls {
+            for insn in &block.insns[start..] {
+                self.push_call(insn);
+            }
+        }
+        let last = block.insns[start + n - 1];
+        // Where the loop would stand: on the last instruction (an error there is said there).
+        self.ip = last.ip;
+        match Self::next_ip(&last) {
+            Some(ip) => self.ip = ip,
+            None => self.resolve(&last)?,
+        }
+        Ok(true)
+    }
+
+    /// Makes the run from `ip` in `mode` and keeps it; its index, or `None` if it cannot be
+    /// made whole (undecodable code on the way, or longer than [`RUN_MAX`]).
+    fn make_run(&mut self, ip: u64, mode: ExecMode) -> Option<usize> {
+        let mut insns = Vec::new();
+        let mut at = ip;
+        loop {
+            if insns.len() >= RUN_MAX {
+                return None;
+            }
+            let insn = self.decode_at(at).ok()?;
+            insns.push(insn);
+            match Self::next_ip(&insn) {
+                Some(next) if !self.ends_block(&insn) => at = next,
+                _ => break,
+            }
+        }
+        if self.runs.len() >= RUNS_MAX {
+            self.runs.clear();
+            self.run_at.clear();
+        }
+        let calls = insns
+            .iter()
+            .any(|i| matches!(i.class, Class::Call { .. } | Class::IndirectCall));
+        self.runs.push(Run {
+            insns: insns.into_boxed_slice(),
+            calls,
+            ends: (self.config.end_on_call, self.config.end_on_jump),
+        });
+        let index = self.runs.len() - 1;
+        self.run_at.insert((ip, mode), index as u32);
+        Some(index)
+    }
+
     /// Decodes the instruction at the current IP into the block.
     fn step(&mut self, block: &mut Block) -> Result<Insn, Error> {
         if self.walked >= WALK_MAX {
@@ -495,18 +596,20 @@ impl<'a> Flow<'a> {
                 if !self.enabled {
                     return Err(Error::NoEnable);
                 }
-                loop {
-                    let insn = self.step(block)?;
-                    match Self::next_ip(&insn) {
-                        Some(ip) => {
-                            self.ip = ip;
-                            if self.ends_block(&insn) {
+                if !self.walk_run(block)? {
+                    loop {
+                        let insn = self.step(block)?;
+                        match Self::next_ip(&insn) {
+                            Some(ip) => {
+                                self.ip = ip;
+                                if self.ends_block(&insn) {
+                                    break;
+                                }
+                            }
+                            None => {
+                                self.resolve(&insn)?;
                                 break;
                             }
-                        }
-                        None => {
-                            self.resolve(&insn)?;
-                            break;
                         }
                     }
                 }
