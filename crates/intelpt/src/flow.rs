@@ -168,6 +168,8 @@ pub struct Flow<'a> {
     /// loop's pass is a lookup and a copy, not an instruction at a time.
     run_at: rustc_hash::FxHashMap<(u64, ExecMode), u32>,
     runs: Vec<Run>,
+    /// The last run walked (its address, mode and index): a loop walks the same again.
+    last_run: Option<(u64, ExecMode, u32)>,
 }
 
 /// The instructions [`Flow::next`] walks from one address without trace: up to the first
@@ -217,6 +219,7 @@ impl<'a> Flow<'a> {
             cache: Default::default(),
             run_at: Default::default(),
             runs: Vec::new(),
+            last_run: None,
         }
     }
 
@@ -233,6 +236,7 @@ impl<'a> Flow<'a> {
         self.cache.get_mut().clear();
         self.run_at.clear();
         self.runs.clear();
+        self.last_run = None;
     }
 
     /// Reports changes of the interrupt flag as events.
@@ -493,21 +497,36 @@ impl<'a> Flow<'a> {
     fn walk_run(&mut self, block: &mut Block) -> Result<bool, Error> {
         let mode = self.mode.unwrap_or_default();
         let ends = (self.config.end_on_call, self.config.end_on_jump);
-        let index = match self.run_at.get(&(self.ip, mode)) {
-            Some(&i) if self.runs[i as usize].ends == ends => i as usize,
+        let found = match self.last_run {
+            Some((ip, m, i)) if ip == self.ip && m == mode => Some(i),
+            _ => self.run_at.get(&(self.ip, mode)).copied(),
+        };
+        let index = match found {
+            Some(i) if self.runs[i as usize].ends == ends => i as usize,
             _ => match self.make_run(self.ip, mode) {
                 Some(i) => i,
                 None => return Ok(false),
             },
         };
+        self.last_run = Some((self.ip, mode, index as u32));
         let run = &self.runs[index];
         let n = run.insns.len();
         if self.walked + n > WALK_MAX {
             return Ok(false);
         }
         let calls = run.calls;
+        // Read from the run, not from the block just written: a copy read back from the
+        // stores that made it stalls on their forwarding.
+        let last = run.insns[n - 1];
         let start = block.insns.len();
-        block.insns.extend_from_slice(&run.insns);
+        // Most runs are a few instructions: pushed, not a call of memmove each.
+        if n <= 4 {
+            for &insn in run.insns.iter() {
+                block.insns.push(insn);
+            }
+        } else {
+            block.insns.extend_from_slice(&run.insns);
+        }
         self.walked += n;
         if let Some(c) = &mut self.icnt {
             *c += n as u64;
@@ -517,7 +536,6 @@ impl<'a> Flow<'a> {
                 self.push_call(insn);
             }
         }
-        let last = block.insns[start + n - 1];
         // Where the loop would stand: on the last instruction (an error there is said there).
         self.ip = last.ip;
         match Self::next_ip(&last) {
@@ -546,6 +564,7 @@ impl<'a> Flow<'a> {
         if self.runs.len() >= RUNS_MAX {
             self.runs.clear();
             self.run_at.clear();
+            self.last_run = None;
         }
         let calls = insns
             .iter()
@@ -729,6 +748,15 @@ impl<'a> Flow<'a> {
     /// Whether the current event is due at the current position (after a block, an event
     /// or a sync).
     fn trailing(&mut self, after_block: bool) -> Result<Status, Error> {
+        // Most blocks end in a branch whose TNT has bits left for the next: nothing is due
+        // (what the loop below says of it, without copying the event out).
+        if self.status.is_none()
+            && self.p.is_none()
+            && !self.config.ticks
+            && matches!(self.e, Some(Event { kind: Kind::Tnt { count, .. }, .. }) if count > 0)
+        {
+            return Ok(self.flags(false));
+        }
         loop {
             if self.status.is_some() {
                 self.proceed_p()?;
