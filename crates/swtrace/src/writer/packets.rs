@@ -211,9 +211,11 @@ impl ThreadTrace {
                     None => false,
                 };
             if ready {
-                let mut buf = [0u8; format::MAX_TAG];
+                // As an ENTER/EXIT is stored (one 16-byte store where it fits): there is room
+                // for MAX_EVENT bytes past the head, and a TAG is at most 11.
+                let mut buf = [0u8; 16];
                 let n = format::encode_tag(&mut buf, value);
-                self.store_bytes(head, &buf[..n]);
+                self.store_event(head, u128::from_le_bytes(buf), n);
                 self.publish(head + n as u64);
             }
         }
