@@ -168,6 +168,8 @@ pub struct Flow<'a> {
     /// loop's pass is a lookup and a copy, not an instruction at a time.
     run_at: rustc_hash::FxHashMap<(u64, ExecMode), u32>,
     runs: Vec<Run>,
+    /// The instructions `runs` hold, with one for each too long ([`RUNS_INSNS_MAX`]).
+    runs_insns: usize,
     /// The last run walked (its address, mode and index): a loop walks the same again.
     last_run: Option<(u64, ExecMode, u32)>,
 }
@@ -183,12 +185,13 @@ struct Run {
     ends: (bool, bool),
 }
 
-/// The longest run kept (a longer one is walked an instruction at a time).
+/// The longest run kept (a longer one is walked an instruction at a time, and remembered as
+/// too long: an empty run).
 const RUN_MAX: usize = 4096;
 
-/// The most runs kept (then they are made again), with [`RUN_MAX`]: memory bounded whatever
-/// the code.
-const RUNS_MAX: usize = 1 << 16;
+/// The most instructions the runs hold together (then they are made again): memory bounded
+/// whatever the code and the trace (runs from every address of a long stretch overlap).
+const RUNS_INSNS_MAX: usize = 1 << 20;
 
 /// The instructions one call of [`Flow::next`] walked.
 #[derive(Debug, Default, Clone)]
@@ -219,6 +222,7 @@ impl<'a> Flow<'a> {
             cache: Default::default(),
             run_at: Default::default(),
             runs: Vec::new(),
+            runs_insns: 0,
             last_run: None,
         }
     }
@@ -234,9 +238,7 @@ impl<'a> Flow<'a> {
     pub fn set_image(&mut self, image: Image) {
         self.image = image;
         self.cache.get_mut().clear();
-        self.run_at.clear();
-        self.runs.clear();
-        self.last_run = None;
+        self.forget_runs();
     }
 
     /// Reports changes of the interrupt flag as events.
@@ -511,7 +513,8 @@ impl<'a> Flow<'a> {
         self.last_run = Some((self.ip, mode, index as u32));
         let run = &self.runs[index];
         let n = run.insns.len();
-        if self.walked + n > WALK_MAX {
+        // Too long to keep, or past the walk's bound: the loop walks it (and says where).
+        if n == 0 || self.walked + n > WALK_MAX {
             return Ok(false);
         }
         let calls = run.calls;
@@ -545,14 +548,16 @@ impl<'a> Flow<'a> {
         Ok(true)
     }
 
-    /// Makes the run from `ip` in `mode` and keeps it; its index, or `None` if it cannot be
-    /// made whole (undecodable code on the way, or longer than [`RUN_MAX`]).
+    /// Makes the run from `ip` in `mode` and keeps it (one longer than [`RUN_MAX`] kept as
+    /// too long: no instructions); its index, or `None` if it cannot be made whole
+    /// (undecodable code on the way, which the loop reports where it is).
     fn make_run(&mut self, ip: u64, mode: ExecMode) -> Option<usize> {
         let mut insns = Vec::new();
         let mut at = ip;
         loop {
             if insns.len() >= RUN_MAX {
-                return None;
+                insns.clear();
+                break;
             }
             let insn = self.decode_at(at).ok()?;
             insns.push(insn);
@@ -561,11 +566,10 @@ impl<'a> Flow<'a> {
                 _ => break,
             }
         }
-        if self.runs.len() >= RUNS_MAX {
-            self.runs.clear();
-            self.run_at.clear();
-            self.last_run = None;
+        if self.runs_insns + insns.len() + 1 > RUNS_INSNS_MAX {
+            self.forget_runs();
         }
+        self.runs_insns += insns.len() + 1;
         let calls = insns
             .iter()
             .any(|i| matches!(i.class, Class::Call { .. } | Class::IndirectCall));
@@ -577,6 +581,13 @@ impl<'a> Flow<'a> {
         let index = self.runs.len() - 1;
         self.run_at.insert((ip, mode), index as u32);
         Some(index)
+    }
+
+    fn forget_runs(&mut self) {
+        self.run_at.clear();
+        self.runs.clear();
+        self.runs_insns = 0;
+        self.last_run = None;
     }
 
     /// Decodes the instruction at the current IP into the block.

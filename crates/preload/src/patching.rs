@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use perfaux_patch::{MatchKind, ObjectPlan, PatchSpec, Verdicts};
 
-pub use perfaux_preload_abi::{ENV_LIBCALL, ENV_PATCH, ENV_PATCH_PLAN_FD};
+pub use perfaux_preload_abi::{ENV_LIBCALL, ENV_PATCH, ENV_PATCH_PLAN_FD, ENV_PATCH_PLAN_ONLY};
 
 use crate::error::NO_HOOKS;
 
@@ -115,14 +115,17 @@ pub fn xray_functions<'d, R: object::ReadRef<'d>>(
     let functions = data
         .chunks_exact(XRAY_SLED)
         .enumerate()
-        .filter(|(_, e)| e[16] == 0)
-        .map(|(i, e)| {
+        // Kinds 0 (function entry) and 3 (an entry that logs its arguments).
+        .filter(|(_, e)| e[16] == 0 || e[16] == 3)
+        .filter_map(|(i, e)| {
             let function = word(&e[8..16]);
             if e[18] >= 2 {
                 let field = sec.address() + (i * XRAY_SLED) as u64 + 8;
-                field.wrapping_add(function)
+                Some(field.wrapping_add(function))
             } else {
-                function
+                // Absolute, and in a PIE left to a dynamic relocation the file may hold as 0:
+                // no function there.
+                (function != 0).then_some(function)
             }
         })
         .collect();

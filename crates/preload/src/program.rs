@@ -417,6 +417,9 @@ impl TracedProgram {
         if let Some(spec) = patch.as_ref().filter(|_| patching) {
             command.env(crate::patching::ENV_PATCH, spec.encode());
             plan_fd = crate::patching::plan_memfd(&prog, spec, prepared_only);
+            if prepared_only {
+                command.env(crate::patching::ENV_PATCH_PLAN_ONLY, "1");
+            }
             if libcalls {
                 // Every PLT slot filled before the constructors, for the runtime to hook.
                 command.env("LD_BIND_NOW", "1");

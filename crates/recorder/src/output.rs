@@ -34,9 +34,11 @@ pub struct FileOutput {
     /// The named temporary, or `None` for an unnamed (`O_TMPFILE`) file.
     temp: Option<PathBuf>,
     committed: bool,
-    /// The output's name holds a checkpoint of this recording ([`Self::put_checkpoint`]):
-    /// the finished file replaces it, and the file before it is `.old` already.
-    checkpointed: bool,
+    /// The device and inode of the checkpoint of this recording the output's name was given
+    /// last ([`Self::put_checkpoint`]): while the name still holds it, the next checkpoint and
+    /// the finished file replace it (the file before it is `.old` already); a file another
+    /// recording put there since is kept as `.old`, as at the first.
+    checkpointed: Option<(u64, u64)>,
     /// Runs once between the previous output's rename and the new file's naming: where a
     /// test puts another recording's commit.
     #[cfg(test)]
@@ -108,7 +110,7 @@ impl FileOutput {
                     path: path.to_path_buf(),
                     temp: None,
                     committed: false,
-                    checkpointed: false,
+                    checkpointed: None,
                     #[cfg(test)]
                     after_retire: None,
                 };
@@ -144,7 +146,7 @@ impl FileOutput {
                             path: path.to_path_buf(),
                             temp: Some(temp),
                             committed: false,
-                            checkpointed: false,
+                            checkpointed: None,
                             #[cfg(test)]
                             after_retire: None,
                         },
@@ -173,46 +175,109 @@ impl FileOutput {
         ))
     }
 
-    /// A new file for a checkpoint ([`crate::Recorder::checkpoint`]): unnamed, in the
-    /// output's directory, where [`Self::put_checkpoint`] names it.
-    pub fn checkpoint_file(&self) -> Result<File> {
-        OpenOptions::new()
+    /// A new file for a checkpoint ([`crate::Recorder::checkpoint`]), in the output's
+    /// directory: unnamed where the file system can (`O_TMPFILE`: a failed checkpoint leaves
+    /// nothing), else a dot-named temporary that [`Self::put_checkpoint`] renames or
+    /// [`Self::drop_checkpoint`] removes. With it, the name it must be given first (`None`:
+    /// it has it).
+    pub fn checkpoint_file(&self) -> Result<(File, Option<PathBuf>)> {
+        let dir = output_dir(&self.path);
+        if let Ok(f) = OpenOptions::new()
             .write(true)
             .read(true)
             .custom_flags(libc::O_TMPFILE | libc::O_CLOEXEC)
             .mode(0o644)
-            .open(output_dir(&self.path))
+            .open(dir)
+            && proc_fd_path(&f).exists()
+        {
+            return Ok((f, None));
+        }
+        let temp = self.checkpoint_name();
+        let _ = std::fs::remove_file(&temp);
+        OpenOptions::new()
+            .write(true)
+            .read(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .mode(0o644)
+            .open(&temp)
+            .map(|f| (f, Some(temp)))
             .map_err(out_err(&self.path, "checkpoint: cannot create the copy"))
     }
 
-    /// Gives a checkpoint the output's name: a name of its own first, renamed over the output
-    /// (the previous checkpoint, which it replaces whole, or at the first one, the previous
-    /// file, which becomes `.old` before). The recording's own file stays unnamed.
-    pub fn put_checkpoint(&mut self, file: File) -> Result<()> {
-        if !self.checkpointed {
-            let old = old_path(&self.path);
-            match std::fs::rename(&self.path, &old) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => {
-                    let what = format!("cannot rename the previous output to {}", old.display());
-                    return Err(out_err(&self.path, what)(e));
-                }
-            }
+    /// `.<output>.perfaux-<pid>.checkpoint` beside the output: a checkpoint's name until it
+    /// takes the output's.
+    fn checkpoint_name(&self) -> PathBuf {
+        let mut name = std::ffi::OsString::from(".");
+        name.push(self.path.file_name().unwrap_or_default());
+        name.push(format!(".perfaux-{}.checkpoint", std::process::id()));
+        output_dir(&self.path).join(name)
+    }
+
+    /// Removes a checkpoint that did not take the output's name (its named temporary, if it
+    /// had one).
+    pub fn drop_checkpoint(&self, named: Option<PathBuf>) {
+        if let Some(t) = named {
+            let _ = std::fs::remove_file(t);
         }
-        let mut temp = self.path.clone().into_os_string();
-        temp.push(format!(".perfaux-{}.checkpoint", std::process::id()));
-        let temp = PathBuf::from(temp);
-        // A stale one of this pid's (a recording killed between its link and its rename).
-        let _ = std::fs::remove_file(&temp);
-        link_unnamed(&file, &temp)
-            .and_then(|()| std::fs::rename(&temp, &self.path))
-            .map_err(out_err(
-                &self.path,
-                "checkpoint: cannot put the copy in place",
-            ))?;
-        self.checkpointed = true;
+    }
+
+    /// Gives a checkpoint the output's name, so that the name always holds a whole file:
+    /// the copy gets a name of its own first, then the file at the output (unless it is this
+    /// recording's last checkpoint) gets `.old` as a second name, then the copy is renamed
+    /// over the output in one step. A process killed between the steps leaves the output's
+    /// name on the previous file or on the copy, never on nothing. The recording's own file
+    /// stays unnamed.
+    pub fn put_checkpoint(&mut self, file: File, named: Option<PathBuf>) -> Result<()> {
+        let fail = |what: &str| out_err(&self.path, format!("checkpoint: {what}"));
+        let temp = match named {
+            Some(t) => t,
+            None => {
+                let t = self.checkpoint_name();
+                let _ = std::fs::remove_file(&t);
+                link_unnamed(&file, &t).map_err(fail("cannot name the copy"))?;
+                t
+            }
+        };
+        let placed = self.keep_previous().and_then(|()| {
+            std::fs::rename(&temp, &self.path).map_err(fail("cannot put the copy in place"))
+        });
+        if let Err(e) = placed {
+            let _ = std::fs::remove_file(&temp);
+            return Err(e);
+        }
+        self.checkpointed = file_id(&self.path);
         Ok(())
+    }
+
+    /// Whether the output's name holds this recording's last checkpoint.
+    fn holds_checkpoint(&self) -> bool {
+        self.checkpointed.is_some() && file_id(&self.path) == self.checkpointed
+    }
+
+    /// Before a checkpoint takes the output's name: a file there that is not this recording's
+    /// checkpoint (the user's previous one, or another recording's) gets the name `.old` too,
+    /// replacing the `.old` before it, as the finish does.
+    fn keep_previous(&self) -> Result<()> {
+        if self.holds_checkpoint() || std::fs::symlink_metadata(&self.path).is_err() {
+            return Ok(());
+        }
+        let old = old_path(&self.path);
+        let _ = std::fs::remove_file(&old);
+        match std::fs::hard_link(&self.path, &old) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            // A file system without hard links: the previous file is moved, which leaves the
+            // name empty until the rename that follows.
+            Err(_) => match std::fs::rename(&self.path, &old) {
+                Ok(()) => Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+                Err(e) => Err(out_err(
+                    &self.path,
+                    format!("cannot keep the previous output as {}", old.display()),
+                )(e)),
+            },
+        }
     }
 
     /// Puts the finished file in place: `<output>` becomes `<output>.old`
@@ -231,7 +296,8 @@ impl FileOutput {
     pub fn commit(mut self, file: File) -> Result<()> {
         let old = old_path(&self.path);
         // After a checkpoint the output is this recording's, the file before it `.old`.
-        let previous = !self.checkpointed && std::fs::symlink_metadata(&self.path).is_ok();
+        let checkpointed = self.holds_checkpoint();
+        let previous = !checkpointed && std::fs::symlink_metadata(&self.path).is_ok();
         let synced = std::thread::scope(|s| {
             let sync = s.spawn(|| file.sync_all());
             if previous {
@@ -242,7 +308,7 @@ impl FileOutput {
                 .unwrap_or_else(|_| Err(io::Error::other("the sync thread panicked")))
         });
         synced.map_err(out_err(&self.path, "cannot write the output to disk"))?;
-        let placed = if self.checkpointed {
+        let placed = if checkpointed {
             self.replace_checkpoint(&file)
         } else {
             self.place(&file, &old)
@@ -313,9 +379,7 @@ impl FileOutput {
         let temp = match self.temp.take() {
             Some(temp) => temp,
             None => {
-                let mut temp = self.path.clone().into_os_string();
-                temp.push(format!(".perfaux-{}.checkpoint", std::process::id()));
-                let temp = PathBuf::from(temp);
+                let temp = self.checkpoint_name();
                 let _ = std::fs::remove_file(&temp);
                 link_unnamed(file, &temp).map_err(|e| (what(), e))?;
                 temp
@@ -390,6 +454,14 @@ fn proc_fd_path(file: &File) -> PathBuf {
 /// How many times a commit moves aside a recording that took the output's name between its
 /// own two renames (each such recording ended at the same moment as this one).
 const PLACE_TRIES: u32 = 64;
+
+/// The device and inode of the file at `path` (not following a link).
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path)
+        .ok()
+        .map(|m| (m.dev(), m.ino()))
+}
 
 /// `<output>.old`.
 fn old_path(path: &Path) -> PathBuf {
@@ -638,7 +710,7 @@ mod tests {
                 path: out.clone(),
                 temp: Some(temp.clone()),
                 committed: false,
-                checkpointed: false,
+                checkpointed: None,
                 after_retire: None,
             };
             (o, File::open(&temp).unwrap())

@@ -901,8 +901,8 @@ impl Recorder {
                 source,
             })?;
         let records = w.get_ref().get_ref();
-        let copy = out.checkpoint_file()?;
-        {
+        let (copy, named) = out.checkpoint_file()?;
+        let written = (|| -> Result<()> {
             use crate::output::copy_range;
             use std::os::unix::fs::FileExt;
             let data_len = end.data_end - at;
@@ -926,8 +926,13 @@ impl Recorder {
             }
             copy.write_all_at(&end.header, 0)
                 .map_err(out_err("writing the header"))?;
+            Ok(())
+        })();
+        if let Err(e) = written {
+            out.drop_checkpoint(named);
+            return Err(e);
         }
-        out.put_checkpoint(copy)?;
+        out.put_checkpoint(copy, named)?;
         self.sink.summary.checkpoints += 1;
         Ok(true)
     }

@@ -90,11 +90,13 @@ fn follow_to_cutoff(segment: &[u8], cutoff_ns: u64) -> Option<(usize, [u8; MAX_S
     // The first packet at or past the cutoff, or the segment's end (nothing in it is that new:
     // what is kept is the state, no packet).
     let n = open.len().min(MAX_SYNC_FRAMES);
+    // The SYNC's fields are the thread's bytes: a depth near u32::MAX cannot grow.
+    let depth = unknown.checked_add(u32::try_from(open.len()).ok()?)?;
     let header = SyncHeader {
         flags: sync.flags,
         tid: sync.tid,
-        depth: unknown + open.len() as u32,
-        first: unknown + (open.len() - n) as u32,
+        depth,
+        first: depth - n as u32,
         ticks,
         conv: sync.conv,
     };
@@ -275,5 +277,31 @@ mod tests {
             b[n - 2] = 0x7F;
             b
         });
+    }
+
+    /// A SYNC whose depth is the largest a u32 holds, followed by an ENTER: the cut cannot
+    /// state a deeper one, so the segment is kept whole (no overflow, no panic).
+    #[test]
+    fn a_depth_that_cannot_grow_keeps_the_segment_whole() {
+        use perfaux_swtrace::format::encode_enter;
+        let mut t = vec![0u8; MAX_SYNC];
+        let h = SyncHeader {
+            flags: 0,
+            tid: 1,
+            depth: u32::MAX,
+            first: u32::MAX,
+            ticks: 100,
+            conv: TimeConv::IDENTITY,
+        };
+        let n = encode_sync(&mut t, &h, &[]);
+        t.truncate(n);
+        let mut b = [0u8; 16];
+        for _ in 0..3 {
+            let k = encode_enter(&mut b, 5, 10);
+            t.extend_from_slice(&b[..k]);
+        }
+        let whole = t.clone();
+        assert_eq!(window_cut(&mut t, 125), 0);
+        assert_eq!(t, whole);
     }
 }

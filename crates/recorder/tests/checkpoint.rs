@@ -127,3 +127,32 @@ fn a_recording_that_does_not_finish_leaves_its_last_checkpoint() {
     perfaux_testutil::require_oracle!("perf");
     common::perf_report_d(&path, dir.path());
 }
+
+/// Another recording that takes the output's name between two checkpoints (its finish moves
+/// this one's checkpoint to `.old` and puts its file there) is not destroyed: the next
+/// checkpoint keeps it as `.old`, as the first kept the user's file, and the output's name
+/// holds a whole file at every step.
+#[test]
+fn a_file_another_recording_put_at_the_output_is_kept_as_old() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, mut rec) = recorder(dir.path(), "shared.data");
+    let old = dir.path().join("shared.data.old");
+    work(3);
+    assert!(rec.snapshot().unwrap());
+    assert!(rec.checkpoint().unwrap());
+    // The other recording's finish, as FileOutput::commit does it.
+    std::fs::rename(&path, &old).unwrap();
+    std::fs::write(&path, b"another recording").unwrap();
+    work(4);
+    assert!(rec.snapshot().unwrap());
+    assert!(rec.checkpoint().unwrap());
+    assert_eq!(std::fs::read(&old).unwrap(), b"another recording");
+    assert_eq!(entered(&path), [(perfaux_core::gettid() as u32, 4 + 9)]);
+    rec.finish().unwrap();
+    assert_eq!(std::fs::read(&old).unwrap(), b"another recording");
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names.len(), 2, "nothing left beside the output: {names:?}");
+}

@@ -32,7 +32,9 @@
 //!   [`RecordingOptions::snapshot_interval`] of the last are counted, not taken. Each
 //!   snapshot is written as it is taken: the file at the recording's path holds every
 //!   snapshot so far, whole (a copy put in place in one rename), so a crash, an abort or a
-//!   SIGKILL before the finish loses none. Under `perfaux record -S --snapshot-on LEVEL` (`--snapshot-on-slow`,
+//!   SIGKILL before the finish loses none. Each copy is of the whole file so far (made in the
+//!   kernel, on the triggering thread): the interval between triggered snapshots also bounds
+//!   that work. Under `perfaux record -S --snapshot-on LEVEL` (`--snapshot-on-slow`,
 //!   `--snapshot-on-panic`) the layer fires the same triggers from what the recorder put in
 //!   its environment, and the recorder takes the snapshot on the [`SNAPSHOT`] uevent.
 //!

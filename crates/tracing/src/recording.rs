@@ -473,13 +473,22 @@ pub(crate) fn trigger(why: Trigger<'_>) {
 
 /// A snapshot, then the file so far put at the output's path ([`Recorder::checkpoint`]), so
 /// that the snapshot outlives a crash or a SIGKILL of the process. Whether the snapshot
-/// held anything.
+/// held anything. A checkpoint that fails (a file system that cannot take the copy) is said
+/// once on stderr: the snapshot is taken all the same, and is in the file at the finish.
 fn snapshot_and_checkpoint(r: &mut Recorder) -> Result<bool, RecordError> {
     let took = r.snapshot()?;
     if took {
         // The records drained since the last pass (the trigger's uevent) go with it.
         r.drain()?;
-        r.checkpoint()?;
+        if let Err(e) = r.checkpoint() {
+            static SAID: AtomicBool = AtomicBool::new(false);
+            if !SAID.swap(true, Ordering::Relaxed) {
+                eprintln!(
+                    "perfaux-tracing: the snapshot is taken, but the file could not be put in \
+                     place before the recording's end: {e}"
+                );
+            }
+        }
     }
     Ok(took)
 }

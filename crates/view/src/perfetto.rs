@@ -182,6 +182,9 @@ pub struct PerfettoWriter<W: Write> {
     /// The last call begun, and where its packet lies in `buf` (`at..end`): a TAG that
     /// follows it rewrites the packet with the span's flow.
     last_begin: Option<(Call, usize, usize)>,
+    /// Bytes the buffer handed to the output so far: with the buffer's length, where the
+    /// stream ends (the last begin is the last packet only if the stream still ends after it).
+    flushed: u64,
 }
 
 /// The buffered packets' size at which they go to the output.
@@ -198,6 +201,7 @@ impl<W: Write> PerfettoWriter<W> {
             name_fields: Vec::new(),
             switches: ThreadSwitches::default(),
             last_begin: None,
+            flushed: 0,
         }
     }
 
@@ -220,6 +224,7 @@ impl<W: Write> PerfettoWriter<W> {
     fn spill(&mut self) -> std::io::Result<()> {
         if self.buf.len() >= FLUSH_AT {
             self.out.write_all(&self.buf)?;
+            self.flushed += self.buf.len() as u64;
             self.buf.clear();
         }
         Ok(())
@@ -302,9 +307,16 @@ impl<W: Write> PerfettoWriter<W> {
         let Some((c, at, end)) = self.last_begin.take() else {
             return Ok(());
         };
-        if c.tid != tid || c.depth != depth || self.buf.len() != end {
+        // `at` and `end` are stream offsets: a spill between moved the buffer's start.
+        let stream_end = self.flushed + self.buf.len() as u64;
+        if c.tid != tid
+            || c.depth != depth
+            || stream_end != end as u64
+            || (at as u64) < self.flushed
+        {
             return Ok(());
         }
+        let at = (at as u64 - self.flushed) as usize;
         self.buf.truncate(at);
         let track = self.track(Track::Thread, c.pid, c.tid)?;
         self.packet(&TracePacket {
@@ -570,7 +582,8 @@ impl<W: Write> Sink for PerfettoWriter<W> {
             self.track(Track::Thread, c.pid, c.tid)?;
             return self.enter(names, c);
         }
-        self.last_begin = Some((c, at, self.buf.len()));
+        let base = self.flushed as usize;
+        self.last_begin = Some((c, base + at, base + self.buf.len()));
         Ok(())
     }
 

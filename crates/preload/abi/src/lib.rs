@@ -50,6 +50,10 @@ pub const ENV_PATCH: &str = "PERFAUX_PATCH";
 /// (a sealed memfd of perfaux-patch's `Verdicts`), which spares the runtime the scan of every
 /// function; absent or not such a memfd: the runtime plans itself.
 pub const ENV_PATCH_PLAN_FD: &str = "PERFAUX_PATCH_PLAN_FD";
+/// The environment variable that limits the executable's patching to the recorder's plan
+/// (set to `1`: the entries its compiler chose, XRay's sleds): without a plan the runtime can
+/// use, it patches none of the executable rather than every function `-P .` names.
+pub const ENV_PATCH_PLAN_ONLY: &str = "PERFAUX_PATCH_PLAN_ONLY";
 /// The environment variable that turns on library calls with `-P` (set to `1`, beside
 /// `LD_BIND_NOW=1`): the executable's PLT calls are entered under the library functions' names.
 pub const ENV_LIBCALL: &str = "PERFAUX_LIBCALL";

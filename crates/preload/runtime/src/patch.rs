@@ -59,6 +59,14 @@ pub(crate) fn install(ctl: &Control) {
         crate::env_at_start(c"PERFAUX_LIBCALL").as_deref() == Some("1"),
         Ordering::Relaxed,
     );
+    debug_assert_eq!(
+        perfaux_preload_abi::ENV_PATCH_PLAN_ONLY,
+        "PERFAUX_PATCH_PLAN_ONLY"
+    );
+    PLAN_ONLY.store(
+        crate::env_at_start(c"PERFAUX_PATCH_PLAN_ONLY").as_deref() == Some("1"),
+        Ordering::Relaxed,
+    );
     if spec.is_empty() {
         return;
     }
@@ -113,6 +121,10 @@ fn patch_new_objects(ctl: &Control, spec: &PatchSpec, given: Option<&Verdicts>) 
     // What is loaded now (an object a dlclose took away is forgotten).
     *seen = now.into_iter().map(|o| (o.bias, o.path)).collect();
 }
+
+/// Whether the executable is patched only from the recorder's plan
+/// ([`perfaux_preload_abi::ENV_PATCH_PLAN_ONLY`], read in the constructor).
+static PLAN_ONLY: AtomicBool = AtomicBool::new(false);
 
 /// Whether the recording traces library calls ([`perfaux_preload_abi::ENV_LIBCALL`], read
 /// in the constructor).
@@ -346,6 +358,11 @@ fn patch_object(o: &Loaded, spec: &PatchSpec, given: Option<&Verdicts>) -> (u64,
             }
         }
         return place_and_write(o, &plans, refused);
+    }
+    // The compiler chose the executable's functions, and only the recorder's plan says which:
+    // without it, none rather than all.
+    if o.is_main && PLAN_ONLY.load(Ordering::Relaxed) {
+        return (0, 0);
     }
     let Some(file) = MappedFile::open(&o.path) else {
         return (0, 0);

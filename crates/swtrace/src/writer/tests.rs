@@ -140,16 +140,11 @@ static INNER: Probe = Probe::new("writer_tag_inner");
 
 /// A tag after an entry decodes as a TAG of that call, at its depth, in stream order; also
 /// where a SYNC fell due between the entry and the tag (the SYNC lists the call), and among
-/// untimed packets (sparse timing holds them back together, in order). A guard whose entry
-/// was not written (no writer) tags nothing.
+/// untimed packets (sparse timing holds them back together, in order).
 #[test]
 fn a_tag_belongs_to_the_call_just_entered() {
     let id = TAGGED.id().unwrap().0;
     INNER.id().unwrap();
-    {
-        let g = TAGGED.enter();
-        g.tag(7);
-    }
     for timing in [Timing::Full, Timing::Periodic { every: 3 }] {
         let mut aux = vec![0u8; 64 << 10];
         // SAFETY: `aux` outlives the writer, uninstalled below.
