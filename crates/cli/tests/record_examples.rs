@@ -214,9 +214,9 @@ fn record_s_snapshot_on_a_level_takes_a_snapshot_when_the_program_warns() {
 /// async_tasks example), recorded in-process and by `perfaux record`: each poll is a call
 /// tagged with its span's id, and the exports link the polls of each task, and only those,
 /// as one flow: Perfetto's (decoded with the official protos) and Chrome's flow events (one
-/// start, a step per later poll).
+/// start, a step per later poll). Each `tracing` event carries its fields as arguments.
 #[test]
-fn the_polls_of_each_async_task_are_one_flow_in_the_exports() {
+fn each_async_tasks_polls_are_one_flow_and_each_event_has_its_fields_in_the_exports() {
     let ex = examples_of("perfaux-tracing");
     let prog = ex.join("async_tasks");
     let dir = tempdir();
@@ -271,6 +271,18 @@ fn the_polls_of_each_async_task_are_one_flow_in_the_exports() {
                 other => panic!("flow phase {other:?}"),
             }
         }
+        // Each event's fields as arguments: `stepped`, with its task and step.
+        let stepped: Vec<&serde_json::Value> = events
+            .iter()
+            .filter(|e| e["args"]["fields"]["message"] == "stepped")
+            .collect();
+        assert_eq!(stepped.len(), tasks * (polls - 2), "{}", file.display());
+        assert!(
+            stepped.iter().all(|e| e["args"]["fields"]["task"]
+                .as_str()
+                .is_some_and(|t| t.parse::<usize>().is_ok_and(|t| t < tasks))),
+            "{stepped:?}"
+        );
         // The span flows of the tasks: a start and `polls - 1` steps each.
         let task_flows: Vec<_> = per_flow.values().filter(|&&(_, t)| t > 0).collect();
         assert_eq!(task_flows.len(), tasks, "{}: {per_flow:?}", file.display());
@@ -295,6 +307,14 @@ fn the_polls_of_each_async_task_are_one_flow_in_the_exports() {
         ]);
         assert_eq!(p.code, 0, "{}", p.stderr);
         let py = perfetto_slices(&pf);
+        // Each event's fields as arguments, read by the official protos.
+        let stepped = py
+            .lines()
+            .filter(|l| {
+                l.starts_with("fields tracing_event\t") && l.contains("\tmessage=stepped\t")
+            })
+            .count();
+        assert_eq!(stepped, tasks * (polls - 2), "{}: {py}", file.display());
         // `flow ID NAME SLICES THREADS`: each task's span, once per poll.
         let flows: Vec<(String, usize)> = py
             .lines()

@@ -80,6 +80,16 @@ fn put_padded(buf: &mut [u8], at: usize, p: &Padded) -> usize {
     at + p.len
 }
 
+/// A `key=value` payload's fields ([`crate::key_values`]) sorted by key, a repeated key
+/// keeping its last value: as a JSON object prints them.
+fn uevent_fields(payload: &[u8]) -> Option<Vec<(&str, String)>> {
+    let mut f = crate::key_values::fields(payload)?;
+    f.reverse();
+    f.sort_by(|a, b| a.0.cmp(b.0));
+    f.dedup_by(|a, b| a.0 == b.0);
+    Some(f)
+}
+
 /// Most spans whose flows [`ChromeWriter`] keeps track of at once.
 const MAX_FLOWS: usize = 1 << 20;
 
@@ -361,7 +371,21 @@ impl<W: Write> Sink for ChromeWriter<W> {
                     s.extend_from_slice(b",\n");
                 }
                 self.first = false;
-                s.extend_from_slice(b"{\"args\":{\"payload\":");
+                s.extend_from_slice(b"{\"args\":{");
+                // `key=value` text (perfaux-tracing's events): its fields as arguments too.
+                if let Some(fields) = uevent_fields(payload) {
+                    s.extend_from_slice(b"\"fields\":{");
+                    for (i, (k, v)) in fields.iter().enumerate() {
+                        if i > 0 {
+                            s.push(b',');
+                        }
+                        serde_json::to_writer(&mut s, k).map_err(std::io::Error::other)?;
+                        s.push(b':');
+                        serde_json::to_writer(&mut s, v).map_err(std::io::Error::other)?;
+                    }
+                    s.extend_from_slice(b"},");
+                }
+                s.extend_from_slice(b"\"payload\":");
                 serde_json::to_writer(&mut s, &payload_text(payload))
                     .map_err(std::io::Error::other)?;
                 s.extend_from_slice(b",\"type\":");
@@ -585,11 +609,19 @@ mod tests {
             if i > 0 {
                 want.push_str(",\n");
             }
+            let mut args = json!({"type": ty, "payload": payload_text(payload)});
+            if let Some(f) = crate::key_values::fields(payload) {
+                let map: serde_json::Map<String, serde_json::Value> = f
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), json!(v)))
+                    .collect();
+                args["fields"] = serde_json::Value::Object(map);
+            }
             want.push_str(
                 &json!({"ph": "i", "s": "t",
                     "name": uevent_label(ty, type_name),
                     "pid": pid, "tid": tid, "ts": us(time),
-                    "args": {"type": ty, "payload": payload_text(payload)}})
+                    "args": args})
                 .to_string(),
             );
         }

@@ -491,7 +491,7 @@ impl<W: Write> Sink for PerfettoWriter<W> {
                 payload,
             } => {
                 let name = uevent_label(ty, type_name);
-                let args = vec![
+                let mut args = vec![
                     DebugAnnotation {
                         name: Some("type".into()),
                         string_value: None,
@@ -499,6 +499,11 @@ impl<W: Write> Sink for PerfettoWriter<W> {
                     },
                     text("payload", payload_text(payload)),
                 ];
+                // `key=value` text (perfaux-tracing's events): each field an argument too,
+                // under `fields` (Perfetto nests a dotted name).
+                for (k, v) in crate::key_values::fields(payload).into_iter().flatten() {
+                    args.push(text(&format!("fields.{k}"), v));
+                }
                 self.emit((Track::Uevents, pid, tid), time, INSTANT, Some(name), args)
             }
             ViewEvent::PauseResume {

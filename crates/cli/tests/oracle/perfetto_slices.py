@@ -2,7 +2,8 @@
 prints the slices per thread and name (`slice TID NAME COUNT`), the instants
 per name, the uevent payloads, the thread and track names, and the slices of
 the named tracks (`named_slice COUNT TOTAL_NS NAME @ TRACK`), the flows through
-call slices (`flow ID NAME SLICES THREADS`); asserts that
+call slices (`flow ID NAME SLICES THREADS`), and each instant's `fields.*` arguments
+(`fields NAME<TAB>key=value<TAB>...`, the fields of a `key=value` uevent); asserts that
 every track's events follow its descriptor and that every call slice ends
 after it begins. Exit 3 when the package is absent."""
 import collections
@@ -28,6 +29,7 @@ payloads = set()
 # Flow id -> slice names, and the threads they are on.
 flows = collections.defaultdict(list)
 flow_threads = collections.defaultdict(set)
+fields = []
 for p in trace.packet:
     if p.HasField("track_descriptor"):
         d = p.track_descriptor
@@ -58,6 +60,9 @@ for p in trace.packet:
         instants[e.name] += 1
         if "payload" in args:
             payloads.add(args["payload"])
+        kv = [f"{k[len('fields.'):]}={v}" for k, v in args.items() if k.startswith("fields.")]
+        if kv:
+            fields.append("\t".join([e.name] + kv))
 
 # A pause window still open at the end of the trace stays open (Perfetto
 # draws it to the end); calls are always closed.
@@ -76,5 +81,7 @@ for d in tracks.values():
 for f, slices in sorted(flows.items()):
     assert len(set(slices)) == 1, ("a flow through slices of several names", f, slices)
     print(f"flow {f} {slices[0]} {len(slices)} {len(flow_threads[f])}")
+for f in fields:
+    print(f"fields {f}")
 for (track, name), (n, total) in sorted(named.items()):
     print(f"named_slice {n} {total} {name} @ {track}")
