@@ -52,6 +52,7 @@ const FLOW_PACKETS: &[&str] = &[
     "tma",
     "mtc",
     "cbr",
+    "raw-8",
 ];
 
 /// The packet kinds a test's `@pt` directives write.
@@ -242,6 +243,8 @@ fn ptxed_expectations_match_for_every_test_in_the_flows_scope() {
         outside.join(" ")
     );
     assert!(passed > 0);
+    // Every decoder test of libipt's with a ptxed expectation is in scope now.
+    assert!(outside.is_empty(), "outside the scope: {outside:?}");
     assert_eq!(
         with_sideband, 10,
         "libipt's ptxed expectations with perf_event sideband"
