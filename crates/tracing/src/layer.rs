@@ -64,6 +64,8 @@ struct Open {
 }
 
 thread_local! {
+    /// The text of the event this thread is recording (`key=value`), kept between events.
+    static EVENT_TEXT: RefCell<String> = const { RefCell::new(String::new()) };
     /// The spans this thread is in, innermost last.
     static OPEN: RefCell<Vec<Open>> = const { RefCell::new(Vec::new()) };
 }
@@ -197,9 +199,27 @@ where
         }
         recording::join_thread();
         let meta = event.metadata();
-        let mut text = format!("level={} target={}", meta.level(), meta.target());
-        event.record(&mut KeyValues(&mut text));
-        send(EVENT, &text);
+        let write = |text: &mut String| {
+            use std::fmt::Write;
+            let _ = write!(text, "level={} target={}", meta.level(), meta.target());
+            event.record(&mut KeyValues(text));
+            send(EVENT, text);
+        };
+        // The thread's buffer, not an allocation an event; a field's Debug that records an
+        // event of its own finds it taken and uses a String of its own.
+        let reused = EVENT_TEXT.try_with(|t| match t.try_borrow_mut() {
+            Ok(mut text) => {
+                text.clear();
+                write(&mut text);
+                // A burst of long payloads keeps no more than one payload's worth.
+                text.shrink_to(crate::fields::MAX_PAYLOAD);
+                true
+            }
+            Err(_) => false,
+        });
+        if reused != Ok(true) {
+            write(&mut String::new());
+        }
         if recording::snapshots_at(meta.level()) {
             recording::trigger(recording::Trigger::Level(meta.level()));
         }
