@@ -89,6 +89,51 @@ fn probe_of(meta: &'static Metadata<'static>) -> &'static Probe {
     })
 }
 
+/// Enters `probe` for span `id` on this thread: the call, tagged with the span's id, kept
+/// open until the span's exit.
+fn enter_call(probe: &'static Probe, id: &Id) {
+    recording::join_thread();
+    let call = probe.enter();
+    // The span's id on each entry: an async task's polls, each a call, read as one span.
+    call.tag(id.into_u64());
+    let since = recording::slow_threshold().map(|_| Instant::now());
+    // After this thread's thread-locals are gone (a span entered in a destructor) the call
+    // is not kept open: it ends here, as its guard drops.
+    let _ = OPEN.try_with(|o| {
+        o.borrow_mut().push(Open {
+            id: id.into_u64(),
+            _call: call,
+            since,
+        })
+    });
+}
+
+/// Slots of the thread's callsite cache ([`callsite_probe`]).
+const CALLSITES: usize = 64;
+
+thread_local! {
+    /// Callsites' probes this thread entered, by the address of their metadata (static, so
+    /// never another callsite's), direct-mapped.
+    static CALLSITE_PROBES: [std::cell::Cell<(usize, Option<&'static Probe>)>; CALLSITES] =
+        const { [const { std::cell::Cell::new((0, None)) }; CALLSITES] };
+}
+
+/// The probe of the callsite `meta` describes, from the thread's cache (else the map's).
+fn callsite_probe(meta: &'static Metadata<'static>) -> &'static Probe {
+    let key = meta as *const Metadata<'static> as usize;
+    let slot = (key >> 4) % CALLSITES;
+    CALLSITE_PROBES
+        .try_with(|c| match c[slot].get() {
+            (k, Some(p)) if k == key => p,
+            _ => {
+                let p = probe_of(meta);
+                c[slot].set((key, Some(p)));
+                p
+            }
+        })
+        .unwrap_or_else(|_| probe_of(meta))
+}
+
 fn send(ty: u32, text: &str) {
     recording::uevent(ty, payload(text));
 }
@@ -149,24 +194,18 @@ where
             return;
         }
         let Some(span) = ctx.span(id) else { return };
+        let meta = span.metadata();
+        if meta.fields().is_empty() {
+            // No field to send, ever: the probe is the callsite's, found by its (static)
+            // metadata in the thread's cache, without the span's extensions and their lock.
+            enter_call(callsite_probe(meta), id);
+            return;
+        }
         let ext = span.extensions();
         let Some(sp) = ext.get::<SpanProbe>() else {
             return;
         };
-        recording::join_thread();
-        let call = sp.probe.enter();
-        // The span's id on each entry: an async task's polls, each a call, read as one span.
-        call.tag(id.into_u64());
-        let since = recording::slow_threshold().map(|_| Instant::now());
-        // After this thread's thread-locals are gone (a span entered in a destructor) the call
-        // is not kept open: it ends here, as its guard drops.
-        let _ = OPEN.try_with(|o| {
-            o.borrow_mut().push(Open {
-                id: id.into_u64(),
-                _call: call,
-                since,
-            })
-        });
+        enter_call(sp.probe, id);
         if !sp.fields.is_empty() && recording::active() && !sp.sent.swap(true, Ordering::Relaxed) {
             send(SPAN_FIELDS, &sp.fields);
         }
