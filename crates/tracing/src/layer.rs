@@ -3,8 +3,10 @@
 //! While no [`crate::Recording`] is on, a span's entry and exit do nothing past one load and
 //! one thread-local check. One swtrace [`Probe`] per span callsite, made at `register_callsite` and never freed (a
 //! program has a fixed set of callsites), named `target::name`. A span keeps its callsite's
-//! probe in its registry extensions, so an entry is the registry's lookup, one extension read
-//! and the probe's entry; the guard the entry returns waits on a per-thread stack for the exit.
+//! probe in its registry extensions; a span whose callsite declares no field (nothing to send)
+//! finds it by its static metadata in a per-thread cache instead, skipping the extensions'
+//! lock. So an entry is the registry's lookup, that cache or one extension read, and the
+//! probe's entry; the guard the entry returns waits on a per-thread stack for the exit.
 //!
 //! Spans are normally left in the reverse order of entry on a thread. One left out of order
 //! (an exit for a span below the top) closes the spans entered above it as well, as a
