@@ -96,6 +96,25 @@ pub struct RecordSummary {
     pub unlisted_trace_gaps: u64,
 }
 
+/// The feature sections known only at the end (or at a checkpoint): the tracepoints' formats,
+/// and the trace section placed at `section` (its offset and length) in the final file.
+fn late_features(
+    tracing_data: Option<Vec<u8>>,
+    section: Option<(u64, u64)>,
+) -> Vec<(Feature, FeatureBody<'static>)> {
+    let mut late = Vec::new();
+    if let Some(t) = tracing_data {
+        late.push((Feature::TRACING_DATA, FeatureBody::Bytes(t)));
+    }
+    if let Some((offset, len)) = section {
+        late.push((
+            Feature(PERFAUX_FEATURE_BIT),
+            FeatureBody::Placed { offset, len },
+        ));
+    }
+    late
+}
+
 /// Room kept on the output's file system for the recording's end (the records move after the
 /// trace, the feature sections follow): an unnamed file of this size beside the output, held
 /// until the recording's end, when it is given back.
@@ -880,19 +899,7 @@ impl Recorder {
         } else {
             0
         };
-        let mut late = Vec::new();
-        if let Some(t) = tracing_data {
-            late.push((Feature::TRACING_DATA, FeatureBody::Bytes(t)));
-        }
-        if has_section {
-            late.push((
-                Feature(PERFAUX_FEATURE_BIT),
-                FeatureBody::Placed {
-                    offset: at,
-                    len: room,
-                },
-            ));
-        }
+        let late = late_features(tracing_data, has_section.then_some((at, room)));
         let end = w
             .checkpoint(late, room)
             .map_err(|source| RecordError::PerfData {
@@ -988,10 +995,6 @@ impl Recorder {
         match writer {
             Writer::File(w, out) => {
                 let at = w.data_offset();
-                let mut late = Vec::new();
-                if let Some(t) = tracing_data {
-                    late.push((Feature::TRACING_DATA, FeatureBody::Bytes(t)));
-                }
                 let mut room = 0;
                 if has_section {
                     trace
@@ -1004,14 +1007,8 @@ impl Recorder {
                             probe_table.len().next_multiple_of(8) as u64
                         }
                     );
-                    late.push((
-                        Feature(PERFAUX_FEATURE_BIT),
-                        FeatureBody::Placed {
-                            offset: at,
-                            len: room,
-                        },
-                    ));
                 }
+                let late = late_features(tracing_data, has_section.then_some((at, room)));
                 let file = trace.into_file();
                 if has_section {
                     use std::os::unix::fs::FileExt;
