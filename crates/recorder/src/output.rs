@@ -214,6 +214,15 @@ impl FileOutput {
         output_dir(&self.path).join(name)
     }
 
+    /// Gives the unnamed `file` the checkpoint's name ([`Self::checkpoint_name`]), a stale one
+    /// of this pid's (a recording killed between its link and its rename) replaced; returns it.
+    fn name_as_checkpoint(&self, file: &File) -> io::Result<PathBuf> {
+        let temp = self.checkpoint_name();
+        let _ = std::fs::remove_file(&temp);
+        link_unnamed(file, &temp)?;
+        Ok(temp)
+    }
+
     /// Removes a checkpoint that did not take the output's name (its named temporary, if it
     /// had one).
     pub fn drop_checkpoint(&self, named: Option<PathBuf>) {
@@ -232,12 +241,9 @@ impl FileOutput {
         let fail = |what: &str| out_err(&self.path, format!("checkpoint: {what}"));
         let temp = match named {
             Some(t) => t,
-            None => {
-                let t = self.checkpoint_name();
-                let _ = std::fs::remove_file(&t);
-                link_unnamed(&file, &t).map_err(fail("cannot name the copy"))?;
-                t
-            }
+            None => self
+                .name_as_checkpoint(&file)
+                .map_err(fail("cannot name the copy"))?,
         };
         let placed = self.keep_previous().and_then(|()| {
             std::fs::rename(&temp, &self.path).map_err(fail("cannot put the copy in place"))
@@ -378,12 +384,7 @@ impl FileOutput {
         let what = || "cannot put the output in place of its checkpoint".to_owned();
         let temp = match self.temp.take() {
             Some(temp) => temp,
-            None => {
-                let temp = self.checkpoint_name();
-                let _ = std::fs::remove_file(&temp);
-                link_unnamed(file, &temp).map_err(|e| (what(), e))?;
-                temp
-            }
+            None => self.name_as_checkpoint(file).map_err(|e| (what(), e))?,
         };
         std::fs::rename(&temp, &self.path).map_err(|e| {
             // Named still: keep_aside names the file from the temporary.

@@ -143,24 +143,31 @@ mod tests {
     use super::*;
     use perfaux_swtrace::format::{MAX_SYNC, SyncHeader, TimeConv, encode_sync};
 
+    /// A SYNC of thread 7 at `ticks` (identity conversion), `depth` calls open, `frames` the
+    /// innermost of them.
+    fn sync(ticks: u64, depth: u32, frames: &[u32]) -> Vec<u8> {
+        let mut buf = vec![0u8; MAX_SYNC];
+        let h = SyncHeader {
+            flags: 0,
+            tid: 7,
+            depth,
+            first: depth - frames.len() as u32,
+            ticks,
+            conv: TimeConv::IDENTITY,
+        };
+        let n = encode_sync(&mut buf, &h, frames);
+        buf.truncate(n);
+        buf
+    }
+
     /// A stream of SYNCs at `times` (ns, CLOCK_MONOTONIC ticks), each followed by 40 bytes of
     /// filler that holds a stray magic without a valid SYNC after it; and each SYNC's offset.
     fn stream(times: &[u64]) -> (Vec<u8>, Vec<usize>) {
         let mut out = Vec::new();
         let mut at = Vec::new();
         for &t in times {
-            let mut buf = vec![0u8; MAX_SYNC];
-            let h = SyncHeader {
-                flags: 0,
-                tid: 7,
-                depth: 0,
-                first: 0,
-                ticks: t,
-                conv: TimeConv::IDENTITY,
-            };
-            let n = encode_sync(&mut buf, &h, &[]);
             at.push(out.len());
-            out.extend_from_slice(&buf[..n]);
+            out.extend_from_slice(&sync(t, 0, &[]));
             out.extend_from_slice(&SYNC_MAGIC);
             out.extend_from_slice(&[0x55; 32]);
         }
@@ -184,17 +191,7 @@ mod tests {
     /// nested calls and a tag, timed every 10 ticks (ns).
     fn calls() -> Vec<u8> {
         use perfaux_swtrace::format::{encode_enter, encode_exit, encode_tag};
-        let mut out = vec![0u8; MAX_SYNC];
-        let h = SyncHeader {
-            flags: 0,
-            tid: 7,
-            depth: 2,
-            first: 1,
-            ticks: 100,
-            conv: TimeConv::IDENTITY,
-        };
-        let n = encode_sync(&mut out, &h, &[5]);
-        out.truncate(n);
+        let mut out = sync(100, 2, &[5]);
         let mut put = |f: &dyn Fn(&mut [u8]) -> usize| {
             let mut b = [0u8; 32];
             let n = f(&mut b);
@@ -284,17 +281,7 @@ mod tests {
     #[test]
     fn a_depth_that_cannot_grow_keeps_the_segment_whole() {
         use perfaux_swtrace::format::encode_enter;
-        let mut t = vec![0u8; MAX_SYNC];
-        let h = SyncHeader {
-            flags: 0,
-            tid: 1,
-            depth: u32::MAX,
-            first: u32::MAX,
-            ticks: 100,
-            conv: TimeConv::IDENTITY,
-        };
-        let n = encode_sync(&mut t, &h, &[]);
-        t.truncate(n);
+        let mut t = sync(100, u32::MAX, &[]);
         let mut b = [0u8; 16];
         for _ in 0..3 {
             let k = encode_enter(&mut b, 5, 10);
