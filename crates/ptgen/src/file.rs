@@ -1,0 +1,310 @@
+//! The perf.data around the packets, as `perf record --per-thread -e
+//! intel_pt/tsc=1,noretcomp=1/u -- PROG` lays it out: the intel_pt event and the dummy:u
+//! tracking event, TIME_CONV, AUXTRACE_INFO, the sideband records, the trace in an
+//! AUXTRACE record (idx 0, the thread's tid, cpu -1: per-thread), PERF_RECORD_AUX, EXIT.
+
+use crate::tracee::Mapping;
+use crate::{TIME_MULT, TIME_SHIFT, TIME_ZERO, tsc_to_perf_time};
+use perfaux_abi::Endianness;
+use perfaux_abi::attr::{AttrFlags, PerfEventAttr};
+use perfaux_abi::consts::*;
+use perfaux_abi::parse_info::RecordParseInfo;
+use perfaux_abi::raw::RawData;
+use perfaux_abi::records::{
+    AuxRecord, CommRecord, EncodeRecord, ItraceStartRecord, Mmap2FileId, Mmap2Record, TaskKind,
+    TaskRecord,
+};
+use perfaux_abi::sample_id::{PidTid, SampleId};
+use perfaux_abi::user::{
+    AuxtraceInfoRecord, AuxtraceRecord, FinishedInitRecord, FinishedRoundRecord, TimeConvExt,
+    TimeConvRecord,
+};
+use perfaux_perfdata::{HostInfo, PerfDataWriter, WriterEvent, WriterOptions};
+
+/// The intel_pt PMU's type number written in the attr and AUXTRACE_INFO (a real system's
+/// comes from /sys/bus/event_source/devices/intel_pt/type; 8 is common).
+pub const PMU_TYPE: u32 = 8;
+/// The sample id of the intel_pt event and of the dummy:u tracking event.
+pub const PT_ID: u64 = 101;
+/// See [`PT_ID`].
+pub const DUMMY_ID: u64 = 102;
+
+// intel_pt config bits (/sys/bus/event_source/devices/intel_pt/format/*).
+const CFG_PT: u64 = 1 << 0;
+const CFG_TSC: u64 = 1 << 10;
+const CFG_NORETCOMP: u64 = 1 << 11;
+const CFG_BRANCH: u64 = 1 << 13;
+const CFG_PSB_PERIOD_SHIFT: u32 = 24;
+const CFG_MTC: u64 = 1 << 9;
+const CFG_MTC_PERIOD_SHIFT: u32 = 14;
+const CFG_CYC: u64 = 1 << 1;
+
+const SAMPLE_TYPE: u64 =
+    PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_IDENTIFIER;
+
+fn pt_attr() -> PerfEventAttr {
+    PerfEventAttr {
+        type_: PMU_TYPE,
+        // `pt,branch` (the PMU's defaults), `tsc=1,noretcomp=1`, psb_period=1 (4 KiB);
+        // `mtc=0` since no MTC packets are written.
+        config: CFG_PT | CFG_TSC | CFG_NORETCOMP | CFG_BRANCH | (1 << CFG_PSB_PERIOD_SHIFT),
+        sample_period: 1,
+        sample_type: SAMPLE_TYPE,
+        flags: AttrFlags::DISABLED
+            | AttrFlags::ENABLE_ON_EXEC
+            | AttrFlags::EXCLUDE_KERNEL
+            | AttrFlags::EXCLUDE_HV
+            | AttrFlags::SAMPLE_ID_ALL,
+        ..Default::default()
+    }
+}
+
+fn dummy_attr() -> PerfEventAttr {
+    PerfEventAttr {
+        type_: PERF_TYPE_SOFTWARE,
+        config: PERF_COUNT_SW_DUMMY,
+        sample_period: 1,
+        sample_type: SAMPLE_TYPE,
+        flags: AttrFlags::DISABLED
+            | AttrFlags::ENABLE_ON_EXEC
+            | AttrFlags::EXCLUDE_KERNEL
+            | AttrFlags::EXCLUDE_HV
+            | AttrFlags::MMAP
+            | AttrFlags::COMM
+            | AttrFlags::TASK
+            | AttrFlags::MMAP2
+            | AttrFlags::COMM_EXEC
+            | AttrFlags::SAMPLE_ID_ALL,
+        ..Default::default()
+    }
+}
+
+/// The AUXTRACE_INFO priv[] of tools/perf/arch/x86/util/intel-pt.c's
+/// `intel_pt_info_fill` (perf 6.1: INTEL_PT_PMU_TYPE .. INTEL_PT_FILTER_STR_LEN).
+fn auxtrace_info() -> AuxtraceInfoRecord {
+    AuxtraceInfoRecord {
+        type_: PERF_AUXTRACE_INTEL_PT,
+        reserved: 0,
+        priv_: vec![
+            u64::from(PMU_TYPE),         // INTEL_PT_PMU_TYPE
+            u64::from(TIME_SHIFT),       // INTEL_PT_TIME_SHIFT
+            u64::from(TIME_MULT),        // INTEL_PT_TIME_MULT
+            TIME_ZERO,                   // INTEL_PT_TIME_ZERO
+            1,                           // INTEL_PT_CAP_USER_TIME_ZERO
+            CFG_TSC,                     // INTEL_PT_TSC_BIT
+            CFG_NORETCOMP,               // INTEL_PT_NORETCOMP_BIT
+            0,                           // INTEL_PT_HAVE_SCHED_SWITCH (user only, per thread)
+            0,                           // INTEL_PT_SNAPSHOT_MODE
+            0,                           // INTEL_PT_PER_CPU_MMAPS (--per-thread)
+            CFG_MTC,                     // INTEL_PT_MTC_BIT
+            0xf << CFG_MTC_PERIOD_SHIFT, // INTEL_PT_MTC_FREQ_BITS
+            2,                           // INTEL_PT_TSC_CTC_N
+            1,                           // INTEL_PT_TSC_CTC_D
+            CFG_CYC,                     // INTEL_PT_CYC_BIT
+            20,                          // INTEL_PT_MAX_NONTURBO_RATIO
+            0,                           // INTEL_PT_FILTER_STR_LEN (no address filter)
+        ],
+    }
+}
+
+/// The sideband records, in time order, as the kernel writes them.
+pub(crate) struct Sideband {
+    pid: u32,
+    comm: String,
+    /// Whole records.
+    records: Vec<Vec<u8>>,
+    pt: RecordParseInfo,
+    dummy: RecordParseInfo,
+}
+
+impl Sideband {
+    pub(crate) fn new(pid: u32, comm: &str) -> Self {
+        // The kernel's TASK_COMM_LEN is 16, NUL included.
+        let comm: String = comm.chars().take(15).collect();
+        Self {
+            pid,
+            comm,
+            records: Vec::new(),
+            pt: RecordParseInfo::new(&pt_attr()),
+            dummy: RecordParseInfo::new(&dummy_attr()),
+        }
+    }
+
+    fn sid(&self, id: u64, tsc: u64) -> SampleId {
+        SampleId {
+            tid: Some(PidTid {
+                pid: self.pid,
+                tid: self.pid,
+            }),
+            time: Some(tsc_to_perf_time(tsc)),
+            identifier: Some(id),
+            ..Default::default()
+        }
+    }
+
+    fn push(&mut self, r: Result<Vec<u8>, perfaux_abi::error::EncodeError>) {
+        self.records
+            .push(r.expect("a sideband record fits in 64 KiB"));
+    }
+
+    pub(crate) fn itrace_start(&mut self, tsc: u64) {
+        let r = ItraceStartRecord {
+            misc: 0,
+            pid: self.pid,
+            tid: self.pid,
+            sample_id: self.sid(PT_ID, tsc),
+        }
+        .to_vec(&self.pt, Endianness::NATIVE);
+        self.push(r);
+    }
+
+    pub(crate) fn comm(&mut self, tsc: u64) {
+        let r = CommRecord {
+            misc: PERF_RECORD_MISC_COMM_EXEC,
+            pid: self.pid,
+            tid: self.pid,
+            comm: RawData::new(self.comm.as_bytes(), &[]),
+            sample_id: self.sid(DUMMY_ID, tsc),
+        }
+        .to_vec(&self.dummy, Endianness::NATIVE);
+        self.push(r);
+    }
+
+    pub(crate) fn mmap2(&mut self, tsc: u64, m: &Mapping) {
+        let p = m.perms.as_bytes();
+        let bit = |on: bool, b: i32| if on { b as u32 } else { 0 };
+        let prot = bit(p[0] == b'r', libc::PROT_READ)
+            | bit(p[1] == b'w', libc::PROT_WRITE)
+            | bit(p[2] == b'x', libc::PROT_EXEC);
+        let flags = if p[3] == b's' {
+            libc::MAP_SHARED
+        } else {
+            libc::MAP_PRIVATE
+        } as u32;
+        let r = Mmap2Record {
+            misc: PERF_RECORD_MISC_USER,
+            pid: self.pid,
+            tid: self.pid,
+            addr: m.start,
+            len: m.end - m.start,
+            pgoff: m.pgoff,
+            file_id: Mmap2FileId::Inode {
+                maj: m.dev.0,
+                min: m.dev.1,
+                ino: m.inode,
+                ino_generation: 0,
+            },
+            prot,
+            flags,
+            filename: RawData::new(m.name.as_bytes(), &[]),
+            sample_id: self.sid(DUMMY_ID, tsc),
+        }
+        .to_vec(&self.dummy, Endianness::NATIVE);
+        self.push(r);
+    }
+}
+
+fn err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+/// Writes the perf.data: `trace` is the packet stream, `end_tsc` the TSC after the exit.
+pub(crate) fn write(
+    path: &std::path::Path,
+    side: &Sideband,
+    trace: &[u8],
+    end_tsc: u64,
+) -> Result<(), String> {
+    let e = Endianness::NATIVE;
+    let mut host = HostInfo::from_machine();
+    // The trace claims Intel PT hardware: say an Intel CPU made it (perf keys errata
+    // workarounds on the CPUID).
+    host.cpuid = "GenuineIntel,6,85,4".into();
+    host.cpudesc = "Intel(R) Xeon(R) CPU (perfaux-ptgen, single-stepped)".into();
+    host.cmdline = vec![
+        "perf".into(),
+        "record".into(),
+        "--per-thread".into(),
+        "-e".into(),
+        "intel_pt/tsc=1,noretcomp=1/u".into(),
+        "--".into(),
+        side.comm.clone(),
+    ];
+    let events = vec![
+        WriterEvent {
+            attr: pt_attr(),
+            ids: vec![PT_ID],
+            name: "intel_pt/tsc=1,noretcomp=1/u".into(),
+        },
+        WriterEvent {
+            attr: dummy_attr(),
+            ids: vec![DUMMY_ID],
+            name: "dummy:u".into(),
+        },
+    ];
+    let f = std::fs::File::create(path).map_err(|x| format!("{}: {x}", path.display()))?;
+    let mut w = PerfDataWriter::new(std::io::BufWriter::new(f), events, WriterOptions::new(host))
+        .map_err(err)?;
+    let mut v = Vec::new();
+    TimeConvRecord {
+        time_shift: u64::from(TIME_SHIFT),
+        time_mult: u64::from(TIME_MULT),
+        time_zero: TIME_ZERO,
+        ext: Some(TimeConvExt {
+            time_cycles: 0,
+            time_mask: 0,
+            cap_user_time_zero: 1,
+            cap_user_time_short: 0,
+            reserved: [0; 6],
+        }),
+    }
+    .write(&mut v, e);
+    w.write_record(&v).map_err(err)?;
+    v.clear();
+    auxtrace_info().write(&mut v, e).map_err(err)?;
+    w.write_record(&v).map_err(err)?;
+    v.clear();
+    FinishedInitRecord.write(&mut v, e);
+    w.write_record(&v).map_err(err)?;
+    for r in &side.records {
+        w.write_record(r).map_err(err)?;
+    }
+    // The trace, as perf record copies it out of the AUX area. `reference` is the TSC when
+    // perf read the buffer (perf record's `intel_pt_reference` is rdtsc()): perf's decoder
+    // takes the top byte of the 7-byte TSC packets from it, and without it (0) ignores the
+    // first TSC, so that the first decoder state has no timestamp, which perf 6.1 does not
+    // survive (a NULL `ptq->state` in intel_pt_walk_next_insn: SIGSEGV).
+    let aux = AuxtraceRecord::for_payload(trace.len(), 0, end_tsc, 0, side.pid, u32::MAX);
+    w.write_auxtrace(&aux, trace).map_err(err)?;
+    let pt = RecordParseInfo::new(&pt_attr());
+    let dummy = RecordParseInfo::new(&dummy_attr());
+    let rec = AuxRecord {
+        misc: 0,
+        aux_offset: 0,
+        aux_size: trace.len() as u64,
+        flags: 0,
+        sample_id: side.sid(PT_ID, end_tsc),
+    }
+    .to_vec(&pt, e)
+    .map_err(err)?;
+    w.write_record(&rec).map_err(err)?;
+    let rec = TaskRecord {
+        kind: TaskKind::Exit,
+        misc: 0,
+        pid: side.pid,
+        ppid: std::process::id(),
+        tid: side.pid,
+        ptid: std::process::id(),
+        time: tsc_to_perf_time(end_tsc + 1),
+        sample_id: side.sid(DUMMY_ID, end_tsc + 1),
+    }
+    .to_vec(&dummy, e)
+    .map_err(err)?;
+    w.write_record(&rec).map_err(err)?;
+    v.clear();
+    FinishedRoundRecord.write(&mut v, e);
+    w.write_record(&v).map_err(err)?;
+    let mut out = w.finish().map_err(err)?;
+    std::io::Write::flush(&mut out).map_err(err)?;
+    Ok(())
+}

@@ -1,0 +1,430 @@
+//! Intel PT perf.data recordings of real executions, for tests: a test tool, not a product.
+//!
+//! perfaux reads what `perf record -e intel_pt//` writes, but the machines it is tested on
+//! have no Intel PT hardware. This crate makes such recordings without it: [`record`] runs
+//! a program under ptrace, single-stepping every user-space instruction (the ground truth
+//! of the flow: each instruction's address and the next one's), encodes that flow as the
+//! Intel PT packets the hardware would write under
+//! `perf record --per-thread -e intel_pt/tsc=1,noretcomp=1/u -- PROG`, and writes a
+//! perf.data around them that Linux perf 6.1 reads and decodes against the program's
+//! binaries on disk. A test can then compare what a decoder (perf's, perfaux's) makes of
+//! the trace with [`Recorded`], what really ran.
+//!
+//! What the packet stream holds (Intel SDM vol. 3, "Intel Processor Trace"):
+//! - at the start (the trace is enabled at the exec, in the kernel, where the user-only
+//!   filter keeps packets off): PSB, TSC, PSBEND; then, when the program's first user
+//!   instruction runs, TSC, MODE.Exec (64-bit), TIP.PGE(entry);
+//! - a TNT bit per conditional branch (jcc, loop*, jrcxz), in short TNT packets (up to 6
+//!   bits) or long TNT packets (7 to 47), flushed before any other packet;
+//! - a TIP per indirect jump or call and per `ret` (no return compression: `noretcomp=1`),
+//!   its IP compressed against the last IP;
+//! - nothing for direct jumps and calls;
+//! - per `syscall`: TIP.PGD with the IP suppressed (the target is in the kernel, which is
+//!   filtered out), then on the return TSC, MODE.Exec, TIP.PGE(the next instruction); the
+//!   `syscall` that ends the program (exit_group) ends the trace with its TIP.PGD;
+//! - a PSB+ (PSB, MODE.Exec, FUP(next IP), TSC, PSBEND) once 4 KiB of packets have been
+//!   written since the last one.
+//!
+//! What it does not do: no CYC, MTC, TMA, CBR, PIP or PTWRITE packets (the config says
+//! `mtc=0`); no return compression; no signals (a signal delivered to the program is an
+//! error); single-threaded programs only (clone, fork, vfork and exec by the program are
+//! errors); no code outside files on disk: if the program executes code in a mapping
+//! without a file (the vdso, JIT code), [`record`] fails naming the address, since no
+//! decoder could read that code back. Test programs must avoid vdso calls
+//! (`clock_gettime`, `gettimeofday`, `time`, `getcpu`).
+//!
+//! Time: a virtual TSC that advances by [`TICKS_PER_INSN`] per instruction and
+//! [`TICKS_PER_SYSCALL`] per system call; TIME_CONV and the AUXTRACE_INFO convert it to
+//! perf time (ns = [`TIME_ZERO`] + tsc / 2), and every record (COMM, MMAP2, ITRACE_START,
+//! AUX, EXIT) carries the perf time of the TSC where it happened, so that perf's ordering
+//! of sideband and trace is the execution's.
+
+mod file;
+mod packets;
+mod tracee;
+
+pub use tracee::Mapping;
+
+use packets::Encoder;
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use tracee::{Stop, Tracee};
+
+/// The virtual TSC's value at the exec.
+pub const TSC_BASE: u64 = 1 << 32;
+/// TSC ticks per instruction stepped.
+pub const TICKS_PER_INSN: u64 = 2;
+/// TSC ticks a system call takes.
+pub const TICKS_PER_SYSCALL: u64 = 2000;
+/// TIME_CONV: perf time = TIME_ZERO + (tsc * TIME_MULT) >> TIME_SHIFT, i.e. tsc / 2.
+pub const TIME_SHIFT: u16 = 10;
+/// See [`TIME_SHIFT`].
+pub const TIME_MULT: u32 = 512;
+/// See [`TIME_SHIFT`]: 1000 s.
+pub const TIME_ZERO: u64 = 1_000_000_000_000;
+/// Trace bytes between PSBs (the hardware's psb_period=1: 4 KiB).
+pub const PSB_PERIOD: usize = 4096;
+
+/// Perf time of TSC value `tsc` (perf's `tsc_to_perf_time`).
+pub fn tsc_to_perf_time(tsc: u64) -> u64 {
+    let quot = tsc >> TIME_SHIFT;
+    let rem = tsc & ((1 << TIME_SHIFT) - 1);
+    TIME_ZERO + quot * u64::from(TIME_MULT) + ((rem * u64::from(TIME_MULT)) >> TIME_SHIFT)
+}
+
+/// What kind of taken branch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BranchKind {
+    /// A taken conditional branch (jcc, loop*, jrcxz).
+    Conditional,
+    /// A direct near jump.
+    Jump,
+    /// A direct near call.
+    Call,
+    /// An indirect near jump.
+    IndirectJump,
+    /// An indirect near call.
+    IndirectCall,
+    /// A near return.
+    Return,
+}
+
+/// One taken branch of the execution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Branch {
+    /// The branch instruction's address.
+    pub from: u64,
+    /// Where it went.
+    pub to: u64,
+    /// What it was.
+    pub kind: BranchKind,
+}
+
+/// What [`record`] saw and wrote.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    /// The program's pid (= its only thread's tid).
+    pub pid: u32,
+    /// Its tid.
+    pub tid: u32,
+    /// Its exit status (128 + the signal if a signal ended it).
+    pub exit_code: i32,
+    /// What it wrote to stdout.
+    pub stdout: Vec<u8>,
+    /// User-space instructions executed (a `rep` string instruction counts once).
+    pub instructions: u64,
+    /// Every taken branch, in order (system calls are not branches here).
+    pub branches: Vec<Branch>,
+    /// Near `call` instructions executed, direct and indirect.
+    pub calls: u64,
+    /// Near `ret` instructions executed.
+    pub returns: u64,
+    /// Conditional branches executed, taken or not.
+    pub conditionals: u64,
+    /// `syscall` instructions executed (the last one, exit_group's, included).
+    pub syscalls: u64,
+    /// The executable mappings announced with MMAP2, in order.
+    pub mappings: Vec<Mapping>,
+    /// Bytes of Intel PT packets.
+    pub trace_bytes: usize,
+    /// PSB packets written.
+    pub psbs: u64,
+    /// TIP packets written (TIP.PGE/PGD not counted).
+    pub tips: u64,
+    /// TNT packets written.
+    pub tnt_packets: u64,
+    /// The TSC at the first and the last instruction.
+    pub tsc_range: (u64, u64),
+}
+
+/// An instruction's effect on the flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    Other,
+    /// A string instruction with a rep prefix: it may stay at its address for a step.
+    Rep,
+    Conditional,
+    Jump,
+    Call,
+    IndirectJump,
+    IndirectCall,
+    Return,
+    Syscall,
+}
+
+fn classify(bytes: &[u8], ip: u64) -> Result<(u8, Flow), String> {
+    use iced_x86::{Decoder, DecoderOptions, FlowControl, Mnemonic};
+    let mut d = Decoder::with_ip(64, bytes, ip, DecoderOptions::NONE);
+    let i = d.decode();
+    if i.is_invalid() {
+        return Err(format!(
+            "cannot decode the instruction at {ip:#x} ({bytes:02x?})"
+        ));
+    }
+    let flow = match (i.mnemonic(), i.flow_control()) {
+        (Mnemonic::Syscall, _) => Flow::Syscall,
+        (_, FlowControl::Next) if i.has_rep_prefix() || i.has_repne_prefix() => Flow::Rep,
+        (_, FlowControl::Next) => Flow::Other,
+        (_, FlowControl::ConditionalBranch) => Flow::Conditional,
+        (_, FlowControl::UnconditionalBranch) if !i.is_jmp_far() => Flow::Jump,
+        (_, FlowControl::IndirectBranch) if !i.is_jmp_far_indirect() => Flow::IndirectJump,
+        (_, FlowControl::Call) if !i.is_call_far() => Flow::Call,
+        (_, FlowControl::IndirectCall) if !i.is_call_far_indirect() => Flow::IndirectCall,
+        (Mnemonic::Ret, FlowControl::Return) => Flow::Return,
+        _ => {
+            return Err(format!(
+                "unsupported instruction at {ip:#x}: {:?} (ptgen encodes near branches and syscall only)",
+                i.mnemonic()
+            ));
+        }
+    };
+    Ok((i.len() as u8, flow))
+}
+
+// x86-64 system call numbers ptgen must refuse or watch.
+const SYS_CLONE: u64 = 56;
+const SYS_FORK: u64 = 57;
+const SYS_VFORK: u64 = 58;
+const SYS_EXECVE: u64 = 59;
+const SYS_EXECVEAT: u64 = 322;
+const SYS_CLONE3: u64 = 435;
+
+/// Records `program` with `args` into the perf.data `out` (see the crate's doc).
+pub fn record(program: &Path, args: &[&str], out: &Path) -> Result<Recorded, String> {
+    let mut t = Tracee::spawn(program, args)?;
+    let pid = t.pid as u32;
+    let comm = program
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut side = file::Sideband::new(pid, &comm);
+    let mut enc = Encoder::default();
+    let mut tsc = TSC_BASE;
+    // Enabled at the exec, in the kernel: no packets but the PSB+ until the return to user.
+    enc.psb();
+    enc.tsc(tsc);
+    enc.psbend();
+    tsc += 1;
+    side.itrace_start(tsc);
+    tsc += 1;
+    side.comm(tsc);
+    let mut announced: HashSet<Mapping> = HashSet::new();
+    let mut mappings = Vec::new();
+    let mut exec_maps = Vec::new();
+    announce_maps(
+        t.pid,
+        &mut tsc,
+        &mut side,
+        &mut announced,
+        &mut mappings,
+        &mut exec_maps,
+    )?;
+    tsc += TICKS_PER_SYSCALL / 2;
+    let mut regs = t.regs()?;
+    let first_tsc = tsc;
+    enc.tsc(tsc);
+    enc.mode_exec_64();
+    enc.tip_pge(regs.rip);
+
+    let mut cache: HashMap<u64, (u8, Flow)> = HashMap::new();
+    let mut rec = Recorded {
+        pid,
+        tid: pid,
+        exit_code: 0,
+        stdout: Vec::new(),
+        instructions: 0,
+        branches: Vec::new(),
+        calls: 0,
+        returns: 0,
+        conditionals: 0,
+        syscalls: 0,
+        mappings: Vec::new(),
+        trace_bytes: 0,
+        psbs: 0,
+        tips: 0,
+        tnt_packets: 0,
+        tsc_range: (first_tsc, first_tsc),
+    };
+    let exit_code = loop {
+        let ip = regs.rip;
+        let (len, flow) = match cache.get(&ip) {
+            Some(&c) => c,
+            None => {
+                check_traceable(ip, &exec_maps, t.pid)?;
+                let mut b = [0u8; 16];
+                let n = t.read(ip, &mut b);
+                let c = classify(&b[..n], ip)?;
+                cache.insert(ip, c);
+                c
+            }
+        };
+        let next = ip + u64::from(len);
+        if flow == Flow::Syscall {
+            let nr = regs.rax;
+            if matches!(nr, SYS_CLONE | SYS_FORK | SYS_VFORK | SYS_CLONE3) {
+                return Err(format!(
+                    "the program makes system call {nr} (clone/fork) at {ip:#x}: ptgen traces single-threaded programs without children only"
+                ));
+            }
+            if matches!(nr, SYS_EXECVE | SYS_EXECVEAT) {
+                return Err(format!(
+                    "the program calls exec at {ip:#x}: ptgen does not follow exec"
+                ));
+            }
+            rec.syscalls += 1;
+            rec.instructions += 1;
+            rec.tsc_range.1 = tsc;
+            // The far branch into the kernel: its target is filtered out, so PGD without IP.
+            enc.tip_pgd_noip();
+            match t.step()? {
+                Stop::Exited(code) => {
+                    tsc += TICKS_PER_SYSCALL / 2;
+                    break code;
+                }
+                Stop::Stepped(r) => regs = r,
+            }
+            tsc += TICKS_PER_SYSCALL / 2;
+            if announce_maps(
+                t.pid,
+                &mut tsc,
+                &mut side,
+                &mut announced,
+                &mut mappings,
+                &mut exec_maps,
+            )? {
+                // New code may sit where old code was.
+                cache.clear();
+            }
+            tsc += TICKS_PER_SYSCALL / 2;
+            // Back in user space (at `next`, or elsewhere after rt_sigreturn): tracing resumes.
+            enc.tsc(tsc);
+            enc.mode_exec_64();
+            enc.tip_pge(regs.rip);
+            continue;
+        }
+        let r = match t.step()? {
+            Stop::Stepped(r) => r,
+            Stop::Exited(code) => {
+                return Err(format!(
+                    "the program ended ({code}) while executing {ip:#x}, not in a system call"
+                ));
+            }
+        };
+        regs = r;
+        let to = regs.rip;
+        tsc += TICKS_PER_INSN;
+        if flow == Flow::Rep && to == ip {
+            // One more iteration of the string instruction.
+            continue;
+        }
+        rec.instructions += 1;
+        rec.tsc_range.1 = tsc;
+        let kind = match flow {
+            Flow::Other | Flow::Rep => {
+                if to != next {
+                    return Err(format!(
+                        "the flow went from {ip:#x} to {to:#x} without a branch (a signal?)"
+                    ));
+                }
+                None
+            }
+            Flow::Conditional => {
+                rec.conditionals += 1;
+                enc.tnt(to != next);
+                (to != next).then_some(BranchKind::Conditional)
+            }
+            Flow::Jump => Some(BranchKind::Jump),
+            Flow::Call => {
+                rec.calls += 1;
+                Some(BranchKind::Call)
+            }
+            Flow::IndirectJump => {
+                enc.tip(to);
+                Some(BranchKind::IndirectJump)
+            }
+            Flow::IndirectCall => {
+                rec.calls += 1;
+                enc.tip(to);
+                Some(BranchKind::IndirectCall)
+            }
+            Flow::Return => {
+                rec.returns += 1;
+                enc.tip(to);
+                Some(BranchKind::Return)
+            }
+            Flow::Syscall => unreachable!("handled above"),
+        };
+        if let Some(kind) = kind {
+            rec.branches.push(Branch { from: ip, to, kind });
+        }
+        if enc.since_psb() >= PSB_PERIOD {
+            enc.psb();
+            enc.mode_exec_64();
+            enc.fup(to);
+            enc.tsc(tsc);
+            enc.psbend();
+        }
+    };
+    rec.exit_code = exit_code;
+    rec.stdout = t.take_stdout();
+    rec.trace_bytes = enc.buf.len();
+    rec.psbs = enc.psbs;
+    rec.tips = enc.tips;
+    rec.tnt_packets = enc.tnt_packets;
+    rec.mappings = mappings;
+    tsc += 1;
+    file::write(out, &side, &enc.buf, tsc)?;
+    Ok(rec)
+}
+
+/// Fails unless `ip` is in an executable mapping of a file on disk.
+fn check_traceable(ip: u64, exec_maps: &[Mapping], pid: i32) -> Result<(), String> {
+    if exec_maps
+        .iter()
+        .any(|m| m.start <= ip && ip < m.end && m.is_file())
+    {
+        return Ok(());
+    }
+    let all = tracee::read_maps(pid)?;
+    let what = all
+        .iter()
+        .find(|m| m.start <= ip && ip < m.end)
+        .map(|m| {
+            if m.name.is_empty() {
+                format!("anonymous memory ({})", m.perms)
+            } else {
+                format!("{} ({})", m.name, m.perms)
+            }
+        })
+        .unwrap_or_else(|| "no mapping".into());
+    Err(format!(
+        "the program executes {ip:#x} in {what}: ptgen traces only code of files on disk \
+         (no decoder could read this code back); avoid vdso calls such as clock_gettime"
+    ))
+}
+
+/// Reads the maps and announces each executable mapping not yet announced with an MMAP2,
+/// one TSC tick apart. Returns whether the executable mappings changed.
+fn announce_maps(
+    pid: i32,
+    tsc: &mut u64,
+    side: &mut file::Sideband,
+    announced: &mut HashSet<Mapping>,
+    order: &mut Vec<Mapping>,
+    exec_maps: &mut Vec<Mapping>,
+) -> Result<bool, String> {
+    let now: Vec<Mapping> = tracee::read_maps(pid)?
+        .into_iter()
+        .filter(|m| m.is_exec() && (m.is_file() || m.name == "[vdso]"))
+        .collect();
+    let changed = now != *exec_maps;
+    for m in &now {
+        if announced.insert(m.clone()) {
+            *tsc += 1;
+            side.mmap2(*tsc, m);
+            order.push(m.clone());
+        }
+    }
+    *exec_maps = now;
+    Ok(changed)
+}
