@@ -2,6 +2,18 @@
 //! intel_pt/tsc=1,noretcomp=1/u -- PROG` lays it out: the intel_pt event and the dummy:u
 //! tracking event, TIME_CONV, AUXTRACE_INFO, the sideband records, the trace in an
 //! AUXTRACE record (idx 0, the thread's tid, cpu -1: per-thread), PERF_RECORD_AUX, EXIT.
+//!
+//! What perf 6.1 needs, learnt the hard way (tools/perf/util/intel-pt.c):
+//! - it finds the intel_pt event by `attr.type == AUXTRACE_INFO priv[INTEL_PT_PMU_TYPE]`,
+//!   and that event must have a sample id (its synthesized events' ids are its first id +
+//!   1000000000);
+//! - timed decoding (the trace ordered against the sideband by time) needs the TSC bit in
+//!   that event's config and in priv[INTEL_PT_TSC_BIT], cap_user_time_zero, and
+//!   PERF_SAMPLE_TIME in every event; times convert with TIME_CONV's shift/mult/zero;
+//! - the AUXTRACE record's `reference` must be a TSC near the trace's (see [`write`]);
+//! - a sideband record takes effect for the trace whose TSC is at or after its time, and
+//!   the trace between two TSC packets has the first one's time: an MMAP2 must be stamped
+//!   before the TSC of the TIP.PGE after the system call that made the mapping.
 
 use crate::tracee::Mapping;
 use crate::{TIME_MULT, TIME_SHIFT, TIME_ZERO, tsc_to_perf_time};

@@ -113,6 +113,8 @@ pub struct Recorded {
     pub stdout: Vec<u8>,
     /// User-space instructions executed (a `rep` string instruction counts once).
     pub instructions: u64,
+    /// The address of every instruction executed, in order (`instructions` of them).
+    pub ips: Vec<u64>,
     /// Every taken branch, in order (system calls are not branches here).
     pub branches: Vec<Branch>,
     /// Near `call` instructions executed, direct and indirect.
@@ -233,6 +235,7 @@ pub fn record(program: &Path, args: &[&str], out: &Path) -> Result<Recorded, Str
         exit_code: 0,
         stdout: Vec::new(),
         instructions: 0,
+        ips: Vec::new(),
         branches: Vec::new(),
         calls: 0,
         returns: 0,
@@ -273,6 +276,7 @@ pub fn record(program: &Path, args: &[&str], out: &Path) -> Result<Recorded, Str
             }
             rec.syscalls += 1;
             rec.instructions += 1;
+            rec.ips.push(ip);
             rec.tsc_range.1 = tsc;
             // The far branch into the kernel: its target is filtered out, so PGD without IP.
             enc.tip_pgd_noip();
@@ -318,6 +322,7 @@ pub fn record(program: &Path, args: &[&str], out: &Path) -> Result<Recorded, Str
             continue;
         }
         rec.instructions += 1;
+        rec.ips.push(ip);
         rec.tsc_range.1 = tsc;
         let kind = match flow {
             Flow::Other | Flow::Rep => {

@@ -186,6 +186,34 @@ fn perf_sees_every_branch_in_order() {
     );
 }
 
+/// perf's instruction samples, one per instruction (`--itrace=i1i`), are the instructions
+/// ptgen stepped, address for address.
+#[test]
+fn perf_sees_every_instruction() {
+    require_oracle!("perf");
+    require_oracle!("gcc");
+    let (dir, data, rec) = record(&["1"]);
+    let out = perf(&["script", "--itrace=i1ie", "-F", "ip"], &data, dir.path());
+    assert!(
+        !out.contains("instruction trace error"),
+        "perf's decoder errors"
+    );
+    let got: Vec<u64> = out
+        .lines()
+        .map(|l| u64::from_str_radix(l.trim(), 16).unwrap_or_else(|_| panic!("perf line {l:?}")))
+        .collect();
+    assert_eq!(rec.ips.len() as u64, rec.instructions);
+    if let Some(i) = (0..got.len().max(rec.ips.len())).find(|&i| got.get(i) != rec.ips.get(i)) {
+        panic!(
+            "instruction {i} of {} (perf has {}): ground truth {:x?}, perf {:x?}",
+            rec.ips.len(),
+            got.len(),
+            rec.ips.get(i),
+            got.get(i)
+        );
+    }
+}
+
 /// The calls of fib that perf finds (`--itrace=cr` and `--call-trace`) are the program's
 /// own count of fib's invocations.
 #[test]
@@ -229,4 +257,30 @@ fn perf_counts_the_calls_of_fib() {
         .count() as u64;
     assert_eq!(in_trace, fib_calls, "--call-trace");
     assert!(rec.calls >= fib_calls + 3);
+}
+
+/// Code outside files (here the vdso's clock_gettime) cannot be decoded from a trace: ptgen
+/// refuses it, naming the mapping.
+#[test]
+fn vdso_code_is_refused() {
+    require_oracle!("gcc");
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("vdso.c");
+    std::fs::write(
+        &src,
+        "#include <time.h>\nint main(void) { struct timespec t; return clock_gettime(CLOCK_MONOTONIC, &t); }\n",
+    )
+    .unwrap();
+    let exe = dir.path().join("vdso");
+    let ok = Command::new("gcc")
+        .args(["-O2", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .expect("gcc")
+        .success();
+    assert!(ok);
+    let err = perfaux_ptgen::record(&exe, &[], &dir.path().join("perf.data"))
+        .expect_err("the vdso is not traceable");
+    assert!(err.contains("[vdso]"), "{err}");
 }
