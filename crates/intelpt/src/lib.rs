@@ -9,6 +9,7 @@
 //! [`image`], which sideband ([`ptxed_sideband`]) builds per process as the trace goes.
 
 pub mod args;
+pub mod calls;
 pub mod decode;
 pub mod errata;
 pub mod events;

@@ -42,6 +42,7 @@ pub mod firefox;
 pub mod flame;
 pub mod flame_chart;
 mod func_symbols;
+mod intel_pt;
 pub mod key_values;
 pub mod offcpu;
 pub mod perfetto;

@@ -87,6 +87,14 @@ impl Symbolizer {
         );
     }
 
+    /// Process `pid`'s maps: (start, end, file offset, file name), by address.
+    pub fn maps_of(&self, pid: u32) -> impl Iterator<Item = (u64, u64, u64, &str)> + '_ {
+        self.maps.get(&pid).into_iter().flat_map(move |m| {
+            m.iter()
+                .map(move |(&start, map)| (start, map.end, map.pgoff, &*self.dsos[map.dso].name))
+        })
+    }
+
     fn find_map(&self, pid: u32, addr: u64) -> Option<(u64, Map)> {
         [pid, u32::MAX].iter().find_map(|p| {
             let (&start, m) = self.maps.get(p)?.range(..=addr).next_back()?;

@@ -31,6 +31,7 @@ use perfaux_swtrace::window::SnapshotEnds;
 
 use crate::ViewError;
 use crate::event::{Call, FuncId, LostKind, Names, Sink, ViewEvent};
+use crate::intel_pt::{PtContext, PtTrace};
 use crate::record_order::{RecordQueue, TakeRecord, record_time};
 use crate::symbols::{Symbolizer, map_name};
 use crate::unwind::StackUnwinder;
@@ -85,6 +86,9 @@ pub struct Summary {
     pub cmdline: Option<String>,
     /// Names of the sampling events, in attr order.
     pub events: Vec<String>,
+    /// The recording holds Intel PT trace (an intel_pt AUXTRACE_INFO), whose calls the
+    /// pass decoded.
+    pub intel_pt: bool,
 }
 
 impl Summary {
@@ -229,6 +233,7 @@ pub fn walk<R: BufRead + std::io::Seek>(
         frames: Vec::new(),
         regs_buf: Vec::new(),
         stack_buf: Vec::new(),
+        pt: PtTrace::default(),
     };
     // Records are handled in time order as perf's ordered-events queue hands them over
     // (tools/perf/util/ordered-events.c): a thread's COMM, FORK and MMAPs can be in the file
@@ -252,6 +257,8 @@ pub fn walk<R: BufRead + std::io::Seek>(
                     to.pass.ev_names.push(format!("event{n}"));
                 }
                 Some(Ok(UserRecord::FinishedRound(_))) => queue.round(&mut to)?,
+                Some(Ok(UserRecord::AuxtraceInfo(i))) => to.pass.pt.info(&i),
+                Some(Ok(UserRecord::Auxtrace(a, payload))) => to.pass.pt.auxtrace(&a, payload),
                 _ => {}
             }
             continue;
@@ -269,9 +276,15 @@ pub fn walk<R: BufRead + std::io::Seek>(
         mut names,
         mut threads,
         aux_owner,
+        mut sym,
+        pt,
         ..
     } = pass;
     sum.events = ev_names;
+    if pt.is_intel_pt() {
+        sum.intel_pt = true;
+        pt_calls(&rec, pt, &mut sym, &mut threads, &mut names, &mut sum, sink)?;
+    }
     trace_windows(&rec, &aux_owner, &mut threads, &mut names, &mut sum, sink)?;
     if !threads.filter.is_empty() && !threads.matched {
         return Err(threads.nothing_matched());
@@ -309,6 +322,8 @@ struct RecordPass<'a> {
     frames: Vec<u64>,
     regs_buf: Vec<u64>,
     stack_buf: Vec<u8>,
+    /// An Intel PT recording's trace, decoded after the records.
+    pt: PtTrace,
 }
 
 impl RecordPass<'_> {
@@ -466,6 +481,13 @@ impl RecordPass<'_> {
             )
             .map_err(io)
         };
+        // A CPU-wide Intel PT buffer's threads: who ran on each CPU from when.
+        if let Record::Switch(sw) = parsed
+            && sw.misc & PERF_RECORD_MISC_SWITCH_OUT == 0
+            && let (Some(cpu), Some(t)) = (sid.cpu, sid.tid)
+        {
+            self.pt.switch_in(cpu.cpu, time, t.pid, t.tid);
+        }
         match parsed {
             Record::Comm(c) => {
                 let comm = String::from_utf8_lossy(&c.comm.until_nul().to_vec()).into_owned();
@@ -513,6 +535,11 @@ impl RecordPass<'_> {
                 self.unwinder.exec_map(m.pid, m.addr, m.len, m.pgoff, &name);
             }
             Record::ItraceStart(i) => {
+                // The trace of a CPU-wide buffer is this thread's from here (perf's
+                // intel_pt_process_itrace_start).
+                if let Some(cpu) = sid.cpu {
+                    self.pt.switch_in(cpu.cpu, time, i.pid, i.tid);
+                }
                 if let Some(id) = sid.identifier.or(sid.id) {
                     self.aux_owner.insert(id, i.tid);
                 }
@@ -549,6 +576,43 @@ const USER_STACK_BITS: u64 = PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
 
 /// The first PERF_CONTEXT_* marker value: addresses are below it.
 const PERF_CONTEXT_MAX_MARKER: u64 = (-4095i64) as u64;
+
+/// An Intel PT recording's calls ([`crate::intel_pt`]).
+fn pt_calls(
+    rec: &Recording<'_, impl BufRead>,
+    pt: PtTrace,
+    sym: &mut Symbolizer,
+    threads: &mut Threads,
+    names: &mut Names,
+    sum: &mut Summary,
+    sink: &mut impl Sink,
+) -> Result<(), ViewError> {
+    let pmu_type = pt.pmu_type();
+    let config = rec
+        .reader
+        .metadata()
+        .attrs
+        .iter()
+        .find(|a| u64::from(a.attr.type_) == pmu_type)
+        .map_or(0, |a| a.attr.config);
+    let info = threads.info.clone();
+    let pid_of = move |tid: u32| info.get(&tid).map_or(tid, |i| i.0);
+    let mut keep = |tid: u32| threads.keep(tid);
+    let mut saw = |t: u64| sum.saw(t);
+    crate::intel_pt::emit_calls(
+        pt,
+        PtContext {
+            sym,
+            names,
+            sink,
+            pid_of: &pid_of,
+            keep: &mut keep,
+            config,
+            saw: &mut saw,
+        },
+    )
+    .map_err(io)
+}
 
 fn trace_windows(
     rec: &Recording<'_, impl BufRead>,

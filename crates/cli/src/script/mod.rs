@@ -22,6 +22,7 @@
 mod call_trace;
 mod line;
 mod ordered;
+mod pt_call_trace;
 mod uevent_logs;
 
 use std::collections::{HashMap, HashSet};
@@ -496,6 +497,12 @@ pub fn script_with(
     }
     if call_trace {
         let Some(trace) = trace else {
+            // An Intel PT recording: its calls are decoded from its AUXTRACE payloads.
+            if pt_call_trace::pt_call_trace(path, false, out)? {
+                out.flush().map_err(CliError::output)?;
+                progress.done();
+                return Ok(());
+            }
             return Err(CliError::msg(format!(
                 "{}: no software trace in the file (perfaux's trace section, feature {PERFAUX_FEATURE_BIT}, is missing)",
                 path.display()

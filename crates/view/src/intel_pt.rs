@@ -1,0 +1,426 @@
+//! The calls an Intel PT recording holds, for the views: each thread's trace (perf's
+//! AUXTRACE payloads of a `--per-thread` recording) decoded over the code its process mapped
+//! (the MMAP/MMAP2 records' files, read from disk), its calls and returns turned into
+//! [`ViewEvent::Enter`]/[`ViewEvent::Exit`] as perf's thread-stack pairs them, on the perf
+//! clock (the AUXTRACE_INFO's TSC conversion, perf's `tsc_to_perf_time`).
+//!
+//! A return goes back to the innermost open call whose return address it lands on; the calls
+//! above that one ended without a return the trace shows (a longjmp, an exception, a tail
+//! call's callee) and are closed there. A return to no open call is the end of a call made
+//! before the trace began: nothing to show. Where the decode loses the flow (an overflow,
+//! code that is not at hand, a corrupt packet) every open call is closed and the bytes
+//! passed over are counted as [`LostKind::SkippedBytes`].
+//!
+//! A process's code is the union of its mappings over the whole recording (a later map at
+//! an address hides an earlier one): code unmapped and replaced during the trace would be
+//! decoded as the later file. Memory: each mapped file once (the files the recording names,
+//! not the trace), and at most [`MAX_TRACE`] bytes of trace; more is counted as skipped.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use perfaux_abi::user::{AuxtraceInfoRecord, AuxtraceRecord};
+use perfaux_intelpt::calls::{CallEvent, CallKind, Setup, walk_calls};
+use perfaux_intelpt::image::Image;
+use perfaux_intelpt::timing::ClockConfig;
+
+use crate::event::{Call, FuncId, LostKind, Names, Sink, ViewEvent};
+use crate::symbols::{Symbolizer, UNKNOWN};
+
+/// perf's `PERF_AUXTRACE_INTEL_PT`.
+const PERF_AUXTRACE_INTEL_PT: u32 = 1;
+
+/// The most trace bytes held for decoding, all threads together.
+pub const MAX_TRACE: usize = 1 << 30;
+
+/// perf's `enum intel_pt_info` (tools/perf/util/intel-pt.h): the AUXTRACE_INFO's words.
+mod info {
+    pub const TIME_SHIFT: usize = 1;
+    pub const TIME_MULT: usize = 2;
+    pub const TIME_ZERO: usize = 3;
+    pub const CAP_USER_TIME_ZERO: usize = 4;
+    pub const PER_CPU_MMAPS: usize = 9;
+    pub const MTC_FREQ_BITS: usize = 11;
+    pub const TSC_CTC_N: usize = 12;
+    pub const TSC_CTC_D: usize = 13;
+    pub const MAX_NONTURBO_RATIO: usize = 15;
+}
+
+/// perf's TSC to perf-clock conversion (`struct perf_tsc_conversion`).
+#[derive(Debug, Clone, Copy, Default)]
+struct TscConversion {
+    time_shift: u16,
+    time_mult: u32,
+    time_zero: u64,
+}
+
+impl TscConversion {
+    /// perf's `tsc_to_perf_time`.
+    fn perf_time(&self, tsc: u64) -> u64 {
+        let shift = u32::from(self.time_shift).min(63);
+        let quot = tsc >> shift;
+        let rem = tsc & ((1u64 << shift) - 1);
+        let mult = u64::from(self.time_mult);
+        self.time_zero
+            .wrapping_add(quot.wrapping_mul(mult))
+            .wrapping_add(rem.wrapping_mul(mult) >> shift)
+    }
+}
+
+/// One trace buffer's bytes (perf's queue: one per thread or per CPU).
+struct Queue {
+    tid: u32,
+    cpu: u32,
+    bytes: Vec<u8>,
+}
+
+/// The most context switches kept (16 bytes each): a CPU's later switches are not followed,
+/// its trace from there shown as the last thread's.
+pub const MAX_SWITCHES: usize = 1 << 24;
+
+/// What the record pass gathers of an Intel PT recording.
+#[derive(Default)]
+pub(crate) struct PtTrace {
+    /// The AUXTRACE_INFO's words, if it is Intel PT's.
+    info: Option<Vec<u64>>,
+    queues: BTreeMap<u32, Queue>,
+    held: usize,
+    /// Payload bytes past [`MAX_TRACE`].
+    dropped: u64,
+    /// cpu -> (time, pid, tid) of each thread switched in, in the records' time order.
+    switches: HashMap<u32, Vec<(u64, u32, u32)>>,
+    switches_held: usize,
+}
+
+impl PtTrace {
+    pub(crate) fn info(&mut self, i: &AuxtraceInfoRecord) {
+        if i.type_ == PERF_AUXTRACE_INTEL_PT {
+            self.info = Some(i.priv_.clone());
+        }
+    }
+
+    pub(crate) fn auxtrace(&mut self, a: &AuxtraceRecord, payload: &[u8]) {
+        if self.info.is_none() {
+            return;
+        }
+        let q = self.queues.entry(a.idx).or_insert_with(|| Queue {
+            tid: a.tid,
+            cpu: a.cpu,
+            bytes: Vec::new(),
+        });
+        let room = MAX_TRACE - self.held;
+        let n = payload.len().min(room);
+        q.bytes.extend_from_slice(&payload[..n]);
+        self.held += n;
+        self.dropped += (payload.len() - n) as u64;
+    }
+
+    /// A thread switched in on `cpu` at `time` (PERF_RECORD_SWITCH or _CPU_WIDE).
+    pub(crate) fn switch_in(&mut self, cpu: u32, time: u64, pid: u32, tid: u32) {
+        if self.switches_held < MAX_SWITCHES {
+            self.switches_held += 1;
+            self.switches.entry(cpu).or_default().push((time, pid, tid));
+        }
+    }
+
+    fn word(&self, i: usize) -> u64 {
+        self.info
+            .as_ref()
+            .and_then(|w| w.get(i))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    fn conversion(&self) -> Option<TscConversion> {
+        (self.word(info::CAP_USER_TIME_ZERO) != 0).then(|| TscConversion {
+            time_shift: self.word(info::TIME_SHIFT) as u16,
+            time_mult: self.word(info::TIME_MULT) as u32,
+            time_zero: self.word(info::TIME_ZERO),
+        })
+    }
+
+    /// The clocks as the flow decoder wants them; `config` is the intel_pt event's attr
+    /// config (its MTC period bits).
+    fn clock(&self, config: u64) -> ClockConfig {
+        let bits = self.word(info::MTC_FREQ_BITS);
+        let mtc_freq = if bits == 0 {
+            0
+        } else {
+            ((config & bits) >> bits.trailing_zeros()) as u8
+        };
+        ClockConfig {
+            mtc_freq,
+            nom_freq: self.word(info::MAX_NONTURBO_RATIO) as u8,
+            cpuid_0x15_eax: self.word(info::TSC_CTC_D) as u32,
+            cpuid_0x15_ebx: self.word(info::TSC_CTC_N) as u32,
+        }
+    }
+
+    /// The intel_pt PMU's type number: the attr of the trace's event has it.
+    pub(crate) fn pmu_type(&self) -> u64 {
+        self.word(0)
+    }
+
+    /// Whether the recording is Intel PT's.
+    pub(crate) fn is_intel_pt(&self) -> bool {
+        self.info.is_some()
+    }
+}
+
+/// Where the views' calls come from: the threads, their names and code.
+pub(crate) struct PtContext<'a, S> {
+    pub sym: &'a mut Symbolizer,
+    pub names: &'a mut Names,
+    pub sink: &'a mut S,
+    /// tid -> pid.
+    pub pid_of: &'a dyn Fn(u32) -> u32,
+    /// Whether a thread is shown.
+    pub keep: &'a mut dyn FnMut(u32) -> bool,
+    /// The intel_pt event's attr config.
+    pub config: u64,
+    /// Each time seen, for the summary.
+    pub saw: &'a mut dyn FnMut(u64),
+}
+
+/// One thread's open calls as the trace shows them.
+struct Stack {
+    pid: u32,
+    tid: u32,
+    /// (function, return address), outermost first.
+    frames: Vec<(FuncId, u64)>,
+    last: u64,
+}
+
+impl Stack {
+    fn exit<S: Sink>(&mut self, names: &Names, sink: &mut S, closed: bool) -> std::io::Result<()> {
+        let Some((func, _)) = self.frames.pop() else {
+            return Ok(());
+        };
+        let c = Call {
+            pid: self.pid,
+            tid: self.tid,
+            time: self.last,
+            func,
+            depth: self.frames.len() as u32,
+        };
+        sink.exit(names, c, closed)
+    }
+
+    fn close_all<S: Sink>(&mut self, names: &Names, sink: &mut S) -> std::io::Result<()> {
+        while !self.frames.is_empty() {
+            self.exit(names, sink, true)?;
+        }
+        Ok(())
+    }
+}
+
+/// Decodes every thread's trace and hands its calls to the sink.
+pub(crate) fn emit_calls<S: Sink>(trace: PtTrace, cx: PtContext<'_, S>) -> std::io::Result<()> {
+    let conv = trace.conversion();
+    let setup = Setup {
+        clock: trace.clock(cx.config),
+        ..Setup::default()
+    };
+    let per_cpu = trace.word(info::PER_CPU_MMAPS) != 0;
+    let PtContext {
+        sym,
+        names,
+        sink,
+        pid_of,
+        keep,
+        saw,
+        ..
+    } = cx;
+    let mut files: HashMap<String, Option<Arc<[u8]>>> = HashMap::new();
+    let mut images: HashMap<u32, Image> = HashMap::new();
+    if trace.dropped > 0 {
+        sink.event(
+            names,
+            &ViewEvent::Lost {
+                tid: 0,
+                time: 0,
+                kind: LostKind::SkippedBytes,
+                count: trace.dropped,
+            },
+        )?;
+    }
+    let PtTrace {
+        queues,
+        mut switches,
+        ..
+    } = trace;
+    for q in queues.into_values() {
+        // A CPU-wide buffer holds every thread that ran there, told apart by the context
+        // switches (and ITRACE_STARTs) on its CPU: who ran from when.
+        let cpu_wide = per_cpu || q.tid == u32::MAX;
+        let timeline = if cpu_wide {
+            let mut t = switches.remove(&q.cpu).unwrap_or_default();
+            t.sort_by_key(|s| s.0);
+            t
+        } else {
+            vec![(0, pid_of(q.tid), q.tid)]
+        };
+        let mut next = 0;
+        // The thread running, and the process whose code the decode reads.
+        let mut cur: Option<(u32, u32)> = None;
+        let mut decoding: Option<u32> = None;
+        let mut stacks: HashMap<u32, Stack> = HashMap::new();
+        let mut last = 0u64;
+        let mut result = Ok(());
+        walk_calls(&q.bytes, &Image::default(), &setup, |e: &CallEvent| {
+            if result.is_err() {
+                return None;
+            }
+            if let Some(tsc) = e.tsc {
+                // Times never go back (a TSC estimate may).
+                last = last.max(conv.map_or(tsc, |c| c.perf_time(tsc)));
+                saw(last);
+            }
+            while let Some(&(t, pid, tid)) = timeline.get(next)
+                && (t <= last || !cpu_wide)
+            {
+                cur = Some((pid, tid));
+                next += 1;
+            }
+            // Before the first switch on its CPU the thread is not known: not shown.
+            let (pid, tid) = cur?;
+            let image = (decoding != Some(pid)).then(|| {
+                decoding = Some(pid);
+                images
+                    .entry(pid)
+                    .or_insert_with(|| process_image(sym, pid, &mut files))
+                    .clone()
+            });
+            if keep(tid) {
+                let st = stacks.entry(tid).or_insert_with(|| Stack {
+                    pid,
+                    tid,
+                    frames: Vec::new(),
+                    last: 0,
+                });
+                st.last = st.last.max(last);
+                result = on_call(e.kind, st, sym, names, sink);
+            }
+            image
+        });
+        result?;
+        let mut open: Vec<_> = stacks.into_values().collect();
+        open.sort_by_key(|s| s.tid);
+        for mut st in open {
+            st.close_all(names, sink)?;
+        }
+    }
+    Ok(())
+}
+
+fn on_call<S: Sink>(
+    kind: CallKind,
+    st: &mut Stack,
+    sym: &mut Symbolizer,
+    names: &mut Names,
+    sink: &mut S,
+) -> std::io::Result<()> {
+    match kind {
+        CallKind::Call { ret, to, .. } => {
+            let func = if to == 0 {
+                names.intern(UNKNOWN, UNKNOWN)
+            } else {
+                sym.resolve(st.pid, to, names)
+            };
+            let c = Call {
+                pid: st.pid,
+                tid: st.tid,
+                time: st.last,
+                func,
+                depth: st.frames.len() as u32,
+            };
+            st.frames.push((func, ret));
+            sink.enter(names, c)
+        }
+        CallKind::Return { to, .. } => {
+            let k = if to == 0 {
+                st.frames.len().checked_sub(1)
+            } else {
+                st.frames.iter().rposition(|&(_, r)| r == to)
+            };
+            // A return to no open call ends one made before the trace began.
+            let Some(k) = k else { return Ok(()) };
+            while st.frames.len() > k + 1 {
+                st.exit(names, sink, true)?;
+            }
+            st.exit(names, sink, false)
+        }
+        CallKind::Gap {
+            offset, resumed, ..
+        } => {
+            st.close_all(names, sink)?;
+            let bytes = resumed.saturating_sub(offset) as u64;
+            if bytes > 0 {
+                sink.event(
+                    names,
+                    &ViewEvent::Lost {
+                        tid: st.tid,
+                        time: st.last,
+                        kind: LostKind::SkippedBytes,
+                        count: bytes,
+                    },
+                )?;
+            }
+            Ok(())
+        }
+        CallKind::Enabled { .. }
+        | CallKind::Synced { .. }
+        | CallKind::Disabled
+        | CallKind::Paging { .. } => Ok(()),
+    }
+}
+
+/// The code process `pid` mapped, from the files its maps name.
+fn process_image(
+    sym: &Symbolizer,
+    pid: u32,
+    files: &mut HashMap<String, Option<Arc<[u8]>>>,
+) -> Image {
+    let mut image = Image::default();
+    for (start, end, pgoff, name) in sym.maps_of(pid) {
+        if name.starts_with('[') {
+            continue;
+        }
+        let data = files
+            .entry(name.to_owned())
+            .or_insert_with(|| std::fs::read(name).ok().map(Arc::from));
+        if let Some(d) = data {
+            let (Ok(off), Ok(len)) = (usize::try_from(pgoff), usize::try_from(end - start)) else {
+                continue;
+            };
+            image.map(start, d.clone(), off, len);
+        }
+    }
+    image
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// perf's arithmetic, checked on numbers worked by hand: a 2.5 GHz TSC (mult 0.4 ns in
+    /// 2^-10 units: 410 with shift 10 rounds to 0.400390625).
+    #[test]
+    fn tsc_becomes_perf_time_as_perf_converts_it() {
+        let c = TscConversion {
+            time_shift: 10,
+            time_mult: 410,
+            time_zero: 1_000,
+        };
+        // 2^10 ticks: exactly 410 ns.
+        assert_eq!(c.perf_time(1 << 10), 1_000 + 410);
+        // 1024 + 512: 410 + 205.
+        assert_eq!(c.perf_time(1536), 1_000 + 615);
+        let id = TscConversion {
+            time_shift: 0,
+            time_mult: 1,
+            time_zero: 0,
+        };
+        assert_eq!(id.perf_time(123_456_789), 123_456_789);
+    }
+}
