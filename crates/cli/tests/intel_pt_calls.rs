@@ -221,3 +221,56 @@ fn the_report_and_the_chrome_export_show_the_traced_calls() {
         "{row}"
     );
 }
+
+/// A trace corrupted in the middle: the calls before and after the damage are shown, the
+/// bytes passed over are said, and nothing panics or fails.
+#[test]
+fn a_corrupt_stretch_of_trace_is_skipped_to_the_next_psb_and_said() {
+    perfaux_testutil::require_oracle!("gcc");
+    let dir = tempdir();
+    let prog = build(dir.path());
+    let data = dir.path().join("pt.data");
+    perfaux_ptgen::record(&prog, &["h"], &data).expect("single-stepped recording");
+    let whole = perfaux(&["script", "--call-trace", "-i", path_str(&data)]);
+    assert_eq!(whole.code, 0, "{}", whole.stderr);
+    let whole_calls: u64 = perfaux_calls(&whole.stdout).values().sum();
+    assert!(!whole.stdout.contains("skipped"), "{}", whole.stdout);
+
+    // The PSBs of the payload; bytes that are no packets between the second and the third.
+    let mut bytes = std::fs::read(&data).unwrap();
+    let psb: Vec<u8> = [0x02u8, 0x82].repeat(8);
+    let psbs: Vec<usize> = bytes
+        .windows(psb.len())
+        .enumerate()
+        .filter(|(_, w)| *w == psb.as_slice())
+        .map(|(i, _)| i)
+        .collect();
+    assert!(psbs.len() >= 3, "{} PSBs", psbs.len());
+    let (from, to) = (psbs[1] + psb.len() + 64, psbs[2] - 64);
+    assert!(from < to);
+    // A reserved opcode (0x02 0x00 is no packet in any version).
+    for b in bytes[from..to].chunks_mut(2) {
+        b.copy_from_slice(&[0x02, 0x00][..b.len()]);
+    }
+    let bad = dir.path().join("bad.data");
+    std::fs::write(&bad, &bytes).unwrap();
+    let r = perfaux(&["script", "--call-trace", "-i", path_str(&bad)]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let skipped: u64 = r
+        .stdout
+        .lines()
+        .filter_map(|l| l.split_once(": [")?.1.split_once(" trace bytes skipped"))
+        .map(|(n, _)| n.parse::<u64>().unwrap())
+        .sum();
+    // From the damage to the next PSB at most: the rest decodes.
+    assert!(
+        skipped > 0 && skipped <= (psbs[2] - from) as u64,
+        "{skipped} bytes said skipped of {}",
+        to - from
+    );
+    let calls: u64 = perfaux_calls(&r.stdout).values().sum();
+    assert!(
+        calls > 0 && calls < whole_calls,
+        "{calls} calls of {whole_calls}"
+    );
+}
