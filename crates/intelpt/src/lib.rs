@@ -17,6 +17,7 @@ pub mod flow;
 pub mod image;
 pub mod insn;
 pub mod last_ip;
+pub mod overlap;
 pub mod packet;
 pub mod perf_dump;
 pub mod pevent;

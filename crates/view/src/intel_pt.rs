@@ -22,6 +22,7 @@ use std::sync::Arc;
 use perfaux_abi::user::{AuxtraceInfoRecord, AuxtraceRecord};
 use perfaux_intelpt::calls::{CallEvent, CallKind, Setup, walk_calls};
 use perfaux_intelpt::image::Image;
+use perfaux_intelpt::overlap::{Overlap, find_overlap};
 use perfaux_intelpt::timing::ClockConfig;
 
 use crate::event::{Call, FuncId, LostKind, Names, Sink, ViewEvent};
@@ -39,6 +40,7 @@ mod info {
     pub const TIME_MULT: usize = 2;
     pub const TIME_ZERO: usize = 3;
     pub const CAP_USER_TIME_ZERO: usize = 4;
+    pub const SNAPSHOT_MODE: usize = 8;
     pub const PER_CPU_MMAPS: usize = 9;
     pub const MTC_FREQ_BITS: usize = 11;
     pub const TSC_CTC_N: usize = 12;
@@ -71,7 +73,9 @@ impl TscConversion {
 struct Queue {
     tid: u32,
     cpu: u32,
-    bytes: Vec<u8>,
+    /// Its trace as stretches that follow on from each other; a snapshot that shares no
+    /// bytes with the one before begins a new stretch (the trace between them was lost).
+    segments: Vec<Vec<u8>>,
 }
 
 /// The most context switches kept (16 bytes each): a CPU's later switches are not followed,
@@ -103,14 +107,30 @@ impl PtTrace {
         if self.info.is_none() {
             return;
         }
+        let snapshots = self.word(info::SNAPSHOT_MODE) != 0;
         let q = self.queues.entry(a.idx).or_insert_with(|| Queue {
             tid: a.tid,
             cpu: a.cpu,
-            bytes: Vec::new(),
+            segments: Vec::new(),
         });
+        // A snapshot is the last bytes of the AUX area: what it shares with the one before
+        // is decoded once (perf's intel_pt_find_overlap); a full trace's buffers follow on.
+        let (payload, new_segment) = match q.segments.last() {
+            None => (payload, true),
+            Some(_) if !snapshots => (payload, false),
+            Some(prev) => match find_overlap(prev, payload) {
+                Overlap::ContinuesAt(k) => (&payload[k..], false),
+                Overlap::Disjoint => (payload, true),
+            },
+        };
         let room = MAX_TRACE - self.held;
         let n = payload.len().min(room);
-        q.bytes.extend_from_slice(&payload[..n]);
+        if new_segment {
+            q.segments.push(Vec::new());
+        }
+        if let Some(seg) = q.segments.last_mut() {
+            seg.extend_from_slice(&payload[..n]);
+        }
         self.held += n;
         self.dropped += (payload.len() - n) as u64;
     }
@@ -244,6 +264,8 @@ pub(crate) fn emit_calls<S: Sink>(trace: PtTrace, cx: PtContext<'_, S>) -> std::
             },
         )?;
     }
+    let snapshots = trace.word(info::SNAPSHOT_MODE) != 0;
+    let mut first_queue = true;
     let PtTrace {
         queues,
         mut switches,
@@ -263,52 +285,75 @@ pub(crate) fn emit_calls<S: Sink>(trace: PtTrace, cx: PtContext<'_, S>) -> std::
         let mut next = 0;
         // The thread running, and the process whose code the decode reads.
         let mut cur: Option<(u32, u32)> = None;
-        let mut decoding: Option<u32> = None;
-        let mut stacks: HashMap<u32, Stack> = HashMap::new();
         let mut last = 0u64;
-        let mut result = Ok(());
-        walk_calls(&q.bytes, &Image::default(), &setup, |e: &CallEvent| {
-            if result.is_err() {
-                return None;
-            }
-            if let Some(tsc) = e.tsc {
-                // Times never go back (a TSC estimate may).
-                last = last.max(conv.map_or(tsc, |c| c.perf_time(tsc)));
-                saw(last);
-            }
-            while let Some(&(t, pid, tid)) = timeline.get(next)
-                && (t <= last || !cpu_wide)
-            {
-                cur = Some((pid, tid));
-                next += 1;
-            }
-            // Before the first switch on its CPU the thread is not known: not shown.
-            let (pid, tid) = cur?;
-            let image = (decoding != Some(pid)).then(|| {
-                decoding = Some(pid);
-                images
-                    .entry(pid)
-                    .or_insert_with(|| process_image(sym, pid, &mut files))
-                    .clone()
-            });
-            if keep(tid) {
-                let st = stacks.entry(tid).or_insert_with(|| Stack {
-                    pid,
-                    tid,
-                    frames: Vec::new(),
-                    last: 0,
+        for seg in &q.segments {
+            let mut decoding: Option<u32> = None;
+            let mut stacks: HashMap<u32, Stack> = HashMap::new();
+            // Each thread's first and last time in this stretch.
+            let mut spans: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+            let mut result = Ok(());
+            walk_calls(seg, &Image::default(), &setup, |e: &CallEvent| {
+                if result.is_err() {
+                    return None;
+                }
+                if let Some(tsc) = e.tsc {
+                    // Times never go back (a TSC estimate may).
+                    last = last.max(conv.map_or(tsc, |c| c.perf_time(tsc)));
+                    saw(last);
+                }
+                while let Some(&(t, pid, tid)) = timeline.get(next)
+                    && (t <= last || !cpu_wide)
+                {
+                    cur = Some((pid, tid));
+                    next += 1;
+                }
+                // Before the first switch on its CPU the thread is not known: not shown.
+                let (pid, tid) = cur?;
+                let image = (decoding != Some(pid)).then(|| {
+                    decoding = Some(pid);
+                    images
+                        .entry(pid)
+                        .or_insert_with(|| process_image(sym, pid, &mut files))
+                        .clone()
                 });
-                st.last = st.last.max(last);
-                result = on_call(e.kind, st, sym, names, sink);
+                if keep(tid) {
+                    let st = stacks.entry(tid).or_insert_with(|| Stack {
+                        pid,
+                        tid,
+                        frames: Vec::new(),
+                        last: 0,
+                    });
+                    st.last = st.last.max(last);
+                    let span = spans.entry(tid).or_insert((st.last, st.last));
+                    span.1 = st.last;
+                    result = on_call(e.kind, st, sym, names, sink);
+                }
+                image
+            });
+            result?;
+            let mut open: Vec<_> = stacks.into_values().collect();
+            open.sort_by_key(|s| s.tid);
+            for mut st in open {
+                st.close_all(names, sink)?;
             }
-            image
-        });
-        result?;
-        let mut open: Vec<_> = stacks.into_values().collect();
-        open.sort_by_key(|s| s.tid);
-        for mut st in open {
-            st.close_all(names, sink)?;
+            if snapshots {
+                let mut begins = first_queue;
+                for (tid, (begin, end)) in spans {
+                    sink.event(
+                        names,
+                        &ViewEvent::Snapshot {
+                            tid,
+                            begin,
+                            end,
+                            bytes: seg.len() as u64,
+                            begins,
+                        },
+                    )?;
+                    begins = false;
+                }
+            }
         }
+        first_queue = false;
     }
     Ok(())
 }
