@@ -78,6 +78,9 @@ struct Queue {
     segments: Vec<Vec<u8>>,
 }
 
+/// The queues of the samples' AUX snippets, after the AUXTRACE buffers'.
+const SAMPLE_QUEUES: u64 = 1 << 32;
+
 /// The most context switches kept (16 bytes each): a CPU's later switches are not followed,
 /// its trace from there shown as the last thread's.
 pub const MAX_SWITCHES: usize = 1 << 24;
@@ -87,7 +90,9 @@ pub const MAX_SWITCHES: usize = 1 << 24;
 pub(crate) struct PtTrace {
     /// The AUXTRACE_INFO's words, if it is Intel PT's.
     info: Option<Vec<u64>>,
-    queues: BTreeMap<u32, Queue>,
+    /// By AUXTRACE `idx`; the snippets of samples by [`SAMPLE_QUEUES`] and their thread or
+    /// CPU.
+    queues: BTreeMap<u64, Queue>,
     held: usize,
     /// Payload bytes past [`MAX_TRACE`].
     dropped: u64,
@@ -104,13 +109,30 @@ impl PtTrace {
     }
 
     pub(crate) fn auxtrace(&mut self, a: &AuxtraceRecord, payload: &[u8]) {
+        let snapshots = self.word(info::SNAPSHOT_MODE) != 0;
+        self.add(u64::from(a.idx), a.tid, a.cpu, payload, snapshots);
+    }
+
+    /// A sample's AUX snippet (PERF_SAMPLE_AUX): the last bytes of the trace of its thread
+    /// (`--per-thread`) or CPU when it was taken, decoded as a snapshot is (perf's
+    /// `auxtrace_queues__add_sample`).
+    pub(crate) fn aux_sample(&mut self, tid: u32, cpu: u32, snippet: &[u8]) {
+        let cpu_wide = self.word(info::PER_CPU_MMAPS) != 0;
+        let (key, tid) = if cpu_wide {
+            (cpu, u32::MAX)
+        } else {
+            (tid, tid)
+        };
+        self.add(SAMPLE_QUEUES | u64::from(key), tid, cpu, snippet, true);
+    }
+
+    fn add(&mut self, key: u64, tid: u32, cpu: u32, payload: &[u8], snapshots: bool) {
         if self.info.is_none() {
             return;
         }
-        let snapshots = self.word(info::SNAPSHOT_MODE) != 0;
-        let q = self.queues.entry(a.idx).or_insert_with(|| Queue {
-            tid: a.tid,
-            cpu: a.cpu,
+        let q = self.queues.entry(key).or_insert_with(|| Queue {
+            tid,
+            cpu,
             segments: Vec::new(),
         });
         // A snapshot is the last bytes of the AUX area: what it shares with the one before

@@ -342,8 +342,19 @@ impl RecordPass<'_> {
             let body = RawData::new(r.body(), &[]);
             // A sample with a copied user stack is parsed whole once (`--call-graph dwarf`:
             // the registers and the stack to unwind), its viewer's fields taken from that.
-            let full = (info.sample_type & USER_STACK_BITS == USER_STACK_BITS)
+            let aux_sample = info.sample_type & PERF_SAMPLE_AUX != 0 && self.pt.is_intel_pt();
+            let full = (info.sample_type & USER_STACK_BITS == USER_STACK_BITS || aux_sample)
                 .then(|| SampleRecord::parse(0, body, &info, r.endian));
+            // An Intel PT snippet in the sample (PERF_SAMPLE_AUX, `--aux-sample`): the trace
+            // that led to it, decoded with the recording's other trace.
+            if let Some(Ok(f)) = &full
+                && let Some(aux) = &f.aux
+                && !aux.is_empty()
+            {
+                let tid = f.tid.map_or(u32::MAX, |t| t.tid);
+                let cpu = f.cpu.map_or(u32::MAX, |c| c.cpu);
+                self.pt.aux_sample(tid, cpu, &aux.to_vec());
+            }
             let parsed = match &full {
                 Some(Ok(f)) => Ok(SampleFields::from(f)),
                 Some(Err(e)) => Err(*e),
