@@ -336,6 +336,10 @@ pub struct ScriptArgs {
     /// Print the context switches (PERF_RECORD_SWITCH), as perf script's option does.
     #[arg(long = "show-switch-events")]
     pub show_switch_events: bool,
+    /// Look for the recording's files under this directory (perf's --symfs): the code an
+    /// Intel PT trace is decoded over.
+    #[arg(long, value_name = "DIR")]
+    pub symfs: Option<PathBuf>,
 }
 
 /// `--call-graph`'s mode, as perf takes it.

@@ -43,6 +43,9 @@ pub struct ExportArgs {
     /// Only threads with these names (comma-separated).
     #[arg(long, value_delimiter = ',')]
     pub comm: Vec<String>,
+    /// Look for the recording's files under this directory (perf's --symfs).
+    #[arg(long, value_name = "DIR")]
+    pub symfs: Option<PathBuf>,
 }
 
 /// Runs `perfaux export`, its progress (calls read, bytes written) shown through `progress`;
@@ -88,17 +91,17 @@ fn write(
     match args.format {
         Format::Perfetto => {
             let mut p = PerfettoWriter::new(w);
-            walk_into(input, filter, &mut p, progress, size)?;
+            walk_into(input, filter, args.symfs.as_deref(), &mut p, progress, size)?;
             p.finish().map_err(werr)?;
         }
         Format::Chrome => {
             let mut c = ChromeWriter::new(w).map_err(werr)?;
-            walk_into(input, filter, &mut c, progress, size)?;
+            walk_into(input, filter, args.symfs.as_deref(), &mut c, progress, size)?;
             c.finish().map_err(werr)?;
         }
         Format::Firefox => {
             let mut p = FirefoxProfile::new(&format!("perfaux: {}", input.display()));
-            walk_into(input, filter, &mut p, progress, size)?;
+            walk_into(input, filter, args.symfs.as_deref(), &mut p, progress, size)?;
             p.write(w).map_err(werr)?;
         }
     }
@@ -109,13 +112,15 @@ fn write(
 fn walk_into(
     input: &Path,
     filter: Filter,
+    symfs: Option<&Path>,
     sink: &mut impl perfaux_view::Sink,
     progress: &mut Progress,
     size: &Written,
 ) -> Result<(), CliError> {
-    crate::view_input::with_recording(input, filter, |rec| {
+    let (sum, _) = crate::view_input::with_recording(input, filter, symfs, |rec| {
         let mut watched = Watched::new(sink, progress, Some(size.clone()));
         walk(rec, &mut watched).map_err(|e| CliError::file(input, e))
-    })
-    .map(|_| ())
+    })?;
+    crate::view_input::say_notes("export", &sum);
+    Ok(())
 }

@@ -32,6 +32,7 @@ fn script(args: &ScriptArgs, verbose: bool) -> Result<(), CliError> {
         call_trace: args.call_trace,
         replay: args.replay,
         show_switch_events: args.show_switch_events,
+        symfs: args.symfs.clone(),
     };
     perfaux::script::script_with(&args.input, &opts, &mut out, &mut progress)
 }

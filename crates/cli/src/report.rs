@@ -47,6 +47,10 @@ pub struct ViewArgs {
     /// Also write a flame chart (the stacks over time, per thread) as SVG.
     #[arg(long = "flame-chart", value_name = "SVG")]
     pub flame_chart: Option<PathBuf>,
+    /// Look for the recording's files under this directory (perf's --symfs): its
+    /// `/usr/lib/x.so` is `DIR/usr/lib/x.so`.
+    #[arg(long, value_name = "DIR")]
+    pub symfs: Option<PathBuf>,
 }
 
 impl ViewArgs {
@@ -78,7 +82,8 @@ pub fn report_with(
     opts.check().map_err(|e| CliError::msg(e.to_string()))?;
     let mut c = Collector::default();
     let mut chart = args.flame_chart.as_ref().map(|_| FlameChart::default());
-    let (sum, names) = crate::view_input::with_recording(input, args.filter(), |rec| {
+    let symfs = args.symfs.as_deref();
+    let (sum, names) = crate::view_input::with_recording(input, args.filter(), symfs, |rec| {
         // The sinks are called directly, not through `dyn`: a call per
         // traced call, inlined into the pass.
         match chart.as_mut() {
@@ -87,6 +92,7 @@ pub fn report_with(
         }
         .map_err(|e| CliError::file(input, e))
     })?;
+    crate::view_input::say_notes("report", &sum);
     c.finish();
     if let Some(p) = &args.flame_graph {
         write_flame_graph(&c, &names, &sum, args.wall_time, create(p)?)

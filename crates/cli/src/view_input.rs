@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io::BufReader;
 use std::path::Path;
 
-use perfaux_view::{Filter, Recording, UeventFormat};
+use perfaux_view::{Filter, Recording, Summary, UeventFormat};
 
 use crate::error::CliError;
 use perfaux_perfdata::uevent_sample::{UEVENT_EVENT_NAME, uevent_in_raw};
@@ -16,6 +16,7 @@ use perfaux_perfdata::uevent_sample::{UEVENT_EVENT_NAME, uevent_in_raw};
 pub fn with_recording<T>(
     path: &Path,
     filter: Filter,
+    symfs: Option<&Path>,
     f: impl FnOnce(Recording<'_, BufReader<File>>) -> Result<T, CliError>,
 ) -> Result<T, CliError> {
     let (reader, _) = crate::input::open_input(path)?;
@@ -36,5 +37,14 @@ pub fn with_recording<T>(
             type_names: &type_names,
         },
         filter,
+        symfs: symfs.map(Path::to_path_buf),
     })
+}
+
+/// Says on stderr what the pass could not use (a file whose build id is not the
+/// recording's, ...): the output stands, with those gaps.
+pub fn say_notes(command: &str, sum: &Summary) {
+    for n in &sum.notes {
+        eprintln!("perfaux {command}: warning: {n}");
+    }
 }

@@ -274,3 +274,45 @@ fn a_corrupt_stretch_of_trace_is_skipped_to_the_next_psb_and_said() {
         "{calls} calls of {whole_calls}"
     );
 }
+
+/// The program moved under a system root after recording: `--symfs ROOT` finds it there, as
+/// perf's option does, and the calls are those of the file in place.
+#[test]
+fn symfs_finds_the_recordings_files_under_another_root() {
+    perfaux_testutil::require_oracle!("gcc");
+    let dir = tempdir();
+    let prog = build(dir.path());
+    let data = dir.path().join("pt.data");
+    let rec = perfaux_ptgen::record(&prog, &["h"], &data).expect("single-stepped recording");
+    let before = perfaux(&["script", "--call-trace", "-i", path_str(&data)]);
+    assert_eq!(before.code, 0, "{}", before.stderr);
+    let root = dir.path().join("sysroot");
+    let moved = root.join(prog.strip_prefix("/").unwrap());
+    std::fs::create_dir_all(moved.parent().unwrap()).unwrap();
+    std::fs::rename(&prog, &moved).unwrap();
+    let without = perfaux(&["script", "--call-trace", "-i", path_str(&data)]);
+    assert_eq!(without.code, 0, "{}", without.stderr);
+    assert!(
+        !perfaux_calls(&without.stdout).contains_key("fib"),
+        "the program's code is gone: {}",
+        without.stdout
+    );
+    // The libraries the recording names, copied under the root too.
+    for m in rec.mappings.iter().filter(|m| m.name.starts_with('/')) {
+        let to = root.join(m.name.trim_start_matches('/'));
+        if !to.exists() {
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::copy(&m.name, &to).unwrap();
+        }
+    }
+    let with = perfaux(&[
+        "script",
+        "--call-trace",
+        "--symfs",
+        path_str(&root),
+        "-i",
+        path_str(&data),
+    ]);
+    assert_eq!(with.code, 0, "{}", with.stderr);
+    assert_eq!(perfaux_calls(&with.stdout), perfaux_calls(&before.stdout));
+}

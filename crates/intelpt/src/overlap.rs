@@ -80,7 +80,10 @@ mod tests {
     #[test]
     fn windows_with_nothing_shared_are_disjoint() {
         let all = stream(20);
-        assert_eq!(find_overlap(&all[0..300], &all[500..900]), Overlap::Disjoint);
+        assert_eq!(
+            find_overlap(&all[0..300], &all[500..900]),
+            Overlap::Disjoint
+        );
     }
 
     #[test]

@@ -114,6 +114,20 @@ pub struct EventDesc {
     pub ids: Vec<u64>,
 }
 
+/// One entry of `HEADER_BUILD_ID`: a file samples or trace touched, and its build id
+/// (perf's `struct perf_record_header_build_id` and the name after it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildIdEntry {
+    /// The process, or -1 for the kernel's.
+    pub pid: i32,
+    /// `header.misc`: the cpumode (PERF_RECORD_MISC_KERNEL, _USER, ...).
+    pub misc: u16,
+    /// The build id (up to 20 bytes).
+    pub build_id: Vec<u8>,
+    /// The file's path as the recording named it.
+    pub filename: String,
+}
+
 /// One entry of `HEADER_AUXTRACE`: where a PERF_RECORD_AUXTRACE is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AuxtraceIndexEntry {
@@ -212,6 +226,45 @@ pub(crate) fn parse_auxtrace_index(c: &mut SectionCursor<'_>) -> Result<Vec<Auxt
             })
         })
         .collect()
+}
+
+/// perf's `PERF_RECORD_MISC_BUILD_ID_SIZE`: the entry says its build id's size (else 20).
+const PERF_RECORD_MISC_BUILD_ID_SIZE: u16 = 1 << 15;
+
+/// `HEADER_BUILD_ID`: records to the section's end, each `{header; pid; build_id[24];
+/// filename[]}` (the build id's bytes, its size and padding in the 24).
+pub(crate) fn parse_build_ids(c: &mut SectionCursor<'_>) -> Result<Vec<BuildIdEntry>> {
+    const FIXED: usize = 8 + 4 + 24;
+    let mut v = Vec::new();
+    while c.bytes.len() - c.pos >= FIXED {
+        let at = c.at();
+        let _type = c.u32()?;
+        let b = c.take(4)?;
+        let misc = c.endian.u16([b[0], b[1]]);
+        let size = usize::from(c.endian.u16([b[2], b[3]]));
+        let pid = c.u32()? as i32;
+        let id = c.take(24)?;
+        let name_len = size.checked_sub(FIXED).ok_or_else(|| {
+            Error::corrupt(
+                at,
+                format!("BUILD_ID section: an entry of {size} bytes, less than its {FIXED}"),
+            )
+        })?;
+        let name = c.take(name_len)?;
+        let len = if misc & PERF_RECORD_MISC_BUILD_ID_SIZE != 0 {
+            usize::from(id[20]).min(20)
+        } else {
+            20
+        };
+        let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+        v.push(BuildIdEntry {
+            pid,
+            misc: misc & !PERF_RECORD_MISC_BUILD_ID_SIZE,
+            build_id: id[..len].to_vec(),
+            filename: String::from_utf8_lossy(&name[..end]).into_owned(),
+        });
+    }
+    Ok(v)
 }
 
 pub(crate) fn parse_compressed(c: &mut SectionCursor<'_>) -> Result<CompressedInfo> {

@@ -4,9 +4,10 @@
 use crate::error::Result;
 use crate::feature::Feature;
 use crate::feature_data::{
-    AuxtraceIndexEntry, ClockData, CompressedInfo, EventDesc, GroupDesc, NrCpus, SectionCursor,
-    parse_auxtrace_index, parse_clock_data, parse_cmdline, parse_compressed, parse_event_desc,
-    parse_group_desc, parse_nrcpus, parse_pmu_mappings, parse_string,
+    AuxtraceIndexEntry, BuildIdEntry, ClockData, CompressedInfo, EventDesc, GroupDesc, NrCpus,
+    SectionCursor, parse_auxtrace_index, parse_build_ids, parse_clock_data, parse_cmdline,
+    parse_compressed, parse_event_desc, parse_group_desc, parse_nrcpus, parse_pmu_mappings,
+    parse_string,
 };
 use crate::header::FileSection;
 use perfaux_abi::Endianness;
@@ -148,6 +149,10 @@ impl FeatureSections {
     /// `HEADER_CLOCK_DATA`, if present.
     pub fn clock_data(&self) -> Option<Result<ClockData>> {
         self.with(Feature::CLOCK_DATA, "CLOCK_DATA", parse_clock_data)
+    }
+    /// `HEADER_BUILD_ID`: the build ids of the files the recording touched.
+    pub fn build_ids(&self) -> Option<Result<Vec<BuildIdEntry>>> {
+        self.with(Feature::BUILD_ID, "BUILD_ID", parse_build_ids)
     }
     /// The index of AUXTRACE records (file mode).
     pub fn auxtrace_index(&self) -> Option<Result<Vec<AuxtraceIndexEntry>>> {

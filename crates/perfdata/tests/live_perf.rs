@@ -287,3 +287,64 @@ fn fixture_round_trip() {
         check_round_trip(&src, pipe);
     }
 }
+
+/// The BUILD_ID feature of a recording perf wrote with every mapped file's build id
+/// (`--buildid-all`) reads as `perf buildid-list` lists it: each id and path.
+#[test]
+fn build_ids_read_as_perf_buildid_list_lists_them() {
+    if !have_perf() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ids.data");
+    let res = Command::new("perf")
+        .args(["record", "--buildid-all", "-e", "cpu-clock", "-o"])
+        .arg(&out)
+        .args(["--", "python3", "-c", "pass"])
+        .env("HOME", dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    if !res.status.success() {
+        eprintln!(
+            "skipping: perf record failed: {}",
+            String::from_utf8_lossy(&res.stderr).trim()
+        );
+        return;
+    }
+    let listed = Command::new("perf")
+        .args(["buildid-list", "-i"])
+        .arg(&out)
+        .env("HOME", dir.path())
+        .output()
+        .unwrap();
+    assert!(listed.status.success());
+    let mut theirs: Vec<String> = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let reader = PerfDataReader::open(&out).unwrap();
+    let entries = reader
+        .metadata()
+        .features
+        .build_ids()
+        .expect("a BUILD_ID section")
+        .unwrap();
+    let mut ours: Vec<String> = entries
+        .iter()
+        .map(|e| {
+            let hex: String = e.build_id.iter().map(|b| format!("{b:02x}")).collect();
+            format!("{hex} {}", e.filename)
+        })
+        .collect();
+    theirs.sort();
+    ours.sort();
+    ours.dedup();
+    theirs.dedup();
+    assert!(
+        theirs.len() >= 2,
+        "the loader and python at least: {theirs:?}"
+    );
+    assert_eq!(ours, theirs);
+}

@@ -444,18 +444,22 @@ fn on_call<S: Sink>(
 
 /// The code process `pid` mapped, from the files its maps name.
 fn process_image(
-    sym: &Symbolizer,
+    sym: &mut Symbolizer,
     pid: u32,
     files: &mut HashMap<String, Option<Arc<[u8]>>>,
 ) -> Image {
     let mut image = Image::default();
-    for (start, end, pgoff, name) in sym.maps_of(pid) {
+    let maps: Vec<(u64, u64, u64, String)> = sym
+        .maps_of(pid)
+        .map(|(a, b, c, n)| (a, b, c, n.to_owned()))
+        .collect();
+    for (start, end, pgoff, name) in maps {
         if name.starts_with('[') {
             continue;
         }
         let data = files
-            .entry(name.to_owned())
-            .or_insert_with(|| std::fs::read(name).ok().map(Arc::from));
+            .entry(name.clone())
+            .or_insert_with(|| sym.files().read(&name).map(Arc::from));
         if let Some(d) = data {
             let (Ok(off), Ok(len)) = (usize::try_from(pgoff), usize::try_from(end - start)) else {
                 continue;

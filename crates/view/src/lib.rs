@@ -44,6 +44,7 @@ pub mod flame_chart;
 mod func_symbols;
 mod intel_pt;
 pub mod key_values;
+pub mod object_files;
 pub mod offcpu;
 pub mod perfetto;
 mod record_order;

@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::event::{FuncId, Names};
 use crate::func_symbols::FuncSymbols;
+use crate::object_files::ObjectFiles;
 
 /// One mapping of a file into a process.
 #[derive(Clone, Copy, Debug)]
@@ -43,6 +44,8 @@ pub struct Symbolizer {
     maps: HashMap<u32, BTreeMap<u64, Map>>,
     dsos: Vec<Dso>,
     dso_index: HashMap<String, usize>,
+    /// The files the maps name, as the recording saw them.
+    files: ObjectFiles,
 }
 
 /// The DSO name of addresses that no map covers.
@@ -87,6 +90,11 @@ impl Symbolizer {
         );
     }
 
+    /// The files the maps name: where they are read from, and what could not be used.
+    pub fn files(&mut self) -> &mut ObjectFiles {
+        &mut self.files
+    }
+
     /// Process `pid`'s maps: (start, end, file offset, file name), by address.
     pub fn maps_of(&self, pid: u32) -> impl Iterator<Item = (u64, u64, u64, &str)> + '_ {
         self.maps.get(&pid).into_iter().flat_map(move |m| {
@@ -121,7 +129,7 @@ impl Symbolizer {
             return f;
         }
         if dso.elf.is_none() && !dso.name.starts_with('[') {
-            dso.elf = open_elf(&dso.name);
+            dso.elf = open_elf(&mut self.files, &dso.name);
         }
         let file_off = addr - start + map.pgoff;
         let short = dso.name.rsplit('/').next().unwrap_or(&dso.name).to_owned();
@@ -151,9 +159,10 @@ pub fn map_name(raw: &perfaux_abi::raw::RawData<'_>) -> String {
     }
 }
 
-fn open_elf(path: &str) -> Option<Elf> {
+fn open_elf(files: &mut ObjectFiles, name: &str) -> Option<Elf> {
     use object::{Object, ObjectSegment};
-    let data = std::fs::read(path).ok()?;
+    let data = files.read(name)?;
+    let path = files.path(name);
     let file = object::File::parse(&*data).ok()?;
     let segments = file
         .segments()
@@ -162,7 +171,7 @@ fn open_elf(path: &str) -> Option<Elf> {
             (size > 0).then_some((off, size, s.address()))
         })
         .collect();
-    let symbols = FuncSymbols::load(std::path::Path::new(path), &file);
+    let symbols = FuncSymbols::load(&path, &file);
     Some(Elf { segments, symbols })
 }
 

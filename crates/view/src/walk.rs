@@ -73,6 +73,8 @@ pub struct Recording<'a, R> {
     pub uevents: UeventFormat<'a>,
     /// Threads to keep.
     pub filter: Filter,
+    /// Where the recording's files are (perf's `--symfs`): `None`, at their paths.
+    pub symfs: Option<std::path::PathBuf>,
 }
 
 /// What the pass saw, for titles and headers.
@@ -86,6 +88,9 @@ pub struct Summary {
     pub cmdline: Option<String>,
     /// Names of the sampling events, in attr order.
     pub events: Vec<String>,
+    /// What the pass could not use, for the user (files whose build id is not the
+    /// recording's, ...).
+    pub notes: Vec<String>,
     /// The recording holds Intel PT trace (an intel_pt AUXTRACE_INFO), whose calls the
     /// pass decoded.
     pub intel_pt: bool,
@@ -215,7 +220,12 @@ pub fn walk<R: BufRead + std::io::Seek>(
         seen: Default::default(),
         matched: false,
     };
-    let sym = Symbolizer::new(rec.probes);
+    let mut sym = Symbolizer::new(rec.probes);
+    sym.files().set_symfs(rec.symfs.clone());
+    if let Some(Ok(ids)) = meta.features.build_ids() {
+        sym.files()
+            .set_build_ids(ids.into_iter().map(|e| (e.filename, e.build_id)));
+    }
     let stack: Vec<FuncId> = Vec::new();
     // AUX event id -> tid, from ITRACE_START (the chunk's tid otherwise).
     let aux_owner: HashMap<u64, u32> = HashMap::new();
@@ -286,6 +296,7 @@ pub fn walk<R: BufRead + std::io::Seek>(
         pt_calls(&rec, pt, &mut sym, &mut threads, &mut names, &mut sum, sink)?;
     }
     trace_windows(&rec, &aux_owner, &mut threads, &mut names, &mut sum, sink)?;
+    sum.notes = sym.files().notes().to_vec();
     if !threads.filter.is_empty() && !threads.matched {
         return Err(threads.nothing_matched());
     }

@@ -250,7 +250,7 @@ impl Script {
 }
 
 /// What `perfaux script` prints besides its default lines.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct ScriptOptions {
     /// The software trace decoded into calls instead of the records' lines.
     pub call_trace: bool,
@@ -258,6 +258,8 @@ pub struct ScriptOptions {
     pub replay: bool,
     /// The context switches (PERF_RECORD_SWITCH), as perf's `--show-switch-events`.
     pub show_switch_events: bool,
+    /// Where the recording's files are (perf's `--symfs`).
+    pub symfs: Option<std::path::PathBuf>,
 }
 
 /// Runs `perfaux script` on `path` into `out`.
@@ -498,7 +500,7 @@ pub fn script_with(
     if call_trace {
         let Some(trace) = trace else {
             // An Intel PT recording: its calls are decoded from its AUXTRACE payloads.
-            if pt_call_trace::pt_call_trace(path, false, out)? {
+            if pt_call_trace::pt_call_trace(path, opts.symfs.as_deref(), out)? {
                 out.flush().map_err(CliError::output)?;
                 progress.done();
                 return Ok(());

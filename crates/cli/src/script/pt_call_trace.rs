@@ -1,7 +1,7 @@
 //! `perfaux script --call-trace` of an Intel PT recording: the calls perfaux-view decodes
 //! from its trace (crates/view's `intel_pt`), one line each as the software trace's call trace
 //! prints them (perf's `--call-trace` columns: `comm tid [cpu] sec.nsec:`, four spaces a
-//! level, the function), and with `--call-ret-trace`'s `return` lines when asked.
+//! level, the function).
 //!
 //! The lines come a thread at a time, each thread's in time order: the decode holds one
 //! thread's trace at a time, so merging threads by time would hold every line.
@@ -17,8 +17,6 @@ use crate::error::CliError;
 struct Lines<'o, W> {
     out: &'o mut W,
     comms: HashMap<u32, String>,
-    returns: bool,
-    calls: u64,
 }
 
 impl<W: Write> Lines<'_, W> {
@@ -32,10 +30,10 @@ impl<W: Write> Lines<'_, W> {
         )
     }
 
-    fn call(&mut self, names: &Names, c: Call, what: &str) -> std::io::Result<()> {
+    fn call(&mut self, names: &Names, c: Call) -> std::io::Result<()> {
         self.head(c.tid, c.time)?;
         let indent = 4 * c.depth.min(MAX_INDENT) as usize;
-        writeln!(self.out, "{:indent$}{}{what}", "", names.name(c.func))
+        writeln!(self.out, "{:indent$}{}", "", names.name(c.func))
     }
 }
 
@@ -63,19 +61,10 @@ impl<W: Write> Sink for Lines<'_, W> {
     }
 
     fn enter(&mut self, names: &Names, c: Call) -> std::io::Result<()> {
-        self.calls += 1;
-        self.call(names, c, "")
+        self.call(names, c)
     }
 
-    fn exit(&mut self, names: &Names, c: Call, closed: bool) -> std::io::Result<()> {
-        if self.returns {
-            let what = if closed {
-                " return (not in the trace)"
-            } else {
-                " return"
-            };
-            self.call(names, c, what)?;
-        }
+    fn exit(&mut self, _: &Names, _: Call, _: bool) -> std::io::Result<()> {
         Ok(())
     }
 }
@@ -83,19 +72,19 @@ impl<W: Write> Sink for Lines<'_, W> {
 /// Prints the call trace of `path` if it is an Intel PT recording; `false` if it is not.
 pub(super) fn pt_call_trace(
     path: &Path,
-    returns: bool,
+    symfs: Option<&Path>,
     out: &mut impl Write,
 ) -> Result<bool, CliError> {
     let mut lines = Lines {
         out,
         comms: HashMap::new(),
-        returns,
-        calls: 0,
     };
-    let sum = crate::view_input::with_recording(path, perfaux_view::Filter::default(), |rec| {
+    let filter = perfaux_view::Filter::default();
+    let sum = crate::view_input::with_recording(path, filter, symfs, |rec| {
         walk(rec, &mut lines)
             .map(|(s, _)| s)
             .map_err(|e| CliError::file(path, e))
     })?;
+    crate::view_input::say_notes("script", &sum);
     Ok(sum.intel_pt)
 }
