@@ -77,6 +77,7 @@ fn bench(c: &mut Criterion) {
             output: Some(PathBuf::from("/dev/null")),
             tid: Vec::new(),
             comm: Vec::new(),
+            symfs: None,
         };
         g.bench_function(name, |b| {
             b.iter(|| export(&args, &mut Progress::quiet()).unwrap())

@@ -128,6 +128,7 @@ fn readers_hold_a_bounded_part_of_a_trace_section_larger_than_the_bound() {
         output: Some(json.clone()),
         tid: Vec::new(),
         comm: Vec::new(),
+        symfs: None,
     };
     let used = peak(|| {
         export(&args, &mut perfaux::progress::Progress::quiet()).unwrap();
@@ -150,7 +151,7 @@ fn readers_hold_a_bounded_part_of_a_trace_section_larger_than_the_bound() {
     let mut out = Counted::default();
     let used = peak(|| {
         let mut p = FirefoxProfile::new("big.data");
-        with_recording(&f, Filter::default(), |rec| {
+        with_recording(&f, Filter::default(), None, |rec| {
             walk(rec, &mut p).map_err(|e| perfaux::error::CliError::file(&f, e))
         })
         .unwrap();
