@@ -316,3 +316,65 @@ fn symfs_finds_the_recordings_files_under_another_root() {
     assert_eq!(with.code, 0, "{}", with.stderr);
     assert_eq!(perfaux_calls(&with.stdout), perfaux_calls(&before.stdout));
 }
+
+/// The same run recorded per CPU (`perf record -e intel_pt//u` without `--per-thread`): one
+/// CPU's buffer (tid -1), whose thread only the context switch and ITRACE_START records on
+/// its CPU name. perf 6.1 and perfaux must both give the buffer's calls to the program's
+/// thread, each function called as often, fib as often as the program counted.
+#[test]
+fn a_cpu_wide_buffer_is_its_threads_calls() {
+    perfaux_testutil::require_oracle!("perf");
+    perfaux_testutil::require_oracle!("gcc");
+    let dir = tempdir();
+    let prog = build(dir.path());
+    let data = dir.path().join("pt-cpu.data");
+    let opts = perfaux_ptgen::Options { cpu_wide: true };
+    let rec =
+        perfaux_ptgen::record_with(&prog, &["k"], &data, &opts).expect("single-stepped recording");
+    let (fibs, leaves) = own_counts(&rec.stdout);
+    assert_eq!(fibs, 177, "fib(10) makes 177 calls");
+
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let theirs = perf(&["script", "-i", path_str(&data), "--itrace=ce"], &home);
+    assert_eq!(theirs.code, 0, "{}", theirs.stderr);
+    assert!(
+        !theirs.stdout.contains("instruction trace error"),
+        "perf could not decode the trace: {}",
+        theirs.stdout
+    );
+    // perf gave the calls to the program's thread too (`comm tid/tid` or `comm tid`).
+    let tid = rec.tid.to_string();
+    assert!(
+        theirs.stdout.lines().filter(|l| l.contains("=>")).all(|l| l
+            .split_whitespace()
+            .nth(1)
+            .is_some_and(|w| w.split('/').any(|x| x == tid))),
+        "perf's calls not all of thread {tid}: {}",
+        theirs.stdout
+    );
+    let theirs = perf_calls(&theirs.stdout, "/calls");
+    assert_eq!(theirs.get("fib"), Some(&fibs), "{theirs:?}");
+    assert_eq!(theirs.get("leaf"), Some(&leaves), "{theirs:?}");
+
+    let ours = perfaux(&["script", "--call-trace", "-i", path_str(&data)]);
+    assert_eq!(ours.code, 0, "{}", ours.stderr);
+    let ours_all = perfaux_calls(&ours.stdout);
+    for (f, n) in theirs.iter().filter(|(f, _)| *f != "_init") {
+        assert_eq!(
+            ours_all.get(f),
+            Some(n),
+            "calls of {f}: perf {n}; perf {theirs:?}, ours {ours_all:?}"
+        );
+    }
+    assert_eq!(ours_all.get("fib"), Some(&fibs));
+    // Every call line is the program's thread's.
+    let call_lines: Vec<&str> = ours.stdout.lines().filter(|l| l.contains(": ")).collect();
+    assert!(!call_lines.is_empty(), "no calls: {}", ours.stdout);
+    for l in &call_lines {
+        assert!(
+            l.split_whitespace().any(|w| w == tid),
+            "a call not of thread {tid}: {l}"
+        );
+    }
+}

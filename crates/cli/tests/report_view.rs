@@ -407,7 +407,7 @@ fn firefox_both(file: &std::path::Path) -> (Vec<u8>, Vec<u8>) {
     use perfaux_view::firefox::reference::ReferenceProfile;
     let mut ours = FirefoxProfile::new("perfaux: test");
     let mut theirs = ReferenceProfile::new("perfaux: test");
-    perfaux::view_input::with_recording(file, perfaux_view::Filter::default(), |rec| {
+    perfaux::view_input::with_recording(file, perfaux_view::Filter::default(), None, |rec| {
         let mut both = perfaux_view::Tee(vec![&mut ours, &mut theirs]);
         perfaux_view::walk(rec, &mut both).map_err(|e| perfaux::error::CliError::file(file, e))
     })

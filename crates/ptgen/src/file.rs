@@ -2,6 +2,12 @@
 //! intel_pt/tsc=1,noretcomp=1/u -- PROG` lays it out: the intel_pt event and the dummy:u
 //! tracking event, TIME_CONV, AUXTRACE_INFO, the sideband records, the trace in an
 //! AUXTRACE record (idx 0, the thread's tid, cpu -1: per-thread), PERF_RECORD_AUX, EXIT.
+//! Or, recording per CPU ([`crate::Options::cpu_wide`]), as `perf record -e
+//! intel_pt/tsc=1,noretcomp=1/u -- PROG` lays it out when the program runs on CPU 0 only:
+//! PERF_SAMPLE_CPU in every record's sample_id, the dummy event with `context_switch`, the
+//! trace in an AUXTRACE record of idx 0, tid -1, cpu 0, and before the trace the
+//! PERF_RECORD_SWITCH_CPU_WIDE out of the idle task and into the program and the
+//! ITRACE_START that tell perf whose trace the CPU's buffer holds.
 //!
 //! What perf 6.1 needs, learnt the hard way (tools/perf/util/intel-pt.c):
 //! - it finds the intel_pt event by `attr.type == AUXTRACE_INFO priv[INTEL_PT_PMU_TYPE]`,
@@ -23,10 +29,10 @@ use perfaux_abi::consts::*;
 use perfaux_abi::parse_info::RecordParseInfo;
 use perfaux_abi::raw::RawData;
 use perfaux_abi::records::{
-    AuxRecord, CommRecord, EncodeRecord, ItraceStartRecord, Mmap2FileId, Mmap2Record, TaskKind,
-    TaskRecord,
+    AuxRecord, CommRecord, EncodeRecord, ItraceStartRecord, Mmap2FileId, Mmap2Record,
+    SwitchCpuWideRecord, TaskKind, TaskRecord,
 };
-use perfaux_abi::sample_id::{PidTid, SampleId};
+use perfaux_abi::sample_id::{CpuRes, PidTid, SampleId};
 use perfaux_abi::user::{
     AuxtraceInfoRecord, AuxtraceRecord, FinishedInitRecord, FinishedRoundRecord, TimeConvExt,
     TimeConvRecord,
@@ -54,14 +60,27 @@ const CFG_CYC: u64 = 1 << 1;
 const SAMPLE_TYPE: u64 =
     PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_IDENTIFIER;
 
-fn pt_attr() -> PerfEventAttr {
+/// The CPU a CPU-wide recording's buffer and records are on.
+pub const CPU: u32 = 0;
+
+/// The events' sample_type: a CPU-wide recording's records carry their CPU too (perf
+/// record adds PERF_SAMPLE_CPU to every event when it records per CPU).
+fn sample_type(cpu_wide: bool) -> u64 {
+    if cpu_wide {
+        SAMPLE_TYPE | PERF_SAMPLE_CPU
+    } else {
+        SAMPLE_TYPE
+    }
+}
+
+fn pt_attr(cpu_wide: bool) -> PerfEventAttr {
     PerfEventAttr {
         type_: PMU_TYPE,
         // `pt,branch` (the PMU's defaults), `tsc=1,noretcomp=1`, psb_period=1 (4 KiB);
         // `mtc=0` since no MTC packets are written.
         config: CFG_PT | CFG_TSC | CFG_NORETCOMP | CFG_BRANCH | (1 << CFG_PSB_PERIOD_SHIFT),
         sample_period: 1,
-        sample_type: SAMPLE_TYPE,
+        sample_type: sample_type(cpu_wide),
         flags: AttrFlags::DISABLED
             | AttrFlags::ENABLE_ON_EXEC
             | AttrFlags::EXCLUDE_KERNEL
@@ -71,13 +90,21 @@ fn pt_attr() -> PerfEventAttr {
     }
 }
 
-fn dummy_attr() -> PerfEventAttr {
+/// The dummy:u tracking event; recording per CPU, it also asks for the context switches
+/// (`context_switch = 1`) that tell the threads of a CPU's buffer apart.
+fn dummy_attr(cpu_wide: bool) -> PerfEventAttr {
+    let switches = if cpu_wide {
+        AttrFlags::CONTEXT_SWITCH
+    } else {
+        AttrFlags::empty()
+    };
     PerfEventAttr {
         type_: PERF_TYPE_SOFTWARE,
         config: PERF_COUNT_SW_DUMMY,
         sample_period: 1,
-        sample_type: SAMPLE_TYPE,
-        flags: AttrFlags::DISABLED
+        sample_type: sample_type(cpu_wide),
+        flags: switches
+            | AttrFlags::DISABLED
             | AttrFlags::ENABLE_ON_EXEC
             | AttrFlags::EXCLUDE_KERNEL
             | AttrFlags::EXCLUDE_HV
@@ -93,28 +120,33 @@ fn dummy_attr() -> PerfEventAttr {
 
 /// The AUXTRACE_INFO priv[] of tools/perf/arch/x86/util/intel-pt.c's
 /// `intel_pt_info_fill` (perf 6.1: INTEL_PT_PMU_TYPE .. INTEL_PT_FILTER_STR_LEN).
-fn auxtrace_info() -> AuxtraceInfoRecord {
+///
+/// Recording per CPU, priv[INTEL_PT_PER_CPU_MMAPS] is 1 and priv[INTEL_PT_HAVE_SCHED_SWITCH]
+/// 3: perf record's value when it asks for context switch records of a CPU-wide dummy event
+/// (PERF_RECORD_SWITCH_CPU_WIDE), whose switch-outs name the next task
+/// (`intel_pt_context_switch`).
+fn auxtrace_info(cpu_wide: bool) -> AuxtraceInfoRecord {
     AuxtraceInfoRecord {
         type_: PERF_AUXTRACE_INTEL_PT,
         reserved: 0,
         priv_: vec![
-            u64::from(PMU_TYPE),         // INTEL_PT_PMU_TYPE
-            u64::from(TIME_SHIFT),       // INTEL_PT_TIME_SHIFT
-            u64::from(TIME_MULT),        // INTEL_PT_TIME_MULT
-            TIME_ZERO,                   // INTEL_PT_TIME_ZERO
-            1,                           // INTEL_PT_CAP_USER_TIME_ZERO
-            CFG_TSC,                     // INTEL_PT_TSC_BIT
-            CFG_NORETCOMP,               // INTEL_PT_NORETCOMP_BIT
-            0,                           // INTEL_PT_HAVE_SCHED_SWITCH (user only, per thread)
-            0,                           // INTEL_PT_SNAPSHOT_MODE
-            0,                           // INTEL_PT_PER_CPU_MMAPS (--per-thread)
-            CFG_MTC,                     // INTEL_PT_MTC_BIT
-            0xf << CFG_MTC_PERIOD_SHIFT, // INTEL_PT_MTC_FREQ_BITS
-            2,                           // INTEL_PT_TSC_CTC_N
-            1,                           // INTEL_PT_TSC_CTC_D
-            CFG_CYC,                     // INTEL_PT_CYC_BIT
-            20,                          // INTEL_PT_MAX_NONTURBO_RATIO
-            0,                           // INTEL_PT_FILTER_STR_LEN (no address filter)
+            u64::from(PMU_TYPE),          // INTEL_PT_PMU_TYPE
+            u64::from(TIME_SHIFT),        // INTEL_PT_TIME_SHIFT
+            u64::from(TIME_MULT),         // INTEL_PT_TIME_MULT
+            TIME_ZERO,                    // INTEL_PT_TIME_ZERO
+            1,                            // INTEL_PT_CAP_USER_TIME_ZERO
+            CFG_TSC,                      // INTEL_PT_TSC_BIT
+            CFG_NORETCOMP,                // INTEL_PT_NORETCOMP_BIT
+            if cpu_wide { 3 } else { 0 }, // INTEL_PT_HAVE_SCHED_SWITCH
+            0,                            // INTEL_PT_SNAPSHOT_MODE
+            u64::from(cpu_wide),          // INTEL_PT_PER_CPU_MMAPS (0: --per-thread)
+            CFG_MTC,                      // INTEL_PT_MTC_BIT
+            0xf << CFG_MTC_PERIOD_SHIFT,  // INTEL_PT_MTC_FREQ_BITS
+            2,                            // INTEL_PT_TSC_CTC_N
+            1,                            // INTEL_PT_TSC_CTC_D
+            CFG_CYC,                      // INTEL_PT_CYC_BIT
+            20,                           // INTEL_PT_MAX_NONTURBO_RATIO
+            0,                            // INTEL_PT_FILTER_STR_LEN (no address filter)
         ],
     }
 }
@@ -122,6 +154,8 @@ fn auxtrace_info() -> AuxtraceInfoRecord {
 /// The sideband records, in time order, as the kernel writes them.
 pub(crate) struct Sideband {
     pid: u32,
+    /// Recorded per CPU (on [`CPU`]), not `--per-thread`.
+    cpu_wide: bool,
     comm: String,
     /// Whole records.
     records: Vec<Vec<u8>>,
@@ -130,28 +164,55 @@ pub(crate) struct Sideband {
 }
 
 impl Sideband {
-    pub(crate) fn new(pid: u32, comm: &str) -> Self {
+    pub(crate) fn new(pid: u32, comm: &str, cpu_wide: bool) -> Self {
         // The kernel's TASK_COMM_LEN is 16, NUL included.
         let comm: String = comm.chars().take(15).collect();
         Self {
             pid,
+            cpu_wide,
             comm,
             records: Vec::new(),
-            pt: RecordParseInfo::new(&pt_attr()),
-            dummy: RecordParseInfo::new(&dummy_attr()),
+            pt: RecordParseInfo::new(&pt_attr(cpu_wide)),
+            dummy: RecordParseInfo::new(&dummy_attr(cpu_wide)),
         }
     }
 
     fn sid(&self, id: u64, tsc: u64) -> SampleId {
+        self.sid_of(self.pid, id, tsc)
+    }
+
+    /// The sample_id of a record written while task `pid` (a single thread) ran.
+    fn sid_of(&self, pid: u32, id: u64, tsc: u64) -> SampleId {
         SampleId {
-            tid: Some(PidTid {
-                pid: self.pid,
-                tid: self.pid,
-            }),
+            tid: Some(PidTid { pid, tid: pid }),
             time: Some(tsc_to_perf_time(tsc)),
+            cpu: self.cpu_wide.then_some(CpuRes { cpu: CPU, res: 0 }),
             identifier: Some(id),
             ..Default::default()
         }
+    }
+
+    /// The context switch on [`CPU`] from the idle task (pid 0) to the program, as the
+    /// kernel writes it for a CPU-wide `context_switch` event: the switch-out in the idle
+    /// task's name (its next task the program) at `tsc`, the switch-in in the program's
+    /// (its previous task the idle one) at `tsc + 1`.
+    pub(crate) fn switch_to_program(&mut self, tsc: u64) {
+        let out = SwitchCpuWideRecord {
+            misc: PERF_RECORD_MISC_SWITCH_OUT,
+            next_prev_pid: self.pid,
+            next_prev_tid: self.pid,
+            sample_id: self.sid_of(0, DUMMY_ID, tsc),
+        }
+        .to_vec(&self.dummy, Endianness::NATIVE);
+        self.push(out);
+        let r = SwitchCpuWideRecord {
+            misc: 0,
+            next_prev_pid: 0,
+            next_prev_tid: 0,
+            sample_id: self.sid(DUMMY_ID, tsc + 1),
+        }
+        .to_vec(&self.dummy, Endianness::NATIVE);
+        self.push(r);
     }
 
     fn push(&mut self, r: Result<Vec<u8>, perfaux_abi::error::EncodeError>) {
@@ -233,23 +294,26 @@ pub(crate) fn write(
     // workarounds on the CPUID).
     host.cpuid = "GenuineIntel,6,85,4".into();
     host.cpudesc = "Intel(R) Xeon(R) CPU (perfaux-ptgen, single-stepped)".into();
-    host.cmdline = vec![
-        "perf".into(),
-        "record".into(),
-        "--per-thread".into(),
+    let mut cmdline = vec!["perf".into(), "record".into()];
+    if !side.cpu_wide {
+        cmdline.push("--per-thread".into());
+    }
+    cmdline.extend([
         "-e".into(),
         "intel_pt/tsc=1,noretcomp=1/u".into(),
         "--".into(),
         side.comm.clone(),
-    ];
+    ]);
+    host.cmdline = cmdline;
+    let cpu_wide = side.cpu_wide;
     let events = vec![
         WriterEvent {
-            attr: pt_attr(),
+            attr: pt_attr(cpu_wide),
             ids: vec![PT_ID],
             name: "intel_pt/tsc=1,noretcomp=1/u".into(),
         },
         WriterEvent {
-            attr: dummy_attr(),
+            attr: dummy_attr(cpu_wide),
             ids: vec![DUMMY_ID],
             name: "dummy:u".into(),
         },
@@ -273,7 +337,7 @@ pub(crate) fn write(
     .write(&mut v, e);
     w.write_record(&v).map_err(err)?;
     v.clear();
-    auxtrace_info().write(&mut v, e).map_err(err)?;
+    auxtrace_info(cpu_wide).write(&mut v, e).map_err(err)?;
     w.write_record(&v).map_err(err)?;
     v.clear();
     FinishedInitRecord.write(&mut v, e);
@@ -286,10 +350,16 @@ pub(crate) fn write(
     // takes the top byte of the 7-byte TSC packets from it, and without it (0) ignores the
     // first TSC, so that the first decoder state has no timestamp, which perf 6.1 does not
     // survive (a NULL `ptq->state` in intel_pt_walk_next_insn: SIGSEGV).
-    let aux = AuxtraceRecord::for_payload(trace.len(), 0, end_tsc, 0, side.pid, u32::MAX);
+    // Per thread: the thread's tid, cpu -1; per CPU: tid -1, the CPU.
+    let (tid, cpu) = if cpu_wide {
+        (u32::MAX, CPU)
+    } else {
+        (side.pid, u32::MAX)
+    };
+    let aux = AuxtraceRecord::for_payload(trace.len(), 0, end_tsc, 0, tid, cpu);
     w.write_auxtrace(&aux, trace).map_err(err)?;
-    let pt = RecordParseInfo::new(&pt_attr());
-    let dummy = RecordParseInfo::new(&dummy_attr());
+    let pt = RecordParseInfo::new(&pt_attr(cpu_wide));
+    let dummy = RecordParseInfo::new(&dummy_attr(cpu_wide));
     let rec = AuxRecord {
         misc: 0,
         aux_offset: 0,

@@ -191,23 +191,53 @@ const SYS_EXECVE: u64 = 59;
 const SYS_EXECVEAT: u64 = 322;
 const SYS_CLONE3: u64 = 435;
 
-/// Records `program` with `args` into the perf.data `out` (see the crate's doc).
+/// How [`record_with`] lays out the recording.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Write the recording as `perf record -e intel_pt/tsc=1,noretcomp=1/u -- PROG` (no
+    /// `--per-thread`) would with the program on CPU 0: a CPU-wide buffer (AUXTRACE idx 0,
+    /// tid -1, cpu 0; priv[INTEL_PT_PER_CPU_MMAPS] = 1), PERF_SAMPLE_CPU in every record,
+    /// the tracking event with `context_switch`, and, stamped before the trace starts, the
+    /// PERF_RECORD_SWITCH_CPU_WIDE out of the idle task into the program and the program's
+    /// PERF_RECORD_ITRACE_START: who the CPU's trace belongs to.
+    pub cpu_wide: bool,
+}
+
+/// Records `program` with `args` into the perf.data `out` (see the crate's doc), per thread.
 pub fn record(program: &Path, args: &[&str], out: &Path) -> Result<Recorded, String> {
+    record_with(program, args, out, &Options::default())
+}
+
+/// [`record`], laid out as `opts` says.
+pub fn record_with(
+    program: &Path,
+    args: &[&str],
+    out: &Path,
+    opts: &Options,
+) -> Result<Recorded, String> {
     let mut t = Tracee::spawn(program, args)?;
     let pid = t.pid as u32;
     let comm = program
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let mut side = file::Sideband::new(pid, &comm);
+    let mut side = file::Sideband::new(pid, &comm, opts.cpu_wide);
     let mut enc = Encoder::default();
     let mut tsc = TSC_BASE;
+    if opts.cpu_wide {
+        // The program scheduled in on the CPU, then its trace enabled: the kernel writes
+        // the switch records and the ITRACE_START before the first packet.
+        side.switch_to_program(TSC_BASE - 3);
+        side.itrace_start(TSC_BASE - 1);
+    }
     // Enabled at the exec, in the kernel: no packets but the PSB+ until the return to user.
     enc.psb();
     enc.tsc(tsc);
     enc.psbend();
     tsc += 1;
-    side.itrace_start(tsc);
+    if !opts.cpu_wide {
+        side.itrace_start(tsc);
+    }
     tsc += 1;
     side.comm(tsc);
     let mut announced: HashSet<Mapping> = HashSet::new();

@@ -503,9 +503,16 @@ impl RecordPass<'_> {
             )
             .map_err(io)
         };
-        // A CPU-wide Intel PT buffer's threads: who ran on each CPU from when.
-        if let Record::Switch(sw) = parsed
-            && sw.misc & PERF_RECORD_MISC_SWITCH_OUT == 0
+        // A CPU-wide Intel PT buffer's threads: who ran on each CPU from when. A switch-in
+        // record, per task (SWITCH) or CPU-wide (SWITCH_CPU_WIDE), is written in the name of
+        // the task switched in.
+        let switch_misc = match parsed {
+            Record::Switch(sw) => Some(sw.misc),
+            Record::SwitchCpuWide(sw) => Some(sw.misc),
+            _ => None,
+        };
+        if let Some(misc) = switch_misc
+            && misc & PERF_RECORD_MISC_SWITCH_OUT == 0
             && let (Some(cpu), Some(t)) = (sid.cpu, sid.tid)
         {
             self.pt.switch_in(cpu.cpu, time, t.pid, t.tid);
