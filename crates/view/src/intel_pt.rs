@@ -454,7 +454,8 @@ fn process_image(
         .map(|(a, b, c, n)| (a, b, c, n.to_owned()))
         .collect();
     for (start, end, pgoff, name) in maps {
-        if name.starts_with('[') {
+        // Of the kernel's special maps only the vdso holds code a user-space trace runs.
+        if name.starts_with('[') && name != "[vdso]" {
             continue;
         }
         let data = files

@@ -22,6 +22,27 @@ pub struct ObjectFiles {
     noted: HashSet<String>,
 }
 
+/// The name perf gives the vdso's map.
+const VDSO: &str = "[vdso]";
+
+/// This process's vdso image, copied from its mapping (the kernel maps the same image into
+/// every process).
+fn own_vdso() -> Option<Vec<u8>> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let line = maps.lines().find(|l| l.ends_with("[vdso]"))?;
+    let range = line.split_whitespace().next()?;
+    let (a, b) = range.split_once('-')?;
+    let (start, end) = (
+        usize::from_str_radix(a, 16).ok()?,
+        usize::from_str_radix(b, 16).ok()?,
+    );
+    let len = end.checked_sub(start)?;
+    // SAFETY: /proc/self/maps says [start, end) is this process's vdso mapping, readable and
+    // never unmapped while the process runs; it is only read, and copied at once.
+    let bytes = unsafe { std::slice::from_raw_parts(start as *const u8, len) };
+    Some(bytes.to_vec())
+}
+
 fn hex(id: &[u8]) -> String {
     id.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -57,6 +78,56 @@ impl ObjectFiles {
         }
     }
 
+    /// The copy of the file with build id `id` in perf's cache (`.build-id/ab/cdef.../FILE`,
+    /// `elf` for a file, `vdso` for the vdso), if its build id is that.
+    fn cached(&self, id: &[u8], file: &str) -> Option<Vec<u8>> {
+        let h = hex(id);
+        let split = 2.min(h.len());
+        let p = self
+            .cache
+            .as_ref()?
+            .join(".build-id")
+            .join(&h[..split])
+            .join(&h[split..])
+            .join(file);
+        let d = std::fs::read(p).ok()?;
+        (elf_build_id(&d).as_deref() == Some(id)).then_some(d)
+    }
+
+    /// The vdso the recording's processes ran: perf's cached copy of it, or this machine's own
+    /// when its build id is the recording's (the same kernel).
+    fn read_vdso(&mut self) -> Option<Vec<u8>> {
+        let Some(want) = self.build_ids.get(VDSO).cloned() else {
+            self.note(
+                VDSO,
+                "[vdso]: the recording has no build id for it, so its code is not known: calls \
+                 through it lose the trace's flow (to the next PSB)"
+                    .to_owned(),
+            );
+            return None;
+        };
+        if let Some(d) = self
+            .cached(&want, "vdso")
+            .or_else(|| self.cached(&want, "elf"))
+        {
+            return Some(d);
+        }
+        if let Some(own) = own_vdso()
+            && elf_build_id(&own).as_deref() == Some(&want[..])
+        {
+            return Some(own);
+        }
+        self.note(
+            VDSO,
+            format!(
+                "[vdso]: build id {} is neither in perf's build-id cache nor this kernel's: calls \
+                 through it lose the trace's flow (to the next PSB)",
+                hex(&want)
+            ),
+        );
+        None
+    }
+
     /// Where the recording's `name` is on this machine.
     pub fn path(&self, name: &str) -> PathBuf {
         match &self.symfs {
@@ -68,6 +139,9 @@ impl ObjectFiles {
     /// The bytes of the file the recording calls `name`, if they are the ones it ran (as
     /// far as its build ids say); `None` if there are none such at hand.
     pub fn read(&mut self, name: &str) -> Option<Vec<u8>> {
+        if name == VDSO {
+            return self.read_vdso();
+        }
         let path = self.path(name);
         let data = std::fs::read(&path).ok();
         let Some(want) = self.build_ids.get(name).cloned() else {
@@ -79,14 +153,7 @@ impl ObjectFiles {
         }
         // perf's cache: .build-id/<first byte>/<the rest>/elf.
         let h = hex(&want);
-        if let Some(cached) = self.cache.as_ref().map(|c| {
-            c.join(".build-id")
-                .join(&h[..2.min(h.len())])
-                .join(&h[2.min(h.len())..])
-                .join("elf")
-        }) && let Ok(d) = std::fs::read(&cached)
-            && elf_build_id(&d).as_deref() == Some(&want[..])
-        {
+        if let Some(d) = self.cached(&want, "elf") {
             return Some(d);
         }
         let why = match (data, have) {
@@ -137,6 +204,31 @@ mod tests {
         assert_eq!(f.notes().len(), 1, "{:?}", f.notes());
         assert!(
             f.notes()[0].contains("is not the recording's"),
+            "{:?}",
+            f.notes()
+        );
+    }
+
+    /// This machine's vdso, recorded with its build id, is read; with another id, refused and
+    /// said.
+    #[test]
+    fn the_vdso_is_this_kernels_when_its_build_id_is_the_recordings() {
+        let Some(own) = own_vdso() else {
+            return;
+        };
+        let Some(id) = elf_build_id(&own) else {
+            return;
+        };
+        let mut f = ObjectFiles::default();
+        f.set_build_ids([(VDSO.to_owned(), id.clone())]);
+        assert_eq!(f.read(VDSO).as_deref(), Some(&own[..]));
+        let mut other = id;
+        other[0] ^= 1;
+        let mut f = ObjectFiles::default();
+        f.set_build_ids([(VDSO.to_owned(), other)]);
+        assert!(f.read(VDSO).is_none());
+        assert!(
+            f.notes()[0].starts_with("[vdso]: build id"),
             "{:?}",
             f.notes()
         );
