@@ -19,7 +19,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use perfaux_abi::user::{AuxtraceInfoRecord, AuxtraceRecord};
+use perfaux_abi::user::{AuxtraceInfoRecord, AuxtraceRecord, TimeConvRecord};
 use perfaux_intelpt::calls::{CallEvent, CallKind, Setup, walk_calls};
 use perfaux_intelpt::image::Image;
 use perfaux_intelpt::overlap::{Overlap, find_overlap};
@@ -54,11 +54,17 @@ struct TscConversion {
     time_shift: u16,
     time_mult: u32,
     time_zero: u64,
+    /// `cap_user_time_short`: the counter is `time_mask` wide, from `time_cycles`.
+    short: Option<(u64, u64)>,
 }
 
 impl TscConversion {
     /// perf's `tsc_to_perf_time`.
     fn perf_time(&self, tsc: u64) -> u64 {
+        let tsc = match self.short {
+            Some((cycles, mask)) => cycles.wrapping_add(tsc.wrapping_sub(cycles) & mask),
+            None => tsc,
+        };
         let shift = u32::from(self.time_shift).min(63);
         let quot = tsc >> shift;
         let rem = tsc & ((1u64 << shift) - 1);
@@ -99,6 +105,7 @@ pub(crate) struct PtTrace {
     /// cpu -> (time, pid, tid) of each thread switched in, in the records' time order.
     switches: HashMap<u32, Vec<(u64, u32, u32)>>,
     switches_held: usize,
+    time_conv: Option<TimeConvRecord>,
 }
 
 impl PtTrace {
@@ -173,12 +180,35 @@ impl PtTrace {
             .unwrap_or(0)
     }
 
+    /// The AUXTRACE_INFO's conversion, with the TIME_CONV's short-counter fields (perf 5.12+);
+    /// the TIME_CONV's alone where the AUXTRACE_INFO has none.
     fn conversion(&self) -> Option<TscConversion> {
-        (self.word(info::CAP_USER_TIME_ZERO) != 0).then(|| TscConversion {
-            time_shift: self.word(info::TIME_SHIFT) as u16,
-            time_mult: self.word(info::TIME_MULT) as u32,
-            time_zero: self.word(info::TIME_ZERO),
-        })
+        let short = self
+            .time_conv
+            .and_then(|t| t.ext)
+            .and_then(|e| (e.cap_user_time_short != 0).then_some((e.time_cycles, e.time_mask)));
+        if self.word(info::CAP_USER_TIME_ZERO) != 0 {
+            return Some(TscConversion {
+                time_shift: self.word(info::TIME_SHIFT) as u16,
+                time_mult: self.word(info::TIME_MULT) as u32,
+                time_zero: self.word(info::TIME_ZERO),
+                short,
+            });
+        }
+        let t = self.time_conv?;
+        t.ext
+            .is_none_or(|e| e.cap_user_time_zero != 0)
+            .then_some(TscConversion {
+                time_shift: t.time_shift as u16,
+                time_mult: t.time_mult as u32,
+                time_zero: t.time_zero,
+                short,
+            })
+    }
+
+    /// The recording's PERF_RECORD_TIME_CONV.
+    pub(crate) fn time_conv(&mut self, t: &TimeConvRecord) {
+        self.time_conv = Some(*t);
     }
 
     /// The clocks as the flow decoder wants them; `config` is the intel_pt event's attr
@@ -483,6 +513,7 @@ mod tests {
             time_shift: 10,
             time_mult: 410,
             time_zero: 1_000,
+            short: None,
         };
         // 2^10 ticks: exactly 410 ns.
         assert_eq!(c.perf_time(1 << 10), 1_000 + 410);
@@ -492,7 +523,16 @@ mod tests {
             time_shift: 0,
             time_mult: 1,
             time_zero: 0,
+            short: None,
         };
         assert_eq!(id.perf_time(123_456_789), 123_456_789);
+        // A 32-bit counter (cap_user_time_short) from 0xffff_0000: a TSC past its wrap is
+        // taken from the counter's base.
+        let short = TscConversion {
+            short: Some((0x1_ffff_0000, 0xffff_ffff)),
+            ..id
+        };
+        assert_eq!(short.perf_time(0x2_0000_0010), 0x2_0000_0010);
+        assert_eq!(short.perf_time(0x0000_0010), 0x2_0000_0010);
     }
 }

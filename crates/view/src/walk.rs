@@ -268,6 +268,7 @@ pub fn walk<R: BufRead + std::io::Seek>(
                 }
                 Some(Ok(UserRecord::FinishedRound(_))) => queue.round(&mut to)?,
                 Some(Ok(UserRecord::AuxtraceInfo(i))) => to.pass.pt.info(&i),
+                Some(Ok(UserRecord::TimeConv(t))) => to.pass.pt.time_conv(&t),
                 Some(Ok(UserRecord::Auxtrace(a, payload))) => to.pass.pt.auxtrace(&a, payload),
                 _ => {}
             }
