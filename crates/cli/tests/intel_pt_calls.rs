@@ -20,6 +20,10 @@ const PROGRAM: &str = r#"
 #include <unistd.h>
 
 static unsigned long fib_calls, leaf_calls;
+#ifdef EXTRA
+/* The program rebuilt with more code: another build id. */
+__attribute__((noinline, used)) int extra(int x) { return x * 7 + 2; }
+#endif
 
 __attribute__((noinline)) static int leaf(int x) { leaf_calls++; return x * 3 + 1; }
 
@@ -46,11 +50,17 @@ int main(int argc, char **argv) {
 
 /// Builds the program in `dir`.
 fn build(dir: &Path) -> PathBuf {
+    build_with(dir, &[])
+}
+
+/// Builds the program in `dir` with more compiler flags (`-DEXTRA`: with more code).
+fn build_with(dir: &Path, flags: &[&str]) -> PathBuf {
     std::fs::write(dir.join("calls.c"), PROGRAM).unwrap();
     let out = dir.join("calls");
     let st = std::process::Command::new("gcc")
         .current_dir(dir)
         .args(["-O2", "-g", "-fno-optimize-sibling-calls", "-fno-inline"])
+        .args(flags)
         .args(["calls.c", "-o", "calls"])
         .status()
         .expect("gcc");
@@ -375,6 +385,114 @@ fn a_cpu_wide_buffer_is_its_threads_calls() {
         assert!(
             l.split_whitespace().any(|w| w == tid),
             "a call not of thread {tid}: {l}"
+        );
+    }
+}
+
+/// `perfaux ARGS` with `HOME` set to `home` (where perf's build-id cache, `.debug`, is).
+fn perfaux_home(args: &[&str], home: &Path) -> Run {
+    let mut c = std::process::Command::new(PERFAUX);
+    c.args(args).env("HOME", home);
+    run(c)
+}
+
+fn hex(id: &[u8]) -> String {
+    id.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The program rebuilt at its path after the recording: its build id is not the one the
+/// recording's HEADER_BUILD_ID holds (what `perf buildid-list` lists), so perfaux says so
+/// and does not decode the trace over the new code, as perf does not; with the original in
+/// perf's build-id cache (`HOME/.debug/.build-id/ab/cdef.../elf`) both decode the calls
+/// that ran, perfaux the same as before the rebuild.
+#[test]
+fn a_rebuilt_program_is_refused_and_the_build_id_cache_used() {
+    perfaux_testutil::require_oracle!("perf");
+    perfaux_testutil::require_oracle!("gcc");
+    let dir = tempdir();
+    let prog = build(dir.path());
+    let data = dir.path().join("pt.data");
+    let rec = perfaux_ptgen::record(&prog, &["h"], &data).expect("single-stepped recording");
+    let (fibs, _) = own_counts(&rec.stdout);
+    assert_eq!(fibs, 41, "fib(7) makes 41 calls");
+    let original = std::fs::read(&prog).unwrap();
+    let id = hex(&perfaux_ptgen::elf_build_id(&original).expect("gcc's build id"));
+
+    // perf lists the build ids of the files the recording mapped.
+    let empty = dir.path().join("empty-home");
+    std::fs::create_dir_all(&empty).unwrap();
+    let listed = perf(&["buildid-list", "-i", path_str(&data)], &empty);
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    for m in rec.mappings.iter().filter(|m| m.is_file()) {
+        let want = hex(&perfaux_ptgen::elf_build_id(&std::fs::read(&m.name).unwrap()).unwrap());
+        assert!(
+            listed
+                .stdout
+                .lines()
+                .any(|l| l == format!("{want} {}", m.name)),
+            "{want} {} not listed: {}",
+            m.name,
+            listed.stdout
+        );
+    }
+
+    let before = perfaux_home(&["script", "--call-trace", "-i", path_str(&data)], &empty);
+    assert_eq!(before.code, 0, "{}", before.stderr);
+    assert!(!before.stderr.contains("warning"), "{}", before.stderr);
+    let before = perfaux_calls(&before.stdout);
+    assert_eq!(before.get("fib"), Some(&fibs), "{before:?}");
+
+    // Rebuilt with more code at the same path.
+    build_with(dir.path(), &["-DEXTRA"]);
+    let rebuilt = hex(&perfaux_ptgen::elf_build_id(&std::fs::read(&prog).unwrap()).unwrap());
+    assert_ne!(rebuilt, id);
+
+    // (a) No copy of the original: refused and said, not decoded over the wrong code.
+    let r = perfaux_home(&["script", "--call-trace", "-i", path_str(&data)], &empty);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.lines().any(|l| l.contains("warning")
+            && l.contains(path_str(&prog))
+            && l.contains(&rebuilt)
+            && l.contains(&id)),
+        "no warning about {}: {}",
+        prog.display(),
+        r.stderr
+    );
+    let refused = perfaux_calls(&r.stdout);
+    assert!(!refused.contains_key("fib"), "{refused:?}");
+    // perf too decodes none of the program's calls then.
+    let theirs = perf(&["script", "-i", path_str(&data), "--itrace=ce"], &empty);
+    assert_eq!(theirs.code, 0, "{}", theirs.stderr);
+    assert!(
+        !perf_calls(&theirs.stdout, "/calls").contains_key("fib"),
+        "{}",
+        theirs.stdout
+    );
+
+    // (b) The original in perf's build-id cache of another HOME.
+    let home = dir.path().join("home");
+    let cached = home
+        .join(".debug/.build-id")
+        .join(&id[..2])
+        .join(&id[2..])
+        .join("elf");
+    std::fs::create_dir_all(cached.parent().unwrap()).unwrap();
+    std::fs::write(&cached, &original).unwrap();
+    let r = perfaux_home(&["script", "--call-trace", "-i", path_str(&data)], &home);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stderr.contains("warning"), "{}", r.stderr);
+    let ours = perfaux_calls(&r.stdout);
+    assert_eq!(ours, before);
+    let theirs = perf(&["script", "-i", path_str(&data), "--itrace=ce"], &home);
+    assert_eq!(theirs.code, 0, "{}", theirs.stderr);
+    let theirs = perf_calls(&theirs.stdout, "/calls");
+    assert_eq!(theirs.get("fib"), Some(&fibs), "{theirs:?}");
+    for (f, n) in theirs.iter().filter(|(f, _)| *f != "_init") {
+        assert_eq!(
+            ours.get(f),
+            Some(n),
+            "calls of {f}: perf {theirs:?}, ours {ours:?}"
         );
     }
 }

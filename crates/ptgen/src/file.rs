@@ -8,6 +8,9 @@
 //! trace in an AUXTRACE record of idx 0, tid -1, cpu 0, and before the trace the
 //! PERF_RECORD_SWITCH_CPU_WIDE out of the idle task and into the program and the
 //! ITRACE_START that tell perf whose trace the CPU's buffer holds.
+//! In the header, as perf record writes them after the run: HEADER_BUILD_ID with the build
+//! id of every file an MMAP2 named (read when it was mapped), which `perf buildid-list`
+//! lists and which perf (and perfaux) check the files on disk against.
 //!
 //! What perf 6.1 needs, learnt the hard way (tools/perf/util/intel-pt.c):
 //! - it finds the intel_pt event by `attr.type == AUXTRACE_INFO priv[INTEL_PT_PMU_TYPE]`,
@@ -37,7 +40,7 @@ use perfaux_abi::user::{
     AuxtraceInfoRecord, AuxtraceRecord, FinishedInitRecord, FinishedRoundRecord, TimeConvExt,
     TimeConvRecord,
 };
-use perfaux_perfdata::{HostInfo, PerfDataWriter, WriterEvent, WriterOptions};
+use perfaux_perfdata::{Feature, HostInfo, PerfDataWriter, WriterEvent, WriterOptions};
 
 /// The intel_pt PMU's type number written in the attr and AUXTRACE_INFO (a real system's
 /// comes from /sys/bus/event_source/devices/intel_pt/type; 8 is common).
@@ -159,6 +162,9 @@ pub(crate) struct Sideband {
     comm: String,
     /// Whole records.
     records: Vec<Vec<u8>>,
+    /// The files MMAP2 records named, with their GNU build ids as they were when mapped
+    /// (for HEADER_BUILD_ID), in the order first mapped.
+    files: Vec<(String, Option<Vec<u8>>)>,
     pt: RecordParseInfo,
     dummy: RecordParseInfo,
 }
@@ -172,6 +178,7 @@ impl Sideband {
             cpu_wide,
             comm,
             records: Vec::new(),
+            files: Vec::new(),
             pt: RecordParseInfo::new(&pt_attr(cpu_wide)),
             dummy: RecordParseInfo::new(&dummy_attr(cpu_wide)),
         }
@@ -274,7 +281,50 @@ impl Sideband {
         }
         .to_vec(&self.dummy, Endianness::NATIVE);
         self.push(r);
+        if m.is_file() && !self.files.iter().any(|(n, _)| *n == m.name) {
+            let id = std::fs::read(&m.name).ok().and_then(|d| elf_build_id(&d));
+            self.files.push((m.name.clone(), id));
+        }
     }
+}
+
+/// The GNU build id (NT_GNU_BUILD_ID note) of an ELF file's bytes.
+pub fn elf_build_id(data: &[u8]) -> Option<Vec<u8>> {
+    use object::Object;
+    let file = object::File::parse(data).ok()?;
+    file.build_id().ok().flatten().map(<[u8]>::to_vec)
+}
+
+/// perf's `PERF_RECORD_MISC_BUILD_ID_SIZE`: the entry's byte 20 of `build_id` is its size.
+const PERF_RECORD_MISC_BUILD_ID_SIZE: u16 = 1 << 15;
+/// perf's NAME_ALIGN: the file names of HEADER_BUILD_ID entries are NUL-padded to it.
+const BUILD_ID_NAME_ALIGN: usize = 64;
+
+/// The HEADER_BUILD_ID feature section perf record writes (`write_buildid` in
+/// tools/perf/util/build-id.c): per file a `struct perf_record_header_build_id` — header
+/// {PERF_RECORD_HEADER_BUILD_ID, PERF_RECORD_MISC_USER | PERF_RECORD_MISC_BUILD_ID_SIZE,
+/// size}, pid (-1: the host machine's), build_id[20] + its size + 3 reserved bytes — and
+/// the file name, NUL-padded to a multiple of 64 bytes (at least one NUL).
+fn build_id_section(files: &[(String, Option<Vec<u8>>)], e: Endianness) -> Vec<u8> {
+    let mut v = Vec::new();
+    for (name, id) in files {
+        let Some(id) = id else { continue };
+        let id = &id[..id.len().min(20)];
+        let name_len = (name.len() + 1).div_ceil(BUILD_ID_NAME_ALIGN) * BUILD_ID_NAME_ALIGN;
+        let size = 8 + 4 + 24 + name_len;
+        v.extend_from_slice(&e.u32_bytes(PERF_RECORD_HEADER_BUILD_ID));
+        v.extend_from_slice(&e.u16_bytes(PERF_RECORD_MISC_USER | PERF_RECORD_MISC_BUILD_ID_SIZE));
+        v.extend_from_slice(&e.u16_bytes(size as u16));
+        v.extend_from_slice(&e.u32_bytes(u32::MAX));
+        let mut b = [0u8; 24];
+        b[..id.len()].copy_from_slice(id);
+        b[20] = id.len() as u8;
+        v.extend_from_slice(&b);
+        let start = v.len();
+        v.extend_from_slice(name.as_bytes());
+        v.resize(start + name_len, 0);
+    }
+    v
 }
 
 fn err(e: impl std::fmt::Display) -> String {
@@ -318,9 +368,12 @@ pub(crate) fn write(
             name: "dummy:u".into(),
         },
     ];
+    let mut wopts = WriterOptions::new(host);
+    wopts
+        .raw_features
+        .insert(Feature::BUILD_ID, build_id_section(&side.files, e));
     let f = std::fs::File::create(path).map_err(|x| format!("{}: {x}", path.display()))?;
-    let mut w = PerfDataWriter::new(std::io::BufWriter::new(f), events, WriterOptions::new(host))
-        .map_err(err)?;
+    let mut w = PerfDataWriter::new(std::io::BufWriter::new(f), events, wopts).map_err(err)?;
     let mut v = Vec::new();
     TimeConvRecord {
         time_shift: u64::from(TIME_SHIFT),

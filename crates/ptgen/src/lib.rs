@@ -43,6 +43,7 @@ mod file;
 mod packets;
 mod tracee;
 
+pub use file::elf_build_id;
 pub use tracee::Mapping;
 
 use packets::Encoder;
