@@ -338,7 +338,10 @@ fn a_cpu_wide_buffer_is_its_threads_calls() {
     let dir = tempdir();
     let prog = build(dir.path());
     let data = dir.path().join("pt-cpu.data");
-    let opts = perfaux_ptgen::Options { cpu_wide: true };
+    let opts = perfaux_ptgen::Options {
+        cpu_wide: true,
+        ..Default::default()
+    };
     let rec =
         perfaux_ptgen::record_with(&prog, &["k"], &data, &opts).expect("single-stepped recording");
     let (fibs, leaves) = own_counts(&rec.stdout);
@@ -494,5 +497,122 @@ fn a_rebuilt_program_is_refused_and_the_build_id_cache_used() {
             Some(n),
             "calls of {f}: perf {theirs:?}, ours {ours:?}"
         );
+    }
+}
+
+/// The same kind of run recorded in snapshot mode (`perf record -S -e intel_pt//u`): the
+/// trace as copies of an 8 KiB AUX area in overwrite mode, taken at points chosen so that
+/// some hold bytes of the one before (to be decoded once) and some are more than the area
+/// after it (the trace between is lost). perf 6.1 decodes it (its `intel_pt_find_overlap`
+/// the judge of what is shared); perfaux's calls per function are perf's, and its report
+/// says the stretches of trace the snapshots make up.
+#[test]
+fn snapshots_are_decoded_once_where_they_overlap() {
+    perfaux_testutil::require_oracle!("perf");
+    perfaux_testutil::require_oracle!("gcc");
+    let dir = tempdir();
+    let prog = build(dir.path());
+    // A plain recording first: how many instructions the run takes (fib(15) at its end).
+    let plain = perfaux_ptgen::record(&prog, &["p"], &dir.path().join("plain.data"))
+        .expect("single-stepped recording");
+    let (fibs, _) = own_counts(&plain.stdout);
+    assert_eq!(fibs, 1973, "fib(15) makes 1973 calls");
+    let n = plain.instructions;
+    // fib writes about 1.6 KiB of trace per 5000 instructions: 8 KiB is some 25000.
+    let aux_size = 8192;
+    let plan = perfaux_ptgen::SnapshotPlan {
+        aux_size,
+        at_insns: vec![n - 42_000, n - 37_000, n - 7_000],
+    };
+    let data = dir.path().join("pt-snap.data");
+    let opts = perfaux_ptgen::Options {
+        snapshot: Some(plan),
+        ..Default::default()
+    };
+    let rec =
+        perfaux_ptgen::record_with(&prog, &["p"], &data, &opts).expect("single-stepped recording");
+    // The plan did what it meant: each snapshot after the first either shares more than a
+    // PSB period with the one before (a PSB to find the overlap by) or nothing at all.
+    let snaps = &rec.snapshots;
+    assert_eq!(snaps.len(), 4, "{snaps:?}");
+    assert!(snaps.iter().all(|s| s.to - s.from == aux_size), "{snaps:?}");
+    let mut stretches = 1;
+    let mut bytes = (snaps[0].to - snaps[0].from) as u64;
+    let (mut shared, mut apart) = (0, 0);
+    for w in snaps.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        if b.from >= a.to {
+            apart += 1;
+            stretches += 1;
+            bytes += (b.to - b.from) as u64;
+        } else {
+            assert!(
+                b.from + perfaux_ptgen::PSB_PERIOD + 128 < a.to,
+                "{a:?} {b:?}: too little shared"
+            );
+            shared += 1;
+            bytes += (b.to - a.to) as u64;
+        }
+    }
+    assert!(shared >= 2 && apart >= 1, "{snaps:?}");
+
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let theirs = perf(&["script", "-i", path_str(&data), "--itrace=ce"], &home);
+    assert_eq!(theirs.code, 0, "{}", theirs.stderr);
+    assert!(
+        !theirs.stdout.contains("instruction trace error"),
+        "perf could not decode the snapshots: {}",
+        theirs.stdout
+    );
+    let theirs = perf_calls(&theirs.stdout, "/calls");
+    // Some of the calls were lost between snapshots, most are there.
+    let perf_fibs = theirs.get("fib").copied().unwrap_or(0);
+    assert!(
+        perf_fibs > fibs / 2 && perf_fibs < fibs,
+        "perf shows {perf_fibs} of {fibs} fib calls"
+    );
+
+    let ours = perfaux(&["script", "--call-trace", "-i", path_str(&data)]);
+    assert_eq!(ours.code, 0, "{}", ours.stderr);
+    let ours = perfaux_calls(&ours.stdout);
+    for (f, n) in theirs.iter().filter(|(f, _)| *f != "_init") {
+        assert_eq!(
+            ours.get(f),
+            Some(n),
+            "calls of {f}: perf {n}; perf {theirs:?}, ours {ours:?}"
+        );
+    }
+
+    // The report says the stretches the snapshots make, their bytes, and what time each
+    // holds: within the run, one after the other.
+    let report = perfaux(&["report", "-i", path_str(&data)]);
+    assert_eq!(report.code, 0, "{}", report.stderr);
+    let head = format!("# snapshots: {stretches} ({bytes} bytes of trace)");
+    assert!(
+        report.stdout.contains(&head),
+        "no {head:?}: {}",
+        report.stdout
+    );
+    let spans: Vec<(f64, f64)> = report
+        .stdout
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("snapshot ")?.split_once(": holds "))
+        .map(|(_, r)| {
+            let w: Vec<&str> = r.split_whitespace().collect();
+            (w[0].parse().unwrap(), w[2].parse().unwrap())
+        })
+        .collect();
+    assert_eq!(spans.len(), stretches, "{}", report.stdout);
+    let secs = |tsc: u64| perfaux_ptgen::tsc_to_perf_time(tsc) as f64 / 1e9;
+    let mut after = secs(rec.tsc_range.0) - 1e-9;
+    for (k, &(b, e)) in spans.iter().enumerate() {
+        assert!(
+            after <= b && b <= e && e <= secs(rec.tsc_range.1) + 1e-9,
+            "snapshot {}: {b} .. {e}, not after {after}: {}",
+            k + 1,
+            report.stdout
+        );
+        after = e;
     }
 }

@@ -8,6 +8,12 @@
 //! trace in an AUXTRACE record of idx 0, tid -1, cpu 0, and before the trace the
 //! PERF_RECORD_SWITCH_CPU_WIDE out of the idle task and into the program and the
 //! ITRACE_START that tell perf whose trace the CPU's buffer holds.
+//! In snapshot mode (`perf record -S`, [`crate::SnapshotPlan`]) the attrs are the same
+//! (perf sets `aux_watermark` only for a full trace), AUXTRACE_INFO's
+//! priv[INTEL_PT_SNAPSHOT_MODE] is 1, and each snapshot is an AUXTRACE record (its `offset`
+//! the ring's head, its `reference` the TSC when taken) and the kernel's PERF_RECORD_AUX
+//! with PERF_AUX_FLAG_OVERWRITE; perf 6.1 finds what a snapshot shares with the one before
+//! by the TSC of the last PSB+ (`intel_pt_find_overlap`) and decodes it once.
 //! In the header, as perf record writes them after the run: HEADER_BUILD_ID with the build
 //! id of every file an MMAP2 named (read when it was mapped), which `perf buildid-list`
 //! lists and which perf (and perfaux) check the files on disk against.
@@ -128,7 +134,7 @@ fn dummy_attr(cpu_wide: bool) -> PerfEventAttr {
 /// 3: perf record's value when it asks for context switch records of a CPU-wide dummy event
 /// (PERF_RECORD_SWITCH_CPU_WIDE), whose switch-outs name the next task
 /// (`intel_pt_context_switch`).
-fn auxtrace_info(cpu_wide: bool) -> AuxtraceInfoRecord {
+fn auxtrace_info(cpu_wide: bool, snapshot: bool) -> AuxtraceInfoRecord {
     AuxtraceInfoRecord {
         type_: PERF_AUXTRACE_INTEL_PT,
         reserved: 0,
@@ -141,7 +147,7 @@ fn auxtrace_info(cpu_wide: bool) -> AuxtraceInfoRecord {
             CFG_TSC,                      // INTEL_PT_TSC_BIT
             CFG_NORETCOMP,                // INTEL_PT_NORETCOMP_BIT
             if cpu_wide { 3 } else { 0 }, // INTEL_PT_HAVE_SCHED_SWITCH
-            0,                            // INTEL_PT_SNAPSHOT_MODE
+            u64::from(snapshot),          // INTEL_PT_SNAPSHOT_MODE
             u64::from(cpu_wide),          // INTEL_PT_PER_CPU_MMAPS (0: --per-thread)
             CFG_MTC,                      // INTEL_PT_MTC_BIT
             0xf << CFG_MTC_PERIOD_SHIFT,  // INTEL_PT_MTC_FREQ_BITS
@@ -159,6 +165,8 @@ pub(crate) struct Sideband {
     pid: u32,
     /// Recorded per CPU (on [`CPU`]), not `--per-thread`.
     cpu_wide: bool,
+    /// Snapshot mode (`perf record -S`): priv[INTEL_PT_SNAPSHOT_MODE] = 1.
+    pub(crate) snapshot: bool,
     comm: String,
     /// Whole records.
     records: Vec<Vec<u8>>,
@@ -176,6 +184,7 @@ impl Sideband {
         Self {
             pid,
             cpu_wide,
+            snapshot: false,
             comm,
             records: Vec::new(),
             files: Vec::new(),
@@ -331,11 +340,43 @@ fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
 
-/// Writes the perf.data: `trace` is the packet stream, `end_tsc` the TSC after the exit.
+/// One AUXTRACE record's payload and the PERF_RECORD_AUX the kernel wrote for it.
+#[derive(Debug, Clone)]
+pub(crate) struct AuxBuffer<'a> {
+    /// The bytes of the packet stream it holds.
+    pub(crate) range: std::ops::Range<usize>,
+    /// Those bytes.
+    pub(crate) data: &'a [u8],
+    /// The AUXTRACE record's `offset` and `reference` (a TSC).
+    pub(crate) offset: u64,
+    pub(crate) reference: u64,
+    /// The PERF_RECORD_AUX's fields.
+    pub(crate) aux_offset: u64,
+    pub(crate) aux_size: u64,
+    pub(crate) aux_flags: u64,
+}
+
+impl<'a> AuxBuffer<'a> {
+    /// The whole trace in one buffer, read at `tsc` (the full trace mode, per thread or CPU).
+    pub(crate) fn whole(trace: &'a [u8], tsc: u64) -> Self {
+        Self {
+            range: 0..trace.len(),
+            data: trace,
+            offset: 0,
+            reference: tsc,
+            aux_offset: 0,
+            aux_size: trace.len() as u64,
+            aux_flags: 0,
+        }
+    }
+}
+
+/// Writes the perf.data: `buffers` the AUXTRACE records (the packet stream, whole or in
+/// snapshots), `end_tsc` the TSC after the exit.
 pub(crate) fn write(
     path: &std::path::Path,
     side: &Sideband,
-    trace: &[u8],
+    buffers: &[AuxBuffer<'_>],
     end_tsc: u64,
 ) -> Result<(), String> {
     let e = Endianness::NATIVE;
@@ -347,6 +388,9 @@ pub(crate) fn write(
     let mut cmdline = vec!["perf".into(), "record".into()];
     if !side.cpu_wide {
         cmdline.push("--per-thread".into());
+    }
+    if side.snapshot {
+        cmdline.push("--snapshot=e".into());
     }
     cmdline.extend([
         "-e".into(),
@@ -390,7 +434,9 @@ pub(crate) fn write(
     .write(&mut v, e);
     w.write_record(&v).map_err(err)?;
     v.clear();
-    auxtrace_info(cpu_wide).write(&mut v, e).map_err(err)?;
+    auxtrace_info(cpu_wide, side.snapshot)
+        .write(&mut v, e)
+        .map_err(err)?;
     w.write_record(&v).map_err(err)?;
     v.clear();
     FinishedInitRecord.write(&mut v, e);
@@ -409,20 +455,23 @@ pub(crate) fn write(
     } else {
         (side.pid, u32::MAX)
     };
-    let aux = AuxtraceRecord::for_payload(trace.len(), 0, end_tsc, 0, tid, cpu);
-    w.write_auxtrace(&aux, trace).map_err(err)?;
     let pt = RecordParseInfo::new(&pt_attr(cpu_wide));
     let dummy = RecordParseInfo::new(&dummy_attr(cpu_wide));
-    let rec = AuxRecord {
-        misc: 0,
-        aux_offset: 0,
-        aux_size: trace.len() as u64,
-        flags: 0,
-        sample_id: side.sid(PT_ID, end_tsc),
+    for b in buffers {
+        // perf's copy of the AUX area, then the kernel's AUX record of the data.
+        let aux = AuxtraceRecord::for_payload(b.data.len(), b.offset, b.reference, 0, tid, cpu);
+        w.write_auxtrace(&aux, b.data).map_err(err)?;
+        let rec = AuxRecord {
+            misc: 0,
+            aux_offset: b.aux_offset,
+            aux_size: b.aux_size,
+            flags: b.aux_flags,
+            sample_id: side.sid(PT_ID, b.reference),
+        }
+        .to_vec(&pt, e)
+        .map_err(err)?;
+        w.write_record(&rec).map_err(err)?;
     }
-    .to_vec(&pt, e)
-    .map_err(err)?;
-    w.write_record(&rec).map_err(err)?;
     let rec = TaskRecord {
         kind: TaskKind::Exit,
         misc: 0,

@@ -346,8 +346,14 @@ pub(crate) fn emit_calls<S: Sink>(trace: PtTrace, cx: PtContext<'_, S>) -> std::
                         last: 0,
                     });
                     st.last = st.last.max(last);
-                    let span = spans.entry(tid).or_insert((st.last, st.last));
-                    span.1 = st.last;
+                    // The stretch's span opens at its first sync point: the bytes skipped
+                    // before it (a snapshot begins mid-packet) have no time of their own, only
+                    // the time the decode had reached (0, or the stretch before's end).
+                    if let Some(span) = spans.get_mut(&tid) {
+                        span.1 = st.last;
+                    } else if !matches!(e.kind, CallKind::Gap { .. }) {
+                        spans.insert(tid, (st.last, st.last));
+                    }
                     result = on_call(e.kind, st, sym, names, sink);
                 }
                 image
