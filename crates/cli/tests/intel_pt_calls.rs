@@ -518,7 +518,7 @@ fn snapshots_are_decoded_once_where_they_overlap() {
     let (fibs, _) = own_counts(&plain.stdout);
     assert_eq!(fibs, 1973, "fib(15) makes 1973 calls");
     let n = plain.instructions;
-    // fib writes about 1.6 KiB of trace per 5000 instructions: 8 KiB is some 25000.
+    // Points some less and some more than the 8 KiB area apart in trace (checked below).
     let aux_size = 8192;
     let plan = perfaux_ptgen::SnapshotPlan {
         aux_size,
@@ -614,5 +614,75 @@ fn snapshots_are_decoded_once_where_they_overlap() {
             report.stdout
         );
         after = e;
+    }
+}
+
+/// The same kind of run recorded with AUX sampling (`perf record --aux-sample=8188 -e
+/// '{intel_pt//u,instructions/period=10000/u}'`): no AUXTRACE records, the trace only as
+/// the last 8188 bytes each `instructions` sample carries (PERF_SAMPLE_AUX, padded by the
+/// kernel to 8192 with zeros). A snippet holds much of the one before: decoded once, the
+/// padding passed over as perf's `adj_for_padding` does (decoding the shared bytes again
+/// would show more calls than perf). perf 6.1 decodes the snippets; perfaux's calls per
+/// function are perf's.
+#[test]
+fn aux_samples_snippets_are_the_trace() {
+    perfaux_testutil::require_oracle!("perf");
+    perfaux_testutil::require_oracle!("gcc");
+    let dir = tempdir();
+    let prog = build(dir.path());
+    let data = dir.path().join("pt-aux.data");
+    let plan = perfaux_ptgen::AuxSamplePlan {
+        size: 8188,
+        every_insns: 10_000,
+    };
+    let opts = perfaux_ptgen::Options {
+        aux_sample: Some(plan),
+        ..Default::default()
+    };
+    let rec =
+        perfaux_ptgen::record_with(&prog, &["p"], &data, &opts).expect("single-stepped recording");
+    let (fibs, _) = own_counts(&rec.stdout);
+    assert_eq!(fibs, 1973, "fib(15) makes 1973 calls");
+    let samples = &rec.aux_samples;
+    assert_eq!(samples.len() as u64, rec.instructions / plan.every_insns);
+    // Snippets share bytes with the one before (more than a PSB period: a PSB+ to find
+    // where by).
+    let shared = samples
+        .windows(2)
+        .filter(|w| w[1].from + perfaux_ptgen::PSB_PERIOD + 128 < w[0].to)
+        .count();
+    assert!(shared >= 2, "{samples:?}");
+
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let theirs = perf(&["script", "-i", path_str(&data), "--itrace=ce"], &home);
+    assert_eq!(theirs.code, 0, "{}", theirs.stderr);
+    assert!(
+        !theirs.stdout.contains("instruction trace error"),
+        "perf could not decode the snippets: {}",
+        theirs.stdout
+    );
+    // perf shows the samples themselves too.
+    assert!(
+        theirs.stdout.contains("instructions/period=10000/u:"),
+        "{}",
+        theirs.stdout
+    );
+    let theirs = perf_calls(&theirs.stdout, "/calls");
+    let perf_fibs = theirs.get("fib").copied().unwrap_or(0);
+    assert!(
+        perf_fibs > 0 && perf_fibs <= fibs,
+        "perf shows {perf_fibs} of {fibs} fib calls"
+    );
+
+    let ours = perfaux(&["script", "--call-trace", "-i", path_str(&data)]);
+    assert_eq!(ours.code, 0, "{}", ours.stderr);
+    let ours = perfaux_calls(&ours.stdout);
+    for (f, n) in theirs.iter().filter(|(f, _)| *f != "_init") {
+        assert_eq!(
+            ours.get(f),
+            Some(n),
+            "calls of {f}: perf {n}; perf {theirs:?}, ours {ours:?}"
+        );
     }
 }

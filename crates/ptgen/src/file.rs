@@ -14,6 +14,13 @@
 //! the ring's head, its `reference` the TSC when taken) and the kernel's PERF_RECORD_AUX
 //! with PERF_AUX_FLAG_OVERWRITE; perf 6.1 finds what a snapshot shares with the one before
 //! by the TSC of the last PSB+ (`intel_pt_find_overlap`) and decodes it once.
+//! With AUX sampling (`perf record --aux-sample`, [`crate::AuxSamplePlan`]) there is no
+//! AUXTRACE record: an `instructions` event (the intel_pt event's group member, its
+//! sample_type with PERF_SAMPLE_AUX, `aux_sample_size` set) samples carry the trace. perf
+//! 6.1 takes sampling mode from that attr, queues each sample's AUX data by its id's
+//! PERF_RECORD_ID_INDEX entry (so the index, written first, names the thread: without it
+//! the queue's thread is 0), and finds what a snippet shares with the one before as for
+//! snapshots, passing over the zeros the kernel pads it with (`adj_for_padding`).
 //! In the header, as perf record writes them after the run: HEADER_BUILD_ID with the build
 //! id of every file an MMAP2 named (read when it was mapped), which `perf buildid-list`
 //! lists and which perf (and perfaux) check the files on disk against.
@@ -30,6 +37,7 @@
 //!   the trace between two TSC packets has the first one's time: an MMAP2 must be stamped
 //!   before the TSC of the TIP.PGE after the system call that made the mapping.
 
+use crate::AuxSamplePlan;
 use crate::tracee::Mapping;
 use crate::{TIME_MULT, TIME_SHIFT, TIME_ZERO, tsc_to_perf_time};
 use perfaux_abi::Endianness;
@@ -41,10 +49,11 @@ use perfaux_abi::records::{
     AuxRecord, CommRecord, EncodeRecord, ItraceStartRecord, Mmap2FileId, Mmap2Record,
     SwitchCpuWideRecord, TaskKind, TaskRecord,
 };
+use perfaux_abi::sample::SampleRecord;
 use perfaux_abi::sample_id::{CpuRes, PidTid, SampleId};
 use perfaux_abi::user::{
-    AuxtraceInfoRecord, AuxtraceRecord, FinishedInitRecord, FinishedRoundRecord, TimeConvExt,
-    TimeConvRecord,
+    AuxtraceInfoRecord, AuxtraceRecord, FinishedInitRecord, FinishedRoundRecord, IdIndexEntry,
+    IdIndexRecord, TimeConvExt, TimeConvRecord,
 };
 use perfaux_perfdata::{Feature, HostInfo, PerfDataWriter, WriterEvent, WriterOptions};
 
@@ -55,6 +64,11 @@ pub const PMU_TYPE: u32 = 8;
 pub const PT_ID: u64 = 101;
 /// See [`PT_ID`].
 pub const DUMMY_ID: u64 = 102;
+/// The sample id of the `instructions` event whose samples carry the trace (AUX sampling).
+pub const SAMPLER_ID: u64 = 103;
+
+/// perf's `PERF_COUNT_HW_INSTRUCTIONS`.
+const PERF_COUNT_HW_INSTRUCTIONS: u64 = 1;
 
 // intel_pt config bits (/sys/bus/event_source/devices/intel_pt/format/*).
 const CFG_PT: u64 = 1 << 0;
@@ -97,6 +111,26 @@ fn pt_attr(cpu_wide: bool) -> PerfEventAttr {
             | AttrFlags::SAMPLE_ID_ALL,
         ..Default::default()
     }
+}
+
+/// The `instructions/period=N/u` event in the intel_pt event's group whose samples carry
+/// the last `aux_sample_size` bytes of the trace (`perf record --aux-sample`: PERF_SAMPLE_AUX
+/// in its sample_type, the group member neither disabled nor enabled on exec, its leader
+/// is).
+fn sampler_attr(cpu_wide: bool, plan: &AuxSamplePlan) -> PerfEventAttr {
+    PerfEventAttr {
+        type_: PERF_TYPE_HARDWARE,
+        config: PERF_COUNT_HW_INSTRUCTIONS,
+        sample_period: plan.every_insns,
+        sample_type: sample_type(cpu_wide) | PERF_SAMPLE_AUX,
+        aux_sample_size: plan.size as u32,
+        flags: AttrFlags::EXCLUDE_KERNEL | AttrFlags::EXCLUDE_HV | AttrFlags::SAMPLE_ID_ALL,
+        ..Default::default()
+    }
+}
+
+fn sampler_name(plan: &AuxSamplePlan) -> String {
+    format!("instructions/period={}/u", plan.every_insns)
 }
 
 /// The dummy:u tracking event; recording per CPU, it also asks for the context switches
@@ -167,6 +201,8 @@ pub(crate) struct Sideband {
     cpu_wide: bool,
     /// Snapshot mode (`perf record -S`): priv[INTEL_PT_SNAPSHOT_MODE] = 1.
     pub(crate) snapshot: bool,
+    /// AUX sampling (`perf record --aux-sample`): the sampling event.
+    pub(crate) aux_sample: Option<AuxSamplePlan>,
     comm: String,
     /// Whole records.
     records: Vec<Vec<u8>>,
@@ -185,6 +221,7 @@ impl Sideband {
             pid,
             cpu_wide,
             snapshot: false,
+            aux_sample: None,
             comm,
             records: Vec::new(),
             files: Vec::new(),
@@ -244,6 +281,29 @@ impl Sideband {
             sample_id: self.sid(PT_ID, tsc),
         }
         .to_vec(&self.pt, Endianness::NATIVE);
+        self.push(r);
+    }
+
+    /// A sample of the `instructions` event at `tsc`, at `ip`, carrying `aux` (the trace's
+    /// last bytes), padded with zeros to 8 bytes after them as the kernel does
+    /// (`perf_aux_sample_output`).
+    pub(crate) fn aux_sample(&mut self, tsc: u64, ip: u64, aux: &[u8]) {
+        let Some(plan) = self.aux_sample else { return };
+        let info = RecordParseInfo::new(&sampler_attr(self.cpu_wide, &plan));
+        let mut data = aux.to_vec();
+        data.resize(data.len().next_multiple_of(8), 0);
+        let sid = self.sid(SAMPLER_ID, tsc);
+        let r = SampleRecord {
+            misc: PERF_RECORD_MISC_USER,
+            identifier: Some(SAMPLER_ID),
+            ip: Some(ip),
+            tid: sid.tid,
+            time: sid.time,
+            cpu: sid.cpu,
+            aux: Some(RawData::new(&data, &[])),
+            ..Default::default()
+        }
+        .to_vec(&info, Endianness::NATIVE);
         self.push(r);
     }
 
@@ -392,33 +452,83 @@ pub(crate) fn write(
     if side.snapshot {
         cmdline.push("--snapshot=e".into());
     }
-    cmdline.extend([
-        "-e".into(),
-        "intel_pt/tsc=1,noretcomp=1/u".into(),
-        "--".into(),
-        side.comm.clone(),
-    ]);
+    let group;
+    let event = match &side.aux_sample {
+        Some(plan) => {
+            cmdline.push(format!("--aux-sample={}", plan.size));
+            group = format!("{{intel_pt/tsc=1,noretcomp=1/u,{}}}", sampler_name(plan));
+            group.as_str()
+        }
+        None => "intel_pt/tsc=1,noretcomp=1/u",
+    };
+    cmdline.extend(["-e".into(), event.into(), "--".into(), side.comm.clone()]);
     host.cmdline = cmdline;
     let cpu_wide = side.cpu_wide;
-    let events = vec![
-        WriterEvent {
-            attr: pt_attr(cpu_wide),
-            ids: vec![PT_ID],
-            name: "intel_pt/tsc=1,noretcomp=1/u".into(),
-        },
-        WriterEvent {
-            attr: dummy_attr(cpu_wide),
-            ids: vec![DUMMY_ID],
-            name: "dummy:u".into(),
-        },
-    ];
+    let mut events = vec![WriterEvent {
+        attr: pt_attr(cpu_wide),
+        ids: vec![PT_ID],
+        name: "intel_pt/tsc=1,noretcomp=1/u".into(),
+    }];
+    if let Some(plan) = &side.aux_sample {
+        events.push(WriterEvent {
+            attr: sampler_attr(cpu_wide, plan),
+            ids: vec![SAMPLER_ID],
+            name: sampler_name(plan),
+        });
+    }
+    events.push(WriterEvent {
+        attr: dummy_attr(cpu_wide),
+        ids: vec![DUMMY_ID],
+        name: "dummy:u".into(),
+    });
     let mut wopts = WriterOptions::new(host);
     wopts
         .raw_features
         .insert(Feature::BUILD_ID, build_id_section(&side.files, e));
+    if let Some(plan) = &side.aux_sample {
+        // HEADER_GROUP_DESC: one group, the intel_pt event (index 0) leading 2 events.
+        let name = format!("{{intel_pt/tsc=1,noretcomp=1/u,{}}}", sampler_name(plan));
+        let mut g = Vec::new();
+        g.extend_from_slice(&e.u32_bytes(1));
+        let len = (name.len() + 1).div_ceil(BUILD_ID_NAME_ALIGN) * BUILD_ID_NAME_ALIGN;
+        g.extend_from_slice(&e.u32_bytes(len as u32));
+        let start = g.len();
+        g.extend_from_slice(name.as_bytes());
+        g.resize(start + len, 0);
+        g.extend_from_slice(&e.u32_bytes(0));
+        g.extend_from_slice(&e.u32_bytes(2));
+        wopts.raw_features.insert(Feature::GROUP_DESC, g);
+    }
     let f = std::fs::File::create(path).map_err(|x| format!("{}: {x}", path.display()))?;
     let mut w = PerfDataWriter::new(std::io::BufWriter::new(f), events, wopts).map_err(err)?;
     let mut v = Vec::new();
+    if side.aux_sample.is_some() {
+        // PERF_RECORD_ID_INDEX: which buffer (mmap idx), CPU and thread each id's records
+        // come from. perf queues a sample's AUX data by its id's entry (its
+        // `auxtrace_queues__add_sample`), and reads the samples for that while it reads the
+        // AUXTRACE_INFO: the index must come before.
+        let (cpu, tid) = if cpu_wide {
+            (u64::from(CPU), u64::MAX)
+        } else {
+            (u64::MAX, u64::from(side.pid))
+        };
+        IdIndexRecord {
+            entries: [PT_ID, SAMPLER_ID, DUMMY_ID]
+                .into_iter()
+                .map(|id| IdIndexEntry {
+                    id,
+                    idx: 0,
+                    cpu,
+                    tid,
+                    guest: None,
+                })
+                .collect(),
+        }
+        .write(&mut v, e)
+        .map_err(err)?;
+        w.write_record(&v).map_err(err)?;
+        v.clear();
+    }
     TimeConvRecord {
         time_shift: u64::from(TIME_SHIFT),
         time_mult: u64::from(TIME_MULT),

@@ -35,7 +35,9 @@
 //!
 //! Layouts ([`Options`]): per thread (the default), per CPU, and in snapshot mode
 //! ([`SnapshotPlan`]: the trace as the copies `perf record -S` makes of an AUX area in
-//! overwrite mode, some sharing bytes with the one before, some not).
+//! overwrite mode, some sharing bytes with the one before, some not), and with AUX sampling
+//! ([`AuxSamplePlan`]: no AUXTRACE records, the trace's last bytes in the samples of an
+//! `instructions` event in the intel_pt event's group, as `perf record --aux-sample`).
 //!
 //! Time: a virtual TSC that advances by [`TICKS_PER_INSN`] per instruction and
 //! [`TICKS_PER_SYSCALL`] per system call; TIME_CONV and the AUXTRACE_INFO convert it to
@@ -144,6 +146,9 @@ pub struct Recorded {
     pub tsc_range: (u64, u64),
     /// The snapshots written, in order (snapshot mode only).
     pub snapshots: Vec<Snapshot>,
+    /// The AUX samples written, in order, as [`Snapshot`]s: the bytes each carries
+    /// (AUX sampling only).
+    pub aux_samples: Vec<Snapshot>,
 }
 
 /// An instruction's effect on the flow.
@@ -211,6 +216,25 @@ pub struct Options {
     /// Snapshot mode (`perf record -S`): the trace not as one AUXTRACE record but as the
     /// snapshots of an AUX area in overwrite mode that [`SnapshotPlan`] says.
     pub snapshot: Option<SnapshotPlan>,
+    /// AUX sampling (`perf record --aux-sample=SIZE -e
+    /// '{intel_pt//u,instructions/period=N/u}'`): no AUXTRACE records, but a sample of the
+    /// `instructions` event every [`AuxSamplePlan::every_insns`] instructions, each
+    /// carrying (PERF_SAMPLE_AUX) the last [`AuxSamplePlan::size`] bytes of the trace.
+    pub aux_sample: Option<AuxSamplePlan>,
+}
+
+/// What `perf record --aux-sample` takes: see [`Options::aux_sample`].
+///
+/// The sampling event is `instructions:u` in the intel_pt event's group, with a fixed
+/// period; its overflow (a PMI) is not modelled in the trace (the hardware would stop and
+/// restart the trace around the kernel's copy: a FUP and TIP.PGD/TIP.PGE there).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AuxSamplePlan {
+    /// The bytes of trace each sample carries (the attr's `aux_sample_size`): the kernel
+    /// pads them with zeros to a multiple of 8.
+    pub size: usize,
+    /// The sampling event's period: a sample every so many instructions.
+    pub every_insns: u64,
 }
 
 /// When `perf record -S` takes its snapshots of the AUX area, and how large the area is.
@@ -265,6 +289,7 @@ pub fn record_with(
         .unwrap_or_default();
     let mut side = file::Sideband::new(pid, &comm, opts.cpu_wide);
     side.snapshot = opts.snapshot.is_some();
+    side.aux_sample = opts.aux_sample;
     let mut enc = Encoder::default();
     let mut tsc = TSC_BASE;
     if opts.cpu_wide {
@@ -321,7 +346,11 @@ pub fn record_with(
         tnt_packets: 0,
         tsc_range: (first_tsc, first_tsc),
         snapshots: Vec::new(),
+        aux_samples: Vec::new(),
     };
+    if opts.snapshot.is_some() && opts.aux_sample.is_some() {
+        return Err("snapshot mode and AUX sampling are perf record's -S and --aux-sample: one or the other".into());
+    }
     // Snapshot mode: the next point of the plan, and the ring's state.
     let mut ring = opts.snapshot.as_ref().map(Ring::new);
     let exit_code = loop {
@@ -441,6 +470,23 @@ pub fn record_with(
         if let Some(r) = ring.as_mut() {
             r.maybe_take(rec.instructions, &enc.buf, tsc, &mut rec.snapshots);
         }
+        if let Some(p) = opts.aux_sample
+            && rec.instructions.is_multiple_of(p.every_insns.max(1))
+        {
+            // The counter overflows here: the sample's IP the next instruction's, its AUX
+            // data the last bytes the trace holds.
+            // The kernel copies `size` bytes ending at the head of the AUX area (whose
+            // pages start zeroed: zeros, PAD packets, before the first bytes written).
+            let from = enc.buf.len().saturating_sub(p.size);
+            let mut aux = vec![0u8; p.size.saturating_sub(enc.buf.len())];
+            aux.extend_from_slice(&enc.buf[from..]);
+            side.aux_sample(tsc, to, &aux);
+            rec.aux_samples.push(Snapshot {
+                from,
+                to: enc.buf.len(),
+                tsc,
+            });
+        }
         if enc.since_psb() >= PSB_PERIOD {
             enc.psb();
             enc.mode_exec_64();
@@ -463,6 +509,8 @@ pub fn record_with(
             tsc += 1;
             r.buffers(&enc.buf)
         }
+        // Sampling: perf record reads no AUX area data but the samples'.
+        None if opts.aux_sample.is_some() => Vec::new(),
         None => vec![file::AuxBuffer::whole(&enc.buf, tsc)],
     };
     file::write(out, &side, &buffers, tsc)?;
