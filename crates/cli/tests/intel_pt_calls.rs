@@ -20,6 +20,10 @@ const PROGRAM: &str = r#"
 #include <unistd.h>
 
 static unsigned long fib_calls, leaf_calls;
+#ifdef EXTRA
+/* The program rebuilt with more code: another build id. */
+__attribute__((noinline, used)) int extra(int x) { return x * 7 + 2; }
+#endif
 
 __attribute__((noinline)) static int leaf(int x) { leaf_calls++; return x * 3 + 1; }
 
@@ -46,11 +50,17 @@ int main(int argc, char **argv) {
 
 /// Builds the program in `dir`.
 fn build(dir: &Path) -> PathBuf {
+    build_with(dir, &[])
+}
+
+/// Builds the program in `dir` with more compiler flags (`-DEXTRA`: with more code).
+fn build_with(dir: &Path, flags: &[&str]) -> PathBuf {
     std::fs::write(dir.join("calls.c"), PROGRAM).unwrap();
     let out = dir.join("calls");
     let st = std::process::Command::new("gcc")
         .current_dir(dir)
         .args(["-O2", "-g", "-fno-optimize-sibling-calls", "-fno-inline"])
+        .args(flags)
         .args(["calls.c", "-o", "calls"])
         .status()
         .expect("gcc");
@@ -328,7 +338,10 @@ fn a_cpu_wide_buffer_is_its_threads_calls() {
     let dir = tempdir();
     let prog = build(dir.path());
     let data = dir.path().join("pt-cpu.data");
-    let opts = perfaux_ptgen::Options { cpu_wide: true };
+    let opts = perfaux_ptgen::Options {
+        cpu_wide: true,
+        ..Default::default()
+    };
     let rec =
         perfaux_ptgen::record_with(&prog, &["k"], &data, &opts).expect("single-stepped recording");
     let (fibs, leaves) = own_counts(&rec.stdout);
@@ -375,6 +388,301 @@ fn a_cpu_wide_buffer_is_its_threads_calls() {
         assert!(
             l.split_whitespace().any(|w| w == tid),
             "a call not of thread {tid}: {l}"
+        );
+    }
+}
+
+/// `perfaux ARGS` with `HOME` set to `home` (where perf's build-id cache, `.debug`, is).
+fn perfaux_home(args: &[&str], home: &Path) -> Run {
+    let mut c = std::process::Command::new(PERFAUX);
+    c.args(args).env("HOME", home);
+    run(c)
+}
+
+fn hex(id: &[u8]) -> String {
+    id.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The program rebuilt at its path after the recording: its build id is not the one the
+/// recording's HEADER_BUILD_ID holds (what `perf buildid-list` lists), so perfaux says so
+/// and does not decode the trace over the new code, as perf does not; with the original in
+/// perf's build-id cache (`HOME/.debug/.build-id/ab/cdef.../elf`) both decode the calls
+/// that ran, perfaux the same as before the rebuild.
+#[test]
+fn a_rebuilt_program_is_refused_and_the_build_id_cache_used() {
+    perfaux_testutil::require_oracle!("perf");
+    perfaux_testutil::require_oracle!("gcc");
+    let dir = tempdir();
+    let prog = build(dir.path());
+    let data = dir.path().join("pt.data");
+    let rec = perfaux_ptgen::record(&prog, &["h"], &data).expect("single-stepped recording");
+    let (fibs, _) = own_counts(&rec.stdout);
+    assert_eq!(fibs, 41, "fib(7) makes 41 calls");
+    let original = std::fs::read(&prog).unwrap();
+    let id = hex(&perfaux_ptgen::elf_build_id(&original).expect("gcc's build id"));
+
+    // perf lists the build ids of the files the recording mapped.
+    let empty = dir.path().join("empty-home");
+    std::fs::create_dir_all(&empty).unwrap();
+    let listed = perf(&["buildid-list", "-i", path_str(&data)], &empty);
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    for m in rec.mappings.iter().filter(|m| m.is_file()) {
+        let want = hex(&perfaux_ptgen::elf_build_id(&std::fs::read(&m.name).unwrap()).unwrap());
+        assert!(
+            listed
+                .stdout
+                .lines()
+                .any(|l| l == format!("{want} {}", m.name)),
+            "{want} {} not listed: {}",
+            m.name,
+            listed.stdout
+        );
+    }
+
+    let before = perfaux_home(&["script", "--call-trace", "-i", path_str(&data)], &empty);
+    assert_eq!(before.code, 0, "{}", before.stderr);
+    assert!(!before.stderr.contains("warning"), "{}", before.stderr);
+    let before = perfaux_calls(&before.stdout);
+    assert_eq!(before.get("fib"), Some(&fibs), "{before:?}");
+
+    // Rebuilt with more code at the same path.
+    build_with(dir.path(), &["-DEXTRA"]);
+    let rebuilt = hex(&perfaux_ptgen::elf_build_id(&std::fs::read(&prog).unwrap()).unwrap());
+    assert_ne!(rebuilt, id);
+
+    // (a) No copy of the original: refused and said, not decoded over the wrong code.
+    let r = perfaux_home(&["script", "--call-trace", "-i", path_str(&data)], &empty);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.lines().any(|l| l.contains("warning")
+            && l.contains(path_str(&prog))
+            && l.contains(&rebuilt)
+            && l.contains(&id)),
+        "no warning about {}: {}",
+        prog.display(),
+        r.stderr
+    );
+    let refused = perfaux_calls(&r.stdout);
+    assert!(!refused.contains_key("fib"), "{refused:?}");
+    // perf too decodes none of the program's calls then.
+    let theirs = perf(&["script", "-i", path_str(&data), "--itrace=ce"], &empty);
+    assert_eq!(theirs.code, 0, "{}", theirs.stderr);
+    assert!(
+        !perf_calls(&theirs.stdout, "/calls").contains_key("fib"),
+        "{}",
+        theirs.stdout
+    );
+
+    // (b) The original in perf's build-id cache of another HOME.
+    let home = dir.path().join("home");
+    let cached = home
+        .join(".debug/.build-id")
+        .join(&id[..2])
+        .join(&id[2..])
+        .join("elf");
+    std::fs::create_dir_all(cached.parent().unwrap()).unwrap();
+    std::fs::write(&cached, &original).unwrap();
+    let r = perfaux_home(&["script", "--call-trace", "-i", path_str(&data)], &home);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stderr.contains("warning"), "{}", r.stderr);
+    let ours = perfaux_calls(&r.stdout);
+    assert_eq!(ours, before);
+    let theirs = perf(&["script", "-i", path_str(&data), "--itrace=ce"], &home);
+    assert_eq!(theirs.code, 0, "{}", theirs.stderr);
+    let theirs = perf_calls(&theirs.stdout, "/calls");
+    assert_eq!(theirs.get("fib"), Some(&fibs), "{theirs:?}");
+    for (f, n) in theirs.iter().filter(|(f, _)| *f != "_init") {
+        assert_eq!(
+            ours.get(f),
+            Some(n),
+            "calls of {f}: perf {theirs:?}, ours {ours:?}"
+        );
+    }
+}
+
+/// The same kind of run recorded in snapshot mode (`perf record -S -e intel_pt//u`): the
+/// trace as copies of an 8 KiB AUX area in overwrite mode, taken at points chosen so that
+/// some hold bytes of the one before (to be decoded once) and some are more than the area
+/// after it (the trace between is lost). perf 6.1 decodes it (its `intel_pt_find_overlap`
+/// the judge of what is shared); perfaux's calls per function are perf's, and its report
+/// says the stretches of trace the snapshots make up.
+#[test]
+fn snapshots_are_decoded_once_where_they_overlap() {
+    perfaux_testutil::require_oracle!("perf");
+    perfaux_testutil::require_oracle!("gcc");
+    let dir = tempdir();
+    let prog = build(dir.path());
+    // A plain recording first: how many instructions the run takes (fib(15) at its end).
+    let plain = perfaux_ptgen::record(&prog, &["p"], &dir.path().join("plain.data"))
+        .expect("single-stepped recording");
+    let (fibs, _) = own_counts(&plain.stdout);
+    assert_eq!(fibs, 1973, "fib(15) makes 1973 calls");
+    let n = plain.instructions;
+    // Points some less and some more than the 8 KiB area apart in trace (checked below).
+    let aux_size = 8192;
+    let plan = perfaux_ptgen::SnapshotPlan {
+        aux_size,
+        at_insns: vec![n - 42_000, n - 37_000, n - 7_000],
+    };
+    let data = dir.path().join("pt-snap.data");
+    let opts = perfaux_ptgen::Options {
+        snapshot: Some(plan),
+        ..Default::default()
+    };
+    let rec =
+        perfaux_ptgen::record_with(&prog, &["p"], &data, &opts).expect("single-stepped recording");
+    // The plan did what it meant: each snapshot after the first either shares more than a
+    // PSB period with the one before (a PSB to find the overlap by) or nothing at all.
+    let snaps = &rec.snapshots;
+    assert_eq!(snaps.len(), 4, "{snaps:?}");
+    assert!(snaps.iter().all(|s| s.to - s.from == aux_size), "{snaps:?}");
+    let mut stretches = 1;
+    let mut bytes = (snaps[0].to - snaps[0].from) as u64;
+    let (mut shared, mut apart) = (0, 0);
+    for w in snaps.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        if b.from >= a.to {
+            apart += 1;
+            stretches += 1;
+            bytes += (b.to - b.from) as u64;
+        } else {
+            assert!(
+                b.from + perfaux_ptgen::PSB_PERIOD + 128 < a.to,
+                "{a:?} {b:?}: too little shared"
+            );
+            shared += 1;
+            bytes += (b.to - a.to) as u64;
+        }
+    }
+    assert!(shared >= 2 && apart >= 1, "{snaps:?}");
+
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let theirs = perf(&["script", "-i", path_str(&data), "--itrace=ce"], &home);
+    assert_eq!(theirs.code, 0, "{}", theirs.stderr);
+    assert!(
+        !theirs.stdout.contains("instruction trace error"),
+        "perf could not decode the snapshots: {}",
+        theirs.stdout
+    );
+    let theirs = perf_calls(&theirs.stdout, "/calls");
+    // Some of the calls were lost between snapshots, most are there.
+    let perf_fibs = theirs.get("fib").copied().unwrap_or(0);
+    assert!(
+        perf_fibs > fibs / 2 && perf_fibs < fibs,
+        "perf shows {perf_fibs} of {fibs} fib calls"
+    );
+
+    let ours = perfaux(&["script", "--call-trace", "-i", path_str(&data)]);
+    assert_eq!(ours.code, 0, "{}", ours.stderr);
+    let ours = perfaux_calls(&ours.stdout);
+    for (f, n) in theirs.iter().filter(|(f, _)| *f != "_init") {
+        assert_eq!(
+            ours.get(f),
+            Some(n),
+            "calls of {f}: perf {n}; perf {theirs:?}, ours {ours:?}"
+        );
+    }
+
+    // The report says the stretches the snapshots make, their bytes, and what time each
+    // holds: within the run, one after the other.
+    let report = perfaux(&["report", "-i", path_str(&data)]);
+    assert_eq!(report.code, 0, "{}", report.stderr);
+    let head = format!("# snapshots: {stretches} ({bytes} bytes of trace)");
+    assert!(
+        report.stdout.contains(&head),
+        "no {head:?}: {}",
+        report.stdout
+    );
+    let spans: Vec<(f64, f64)> = report
+        .stdout
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("snapshot ")?.split_once(": holds "))
+        .map(|(_, r)| {
+            let w: Vec<&str> = r.split_whitespace().collect();
+            (w[0].parse().unwrap(), w[2].parse().unwrap())
+        })
+        .collect();
+    assert_eq!(spans.len(), stretches, "{}", report.stdout);
+    let secs = |tsc: u64| perfaux_ptgen::tsc_to_perf_time(tsc) as f64 / 1e9;
+    let mut after = secs(rec.tsc_range.0) - 1e-9;
+    for (k, &(b, e)) in spans.iter().enumerate() {
+        assert!(
+            after <= b && b <= e && e <= secs(rec.tsc_range.1) + 1e-9,
+            "snapshot {}: {b} .. {e}, not after {after}: {}",
+            k + 1,
+            report.stdout
+        );
+        after = e;
+    }
+}
+
+/// The same kind of run recorded with AUX sampling (`perf record --aux-sample=8188 -e
+/// '{intel_pt//u,instructions/period=10000/u}'`): no AUXTRACE records, the trace only as
+/// the last 8188 bytes each `instructions` sample carries (PERF_SAMPLE_AUX, padded by the
+/// kernel to 8192 with zeros). A snippet holds much of the one before: decoded once, the
+/// padding passed over as perf's `adj_for_padding` does (decoding the shared bytes again
+/// would show more calls than perf). perf 6.1 decodes the snippets; perfaux's calls per
+/// function are perf's.
+#[test]
+fn aux_samples_snippets_are_the_trace() {
+    perfaux_testutil::require_oracle!("perf");
+    perfaux_testutil::require_oracle!("gcc");
+    let dir = tempdir();
+    let prog = build(dir.path());
+    let data = dir.path().join("pt-aux.data");
+    let plan = perfaux_ptgen::AuxSamplePlan {
+        size: 8188,
+        every_insns: 10_000,
+    };
+    let opts = perfaux_ptgen::Options {
+        aux_sample: Some(plan),
+        ..Default::default()
+    };
+    let rec =
+        perfaux_ptgen::record_with(&prog, &["p"], &data, &opts).expect("single-stepped recording");
+    let (fibs, _) = own_counts(&rec.stdout);
+    assert_eq!(fibs, 1973, "fib(15) makes 1973 calls");
+    let samples = &rec.aux_samples;
+    assert_eq!(samples.len() as u64, rec.instructions / plan.every_insns);
+    // Snippets share bytes with the one before (more than a PSB period: a PSB+ to find
+    // where by).
+    let shared = samples
+        .windows(2)
+        .filter(|w| w[1].from + perfaux_ptgen::PSB_PERIOD + 128 < w[0].to)
+        .count();
+    assert!(shared >= 2, "{samples:?}");
+
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let theirs = perf(&["script", "-i", path_str(&data), "--itrace=ce"], &home);
+    assert_eq!(theirs.code, 0, "{}", theirs.stderr);
+    assert!(
+        !theirs.stdout.contains("instruction trace error"),
+        "perf could not decode the snippets: {}",
+        theirs.stdout
+    );
+    // perf shows the samples themselves too.
+    assert!(
+        theirs.stdout.contains("instructions/period=10000/u:"),
+        "{}",
+        theirs.stdout
+    );
+    let theirs = perf_calls(&theirs.stdout, "/calls");
+    let perf_fibs = theirs.get("fib").copied().unwrap_or(0);
+    assert!(
+        perf_fibs > 0 && perf_fibs <= fibs,
+        "perf shows {perf_fibs} of {fibs} fib calls"
+    );
+
+    let ours = perfaux(&["script", "--call-trace", "-i", path_str(&data)]);
+    assert_eq!(ours.code, 0, "{}", ours.stderr);
+    let ours = perfaux_calls(&ours.stdout);
+    for (f, n) in theirs.iter().filter(|(f, _)| *f != "_init") {
+        assert_eq!(
+            ours.get(f),
+            Some(n),
+            "calls of {f}: perf {n}; perf {theirs:?}, ours {ours:?}"
         );
     }
 }

@@ -8,6 +8,22 @@
 //! trace in an AUXTRACE record of idx 0, tid -1, cpu 0, and before the trace the
 //! PERF_RECORD_SWITCH_CPU_WIDE out of the idle task and into the program and the
 //! ITRACE_START that tell perf whose trace the CPU's buffer holds.
+//! In snapshot mode (`perf record -S`, [`crate::SnapshotPlan`]) the attrs are the same
+//! (perf sets `aux_watermark` only for a full trace), AUXTRACE_INFO's
+//! priv[INTEL_PT_SNAPSHOT_MODE] is 1, and each snapshot is an AUXTRACE record (its `offset`
+//! the ring's head, its `reference` the TSC when taken) and the kernel's PERF_RECORD_AUX
+//! with PERF_AUX_FLAG_OVERWRITE; perf 6.1 finds what a snapshot shares with the one before
+//! by the TSC of the last PSB+ (`intel_pt_find_overlap`) and decodes it once.
+//! With AUX sampling (`perf record --aux-sample`, [`crate::AuxSamplePlan`]) there is no
+//! AUXTRACE record: an `instructions` event (the intel_pt event's group member, its
+//! sample_type with PERF_SAMPLE_AUX, `aux_sample_size` set) samples carry the trace. perf
+//! 6.1 takes sampling mode from that attr, queues each sample's AUX data by its id's
+//! PERF_RECORD_ID_INDEX entry (so the index, written first, names the thread: without it
+//! the queue's thread is 0), and finds what a snippet shares with the one before as for
+//! snapshots, passing over the zeros the kernel pads it with (`adj_for_padding`).
+//! In the header, as perf record writes them after the run: HEADER_BUILD_ID with the build
+//! id of every file an MMAP2 named (read when it was mapped), which `perf buildid-list`
+//! lists and which perf (and perfaux) check the files on disk against.
 //!
 //! What perf 6.1 needs, learnt the hard way (tools/perf/util/intel-pt.c):
 //! - it finds the intel_pt event by `attr.type == AUXTRACE_INFO priv[INTEL_PT_PMU_TYPE]`,
@@ -21,6 +37,7 @@
 //!   the trace between two TSC packets has the first one's time: an MMAP2 must be stamped
 //!   before the TSC of the TIP.PGE after the system call that made the mapping.
 
+use crate::AuxSamplePlan;
 use crate::tracee::Mapping;
 use crate::{TIME_MULT, TIME_SHIFT, TIME_ZERO, tsc_to_perf_time};
 use perfaux_abi::Endianness;
@@ -32,12 +49,13 @@ use perfaux_abi::records::{
     AuxRecord, CommRecord, EncodeRecord, ItraceStartRecord, Mmap2FileId, Mmap2Record,
     SwitchCpuWideRecord, TaskKind, TaskRecord,
 };
+use perfaux_abi::sample::SampleRecord;
 use perfaux_abi::sample_id::{CpuRes, PidTid, SampleId};
 use perfaux_abi::user::{
-    AuxtraceInfoRecord, AuxtraceRecord, FinishedInitRecord, FinishedRoundRecord, TimeConvExt,
-    TimeConvRecord,
+    AuxtraceInfoRecord, AuxtraceRecord, FinishedInitRecord, FinishedRoundRecord, IdIndexEntry,
+    IdIndexRecord, TimeConvExt, TimeConvRecord,
 };
-use perfaux_perfdata::{HostInfo, PerfDataWriter, WriterEvent, WriterOptions};
+use perfaux_perfdata::{Feature, HostInfo, PerfDataWriter, WriterEvent, WriterOptions};
 
 /// The intel_pt PMU's type number written in the attr and AUXTRACE_INFO (a real system's
 /// comes from /sys/bus/event_source/devices/intel_pt/type; 8 is common).
@@ -46,6 +64,11 @@ pub const PMU_TYPE: u32 = 8;
 pub const PT_ID: u64 = 101;
 /// See [`PT_ID`].
 pub const DUMMY_ID: u64 = 102;
+/// The sample id of the `instructions` event whose samples carry the trace (AUX sampling).
+pub const SAMPLER_ID: u64 = 103;
+
+/// perf's `PERF_COUNT_HW_INSTRUCTIONS`.
+const PERF_COUNT_HW_INSTRUCTIONS: u64 = 1;
 
 // intel_pt config bits (/sys/bus/event_source/devices/intel_pt/format/*).
 const CFG_PT: u64 = 1 << 0;
@@ -90,6 +113,26 @@ fn pt_attr(cpu_wide: bool) -> PerfEventAttr {
     }
 }
 
+/// The `instructions/period=N/u` event in the intel_pt event's group whose samples carry
+/// the last `aux_sample_size` bytes of the trace (`perf record --aux-sample`: PERF_SAMPLE_AUX
+/// in its sample_type, the group member neither disabled nor enabled on exec, its leader
+/// is).
+fn sampler_attr(cpu_wide: bool, plan: &AuxSamplePlan) -> PerfEventAttr {
+    PerfEventAttr {
+        type_: PERF_TYPE_HARDWARE,
+        config: PERF_COUNT_HW_INSTRUCTIONS,
+        sample_period: plan.every_insns,
+        sample_type: sample_type(cpu_wide) | PERF_SAMPLE_AUX,
+        aux_sample_size: plan.size as u32,
+        flags: AttrFlags::EXCLUDE_KERNEL | AttrFlags::EXCLUDE_HV | AttrFlags::SAMPLE_ID_ALL,
+        ..Default::default()
+    }
+}
+
+fn sampler_name(plan: &AuxSamplePlan) -> String {
+    format!("instructions/period={}/u", plan.every_insns)
+}
+
 /// The dummy:u tracking event; recording per CPU, it also asks for the context switches
 /// (`context_switch = 1`) that tell the threads of a CPU's buffer apart.
 fn dummy_attr(cpu_wide: bool) -> PerfEventAttr {
@@ -125,7 +168,7 @@ fn dummy_attr(cpu_wide: bool) -> PerfEventAttr {
 /// 3: perf record's value when it asks for context switch records of a CPU-wide dummy event
 /// (PERF_RECORD_SWITCH_CPU_WIDE), whose switch-outs name the next task
 /// (`intel_pt_context_switch`).
-fn auxtrace_info(cpu_wide: bool) -> AuxtraceInfoRecord {
+fn auxtrace_info(cpu_wide: bool, snapshot: bool) -> AuxtraceInfoRecord {
     AuxtraceInfoRecord {
         type_: PERF_AUXTRACE_INTEL_PT,
         reserved: 0,
@@ -138,7 +181,7 @@ fn auxtrace_info(cpu_wide: bool) -> AuxtraceInfoRecord {
             CFG_TSC,                      // INTEL_PT_TSC_BIT
             CFG_NORETCOMP,                // INTEL_PT_NORETCOMP_BIT
             if cpu_wide { 3 } else { 0 }, // INTEL_PT_HAVE_SCHED_SWITCH
-            0,                            // INTEL_PT_SNAPSHOT_MODE
+            u64::from(snapshot),          // INTEL_PT_SNAPSHOT_MODE
             u64::from(cpu_wide),          // INTEL_PT_PER_CPU_MMAPS (0: --per-thread)
             CFG_MTC,                      // INTEL_PT_MTC_BIT
             0xf << CFG_MTC_PERIOD_SHIFT,  // INTEL_PT_MTC_FREQ_BITS
@@ -156,9 +199,16 @@ pub(crate) struct Sideband {
     pid: u32,
     /// Recorded per CPU (on [`CPU`]), not `--per-thread`.
     cpu_wide: bool,
+    /// Snapshot mode (`perf record -S`): priv[INTEL_PT_SNAPSHOT_MODE] = 1.
+    pub(crate) snapshot: bool,
+    /// AUX sampling (`perf record --aux-sample`): the sampling event.
+    pub(crate) aux_sample: Option<AuxSamplePlan>,
     comm: String,
     /// Whole records.
     records: Vec<Vec<u8>>,
+    /// The files MMAP2 records named, with their GNU build ids as they were when mapped
+    /// (for HEADER_BUILD_ID), in the order first mapped.
+    files: Vec<(String, Option<Vec<u8>>)>,
     pt: RecordParseInfo,
     dummy: RecordParseInfo,
 }
@@ -170,8 +220,11 @@ impl Sideband {
         Self {
             pid,
             cpu_wide,
+            snapshot: false,
+            aux_sample: None,
             comm,
             records: Vec::new(),
+            files: Vec::new(),
             pt: RecordParseInfo::new(&pt_attr(cpu_wide)),
             dummy: RecordParseInfo::new(&dummy_attr(cpu_wide)),
         }
@@ -231,6 +284,29 @@ impl Sideband {
         self.push(r);
     }
 
+    /// A sample of the `instructions` event at `tsc`, at `ip`, carrying `aux` (the trace's
+    /// last bytes), padded with zeros to 8 bytes after them as the kernel does
+    /// (`perf_aux_sample_output`).
+    pub(crate) fn aux_sample(&mut self, tsc: u64, ip: u64, aux: &[u8]) {
+        let Some(plan) = self.aux_sample else { return };
+        let info = RecordParseInfo::new(&sampler_attr(self.cpu_wide, &plan));
+        let mut data = aux.to_vec();
+        data.resize(data.len().next_multiple_of(8), 0);
+        let sid = self.sid(SAMPLER_ID, tsc);
+        let r = SampleRecord {
+            misc: PERF_RECORD_MISC_USER,
+            identifier: Some(SAMPLER_ID),
+            ip: Some(ip),
+            tid: sid.tid,
+            time: sid.time,
+            cpu: sid.cpu,
+            aux: Some(RawData::new(&data, &[])),
+            ..Default::default()
+        }
+        .to_vec(&info, Endianness::NATIVE);
+        self.push(r);
+    }
+
     pub(crate) fn comm(&mut self, tsc: u64) {
         let r = CommRecord {
             misc: PERF_RECORD_MISC_COMM_EXEC,
@@ -274,18 +350,93 @@ impl Sideband {
         }
         .to_vec(&self.dummy, Endianness::NATIVE);
         self.push(r);
+        if m.is_file() && !self.files.iter().any(|(n, _)| *n == m.name) {
+            let id = std::fs::read(&m.name).ok().and_then(|d| elf_build_id(&d));
+            self.files.push((m.name.clone(), id));
+        }
     }
+}
+
+/// The GNU build id (NT_GNU_BUILD_ID note) of an ELF file's bytes.
+pub fn elf_build_id(data: &[u8]) -> Option<Vec<u8>> {
+    use object::Object;
+    let file = object::File::parse(data).ok()?;
+    file.build_id().ok().flatten().map(<[u8]>::to_vec)
+}
+
+/// perf's `PERF_RECORD_MISC_BUILD_ID_SIZE`: the entry's byte 20 of `build_id` is its size.
+const PERF_RECORD_MISC_BUILD_ID_SIZE: u16 = 1 << 15;
+/// perf's NAME_ALIGN: the file names of HEADER_BUILD_ID entries are NUL-padded to it.
+const BUILD_ID_NAME_ALIGN: usize = 64;
+
+/// The HEADER_BUILD_ID feature section perf record writes (`write_buildid` in
+/// tools/perf/util/build-id.c): per file a `struct perf_record_header_build_id` — header
+/// {PERF_RECORD_HEADER_BUILD_ID, PERF_RECORD_MISC_USER | PERF_RECORD_MISC_BUILD_ID_SIZE,
+/// size}, pid (-1: the host machine's), build_id[20] + its size + 3 reserved bytes — and
+/// the file name, NUL-padded to a multiple of 64 bytes (at least one NUL).
+fn build_id_section(files: &[(String, Option<Vec<u8>>)], e: Endianness) -> Vec<u8> {
+    let mut v = Vec::new();
+    for (name, id) in files {
+        let Some(id) = id else { continue };
+        let id = &id[..id.len().min(20)];
+        let name_len = (name.len() + 1).div_ceil(BUILD_ID_NAME_ALIGN) * BUILD_ID_NAME_ALIGN;
+        let size = 8 + 4 + 24 + name_len;
+        v.extend_from_slice(&e.u32_bytes(PERF_RECORD_HEADER_BUILD_ID));
+        v.extend_from_slice(&e.u16_bytes(PERF_RECORD_MISC_USER | PERF_RECORD_MISC_BUILD_ID_SIZE));
+        v.extend_from_slice(&e.u16_bytes(size as u16));
+        v.extend_from_slice(&e.u32_bytes(u32::MAX));
+        let mut b = [0u8; 24];
+        b[..id.len()].copy_from_slice(id);
+        b[20] = id.len() as u8;
+        v.extend_from_slice(&b);
+        let start = v.len();
+        v.extend_from_slice(name.as_bytes());
+        v.resize(start + name_len, 0);
+    }
+    v
 }
 
 fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
 
-/// Writes the perf.data: `trace` is the packet stream, `end_tsc` the TSC after the exit.
+/// One AUXTRACE record's payload and the PERF_RECORD_AUX the kernel wrote for it.
+#[derive(Debug, Clone)]
+pub(crate) struct AuxBuffer<'a> {
+    /// The bytes of the packet stream it holds.
+    pub(crate) range: std::ops::Range<usize>,
+    /// Those bytes.
+    pub(crate) data: &'a [u8],
+    /// The AUXTRACE record's `offset` and `reference` (a TSC).
+    pub(crate) offset: u64,
+    pub(crate) reference: u64,
+    /// The PERF_RECORD_AUX's fields.
+    pub(crate) aux_offset: u64,
+    pub(crate) aux_size: u64,
+    pub(crate) aux_flags: u64,
+}
+
+impl<'a> AuxBuffer<'a> {
+    /// The whole trace in one buffer, read at `tsc` (the full trace mode, per thread or CPU).
+    pub(crate) fn whole(trace: &'a [u8], tsc: u64) -> Self {
+        Self {
+            range: 0..trace.len(),
+            data: trace,
+            offset: 0,
+            reference: tsc,
+            aux_offset: 0,
+            aux_size: trace.len() as u64,
+            aux_flags: 0,
+        }
+    }
+}
+
+/// Writes the perf.data: `buffers` the AUXTRACE records (the packet stream, whole or in
+/// snapshots), `end_tsc` the TSC after the exit.
 pub(crate) fn write(
     path: &std::path::Path,
     side: &Sideband,
-    trace: &[u8],
+    buffers: &[AuxBuffer<'_>],
     end_tsc: u64,
 ) -> Result<(), String> {
     let e = Endianness::NATIVE;
@@ -298,30 +449,86 @@ pub(crate) fn write(
     if !side.cpu_wide {
         cmdline.push("--per-thread".into());
     }
-    cmdline.extend([
-        "-e".into(),
-        "intel_pt/tsc=1,noretcomp=1/u".into(),
-        "--".into(),
-        side.comm.clone(),
-    ]);
+    if side.snapshot {
+        cmdline.push("--snapshot=e".into());
+    }
+    let group;
+    let event = match &side.aux_sample {
+        Some(plan) => {
+            cmdline.push(format!("--aux-sample={}", plan.size));
+            group = format!("{{intel_pt/tsc=1,noretcomp=1/u,{}}}", sampler_name(plan));
+            group.as_str()
+        }
+        None => "intel_pt/tsc=1,noretcomp=1/u",
+    };
+    cmdline.extend(["-e".into(), event.into(), "--".into(), side.comm.clone()]);
     host.cmdline = cmdline;
     let cpu_wide = side.cpu_wide;
-    let events = vec![
-        WriterEvent {
-            attr: pt_attr(cpu_wide),
-            ids: vec![PT_ID],
-            name: "intel_pt/tsc=1,noretcomp=1/u".into(),
-        },
-        WriterEvent {
-            attr: dummy_attr(cpu_wide),
-            ids: vec![DUMMY_ID],
-            name: "dummy:u".into(),
-        },
-    ];
+    let mut events = vec![WriterEvent {
+        attr: pt_attr(cpu_wide),
+        ids: vec![PT_ID],
+        name: "intel_pt/tsc=1,noretcomp=1/u".into(),
+    }];
+    if let Some(plan) = &side.aux_sample {
+        events.push(WriterEvent {
+            attr: sampler_attr(cpu_wide, plan),
+            ids: vec![SAMPLER_ID],
+            name: sampler_name(plan),
+        });
+    }
+    events.push(WriterEvent {
+        attr: dummy_attr(cpu_wide),
+        ids: vec![DUMMY_ID],
+        name: "dummy:u".into(),
+    });
+    let mut wopts = WriterOptions::new(host);
+    wopts
+        .raw_features
+        .insert(Feature::BUILD_ID, build_id_section(&side.files, e));
+    if let Some(plan) = &side.aux_sample {
+        // HEADER_GROUP_DESC: one group, the intel_pt event (index 0) leading 2 events.
+        let name = format!("{{intel_pt/tsc=1,noretcomp=1/u,{}}}", sampler_name(plan));
+        let mut g = Vec::new();
+        g.extend_from_slice(&e.u32_bytes(1));
+        let len = (name.len() + 1).div_ceil(BUILD_ID_NAME_ALIGN) * BUILD_ID_NAME_ALIGN;
+        g.extend_from_slice(&e.u32_bytes(len as u32));
+        let start = g.len();
+        g.extend_from_slice(name.as_bytes());
+        g.resize(start + len, 0);
+        g.extend_from_slice(&e.u32_bytes(0));
+        g.extend_from_slice(&e.u32_bytes(2));
+        wopts.raw_features.insert(Feature::GROUP_DESC, g);
+    }
     let f = std::fs::File::create(path).map_err(|x| format!("{}: {x}", path.display()))?;
-    let mut w = PerfDataWriter::new(std::io::BufWriter::new(f), events, WriterOptions::new(host))
-        .map_err(err)?;
+    let mut w = PerfDataWriter::new(std::io::BufWriter::new(f), events, wopts).map_err(err)?;
     let mut v = Vec::new();
+    if side.aux_sample.is_some() {
+        // PERF_RECORD_ID_INDEX: which buffer (mmap idx), CPU and thread each id's records
+        // come from. perf queues a sample's AUX data by its id's entry (its
+        // `auxtrace_queues__add_sample`), and reads the samples for that while it reads the
+        // AUXTRACE_INFO: the index must come before.
+        let (cpu, tid) = if cpu_wide {
+            (u64::from(CPU), u64::MAX)
+        } else {
+            (u64::MAX, u64::from(side.pid))
+        };
+        IdIndexRecord {
+            entries: [PT_ID, SAMPLER_ID, DUMMY_ID]
+                .into_iter()
+                .map(|id| IdIndexEntry {
+                    id,
+                    idx: 0,
+                    cpu,
+                    tid,
+                    guest: None,
+                })
+                .collect(),
+        }
+        .write(&mut v, e)
+        .map_err(err)?;
+        w.write_record(&v).map_err(err)?;
+        v.clear();
+    }
     TimeConvRecord {
         time_shift: u64::from(TIME_SHIFT),
         time_mult: u64::from(TIME_MULT),
@@ -337,7 +544,9 @@ pub(crate) fn write(
     .write(&mut v, e);
     w.write_record(&v).map_err(err)?;
     v.clear();
-    auxtrace_info(cpu_wide).write(&mut v, e).map_err(err)?;
+    auxtrace_info(cpu_wide, side.snapshot)
+        .write(&mut v, e)
+        .map_err(err)?;
     w.write_record(&v).map_err(err)?;
     v.clear();
     FinishedInitRecord.write(&mut v, e);
@@ -356,20 +565,23 @@ pub(crate) fn write(
     } else {
         (side.pid, u32::MAX)
     };
-    let aux = AuxtraceRecord::for_payload(trace.len(), 0, end_tsc, 0, tid, cpu);
-    w.write_auxtrace(&aux, trace).map_err(err)?;
     let pt = RecordParseInfo::new(&pt_attr(cpu_wide));
     let dummy = RecordParseInfo::new(&dummy_attr(cpu_wide));
-    let rec = AuxRecord {
-        misc: 0,
-        aux_offset: 0,
-        aux_size: trace.len() as u64,
-        flags: 0,
-        sample_id: side.sid(PT_ID, end_tsc),
+    for b in buffers {
+        // perf's copy of the AUX area, then the kernel's AUX record of the data.
+        let aux = AuxtraceRecord::for_payload(b.data.len(), b.offset, b.reference, 0, tid, cpu);
+        w.write_auxtrace(&aux, b.data).map_err(err)?;
+        let rec = AuxRecord {
+            misc: 0,
+            aux_offset: b.aux_offset,
+            aux_size: b.aux_size,
+            flags: b.aux_flags,
+            sample_id: side.sid(PT_ID, b.reference),
+        }
+        .to_vec(&pt, e)
+        .map_err(err)?;
+        w.write_record(&rec).map_err(err)?;
     }
-    .to_vec(&pt, e)
-    .map_err(err)?;
-    w.write_record(&rec).map_err(err)?;
     let rec = TaskRecord {
         kind: TaskKind::Exit,
         misc: 0,

@@ -33,6 +33,12 @@
 //! decoder could read that code back. Test programs must avoid vdso calls
 //! (`clock_gettime`, `gettimeofday`, `time`, `getcpu`).
 //!
+//! Layouts ([`Options`]): per thread (the default), per CPU, and in snapshot mode
+//! ([`SnapshotPlan`]: the trace as the copies `perf record -S` makes of an AUX area in
+//! overwrite mode, some sharing bytes with the one before, some not), and with AUX sampling
+//! ([`AuxSamplePlan`]: no AUXTRACE records, the trace's last bytes in the samples of an
+//! `instructions` event in the intel_pt event's group, as `perf record --aux-sample`).
+//!
 //! Time: a virtual TSC that advances by [`TICKS_PER_INSN`] per instruction and
 //! [`TICKS_PER_SYSCALL`] per system call; TIME_CONV and the AUXTRACE_INFO convert it to
 //! perf time (ns = [`TIME_ZERO`] + tsc / 2), and every record (COMM, MMAP2, ITRACE_START,
@@ -43,6 +49,7 @@ mod file;
 mod packets;
 mod tracee;
 
+pub use file::elf_build_id;
 pub use tracee::Mapping;
 
 use packets::Encoder;
@@ -137,6 +144,11 @@ pub struct Recorded {
     pub tnt_packets: u64,
     /// The TSC at the first and the last instruction.
     pub tsc_range: (u64, u64),
+    /// The snapshots written, in order (snapshot mode only).
+    pub snapshots: Vec<Snapshot>,
+    /// The AUX samples written, in order, as [`Snapshot`]s: the bytes each carries
+    /// (AUX sampling only).
+    pub aux_samples: Vec<Snapshot>,
 }
 
 /// An instruction's effect on the flow.
@@ -192,7 +204,7 @@ const SYS_EXECVEAT: u64 = 322;
 const SYS_CLONE3: u64 = 435;
 
 /// How [`record_with`] lays out the recording.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Options {
     /// Write the recording as `perf record -e intel_pt/tsc=1,noretcomp=1/u -- PROG` (no
     /// `--per-thread`) would with the program on CPU 0: a CPU-wide buffer (AUXTRACE idx 0,
@@ -201,6 +213,60 @@ pub struct Options {
     /// PERF_RECORD_SWITCH_CPU_WIDE out of the idle task into the program and the program's
     /// PERF_RECORD_ITRACE_START: who the CPU's trace belongs to.
     pub cpu_wide: bool,
+    /// Snapshot mode (`perf record -S`): the trace not as one AUXTRACE record but as the
+    /// snapshots of an AUX area in overwrite mode that [`SnapshotPlan`] says.
+    pub snapshot: Option<SnapshotPlan>,
+    /// AUX sampling (`perf record --aux-sample=SIZE -e
+    /// '{intel_pt//u,instructions/period=N/u}'`): no AUXTRACE records, but a sample of the
+    /// `instructions` event every [`AuxSamplePlan::every_insns`] instructions, each
+    /// carrying (PERF_SAMPLE_AUX) the last [`AuxSamplePlan::size`] bytes of the trace.
+    pub aux_sample: Option<AuxSamplePlan>,
+}
+
+/// What `perf record --aux-sample` takes: see [`Options::aux_sample`].
+///
+/// The sampling event is `instructions:u` in the intel_pt event's group, with a fixed
+/// period; its overflow (a PMI) is not modelled in the trace (the hardware would stop and
+/// restart the trace around the kernel's copy: a FUP and TIP.PGD/TIP.PGE there).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AuxSamplePlan {
+    /// The bytes of trace each sample carries (the attr's `aux_sample_size`): the kernel
+    /// pads them with zeros to a multiple of 8.
+    pub size: usize,
+    /// The sampling event's period: a sample every so many instructions.
+    pub every_insns: u64,
+}
+
+/// When `perf record -S` takes its snapshots of the AUX area, and how large the area is.
+///
+/// The AUX area is a ring of `aux_size` bytes the processor keeps writing, overwriting the
+/// oldest bytes. At each point (after `at_insns[i]` instructions, and at the exit) perf
+/// copies it out into an AUXTRACE record, as tools/perf/util/auxtrace.c's
+/// `__auxtrace_mmap__read` does in snapshot mode: once the ring has wrapped, its last
+/// `aux_size` bytes (the record's `offset` the ring's head, `head` mod `aux_size`); before
+/// that, the bytes written since the previous snapshot (`offset` their start), nothing if
+/// none. A snapshot taken less than `aux_size` bytes after the one before shares bytes with
+/// it; one taken more than `aux_size` bytes later does not (the trace between is lost).
+/// The trace is not disturbed by a snapshot (the hardware's stop and restart around perf's
+/// copy, in the kernel, where the user-only trace has no packets, is not modelled).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SnapshotPlan {
+    /// The AUX area's size (perf's `-m ,SIZE`; a power of 2, at least 4 KiB).
+    pub aux_size: usize,
+    /// After how many instructions each snapshot is taken, ascending (one more is taken at
+    /// the exit, as `perf record --snapshot=e` does).
+    pub at_insns: Vec<u64>,
+}
+
+/// A snapshot [`record_with`] wrote (snapshot mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Snapshot {
+    /// The bytes of the packet stream it holds: `from..to`.
+    pub from: usize,
+    /// See `from`.
+    pub to: usize,
+    /// The TSC when it was taken (its AUXTRACE record's `reference`).
+    pub tsc: u64,
 }
 
 /// Records `program` with `args` into the perf.data `out` (see the crate's doc), per thread.
@@ -222,6 +288,8 @@ pub fn record_with(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let mut side = file::Sideband::new(pid, &comm, opts.cpu_wide);
+    side.snapshot = opts.snapshot.is_some();
+    side.aux_sample = opts.aux_sample;
     let mut enc = Encoder::default();
     let mut tsc = TSC_BASE;
     if opts.cpu_wide {
@@ -277,7 +345,14 @@ pub fn record_with(
         tips: 0,
         tnt_packets: 0,
         tsc_range: (first_tsc, first_tsc),
+        snapshots: Vec::new(),
+        aux_samples: Vec::new(),
     };
+    if opts.snapshot.is_some() && opts.aux_sample.is_some() {
+        return Err("snapshot mode and AUX sampling are perf record's -S and --aux-sample: one or the other".into());
+    }
+    // Snapshot mode: the next point of the plan, and the ring's state.
+    let mut ring = opts.snapshot.as_ref().map(Ring::new);
     let exit_code = loop {
         let ip = regs.rip;
         let (len, flow) = match cache.get(&ip) {
@@ -392,6 +467,26 @@ pub fn record_with(
         if let Some(kind) = kind {
             rec.branches.push(Branch { from: ip, to, kind });
         }
+        if let Some(r) = ring.as_mut() {
+            r.maybe_take(rec.instructions, &enc.buf, tsc, &mut rec.snapshots);
+        }
+        if let Some(p) = opts.aux_sample
+            && rec.instructions.is_multiple_of(p.every_insns.max(1))
+        {
+            // The counter overflows here: the sample's IP the next instruction's, its AUX
+            // data the last bytes the trace holds.
+            // The kernel copies `size` bytes ending at the head of the AUX area (whose
+            // pages start zeroed: zeros, PAD packets, before the first bytes written).
+            let from = enc.buf.len().saturating_sub(p.size);
+            let mut aux = vec![0u8; p.size.saturating_sub(enc.buf.len())];
+            aux.extend_from_slice(&enc.buf[from..]);
+            side.aux_sample(tsc, to, &aux);
+            rec.aux_samples.push(Snapshot {
+                from,
+                to: enc.buf.len(),
+                tsc,
+            });
+        }
         if enc.since_psb() >= PSB_PERIOD {
             enc.psb();
             enc.mode_exec_64();
@@ -408,8 +503,107 @@ pub fn record_with(
     rec.tnt_packets = enc.tnt_packets;
     rec.mappings = mappings;
     tsc += 1;
-    file::write(out, &side, &enc.buf, tsc)?;
+    let buffers = match ring.as_mut() {
+        Some(r) => {
+            r.take(&enc.buf, tsc, &mut rec.snapshots);
+            tsc += 1;
+            r.buffers(&enc.buf)
+        }
+        // Sampling: perf record reads no AUX area data but the samples'.
+        None if opts.aux_sample.is_some() => Vec::new(),
+        None => vec![file::AuxBuffer::whole(&enc.buf, tsc)],
+    };
+    file::write(out, &side, &buffers, tsc)?;
     Ok(rec)
+}
+
+/// The AUX area in overwrite mode, and the snapshots perf takes of it.
+struct Ring {
+    plan: SnapshotPlan,
+    next: usize,
+    /// Whether the ring has wrapped (perf's `intel_pt_find_snapshot` then copies all of it).
+    wrapped: bool,
+    /// The stream's length at the last snapshot (perf's `mm->prev`).
+    prev: usize,
+    /// What each snapshot's AUXTRACE and AUX records say.
+    taken: Vec<file::AuxBuffer<'static>>,
+}
+
+impl Ring {
+    fn new(plan: &SnapshotPlan) -> Self {
+        assert!(
+            plan.aux_size >= 4096 && plan.aux_size.is_power_of_two(),
+            "perf's AUX area in snapshot mode: a power of 2 of at least 4 KiB"
+        );
+        Self {
+            plan: plan.clone(),
+            next: 0,
+            wrapped: false,
+            prev: 0,
+            taken: Vec::new(),
+        }
+    }
+
+    fn maybe_take(&mut self, insns: u64, buf: &[u8], tsc: u64, out: &mut Vec<Snapshot>) {
+        if self
+            .plan
+            .at_insns
+            .get(self.next)
+            .is_some_and(|&at| at <= insns)
+        {
+            while self
+                .plan
+                .at_insns
+                .get(self.next)
+                .is_some_and(|&at| at <= insns)
+            {
+                self.next += 1;
+            }
+            self.take(buf, tsc, out);
+        }
+    }
+
+    /// A snapshot now (`__auxtrace_mmap__read` with `snapshot`).
+    fn take(&mut self, buf: &[u8], tsc: u64, out: &mut Vec<Snapshot>) {
+        let len = self.plan.aux_size;
+        let head = buf.len();
+        self.wrapped |= head >= len;
+        let (from, offset) = if self.wrapped {
+            (head - len, (head % len) as u64)
+        } else if head == self.prev {
+            return;
+        } else {
+            (self.prev, self.prev as u64)
+        };
+        // The kernel's PERF_RECORD_AUX as the event stops for the copy: overwrite mode, the
+        // ring's head and the bytes written since the last one.
+        self.taken.push(file::AuxBuffer {
+            range: from..head,
+            data: &[],
+            offset,
+            reference: tsc,
+            aux_offset: (head % len) as u64,
+            aux_size: ((head - self.prev).min(len)) as u64,
+            aux_flags: perfaux_abi::consts::PERF_AUX_FLAG_OVERWRITE,
+        });
+        out.push(Snapshot {
+            from,
+            to: head,
+            tsc,
+        });
+        self.prev = head;
+    }
+
+    fn buffers<'a>(&self, buf: &'a [u8]) -> Vec<file::AuxBuffer<'a>> {
+        self.taken
+            .iter()
+            .map(|t| file::AuxBuffer {
+                data: &buf[t.range.clone()],
+                range: t.range.clone(),
+                ..*t
+            })
+            .collect()
+    }
 }
 
 /// Fails unless `ip` is in an executable mapping of a file on disk.

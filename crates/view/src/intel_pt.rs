@@ -84,6 +84,9 @@ struct Queue {
     segments: Vec<Vec<u8>>,
 }
 
+/// The most zero bytes that pad a copy of the AUX area to 8 (perf's MAX_PADDING).
+const PADDING: usize = 7;
+
 /// The queues of the samples' AUX snippets, after the AUXTRACE buffers'.
 const SAMPLE_QUEUES: u64 = 1 << 32;
 
@@ -144,13 +147,30 @@ impl PtTrace {
         });
         // A snapshot is the last bytes of the AUX area: what it shares with the one before
         // is decoded once (perf's intel_pt_find_overlap); a full trace's buffers follow on.
-        let (payload, new_segment) = match q.segments.last() {
+        // The copy before may end in zeros that pad it to 8 bytes (an AUXTRACE payload's
+        // padding, the kernel's for a PERF_SAMPLE_AUX of a size not a multiple of 8): where
+        // this one holds real bytes. As perf's `adj_for_padding`, they are left out of the
+        // comparison, and out of the stretch when this one continues it.
+        let (payload, new_segment) = match q.segments.last_mut() {
             None => (payload, true),
             Some(_) if !snapshots => (payload, false),
-            Some(prev) => match find_overlap(prev, payload) {
-                Overlap::ContinuesAt(k) => (&payload[k..], false),
-                Overlap::Disjoint => (payload, true),
-            },
+            Some(prev) => {
+                let pad = prev
+                    .iter()
+                    .rev()
+                    .take(PADDING)
+                    .take_while(|&&b| b == 0)
+                    .count();
+                let kept = prev.len() - pad;
+                match find_overlap(&prev[..kept], payload) {
+                    Overlap::ContinuesAt(k) => {
+                        prev.truncate(kept);
+                        self.held -= pad;
+                        (&payload[k..], false)
+                    }
+                    Overlap::Disjoint => (payload, true),
+                }
+            }
         };
         let room = MAX_TRACE - self.held;
         let n = payload.len().min(room);
@@ -376,8 +396,14 @@ pub(crate) fn emit_calls<S: Sink>(trace: PtTrace, cx: PtContext<'_, S>) -> std::
                         last: 0,
                     });
                     st.last = st.last.max(last);
-                    let span = spans.entry(tid).or_insert((st.last, st.last));
-                    span.1 = st.last;
+                    // The stretch's span opens at its first sync point: the bytes skipped
+                    // before it (a snapshot begins mid-packet) have no time of their own, only
+                    // the time the decode had reached (0, or the stretch before's end).
+                    if let Some(span) = spans.get_mut(&tid) {
+                        span.1 = st.last;
+                    } else if !matches!(e.kind, CallKind::Gap { .. }) {
+                        spans.insert(tid, (st.last, st.last));
+                    }
                     result = on_call(e.kind, st, sym, names, sink);
                 }
                 image
