@@ -16,6 +16,7 @@
 use std::collections::HashMap;
 use std::io::BufRead;
 
+use perfaux_abi::attr::AuxAction;
 use perfaux_abi::consts::*;
 use perfaux_abi::raw::RawData;
 use perfaux_abi::records::{Record, TaskKind};
@@ -213,6 +214,12 @@ pub fn walk<R: BufRead + std::io::Seek>(
         .map(|(i, a)| a.name.clone().unwrap_or_else(|| format!("event{i}")))
         .collect();
     let regs_masks: Vec<u64> = meta.attrs.iter().map(|a| a.attr.sample_regs_user).collect();
+    let aux_actions: Vec<AuxAction> = meta.attrs.iter().map(|a| a.attr.aux_action).collect();
+    // An AUX event that starts paused (aux-action=start-paused): every thread's trace is off
+    // until a resume.
+    let starts_paused = aux_actions
+        .iter()
+        .any(|a| a.contains(AuxAction::START_PAUSED));
     let names = Names::default();
     let threads = Threads {
         info: HashMap::new(),
@@ -239,6 +246,9 @@ pub fn walk<R: BufRead + std::io::Seek>(
         aux_owner,
         uevents: rec.uevents,
         regs_masks,
+        aux_actions,
+        starts_paused,
+        pt_paused: HashMap::new(),
         unwinder: StackUnwinder::default(),
         frames: Vec::new(),
         regs_buf: Vec::new(),
@@ -329,6 +339,11 @@ struct RecordPass<'a> {
     uevents: UeventFormat<'a>,
     /// Each event's `sample_regs_user`: which registers its samples carry, in order.
     regs_masks: Vec<u64>,
+    /// Each event's aux-action (v6.13): its samples pause or resume the AUX event's trace.
+    aux_actions: Vec<AuxAction>,
+    starts_paused: bool,
+    /// Each thread's Intel PT trace paused (true) or on, after the samples so far.
+    pt_paused: HashMap<u32, bool>,
     unwinder: StackUnwinder,
     /// A sample's unwound addresses, and its registers and stack copy (reused buffers).
     frames: Vec<u64>,
@@ -385,6 +400,29 @@ impl RecordPass<'_> {
             let (pid, tid) = s.tid.map_or((0, 0), |t| (t.pid, t.tid));
             let time = s.time.unwrap_or(0);
             self.sum.saw(time);
+            // A sample of an aux-action event paused or resumed the thread's Intel PT trace
+            // (the hardware's TIP.PGD and TIP.PGE in it); a request for the state it was in
+            // changed nothing (the kernel's __perf_event_aux_pause).
+            let action = idx
+                .and_then(|i| self.aux_actions.get(i))
+                .copied()
+                .unwrap_or_default();
+            if self.pt.is_intel_pt() && action.intersects(AuxAction::PAUSE | AuxAction::RESUME) {
+                let pause = action.contains(AuxAction::PAUSE);
+                let was = self.pt_paused.entry(tid).or_insert(self.starts_paused);
+                let dropped = *was == pause;
+                *was = pause;
+                sink.event(
+                    &self.names,
+                    &ViewEvent::PauseResume {
+                        tid,
+                        time,
+                        pause,
+                        dropped,
+                    },
+                )
+                .map_err(io)?;
+            }
             let ev = idx
                 .and_then(|i| self.ev_names.get(i))
                 .map_or("", String::as_str);
