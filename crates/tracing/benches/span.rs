@@ -129,6 +129,11 @@ fn bench_tracy(
     proc_status_bytes("VmRSS:").saturating_sub(before)
 }
 
+/// A layer with nothing in it.
+struct NoopLayer;
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for NoopLayer {}
+
 fn perfaux() -> Dispatch {
     tracing_subscriber::registry()
         .with(perfaux_tracing::layer())
@@ -245,6 +250,12 @@ fn bench(c: &mut Criterion) {
     let registry: Dispatch = tracing_subscriber::registry().into();
     g.bench_function("registry", |b| {
         tracing::dispatcher::with_default(&registry, || span_iter(b))
+    });
+    // A layer that does nothing (every method the trait's empty default): what any layer
+    // adds to the registry's work, the floor of perfaux's layer not recording.
+    let noop: Dispatch = tracing_subscriber::registry().with(NoopLayer).into();
+    g.bench_function("noop_layer", |b| {
+        tracing::dispatcher::with_default(&noop, || span_iter(b))
     });
     g.bench_function("perfaux_not_recording", |b| {
         tracing::dispatcher::with_default(&perfaux(), || span_iter(b))
