@@ -211,6 +211,30 @@ where
         if !recording::active() {
             return;
         }
+        self.enter_recording(id, &ctx);
+    }
+
+    fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
+        // No span open on this thread (nothing recorded it): the exit costs this load. Not
+        // whether a recording is on: a span entered while recording may be left after it.
+        if OPEN_COUNT.try_with(Cell::get) == Ok(0) {
+            return;
+        }
+        self.exit_open(id, &ctx);
+    }
+
+    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+        self.event(event);
+    }
+}
+
+impl PerfauxLayer {
+    /// A span's entry while a recording is on: out of line, as [`Self::exit_open`].
+    #[inline(never)]
+    fn enter_recording<S>(&self, id: &Id, ctx: &Context<'_, S>)
+    where
+        S: Subscriber + for<'a> LookupSpan<'a>,
+    {
         let Some(span) = ctx.span(id) else { return };
         let meta = span.metadata();
         if meta.fields().is_empty() {
@@ -229,12 +253,13 @@ where
         }
     }
 
-    fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
-        // No span open on this thread (nothing recorded it): the exit costs this load. Not
-        // whether a recording is on: a span entered while recording may be left after it.
-        if OPEN_COUNT.try_with(Cell::get) == Ok(0) {
-            return;
-        }
+    /// A span's exit on a thread with open calls: out of line, so that the exit of a thread
+    /// with none (nothing records) is a small function (no frame for this one's work).
+    #[inline(never)]
+    fn exit_open<S>(&self, id: &Id, ctx: &Context<'_, S>)
+    where
+        S: Subscriber + for<'a> LookupSpan<'a>,
+    {
         let raw = id.into_u64();
         let since = OPEN
             .try_with(|o| {
@@ -252,11 +277,11 @@ where
             .ok()
             .flatten();
         if let (Some(since), Some(limit)) = (since, recording::slow_threshold()) {
-            self.account_busy(id, since.elapsed(), limit, &ctx);
+            self.account_busy(id, since.elapsed(), limit, ctx);
         }
     }
 
-    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+    fn event(&self, event: &Event<'_>) {
         if !recording::active() {
             return;
         }
@@ -287,9 +312,7 @@ where
             recording::trigger(recording::Trigger::Level(meta.level()));
         }
     }
-}
 
-impl PerfauxLayer {
     /// Adds one entry's time to the span's busy time; past `limit_ns` in all, the slow-span
     /// trigger fires, once for the span.
     fn account_busy<S>(&self, id: &Id, took: Duration, limit_ns: u64, ctx: &Context<'_, S>)

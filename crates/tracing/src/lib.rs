@@ -39,7 +39,8 @@
 //!   its environment, and the recorder takes the snapshot on the [`SNAPSHOT`] uevent.
 //!
 //! With the layer installed and no recording, a span's entry costs one relaxed load past the
-//! registry's own work, its exit one thread-local load (BENCHMARKS.md). A span made still
+//! registry's own work, its exit one thread-local load: within the noise of the registry
+//! alone (BENCHMARKS.md). A span made still
 //! gets its probe in its extensions, so that it records if a recording starts while it lives.
 //!
 //! [`RecordingOptions::timing`] chooses which entries and exits read the clock, as `perfaux
