@@ -6,6 +6,12 @@
 //! calling thread), and with tracing-tracy's layer (its default `Config`: no call stacks, a
 //! span's fields in its zone name).
 //!
+//! perfaux records in two timing modes: `perfaux_recording` reads the clock at every span
+//! entry and exit (the default, `Timing::Full`), `perfaux_recording_periodic` once in 256 of
+//! them (`RecordingOptions::timing`, `Timing::Periodic { every: 256 }`: the decoder
+//! interpolates the others). `clock/clock_read_pair` (x86_64) times two back-to-back `rdtsc`:
+//! the floor of the default mode's span entry and exit.
+//!
 //! cargo bench -p perfaux-tracing --bench span
 //!
 //! Before the timings, the bytes each layer writes per span (entry and exit) and per event
@@ -47,7 +53,7 @@ use std::time::Duration;
 
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main};
-use perfaux_tracing::{Recording, RecordingOptions};
+use perfaux_tracing::{Recording, RecordingOptions, Timing};
 use tracing::{Dispatch, info, info_span};
 use tracing_subscriber::prelude::*;
 
@@ -56,6 +62,8 @@ const N_BYTES: u64 = 100_000;
 /// module doc).
 const TRACY_WARM_UP: Duration = Duration::from_millis(20);
 const TRACY_MEASURE: Duration = Duration::from_millis(60);
+/// `perfaux_recording_periodic`: packets per clock reading.
+const PERIODIC: Timing = Timing::Periodic { every: 256 };
 
 fn chrome(path: &Path, args: bool) -> (Dispatch, tracing_chrome::FlushGuard) {
     let (layer, guard) = tracing_chrome::ChromeLayerBuilder::new()
@@ -121,6 +129,11 @@ fn bench_tracy(
     proc_status_bytes("VmRSS:").saturating_sub(before)
 }
 
+/// A layer with nothing in it.
+struct NoopLayer;
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for NoopLayer {}
+
 fn perfaux() -> Dispatch {
     tracing_subscriber::registry()
         .with(perfaux_tracing::layer())
@@ -156,6 +169,16 @@ fn bytes_per_call(dir: &Path) {
     let s = rec.finish().unwrap();
     assert_eq!(s.lost, 0, "trace lost: the bytes would not be the spans'");
     let perfaux_span = s.aux_bytes as f64 / N_BYTES as f64;
+    let f = dir.join("bytes_periodic.data");
+    let periodic = RecordingOptions {
+        timing: PERIODIC,
+        ..RecordingOptions::default()
+    };
+    let rec = Recording::start(&f, periodic).unwrap();
+    tracing::dispatcher::with_default(&perfaux(), || spans(N_BYTES));
+    let s = rec.finish().unwrap();
+    assert_eq!(s.lost, 0, "trace lost: the bytes would not be the spans'");
+    let perfaux_periodic_span = s.aux_bytes as f64 / N_BYTES as f64;
     // An event's bytes: the file with N events less the file of an empty recording.
     let size_with = |name: &str, n: u64| {
         let f = dir.join(name);
@@ -205,6 +228,7 @@ fn bytes_per_call(dir: &Path) {
         perfetto_span / perfaux_span,
         perfetto_event / perfaux_event
     );
+    eprintln!("bytes per span, perfaux periodic timing (1 in 256): {perfaux_periodic_span:.1}");
     eprintln!(
         "tracing-tracy, memory its queue holds until a server connects (not trace bytes): \
          span (entry + exit) {tracy_span:.1}, event {tracy_event:.1}"
@@ -227,6 +251,12 @@ fn bench(c: &mut Criterion) {
     g.bench_function("registry", |b| {
         tracing::dispatcher::with_default(&registry, || span_iter(b))
     });
+    // A layer that does nothing (every method the trait's empty default): what any layer
+    // adds to the registry's work, the floor of perfaux's layer not recording.
+    let noop: Dispatch = tracing_subscriber::registry().with(NoopLayer).into();
+    g.bench_function("noop_layer", |b| {
+        tracing::dispatcher::with_default(&noop, || span_iter(b))
+    });
     g.bench_function("perfaux_not_recording", |b| {
         tracing::dispatcher::with_default(&perfaux(), || span_iter(b))
     });
@@ -236,6 +266,15 @@ fn bench(c: &mut Criterion) {
     };
     let rec = Recording::start(dir.path().join("span.data"), flight.clone()).unwrap();
     g.bench_function("perfaux_recording", |b| {
+        tracing::dispatcher::with_default(&perfaux(), || span_iter(b))
+    });
+    rec.finish().unwrap();
+    let periodic = RecordingOptions {
+        timing: PERIODIC,
+        ..flight.clone()
+    };
+    let rec = Recording::start(dir.path().join("span_periodic.data"), periodic.clone()).unwrap();
+    g.bench_function("perfaux_recording_periodic", |b| {
         tracing::dispatcher::with_default(&perfaux(), || span_iter(b))
     });
     rec.finish().unwrap();
@@ -265,6 +304,11 @@ fn bench(c: &mut Criterion) {
     });
     let rec = Recording::start(dir.path().join("new.data"), flight.clone()).unwrap();
     g.bench_function("perfaux_recording", |b| {
+        tracing::dispatcher::with_default(&perfaux(), || new_iter(b))
+    });
+    rec.finish().unwrap();
+    let rec = Recording::start(dir.path().join("new_periodic.data"), periodic.clone()).unwrap();
+    g.bench_function("perfaux_recording_periodic", |b| {
         tracing::dispatcher::with_default(&perfaux(), || new_iter(b))
     });
     rec.finish().unwrap();
@@ -299,6 +343,11 @@ fn bench(c: &mut Criterion) {
         tracing::dispatcher::with_default(&perfaux(), || event_iter(b))
     });
     rec.finish().unwrap();
+    let rec = Recording::start(dir.path().join("event_periodic.data"), periodic).unwrap();
+    g.bench_function("perfaux_recording_periodic", |b| {
+        tracing::dispatcher::with_default(&perfaux(), || event_iter(b))
+    });
+    rec.finish().unwrap();
     {
         let (d, _guard) = chrome(&dir.path().join("event.json"), true);
         g.bench_function("tracing_chrome", |b| {
@@ -311,12 +360,35 @@ fn bench(c: &mut Criterion) {
     });
     tracy_queues += bench_tracy(&mut g, event_iter);
     g.finish();
+    clock(c);
     eprintln!(
         "peak resident memory: {:.0} MB, of which Tracy's queues in the timed cases {:.0} MB",
         proc_status_bytes("VmHWM:") as f64 / 1e6,
         tracy_queues as f64 / 1e6
     );
 }
+
+/// Two back-to-back clock reads, as the writer's (`rdtsc`, perfaux-swtrace's clock on
+/// x86_64): what a fully timed span entry and exit cannot go below.
+#[cfg(target_arch = "x86_64")]
+fn clock(c: &mut Criterion) {
+    let mut g = c.benchmark_group("clock");
+    g.warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(1));
+    g.bench_function("clock_read_pair", |b| {
+        b.iter(|| {
+            // SAFETY: rdtsc has no preconditions; it only reads the time stamp counter.
+            let t0 = unsafe { core::arch::x86_64::_rdtsc() };
+            // SAFETY: as above.
+            let t1 = unsafe { core::arch::x86_64::_rdtsc() };
+            black_box((t0, t1))
+        });
+    });
+    g.finish();
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn clock(_: &mut Criterion) {}
 
 criterion_group!(benches, bench);
 criterion_main!(benches);

@@ -1,7 +1,8 @@
 //! The `tracing_subscriber::Layer`: spans as swtrace calls, events as uevents.
 //!
-//! While no [`crate::Recording`] is on, a span's entry and exit do nothing past one load and
-//! one thread-local check. One swtrace [`Probe`] per span callsite, made at `register_callsite` and never freed (a
+//! While no [`crate::Recording`] is on, a span's entry does nothing past one relaxed load (is
+//! any recording on?) and its exit nothing past one thread-local load (does this thread hold
+//! an open call?), before any lookup. One swtrace [`Probe`] per span callsite, made at `register_callsite` and never freed (a
 //! program has a fixed set of callsites), named `target::name`. A span keeps its callsite's
 //! probe in its registry extensions; a span whose callsite declares no field (nothing to send)
 //! finds it by its static metadata in a per-thread cache instead, skipping the extensions'
@@ -12,7 +13,7 @@
 //! (an exit for a span below the top) closes the spans entered above it as well, as a
 //! function's return ends the calls it made: the trace is a call tree.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{OnceLock, RwLock};
@@ -31,9 +32,16 @@ use crate::recording;
 use crate::{EVENT, SPAN_FIELDS, UEVENT_TYPES};
 
 /// The layer ([`layer`]).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct PerfauxLayer {
     _private: (),
+}
+
+impl Default for PerfauxLayer {
+    /// [`layer`].
+    fn default() -> Self {
+        layer()
+    }
 }
 
 /// The layer that records spans and events into the thread's perfaux recording.
@@ -41,6 +49,8 @@ pub fn layer() -> PerfauxLayer {
     for &(name, ty) in UEVENT_TYPES {
         perfaux_swtrace::name_uevent_type(ty, name);
     }
+    // Under `perfaux record`: the layer records from now (its entries ask one flag).
+    recording::note_recorder();
     recording::triggers_from_recorder();
     PerfauxLayer { _private: () }
 }
@@ -70,6 +80,10 @@ thread_local! {
     static EVENT_TEXT: RefCell<String> = const { RefCell::new(String::new()) };
     /// The spans this thread is in, innermost last.
     static OPEN: RefCell<Vec<Open>> = const { RefCell::new(Vec::new()) };
+    /// How many spans [`OPEN`] holds: what an exit reads first. No destructor, so one load
+    /// (`OPEN`'s access checks its destructor's state and its borrow), and a thread that
+    /// entered no span while recording looks no further.
+    static OPEN_COUNT: Cell<usize> = const { Cell::new(0) };
 }
 
 /// The probe of each span callsite.
@@ -102,11 +116,13 @@ fn enter_call(probe: &'static Probe, id: &Id) {
     // After this thread's thread-locals are gone (a span entered in a destructor) the call
     // is not kept open: it ends here, as its guard drops.
     let _ = OPEN.try_with(|o| {
-        o.borrow_mut().push(Open {
+        let mut open = o.borrow_mut();
+        open.push(Open {
             id: id.into_u64(),
             _call: call,
             since,
-        })
+        });
+        let _ = OPEN_COUNT.try_with(|n| n.set(open.len()));
     });
 }
 
@@ -195,6 +211,30 @@ where
         if !recording::active() {
             return;
         }
+        self.enter_recording(id, &ctx);
+    }
+
+    fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
+        // No span open on this thread (nothing recorded it): the exit costs this load. Not
+        // whether a recording is on: a span entered while recording may be left after it.
+        if OPEN_COUNT.try_with(Cell::get) == Ok(0) {
+            return;
+        }
+        self.exit_open(id, &ctx);
+    }
+
+    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+        self.event(event);
+    }
+}
+
+impl PerfauxLayer {
+    /// A span's entry while a recording is on: out of line, as [`Self::exit_open`].
+    #[inline(never)]
+    fn enter_recording<S>(&self, id: &Id, ctx: &Context<'_, S>)
+    where
+        S: Subscriber + for<'a> LookupSpan<'a>,
+    {
         let Some(span) = ctx.span(id) else { return };
         let meta = span.metadata();
         if meta.fields().is_empty() {
@@ -213,7 +253,13 @@ where
         }
     }
 
-    fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
+    /// A span's exit on a thread with open calls: out of line, so that the exit of a thread
+    /// with none (nothing records) is a small function (no frame for this one's work).
+    #[inline(never)]
+    fn exit_open<S>(&self, id: &Id, ctx: &Context<'_, S>)
+    where
+        S: Subscriber + for<'a> LookupSpan<'a>,
+    {
         let raw = id.into_u64();
         let since = OPEN
             .try_with(|o| {
@@ -225,16 +271,17 @@ where
                 while open.len() > i {
                     open.pop();
                 }
+                let _ = OPEN_COUNT.try_with(|n| n.set(open.len()));
                 since
             })
             .ok()
             .flatten();
         if let (Some(since), Some(limit)) = (since, recording::slow_threshold()) {
-            self.account_busy(id, since.elapsed(), limit, &ctx);
+            self.account_busy(id, since.elapsed(), limit, ctx);
         }
     }
 
-    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+    fn event(&self, event: &Event<'_>) {
         if !recording::active() {
             return;
         }
@@ -265,9 +312,7 @@ where
             recording::trigger(recording::Trigger::Level(meta.level()));
         }
     }
-}
 
-impl PerfauxLayer {
     /// Adds one entry's time to the span's busy time; past `limit_ns` in all, the slow-span
     /// trigger fires, once for the span.
     fn account_busy<S>(&self, id: &Id, took: Duration, limit_ns: u64, ctx: &Context<'_, S>)

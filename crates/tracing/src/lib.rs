@@ -38,8 +38,14 @@
 //!   `--snapshot-on-panic`) the layer fires the same triggers from what the recorder put in
 //!   its environment, and the recorder takes the snapshot on the [`SNAPSHOT`] uevent.
 //!
-//! With the layer installed and no recording, a span's entry and exit cost the registry's
-//! span lookup and the probe's check that nothing observes the thread.
+//! With the layer installed and no recording, a span's entry costs one relaxed load past the
+//! registry's own work, its exit one thread-local load: within the noise of the registry
+//! alone (BENCHMARKS.md). A span made still
+//! gets its probe in its extensions, so that it records if a recording starts while it lives.
+//!
+//! [`RecordingOptions::timing`] chooses which entries and exits read the clock, as `perfaux
+//! record -e swtrace/timing=.../` does: every one (the default), or one in N
+//! ([`Timing::Periodic`], the others interpolated by the decoder and marked by the views).
 //!
 //! Under `perfaux record -- ./service` the same code is recorded by the recorder's preload
 //! runtime, with no change: the spans' probes are named exactly (swtrace's `Probe::exact`: the
@@ -54,6 +60,7 @@ mod layer;
 mod recording;
 
 pub use layer::{PerfauxLayer, layer};
+pub use perfaux_swtrace::Timing;
 pub use recording::{Recording, RecordingOptions};
 
 /// The uevent type of a `tracing` event: payload `level=... target=... message=... k=v...`.

@@ -21,6 +21,7 @@ use perfaux_perfdata::record_attrs::{base_attr, uevent_stream_attr};
 use perfaux_recorder::{
     EventSpec, Output, RecordError, RecordSummary, Recorder, RecorderOptions, Waiter, pmus, synth,
 };
+use perfaux_swtrace::Timing;
 
 /// The recording's generation, 0 while none is on: a thread that joined this one has it in
 /// [`JOINED`].
@@ -101,6 +102,15 @@ pub struct RecordingOptions {
     /// first packet in it, with the calls open there (`perfaux record -S --window`);
     /// `aux_size` stays the cap. `None`: all the area holds.
     pub window: Option<Duration>,
+    /// Which span entries and exits read the clock, as `perfaux record -e
+    /// swtrace/timing=.../` chooses it: [`Timing::Full`] (the default) times every one;
+    /// [`Timing::Periodic`] `{ every: N }` reads the clock once in N packets (and at each
+    /// SYNC), the decoder interpolates the others and the views mark them (`~sec.nsec` in
+    /// `perfaux script --call-trace`). Reading the clock is most of a recorded span's cost
+    /// past the registry's (two reads an entry and exit, BENCHMARKS.md); periodic timing
+    /// trades the exact durations of short spans for it. [`Timing::EntryOnly`] times the
+    /// entries only.
+    pub timing: Timing,
 }
 
 impl Default for RecordingOptions {
@@ -114,6 +124,7 @@ impl Default for RecordingOptions {
             snapshot_on_panic: false,
             snapshot_interval: Duration::from_secs(1),
             window: None,
+            timing: Timing::Full,
         }
     }
 }
@@ -149,10 +160,22 @@ impl std::fmt::Debug for Recording {
     }
 }
 
+/// Set while a recording is on: this process's own (from its start to its end), or `perfaux
+/// record`'s around it (from [`note_recorder`]). A span's entry reads it first, alone.
+static ON: AtomicBool = AtomicBool::new(false);
+
 /// Whether a recording is on: this process's own, or `perfaux record`'s around it.
 #[inline]
 pub(crate) fn active() -> bool {
-    GENERATION.load(Ordering::Relaxed) != 0 || under_perfaux_record()
+    ON.load(Ordering::Relaxed)
+}
+
+/// Under `perfaux record` the recording is on from the process's start: [`active`] from
+/// now. Called by [`crate::layer`] (the layer is made by it alone).
+pub(crate) fn note_recorder() {
+    if under_perfaux_record() {
+        ON.store(true, Ordering::Relaxed);
+    }
 }
 
 /// Whether the process runs under `perfaux record` (its preload runtime took the probes):
@@ -232,7 +255,21 @@ impl Recording {
                 "a perfaux-tracing recording is already on in this process".into(),
             ));
         }
-        let trace = EventSpec::new("swtrace//", base_attr(pmus::SWTRACE_TYPE, 0), 0);
+        if matches!(opts.timing, Timing::Periodic { every: 0 }) {
+            return Err(RecordError::Config(
+                "timing: periodic timing needs at least 1 packet per timestamp".into(),
+            ));
+        }
+        // The trace PMU's timing field, as `perfaux record -e swtrace/timing=.../` sets it
+        // (attr.config bits 1-2 and 32-63): the driver gives it to each thread's writer.
+        let (name, config) = match opts.timing {
+            Timing::Full => ("swtrace//".to_string(), 0),
+            t => (
+                format!("swtrace/timing={}/", t.name()),
+                perfaux_pmus::swtrace::timing_config(t),
+            ),
+        };
+        let trace = EventSpec::new(name, base_attr(pmus::SWTRACE_TYPE, config), 0);
         let mut uevents = EventSpec::new(
             perfaux_perfdata::uevent_sample::UEVENT_EVENT_NAME,
             uevent_stream_attr(),
@@ -292,6 +329,7 @@ impl Recording {
         *current = Some(Arc::clone(&shared));
         JOINED.with(|j| j.set(generation));
         GENERATION.store(generation, Ordering::Release);
+        ON.store(true, Ordering::Release);
         Ok(Recording {
             shared,
             drain: Some(drain),
@@ -328,6 +366,8 @@ impl Recording {
     }
 
     fn end(&mut self) -> Result<RecordSummary, RecordError> {
+        // Not under `perfaux record` (start refuses it there): nothing records after this.
+        ON.store(false, Ordering::Release);
         GENERATION.store(0, Ordering::Release);
         SLOW_NS.store(0, Ordering::Relaxed);
         LEVEL_AT.store(0, Ordering::Relaxed);
