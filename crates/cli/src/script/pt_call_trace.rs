@@ -17,24 +17,56 @@ use crate::error::CliError;
 struct Lines<'o, W> {
     out: &'o mut W,
     comms: HashMap<u32, String>,
+    /// `comm tid [cpu] ` of each thread, made once (a line's columns are written as bytes:
+    /// through `write!` its padding went a character at a time, most of the command's time).
+    heads: HashMap<u32, Vec<u8>>,
+    line: Vec<u8>,
 }
 
 impl<W: Write> Lines<'_, W> {
-    fn head(&mut self, tid: u32, time: u64) -> std::io::Result<()> {
-        let comm = self.comms.get(&tid).map_or("perfaux", String::as_str);
-        write!(
-            self.out,
-            "{comm:>16} {tid:>6} [000] {}.{:09}: ",
-            time / 1_000_000_000,
-            time % 1_000_000_000
-        )
+    fn head(&mut self, tid: u32, time: u64) {
+        let comms = &self.comms;
+        let head = self.heads.entry(tid).or_insert_with(|| {
+            let comm = comms.get(&tid).map_or("perfaux", String::as_str);
+            format!("{comm:>16} {tid:>6} [000] ").into_bytes()
+        });
+        self.line.clear();
+        self.line.extend_from_slice(head);
+        push_time(&mut self.line, time);
+        self.line.extend_from_slice(b": ");
     }
 
     fn call(&mut self, names: &Names, c: Call) -> std::io::Result<()> {
-        self.head(c.tid, c.time)?;
+        self.head(c.tid, c.time);
         let indent = 4 * c.depth.min(MAX_INDENT) as usize;
-        writeln!(self.out, "{:indent$}{}", "", names.name(c.func))
+        self.line.resize(self.line.len() + indent, b' ');
+        self.line.extend_from_slice(names.name(c.func).as_bytes());
+        self.line.push(b'\n');
+        self.out.write_all(&self.line)
     }
+}
+
+/// `sec.nsec`, the nanoseconds in nine digits.
+fn push_time(out: &mut Vec<u8>, time: u64) {
+    let mut digits = [0u8; 20];
+    let mut n = time / 1_000_000_000;
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+    let mut ns = time % 1_000_000_000;
+    let mut frac = [b'.', 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    for d in frac[1..].iter_mut().rev() {
+        *d = b'0' + (ns % 10) as u8;
+        ns /= 10;
+    }
+    out.extend_from_slice(&frac);
 }
 
 /// The deepest indentation printed (deeper calls print at this depth).
@@ -45,6 +77,7 @@ impl<W: Write> Sink for Lines<'_, W> {
         match *ev {
             ViewEvent::Comm { tid, comm, .. } => {
                 self.comms.insert(tid, comm.to_owned());
+                self.heads.remove(&tid);
             }
             ViewEvent::Lost {
                 tid,
@@ -52,8 +85,10 @@ impl<W: Write> Sink for Lines<'_, W> {
                 kind: LostKind::SkippedBytes,
                 count,
             } => {
-                self.head(tid, time)?;
-                writeln!(self.out, "[{count} trace bytes skipped: the flow was lost]")?;
+                self.head(tid, time);
+                let l = format!("[{count} trace bytes skipped: the flow was lost]\n");
+                self.line.extend_from_slice(l.as_bytes());
+                self.out.write_all(&self.line)?;
             }
             _ => {}
         }
@@ -78,6 +113,8 @@ pub(super) fn pt_call_trace(
     let mut lines = Lines {
         out,
         comms: HashMap::new(),
+        heads: HashMap::new(),
+        line: Vec::new(),
     };
     let filter = perfaux_view::Filter::default();
     let sum = crate::view_input::with_recording(path, filter, symfs, |rec| {
@@ -87,4 +124,23 @@ pub(super) fn pt_call_trace(
     })?;
     crate::view_input::say_notes("script", &sum);
     Ok(sum.intel_pt)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::push_time;
+
+    #[test]
+    fn times_print_as_seconds_and_nine_digits_of_nanoseconds() {
+        for (t, want) in [
+            (0, "0.000000000"),
+            (1_000_000_007, "1.000000007"),
+            (1234_567_890_123, "1234.567890123"),
+            (u64::MAX, "18446744073.709551615"),
+        ] {
+            let mut v = Vec::new();
+            push_time(&mut v, t);
+            assert_eq!(String::from_utf8(v).unwrap(), want);
+        }
+    }
 }
