@@ -687,3 +687,183 @@ fn aux_samples_snippets_are_the_trace() {
         );
     }
 }
+
+/// The address of fib in a run: the call target called as often as the program counted
+/// its fib calls (leaf is called fewer times, the rest once or a few).
+fn fib_address(rec: &perfaux_ptgen::Recorded, fibs: u64) -> u64 {
+    use perfaux_ptgen::BranchKind;
+    let mut by_target: BTreeMap<u64, u64> = BTreeMap::new();
+    for b in rec
+        .branches
+        .iter()
+        .filter(|b| matches!(b.kind, BranchKind::Call | BranchKind::IndirectCall))
+    {
+        *by_target.entry(b.to).or_insert(0) += 1;
+    }
+    let fib: Vec<u64> = by_target
+        .iter()
+        .filter(|&(_, &n)| n == fibs)
+        .map(|(&a, _)| a)
+        .collect();
+    assert_eq!(fib.len(), 1, "fib's address among {by_target:?}");
+    fib[0]
+}
+
+/// The instruction indices of the calls of `target` in a run.
+fn calls_of(rec: &perfaux_ptgen::Recorded, target: u64) -> Vec<u64> {
+    use perfaux_ptgen::BranchKind;
+    rec.branches
+        .iter()
+        .zip(&rec.branch_insns)
+        .filter(|(b, _)| {
+            b.to == target && matches!(b.kind, BranchKind::Call | BranchKind::IndirectCall)
+        })
+        .map(|(_, &i)| i)
+        .collect()
+}
+
+/// The same kind of run with its trace paused and resumed (Linux 6.13's aux-action: `perf
+/// record -e intel_pt/aux-action=start-paused/u -e task-clock/aux-action=resume/u -e
+/// task-clock/aux-action=pause/u`): it starts paused, and samples of the resume and pause
+/// events, at points over fib's calls, turn it on and off; a pause while paused is dropped.
+/// perf 6.1 decodes the trace (no errors) and perfaux's calls per function are perf's; fib's
+/// are those the run made while the trace was on, fewer than all; the Chrome export shows
+/// each sample, at its time and in order, the dropped one marked. (With the aux-action
+/// samples ignored, the export would show none.)
+#[test]
+fn paused_and_resumed_traces_hold_the_calls_made_while_on() {
+    use perfaux_ptgen::PauseAction::{Pause, Resume};
+    perfaux_testutil::require_oracle!("perf");
+    perfaux_testutil::require_oracle!("gcc");
+    let dir = tempdir();
+    let prog = build(dir.path());
+    // A plain run first: where fib's calls lie in it (fib(15) near the end).
+    let plain = perfaux_ptgen::record(&prog, &["p"], &dir.path().join("plain.data"))
+        .expect("single-stepped recording");
+    let (fibs, _) = own_counts(&plain.stdout);
+    assert_eq!(fibs, 1973, "fib(15) makes 1973 calls");
+    let calls = calls_of(&plain, fib_address(&plain, fibs));
+    let (first, last) = (calls[0], calls[calls.len() - 1]);
+    let at = |percent: u64| first + (last - first) * percent / 100;
+    // Start paused; resume, pause, pause again (dropped), resume, pause, resume: ends on.
+    let plan = perfaux_ptgen::PausePlan {
+        start_paused: true,
+        at_insns: vec![
+            (at(10), Resume),
+            (at(35), Pause),
+            (at(50), Pause),
+            (at(60), Resume),
+            (at(80), Pause),
+            (at(90), Resume),
+        ],
+    };
+    let opts = perfaux_ptgen::Options {
+        pauses: Some(plan.clone()),
+        ..Default::default()
+    };
+    let data = dir.path().join("pt-pause.data");
+    let rec =
+        perfaux_ptgen::record_with(&prog, &["p"], &data, &opts).expect("single-stepped recording");
+    let (fibs, leaves) = own_counts(&rec.stdout);
+    assert_eq!(fibs, 1973);
+    let samples = &rec.pause_samples;
+    assert_eq!(samples.len(), plan.at_insns.len(), "{samples:?}");
+    let dropped: Vec<usize> = (0..samples.len()).filter(|&i| samples[i].dropped).collect();
+    assert_eq!(
+        dropped,
+        [2],
+        "only the second pause in a row dropped: {samples:?}"
+    );
+    assert_eq!(rec.traced.len(), 3, "{:?}", rec.traced);
+    // The ground truth: fib's calls made while the trace was on.
+    let on: u64 = calls_of(&rec, fib_address(&rec, fibs))
+        .iter()
+        .filter(|&&i| rec.traced.iter().any(|w| w.contains(&i)))
+        .count() as u64;
+    assert!(on > 0 && on < fibs, "{on} of {fibs} fib calls traced");
+
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let theirs = perf(&["script", "-i", path_str(&data), "--itrace=ce"], &home);
+    assert_eq!(theirs.code, 0, "{}", theirs.stderr);
+    assert!(
+        !theirs.stdout.contains("instruction trace error"),
+        "perf could not decode the paused trace: {}",
+        theirs.stdout
+    );
+    let theirs = perf_calls(&theirs.stdout, "/calls");
+    assert_eq!(theirs.get("fib"), Some(&on), "{theirs:?}");
+    assert!(
+        theirs.get("leaf").is_some_and(|&n| n > 0 && n < leaves),
+        "{theirs:?}"
+    );
+
+    let ours = perfaux(&["script", "--call-trace", "-i", path_str(&data)]);
+    assert_eq!(ours.code, 0, "{}", ours.stderr);
+    let ours = perfaux_calls(&ours.stdout);
+    for (f, n) in theirs.iter().filter(|(f, _)| *f != "_init") {
+        assert_eq!(
+            ours.get(f),
+            Some(n),
+            "calls of {f}: perf {n}; perf {theirs:?}, ours {ours:?}"
+        );
+    }
+    assert_eq!(ours.get("fib"), Some(&on));
+
+    // The Chrome export: a "paused" slice from each pause to the resume after it, an
+    // instant for the dropped request, at the samples' times, in order.
+    let json = dir.path().join("pause.json");
+    let r = perfaux(&[
+        "export",
+        "-F",
+        "chrome",
+        "-o",
+        path_str(&json),
+        "-i",
+        path_str(&data),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let events = v
+        .get("traceEvents")
+        .and_then(|e| e.as_array())
+        .cloned()
+        .or_else(|| v.as_array().cloned())
+        .expect("a trace event array");
+    let shown: Vec<(String, String, f64)> = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e["name"].as_str(),
+                Some("paused" | "dropped pause" | "dropped resume")
+            )
+        })
+        .map(|e| {
+            (
+                e["ph"].as_str().unwrap().to_owned(),
+                e["name"].as_str().unwrap().to_owned(),
+                e["ts"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    let want: Vec<(String, String, f64)> = samples
+        .iter()
+        .map(|s| {
+            let (ph, name) = match (s.pause, s.dropped) {
+                (true, true) => ("i", "dropped pause"),
+                (false, true) => ("i", "dropped resume"),
+                (true, false) => ("B", "paused"),
+                (false, false) => ("E", "paused"),
+            };
+            let ts = perfaux_ptgen::tsc_to_perf_time(s.tsc) as f64 / 1000.0;
+            (ph.to_owned(), name.to_owned(), ts)
+        })
+        .collect();
+    assert_eq!(shown.len(), want.len(), "{shown:?}");
+    for (s, w) in shown.iter().zip(&want) {
+        assert!(
+            s.0 == w.0 && s.1 == w.1 && (s.2 - w.2).abs() < 0.0015,
+            "shown {shown:?}, samples {want:?}"
+        );
+    }
+}

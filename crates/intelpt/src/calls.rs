@@ -144,9 +144,18 @@ impl<F: FnMut(&CallEvent) -> Option<Image>> Walker<'_, F> {
                 self.pending = None;
                 self.emit(CallKind::Enabled { ip }, self.tsc);
             }
-            Kind::Disabled | Kind::AsyncDisabled { .. } => {
+            Kind::Disabled => {
                 if self.pending.is_some() {
                     self.land(e.ip.unwrap_or(0));
+                }
+                self.emit(CallKind::Disabled, self.tsc);
+            }
+            // Tracing stopped before the instruction at `at` ran (an interrupt, or the
+            // trace paused: FUP + TIP.PGD): a call or return just walked went there, not to
+            // the TIP.PGD's target (the handler's, suppressed when filtered out).
+            Kind::AsyncDisabled { at } => {
+                if self.pending.is_some() {
+                    self.land(at);
                 }
                 self.emit(CallKind::Disabled, self.tsc);
             }
@@ -396,6 +405,41 @@ mod tests {
             ]
         );
         assert_eq!((walked.calls, walked.returns, walked.gaps), (2, 2, 0));
+    }
+
+    /// An interrupt (or a pause of the trace) right after a call: FUP at the call's target,
+    /// TIP.PGD with the IP suppressed. The call went to the FUP's IP, which had not run yet.
+    #[test]
+    fn a_call_just_before_an_asynchronous_disable_lands_at_the_fups_ip() {
+        // 0x1000: e8 0b 00 00 00   call 0x1010
+        // 0x1010: 90               nop (interrupted before it ran)
+        let mut code = vec![0x90u8; 0x20];
+        code[..5].copy_from_slice(&[0xe8, 0x0b, 0, 0, 0]);
+        let mut t = psb();
+        t.extend(enable(0x1000));
+        // FUP 0x1010 (IPBytes 3), TIP.PGD without IP.
+        t.push(0x7d);
+        t.extend_from_slice(&0x1010u64.to_le_bytes()[..6]);
+        t.push(PGD);
+        let mut got = Vec::new();
+        let walked = walk_calls(&t, &image(&code, 0x1000), &Setup::default(), |e| {
+            got.push(e.kind);
+            None
+        });
+        assert_eq!(
+            got,
+            vec![
+                CallKind::Synced { ip: 0 },
+                CallKind::Enabled { ip: 0x1000 },
+                CallKind::Call {
+                    at: 0x1000,
+                    ret: 0x1005,
+                    to: 0x1010
+                },
+                CallKind::Disabled,
+            ]
+        );
+        assert_eq!((walked.calls, walked.gaps), (1, 0));
     }
 
     /// A trace whose code is not in the image: the decode says where it lost the flow and

@@ -21,6 +21,12 @@
 //! PERF_RECORD_ID_INDEX entry (so the index, written first, names the thread: without it
 //! the queue's thread is 0), and finds what a snippet shares with the one before as for
 //! snapshots, passing over the zeros the kernel pads it with (`adj_for_padding`).
+//! Pausing and resuming the trace ([`crate::PausePlan`], Linux 6.13's aux-action): the
+//! intel_pt event (`aux_action` START_PAUSED if it starts paused) leads a group (in
+//! HEADER_GROUP_DESC) with two `task-clock` events of `aux_action` RESUME and PAUSE, whose
+//! samples (IP, TID, TIME, IDENTIFIER, and CPU per CPU) are in the sideband at the points
+//! the plan says. perf 6.1 knows no aux_action (its `__reserved_3`), reads the attrs
+//! without complaint and prints the samples as the events'.
 //! In the header, as perf record writes them after the run: HEADER_BUILD_ID with the build
 //! id of every file an MMAP2 named (read when it was mapped), which `perf buildid-list`
 //! lists and which perf (and perfaux) check the files on disk against.
@@ -41,7 +47,7 @@ use crate::AuxSamplePlan;
 use crate::tracee::Mapping;
 use crate::{TIME_MULT, TIME_SHIFT, TIME_ZERO, tsc_to_perf_time};
 use perfaux_abi::Endianness;
-use perfaux_abi::attr::{AttrFlags, PerfEventAttr};
+use perfaux_abi::attr::{AttrFlags, AuxAction, PerfEventAttr};
 use perfaux_abi::consts::*;
 use perfaux_abi::parse_info::RecordParseInfo;
 use perfaux_abi::raw::RawData;
@@ -66,6 +72,10 @@ pub const PT_ID: u64 = 101;
 pub const DUMMY_ID: u64 = 102;
 /// The sample id of the `instructions` event whose samples carry the trace (AUX sampling).
 pub const SAMPLER_ID: u64 = 103;
+/// The sample ids of the aux-action events: the resume one, the pause one.
+pub const RESUME_ID: u64 = 104;
+/// See [`RESUME_ID`].
+pub const PAUSE_ID: u64 = 105;
 
 /// perf's `PERF_COUNT_HW_INSTRUCTIONS`.
 const PERF_COUNT_HW_INSTRUCTIONS: u64 = 1;
@@ -126,6 +136,46 @@ fn sampler_attr(cpu_wide: bool, plan: &AuxSamplePlan) -> PerfEventAttr {
         aux_sample_size: plan.size as u32,
         flags: AttrFlags::EXCLUDE_KERNEL | AttrFlags::EXCLUDE_HV | AttrFlags::SAMPLE_ID_ALL,
         ..Default::default()
+    }
+}
+
+/// The `task-clock/aux-action=pause/u` (`pause`) or `.../aux-action=resume/u` event in the
+/// intel_pt event's group: its samples pause or resume the trace (Linux 6.13). A group
+/// member, neither disabled nor enabled on exec (its leader is).
+fn action_attr(cpu_wide: bool, pause: bool) -> PerfEventAttr {
+    PerfEventAttr {
+        type_: PERF_TYPE_SOFTWARE,
+        config: PERF_COUNT_SW_TASK_CLOCK,
+        sample_period: ACTION_PERIOD,
+        sample_type: sample_type(cpu_wide),
+        aux_action: if pause {
+            AuxAction::PAUSE
+        } else {
+            AuxAction::RESUME
+        },
+        flags: AttrFlags::EXCLUDE_KERNEL | AttrFlags::EXCLUDE_HV | AttrFlags::SAMPLE_ID_ALL,
+        ..Default::default()
+    }
+}
+
+/// The aux-action events' period (ns of task clock): a label only, the plan says when they
+/// overflow.
+const ACTION_PERIOD: u64 = 100_000;
+
+fn action_name(pause: bool) -> &'static str {
+    if pause {
+        "task-clock/aux-action=pause/u"
+    } else {
+        "task-clock/aux-action=resume/u"
+    }
+}
+
+/// The intel_pt event's name: with `aux-action=start-paused` if it starts paused.
+fn pt_name(start_paused: Option<bool>) -> &'static str {
+    if start_paused == Some(true) {
+        "intel_pt/aux-action=start-paused,tsc=1,noretcomp=1/u"
+    } else {
+        "intel_pt/tsc=1,noretcomp=1/u"
     }
 }
 
@@ -203,6 +253,8 @@ pub(crate) struct Sideband {
     pub(crate) snapshot: bool,
     /// AUX sampling (`perf record --aux-sample`): the sampling event.
     pub(crate) aux_sample: Option<AuxSamplePlan>,
+    /// Pausing and resuming ([`crate::PausePlan`]): whether the trace starts paused.
+    pub(crate) pauses: Option<bool>,
     comm: String,
     /// Whole records.
     records: Vec<Vec<u8>>,
@@ -222,6 +274,7 @@ impl Sideband {
             cpu_wide,
             snapshot: false,
             aux_sample: None,
+            pauses: None,
             comm,
             records: Vec::new(),
             files: Vec::new(),
@@ -301,6 +354,25 @@ impl Sideband {
             time: sid.time,
             cpu: sid.cpu,
             aux: Some(RawData::new(&data, &[])),
+            ..Default::default()
+        }
+        .to_vec(&info, Endianness::NATIVE);
+        self.push(r);
+    }
+
+    /// A sample of the aux-action event that pauses (`pause`) or resumes the trace, at
+    /// `tsc`, at `ip` (where the program was interrupted).
+    pub(crate) fn pause_sample(&mut self, tsc: u64, ip: u64, pause: bool) {
+        let info = RecordParseInfo::new(&action_attr(self.cpu_wide, pause));
+        let id = if pause { PAUSE_ID } else { RESUME_ID };
+        let sid = self.sid(id, tsc);
+        let r = SampleRecord {
+            misc: PERF_RECORD_MISC_USER,
+            identifier: Some(id),
+            ip: Some(ip),
+            tid: sid.tid,
+            time: sid.time,
+            cpu: sid.cpu,
             ..Default::default()
         }
         .to_vec(&info, Endianness::NATIVE);
@@ -452,22 +524,35 @@ pub(crate) fn write(
     if side.snapshot {
         cmdline.push("--snapshot=e".into());
     }
-    let group;
-    let event = match &side.aux_sample {
-        Some(plan) => {
+    let pt_event = pt_name(side.pauses);
+    // The group the intel_pt event leads, if any: its name and its members'.
+    let group: Option<(String, u32)> = match (&side.aux_sample, side.pauses) {
+        (Some(plan), _) => {
             cmdline.push(format!("--aux-sample={}", plan.size));
-            group = format!("{{intel_pt/tsc=1,noretcomp=1/u,{}}}", sampler_name(plan));
-            group.as_str()
+            Some((format!("{{{pt_event},{}}}", sampler_name(plan)), 2))
         }
-        None => "intel_pt/tsc=1,noretcomp=1/u",
+        (None, Some(_)) => Some((
+            format!(
+                "{{{pt_event},{},{}}}",
+                action_name(false),
+                action_name(true)
+            ),
+            3,
+        )),
+        (None, None) => None,
     };
+    let event = group.as_ref().map_or(pt_event, |(g, _)| g.as_str());
     cmdline.extend(["-e".into(), event.into(), "--".into(), side.comm.clone()]);
     host.cmdline = cmdline;
     let cpu_wide = side.cpu_wide;
+    let mut pt = pt_attr(cpu_wide);
+    if side.pauses == Some(true) {
+        pt.aux_action = AuxAction::START_PAUSED;
+    }
     let mut events = vec![WriterEvent {
-        attr: pt_attr(cpu_wide),
+        attr: pt,
         ids: vec![PT_ID],
-        name: "intel_pt/tsc=1,noretcomp=1/u".into(),
+        name: pt_event.into(),
     }];
     if let Some(plan) = &side.aux_sample {
         events.push(WriterEvent {
@@ -475,6 +560,15 @@ pub(crate) fn write(
             ids: vec![SAMPLER_ID],
             name: sampler_name(plan),
         });
+    }
+    if side.pauses.is_some() {
+        for (pause, id) in [(false, RESUME_ID), (true, PAUSE_ID)] {
+            events.push(WriterEvent {
+                attr: action_attr(cpu_wide, pause),
+                ids: vec![id],
+                name: action_name(pause).into(),
+            });
+        }
     }
     events.push(WriterEvent {
         attr: dummy_attr(cpu_wide),
@@ -485,9 +579,8 @@ pub(crate) fn write(
     wopts
         .raw_features
         .insert(Feature::BUILD_ID, build_id_section(&side.files, e));
-    if let Some(plan) = &side.aux_sample {
-        // HEADER_GROUP_DESC: one group, the intel_pt event (index 0) leading 2 events.
-        let name = format!("{{intel_pt/tsc=1,noretcomp=1/u,{}}}", sampler_name(plan));
+    if let Some((name, members)) = &group {
+        // HEADER_GROUP_DESC: one group, the intel_pt event (index 0) leading its members.
         let mut g = Vec::new();
         g.extend_from_slice(&e.u32_bytes(1));
         let len = (name.len() + 1).div_ceil(BUILD_ID_NAME_ALIGN) * BUILD_ID_NAME_ALIGN;
@@ -496,7 +589,7 @@ pub(crate) fn write(
         g.extend_from_slice(name.as_bytes());
         g.resize(start + len, 0);
         g.extend_from_slice(&e.u32_bytes(0));
-        g.extend_from_slice(&e.u32_bytes(2));
+        g.extend_from_slice(&e.u32_bytes(*members));
         wopts.raw_features.insert(Feature::GROUP_DESC, g);
     }
     let f = std::fs::File::create(path).map_err(|x| format!("{}: {x}", path.display()))?;

@@ -37,7 +37,13 @@
 //! ([`SnapshotPlan`]: the trace as the copies `perf record -S` makes of an AUX area in
 //! overwrite mode, some sharing bytes with the one before, some not), and with AUX sampling
 //! ([`AuxSamplePlan`]: no AUXTRACE records, the trace's last bytes in the samples of an
-//! `instructions` event in the intel_pt event's group, as `perf record --aux-sample`).
+//! `instructions` event in the intel_pt event's group, as `perf record --aux-sample`), and
+//! with the trace paused and resumed ([`PausePlan`]: Linux 6.13's aux-action, samples of a
+//! resume and a pause event in the intel_pt event's group; while paused no packets, at a
+//! pause FUP and TIP.PGD, at a resume PSB+ and TSC, MODE.Exec, TIP.PGE; [`Recorded::traced`]
+//! says which instructions the trace holds). perf 6.1 decodes such a trace (`tr end async`
+//! at a pause, `tr strt` at a resume) but warns "Reserved bits are set unexpectedly" on
+//! stderr: `aux_action` is its `__reserved_3`.
 //!
 //! Time: a virtual TSC that advances by [`TICKS_PER_INSN`] per instruction and
 //! [`TICKS_PER_SYSCALL`] per system call; TIME_CONV and the AUXTRACE_INFO convert it to
@@ -149,6 +155,29 @@ pub struct Recorded {
     /// The AUX samples written, in order, as [`Snapshot`]s: the bytes each carries
     /// (AUX sampling only).
     pub aux_samples: Vec<Snapshot>,
+    /// For each of `branches`, the index in `ips` of its branch instruction.
+    pub branch_insns: Vec<u64>,
+    /// The samples of the aux-action events written, in order ([`PausePlan`] only).
+    pub pause_samples: Vec<PauseSample>,
+    /// The stretches of the run the trace holds, as ranges of instruction indices (into
+    /// `ips`): all of it (`0..instructions`) but with a [`PausePlan`], where it is those
+    /// outside the paused windows.
+    pub traced: Vec<std::ops::Range<u64>>,
+}
+
+/// A sample of an aux-action event [`record_with`] wrote ([`Options::pauses`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PauseSample {
+    /// After how many instructions it was taken (the instructions with a lower index in
+    /// [`Recorded::ips`] ran before it).
+    pub at_insns: u64,
+    /// The TSC of the sample (its time is [`tsc_to_perf_time`] of it).
+    pub tsc: u64,
+    /// A sample of the pause event (true) or of the resume event.
+    pub pause: bool,
+    /// The trace already was in the state asked for: the kernel dropped the request, the
+    /// trace is unchanged.
+    pub dropped: bool,
 }
 
 /// An instruction's effect on the flow.
@@ -221,6 +250,41 @@ pub struct Options {
     /// `instructions` event every [`AuxSamplePlan::every_insns`] instructions, each
     /// carrying (PERF_SAMPLE_AUX) the last [`AuxSamplePlan::size`] bytes of the trace.
     pub aux_sample: Option<AuxSamplePlan>,
+    /// Pause and resume the trace (`perf record -e
+    /// intel_pt/aux-action=start-paused/u -e task-clock/aux-action=resume/u -e
+    /// task-clock/aux-action=pause/u`, Linux 6.13): see [`PausePlan`].
+    pub pauses: Option<PausePlan>,
+}
+
+/// What an aux-action event's sample asks of the trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PauseAction {
+    /// A sample of the `aux-action=pause` event.
+    Pause,
+    /// A sample of the `aux-action=resume` event.
+    Resume,
+}
+
+/// When the aux-action events of [`Options::pauses`] overflow (Linux 6.13's
+/// `aux_action`).
+///
+/// The intel_pt event (`aux_action = start_paused` if [`PausePlan::start_paused`]) leads a
+/// group with two `task-clock` events, one with `aux_action = resume`, one with
+/// `aux_action = pause`. At each point of the plan one of them overflows: a sample of it
+/// (its time the TSC there), and the kernel's `perf_event_aux_pause()`: if the trace is in
+/// the other state, Intel PT's `pt_event_stop(PERF_EF_PAUSE)` clears TraceEn (the trace
+/// has, for the interrupt that took the program into the kernel, FUP(the next IP) and
+/// TIP.PGD) or `pt_event_start(PERF_EF_RESUME)` sets it (a PSB+ with the TSC, PSBEND, in
+/// the kernel; then, back in user space, TSC, MODE.Exec, TIP.PGE(the next IP)); if it is
+/// already in that state, the request is dropped and the trace unchanged. While paused no
+/// packets are written (the program still runs, single-stepped: [`Recorded::ips`] has all).
+/// A trace that starts paused has no packets until the first resume.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PausePlan {
+    /// The intel_pt event starts paused (`aux-action=start-paused`).
+    pub start_paused: bool,
+    /// After how many instructions an event overflows, and which, ascending.
+    pub at_insns: Vec<(u64, PauseAction)>,
 }
 
 /// What `perf record --aux-sample` takes: see [`Options::aux_sample`].
@@ -290,6 +354,17 @@ pub fn record_with(
     let mut side = file::Sideband::new(pid, &comm, opts.cpu_wide);
     side.snapshot = opts.snapshot.is_some();
     side.aux_sample = opts.aux_sample;
+    side.pauses = opts.pauses.as_ref().map(|p| p.start_paused);
+    if opts.pauses.is_some() && (opts.snapshot.is_some() || opts.aux_sample.is_some()) {
+        return Err(
+            "ptgen's pause plan is for a full trace: no snapshot mode or AUX sampling with it"
+                .into(),
+        );
+    }
+    // The trace on (TraceEn set): not if the intel_pt event starts paused.
+    let mut tracing = !opts.pauses.as_ref().is_some_and(|p| p.start_paused);
+    // The next point of the pause plan.
+    let mut next_pause = 0usize;
     let mut enc = Encoder::default();
     let mut tsc = TSC_BASE;
     if opts.cpu_wide {
@@ -298,10 +373,13 @@ pub fn record_with(
         side.switch_to_program(TSC_BASE - 3);
         side.itrace_start(TSC_BASE - 1);
     }
-    // Enabled at the exec, in the kernel: no packets but the PSB+ until the return to user.
-    enc.psb();
-    enc.tsc(tsc);
-    enc.psbend();
+    // Enabled at the exec, in the kernel: no packets but the PSB+ until the return to user
+    // (none at all if it starts paused).
+    if tracing {
+        enc.psb();
+        enc.tsc(tsc);
+        enc.psbend();
+    }
     tsc += 1;
     if !opts.cpu_wide {
         side.itrace_start(tsc);
@@ -322,9 +400,11 @@ pub fn record_with(
     tsc += TICKS_PER_SYSCALL / 2;
     let mut regs = t.regs()?;
     let first_tsc = tsc;
-    enc.tsc(tsc);
-    enc.mode_exec_64();
-    enc.tip_pge(regs.rip);
+    if tracing {
+        enc.tsc(tsc);
+        enc.mode_exec_64();
+        enc.tip_pge(regs.rip);
+    }
 
     let mut cache: HashMap<u64, (u8, Flow)> = HashMap::new();
     let mut rec = Recorded {
@@ -347,7 +427,12 @@ pub fn record_with(
         tsc_range: (first_tsc, first_tsc),
         snapshots: Vec::new(),
         aux_samples: Vec::new(),
+        branch_insns: Vec::new(),
+        pause_samples: Vec::new(),
+        traced: Vec::new(),
     };
+    // Where the stretch of trace being written began (instruction index), if tracing.
+    let mut traced_from = tracing.then_some(0u64);
     if opts.snapshot.is_some() && opts.aux_sample.is_some() {
         return Err("snapshot mode and AUX sampling are perf record's -S and --aux-sample: one or the other".into());
     }
@@ -384,7 +469,9 @@ pub fn record_with(
             rec.ips.push(ip);
             rec.tsc_range.1 = tsc;
             // The far branch into the kernel: its target is filtered out, so PGD without IP.
-            enc.tip_pgd_noip();
+            if tracing {
+                enc.tip_pgd_noip();
+            }
             match t.step()? {
                 Stop::Exited(code) => {
                     tsc += TICKS_PER_SYSCALL / 2;
@@ -406,9 +493,11 @@ pub fn record_with(
             }
             tsc += TICKS_PER_SYSCALL / 2;
             // Back in user space (at `next`, or elsewhere after rt_sigreturn): tracing resumes.
-            enc.tsc(tsc);
-            enc.mode_exec_64();
-            enc.tip_pge(regs.rip);
+            if tracing {
+                enc.tsc(tsc);
+                enc.mode_exec_64();
+                enc.tip_pge(regs.rip);
+            }
             continue;
         }
         let r = match t.step()? {
@@ -440,7 +529,9 @@ pub fn record_with(
             }
             Flow::Conditional => {
                 rec.conditionals += 1;
-                enc.tnt(to != next);
+                if tracing {
+                    enc.tnt(to != next);
+                }
                 (to != next).then_some(BranchKind::Conditional)
             }
             Flow::Jump => Some(BranchKind::Jump),
@@ -449,23 +540,30 @@ pub fn record_with(
                 Some(BranchKind::Call)
             }
             Flow::IndirectJump => {
-                enc.tip(to);
+                if tracing {
+                    enc.tip(to);
+                }
                 Some(BranchKind::IndirectJump)
             }
             Flow::IndirectCall => {
                 rec.calls += 1;
-                enc.tip(to);
+                if tracing {
+                    enc.tip(to);
+                }
                 Some(BranchKind::IndirectCall)
             }
             Flow::Return => {
                 rec.returns += 1;
-                enc.tip(to);
+                if tracing {
+                    enc.tip(to);
+                }
                 Some(BranchKind::Return)
             }
             Flow::Syscall => unreachable!("handled above"),
         };
         if let Some(kind) = kind {
             rec.branches.push(Branch { from: ip, to, kind });
+            rec.branch_insns.push(rec.instructions - 1);
         }
         if let Some(r) = ring.as_mut() {
             r.maybe_take(rec.instructions, &enc.buf, tsc, &mut rec.snapshots);
@@ -487,7 +585,52 @@ pub fn record_with(
                 tsc,
             });
         }
-        if enc.since_psb() >= PSB_PERIOD {
+        if let Some(plan) = &opts.pauses {
+            while let Some(&(at, action)) = plan.at_insns.get(next_pause)
+                && at <= rec.instructions
+            {
+                next_pause += 1;
+                let pause = action == PauseAction::Pause;
+                // The event's overflow, in the kernel: its sample, then the AUX event paused
+                // or resumed unless it already is.
+                tsc += 1;
+                side.pause_sample(tsc, to, pause);
+                let dropped = tracing != pause;
+                rec.pause_samples.push(PauseSample {
+                    at_insns: rec.instructions,
+                    tsc,
+                    pause,
+                    dropped,
+                });
+                if dropped {
+                    continue;
+                }
+                if pause {
+                    // The interrupt left user space at `to` (FUP, TIP.PGD: the kernel is
+                    // filtered out); TraceEn is cleared there, with no packet.
+                    enc.fup(to);
+                    enc.tip_pgd_noip();
+                    tracing = false;
+                    if let Some(from) = traced_from.take() {
+                        rec.traced.push(from..rec.instructions);
+                    }
+                } else {
+                    // TraceEn set in the kernel: a PSB+ (PacketEn off: no FUP or MODE in
+                    // it); back in user space at `to`, the trace turns on there.
+                    tsc += 1;
+                    enc.psb();
+                    enc.tsc(tsc);
+                    enc.psbend();
+                    tsc += 1;
+                    enc.tsc(tsc);
+                    enc.mode_exec_64();
+                    enc.tip_pge(to);
+                    tracing = true;
+                    traced_from = Some(rec.instructions);
+                }
+            }
+        }
+        if tracing && enc.since_psb() >= PSB_PERIOD {
             enc.psb();
             enc.mode_exec_64();
             enc.fup(to);
@@ -496,6 +639,9 @@ pub fn record_with(
         }
     };
     rec.exit_code = exit_code;
+    if let Some(from) = traced_from {
+        rec.traced.push(from..rec.instructions);
+    }
     rec.stdout = t.take_stdout();
     rec.trace_bytes = enc.buf.len();
     rec.psbs = enc.psbs;
