@@ -162,7 +162,12 @@ impl<F: FnMut(&CallEvent) -> Option<Image>> Walker<'_, F> {
             Kind::Paging { cr3, .. } | Kind::AsyncPaging { cr3, .. } => {
                 self.emit(CallKind::Paging { cr3 }, self.tsc);
             }
-            Kind::AsyncBranch { to: Some(to) } if self.pending.is_some() => self.land(to),
+            // An interrupt or exception into traced code (FUP + TIP): it came before the
+            // instruction at the FUP's IP ran, so a call or return just walked went there,
+            // not into the handler.
+            Kind::AsyncBranch { to } if self.pending.is_some() => {
+                self.land(e.ip.or(to).unwrap_or(0))
+            }
             _ => {}
         }
     }
@@ -440,6 +445,38 @@ mod tests {
             ]
         );
         assert_eq!((walked.calls, walked.gaps), (1, 0));
+    }
+
+    /// An asynchronous branch into traced code (FUP + TIP: an interrupt, a signal's handler)
+    /// right after a call: the call went to the FUP's IP, the instruction the branch came
+    /// before, not to the handler.
+    #[test]
+    fn a_call_just_before_an_asynchronous_branch_lands_at_the_fups_ip() {
+        // 0x1000: e8 0b 00 00 00   call 0x1010
+        // 0x1010: 90               nop (interrupted before it ran)
+        // 0x1020: ff e0            jmp *%rax (the handler; tracing stops there)
+        let mut code = vec![0x90u8; 0x30];
+        code[..5].copy_from_slice(&[0xe8, 0x0b, 0, 0, 0]);
+        code[0x20..0x22].copy_from_slice(&[0xff, 0xe0]);
+        let mut t = psb();
+        t.extend(enable(0x1000));
+        t.push(0x7d);
+        t.extend_from_slice(&0x1010u64.to_le_bytes()[..6]);
+        t.extend(tip(0x1020));
+        t.push(PGD);
+        let mut got = Vec::new();
+        walk_calls(&t, &image(&code, 0x1000), &Setup::default(), |e| {
+            got.push(e.kind);
+            None
+        });
+        assert!(
+            got.contains(&CallKind::Call {
+                at: 0x1000,
+                ret: 0x1005,
+                to: 0x1010
+            }),
+            "{got:?}"
+        );
     }
 
     /// A trace whose code is not in the image: the decode says where it lost the flow and
