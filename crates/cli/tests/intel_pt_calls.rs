@@ -75,6 +75,52 @@ fn own_counts(stdout: &[u8]) -> (u64, u64) {
     (w[1], w[2])
 }
 
+/// `perfaux export -F chrome` of `data` into `json`: its trace events.
+fn chrome_events(data: &Path, json: &Path) -> Vec<serde_json::Value> {
+    let r = perfaux(&[
+        "export",
+        "-F",
+        "chrome",
+        "-o",
+        path_str(json),
+        "-i",
+        path_str(data),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap();
+    v.get("traceEvents")
+        .and_then(|e| e.as_array())
+        .cloned()
+        .or_else(|| v.as_array().cloned())
+        .expect("a trace event array")
+}
+
+/// perf 6.1's decode of `data` (`--itrace=ce`: a branch sample a call, and the errors),
+/// which must have no error.
+fn perf_decode(data: &Path, home: &Path) -> String {
+    let r = perf(&["script", "-i", path_str(data), "--itrace=ce"], home);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        !r.stdout.contains("instruction trace error"),
+        "perf could not decode the trace: {}",
+        r.stdout
+    );
+    r.stdout
+}
+
+/// Every function perf saw called is called as often in perfaux's call trace; but `_init`:
+/// perf 6.1 names the PLT's `.plt.sec` stubs (`snprintf@plt`, ...) by the symbol before them,
+/// `_init`, where perfaux names each stub.
+fn assert_perfs_calls_are_ours(theirs: &BTreeMap<String, u64>, ours: &BTreeMap<String, u64>) {
+    for (f, n) in theirs.iter().filter(|(f, _)| *f != "_init") {
+        assert_eq!(
+            ours.get(f),
+            Some(n),
+            "calls of {f}: perf {n}; perf {theirs:?}, ours {ours:?}"
+        );
+    }
+}
+
 /// Calls per function name in `perfaux script --call-trace` lines (the name is all after
 /// the time's `: ` and the indentation).
 fn perfaux_calls(text: &str) -> BTreeMap<String, u64> {
@@ -129,30 +175,15 @@ fn each_call_perf_decodes_from_the_trace_is_perfauxs_call_with_the_programs_own_
 
     let home = dir.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
-    let theirs = perf(&["script", "-i", path_str(&data), "--itrace=ce"], &home);
-    assert_eq!(theirs.code, 0, "{}", theirs.stderr);
-    assert!(
-        !theirs.stdout.contains("instruction trace error"),
-        "perf could not decode the trace: {}",
-        theirs.stdout
-    );
-    let theirs = perf_calls(&theirs.stdout, "/calls");
+    let decoded = perf_decode(&data, &home);
+    let theirs = perf_calls(&decoded, "/calls");
     assert_eq!(theirs.get("fib"), Some(&fibs), "{theirs:?}");
     assert_eq!(theirs.get("leaf"), Some(&leaves), "{theirs:?}");
 
     let ours = perfaux(&["script", "--call-trace", "-i", path_str(&data)]);
     assert_eq!(ours.code, 0, "{}", ours.stderr);
     let ours_all = perfaux_calls(&ours.stdout);
-    // Every function of the program that perf saw called, called as often in perfaux's; but
-    // `_init`: perf 6.1 names the PLT's `.plt.sec` stubs (`snprintf@plt`, ...) by the symbol
-    // before them, `_init`, where perfaux names each stub.
-    for (f, n) in theirs.iter().filter(|(f, _)| *f != "_init") {
-        assert_eq!(
-            ours_all.get(f),
-            Some(n),
-            "calls of {f}: perf {n}; perf {theirs:?}, ours {ours_all:?}"
-        );
-    }
+    assert_perfs_calls_are_ours(&theirs, &ours_all);
     // And the calls into the C library and the loader too: the same count in all.
     let total_perf = {
         let all = perf(&["script", "-i", path_str(&data), "--itrace=c"], &home);
@@ -180,23 +211,7 @@ fn the_report_and_the_chrome_export_show_the_traced_calls() {
     assert_eq!(fibs, 41, "fib(7) makes 41 calls");
 
     let json = dir.path().join("calls.json");
-    let r = perfaux(&[
-        "export",
-        "-F",
-        "chrome",
-        "-o",
-        path_str(&json),
-        "-i",
-        path_str(&data),
-    ]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let events = v
-        .get("traceEvents")
-        .and_then(|e| e.as_array())
-        .cloned()
-        .or_else(|| v.as_array().cloned())
-        .expect("a trace event array");
+    let events = chrome_events(&data, &json);
     let begins = |name: &str| {
         events
             .iter()
@@ -349,37 +364,25 @@ fn a_cpu_wide_buffer_is_its_threads_calls() {
 
     let home = dir.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
-    let theirs = perf(&["script", "-i", path_str(&data), "--itrace=ce"], &home);
-    assert_eq!(theirs.code, 0, "{}", theirs.stderr);
-    assert!(
-        !theirs.stdout.contains("instruction trace error"),
-        "perf could not decode the trace: {}",
-        theirs.stdout
-    );
+    let decoded = perf_decode(&data, &home);
     // perf gave the calls to the program's thread too (`comm tid/tid` or `comm tid`).
     let tid = rec.tid.to_string();
     assert!(
-        theirs.stdout.lines().filter(|l| l.contains("=>")).all(|l| l
+        decoded.lines().filter(|l| l.contains("=>")).all(|l| l
             .split_whitespace()
             .nth(1)
             .is_some_and(|w| w.split('/').any(|x| x == tid))),
         "perf's calls not all of thread {tid}: {}",
-        theirs.stdout
+        decoded
     );
-    let theirs = perf_calls(&theirs.stdout, "/calls");
+    let theirs = perf_calls(&decoded, "/calls");
     assert_eq!(theirs.get("fib"), Some(&fibs), "{theirs:?}");
     assert_eq!(theirs.get("leaf"), Some(&leaves), "{theirs:?}");
 
     let ours = perfaux(&["script", "--call-trace", "-i", path_str(&data)]);
     assert_eq!(ours.code, 0, "{}", ours.stderr);
     let ours_all = perfaux_calls(&ours.stdout);
-    for (f, n) in theirs.iter().filter(|(f, _)| *f != "_init") {
-        assert_eq!(
-            ours_all.get(f),
-            Some(n),
-            "calls of {f}: perf {n}; perf {theirs:?}, ours {ours_all:?}"
-        );
-    }
+    assert_perfs_calls_are_ours(&theirs, &ours_all);
     assert_eq!(ours_all.get("fib"), Some(&fibs));
     // Every call line is the program's thread's.
     let call_lines: Vec<&str> = ours.stdout.lines().filter(|l| l.contains(": ")).collect();
@@ -487,17 +490,10 @@ fn a_rebuilt_program_is_refused_and_the_build_id_cache_used() {
     assert!(!r.stderr.contains("warning"), "{}", r.stderr);
     let ours = perfaux_calls(&r.stdout);
     assert_eq!(ours, before);
-    let theirs = perf(&["script", "-i", path_str(&data), "--itrace=ce"], &home);
-    assert_eq!(theirs.code, 0, "{}", theirs.stderr);
-    let theirs = perf_calls(&theirs.stdout, "/calls");
+    let decoded = perf_decode(&data, &home);
+    let theirs = perf_calls(&decoded, "/calls");
     assert_eq!(theirs.get("fib"), Some(&fibs), "{theirs:?}");
-    for (f, n) in theirs.iter().filter(|(f, _)| *f != "_init") {
-        assert_eq!(
-            ours.get(f),
-            Some(n),
-            "calls of {f}: perf {theirs:?}, ours {ours:?}"
-        );
-    }
+    assert_perfs_calls_are_ours(&theirs, &ours);
 }
 
 /// The same kind of run recorded in snapshot mode (`perf record -S -e intel_pt//u`): the
@@ -558,14 +554,8 @@ fn snapshots_are_decoded_once_where_they_overlap() {
 
     let home = dir.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
-    let theirs = perf(&["script", "-i", path_str(&data), "--itrace=ce"], &home);
-    assert_eq!(theirs.code, 0, "{}", theirs.stderr);
-    assert!(
-        !theirs.stdout.contains("instruction trace error"),
-        "perf could not decode the snapshots: {}",
-        theirs.stdout
-    );
-    let theirs = perf_calls(&theirs.stdout, "/calls");
+    let decoded = perf_decode(&data, &home);
+    let theirs = perf_calls(&decoded, "/calls");
     // Some of the calls were lost between snapshots, many are there (how many moves with
     // the run's length, which address-space layout changes by a few hundred instructions).
     let perf_fibs = theirs.get("fib").copied().unwrap_or(0);
@@ -577,13 +567,7 @@ fn snapshots_are_decoded_once_where_they_overlap() {
     let ours = perfaux(&["script", "--call-trace", "-i", path_str(&data)]);
     assert_eq!(ours.code, 0, "{}", ours.stderr);
     let ours = perfaux_calls(&ours.stdout);
-    for (f, n) in theirs.iter().filter(|(f, _)| *f != "_init") {
-        assert_eq!(
-            ours.get(f),
-            Some(n),
-            "calls of {f}: perf {n}; perf {theirs:?}, ours {ours:?}"
-        );
-    }
+    assert_perfs_calls_are_ours(&theirs, &ours);
 
     // The report says the stretches the snapshots make, their bytes, and what time each
     // holds: within the run, one after the other.
@@ -656,20 +640,13 @@ fn aux_samples_snippets_are_the_trace() {
 
     let home = dir.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
-    let theirs = perf(&["script", "-i", path_str(&data), "--itrace=ce"], &home);
-    assert_eq!(theirs.code, 0, "{}", theirs.stderr);
-    assert!(
-        !theirs.stdout.contains("instruction trace error"),
-        "perf could not decode the snippets: {}",
-        theirs.stdout
-    );
+    let decoded = perf_decode(&data, &home);
     // perf shows the samples themselves too.
     assert!(
-        theirs.stdout.contains("instructions/period=10000/u:"),
-        "{}",
-        theirs.stdout
+        decoded.contains("instructions/period=10000/u:"),
+        "{decoded}"
     );
-    let theirs = perf_calls(&theirs.stdout, "/calls");
+    let theirs = perf_calls(&decoded, "/calls");
     let perf_fibs = theirs.get("fib").copied().unwrap_or(0);
     assert!(
         perf_fibs > 0 && perf_fibs <= fibs,
@@ -679,13 +656,7 @@ fn aux_samples_snippets_are_the_trace() {
     let ours = perfaux(&["script", "--call-trace", "-i", path_str(&data)]);
     assert_eq!(ours.code, 0, "{}", ours.stderr);
     let ours = perfaux_calls(&ours.stdout);
-    for (f, n) in theirs.iter().filter(|(f, _)| *f != "_init") {
-        assert_eq!(
-            ours.get(f),
-            Some(n),
-            "calls of {f}: perf {n}; perf {theirs:?}, ours {ours:?}"
-        );
-    }
+    assert_perfs_calls_are_ours(&theirs, &ours);
 }
 
 /// The address of fib in a run: the call target called as often as the program counted
@@ -784,14 +755,8 @@ fn paused_and_resumed_traces_hold_the_calls_made_while_on() {
 
     let home = dir.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
-    let theirs = perf(&["script", "-i", path_str(&data), "--itrace=ce"], &home);
-    assert_eq!(theirs.code, 0, "{}", theirs.stderr);
-    assert!(
-        !theirs.stdout.contains("instruction trace error"),
-        "perf could not decode the paused trace: {}",
-        theirs.stdout
-    );
-    let theirs = perf_calls(&theirs.stdout, "/calls");
+    let decoded = perf_decode(&data, &home);
+    let theirs = perf_calls(&decoded, "/calls");
     assert_eq!(theirs.get("fib"), Some(&on), "{theirs:?}");
     assert!(
         theirs.get("leaf").is_some_and(|&n| n > 0 && n < leaves),
@@ -801,35 +766,13 @@ fn paused_and_resumed_traces_hold_the_calls_made_while_on() {
     let ours = perfaux(&["script", "--call-trace", "-i", path_str(&data)]);
     assert_eq!(ours.code, 0, "{}", ours.stderr);
     let ours = perfaux_calls(&ours.stdout);
-    for (f, n) in theirs.iter().filter(|(f, _)| *f != "_init") {
-        assert_eq!(
-            ours.get(f),
-            Some(n),
-            "calls of {f}: perf {n}; perf {theirs:?}, ours {ours:?}"
-        );
-    }
+    assert_perfs_calls_are_ours(&theirs, &ours);
     assert_eq!(ours.get("fib"), Some(&on));
 
     // The Chrome export: a "paused" slice from each pause to the resume after it, an
     // instant for the dropped request, at the samples' times, in order.
     let json = dir.path().join("pause.json");
-    let r = perfaux(&[
-        "export",
-        "-F",
-        "chrome",
-        "-o",
-        path_str(&json),
-        "-i",
-        path_str(&data),
-    ]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let events = v
-        .get("traceEvents")
-        .and_then(|e| e.as_array())
-        .cloned()
-        .or_else(|| v.as_array().cloned())
-        .expect("a trace event array");
+    let events = chrome_events(&data, &json);
     let shown: Vec<(String, String, f64)> = events
         .iter()
         .filter(|e| {

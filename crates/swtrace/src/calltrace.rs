@@ -83,7 +83,7 @@ fn push_u64(out: &mut Vec<u8>, mut v: u64) {
 
 /// `sec.nsec` of a time in ns, nine digits after the point.
 #[inline]
-fn push_time(out: &mut Vec<u8>, time: u64) {
+pub fn push_time(out: &mut Vec<u8>, time: u64) {
     push_u64(out, time / 1_000_000_000);
     let mut ns = time % 1_000_000_000;
     let mut digits = [b'.', 0, 0, 0, 0, 0, 0, 0, 0, 0];

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
 
+use perfaux_swtrace::calltrace::push_time;
 use perfaux_view::{Call, LostKind, Names, Sink, ViewEvent, walk};
 
 use crate::error::CliError;
@@ -44,29 +45,6 @@ impl<W: Write> Lines<'_, W> {
         self.line.push(b'\n');
         self.out.write_all(&self.line)
     }
-}
-
-/// `sec.nsec`, the nanoseconds in nine digits.
-fn push_time(out: &mut Vec<u8>, time: u64) {
-    let mut digits = [0u8; 20];
-    let mut n = time / 1_000_000_000;
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
-    let mut ns = time % 1_000_000_000;
-    let mut frac = [b'.', 0, 0, 0, 0, 0, 0, 0, 0, 0];
-    for d in frac[1..].iter_mut().rev() {
-        *d = b'0' + (ns % 10) as u8;
-        ns /= 10;
-    }
-    out.extend_from_slice(&frac);
 }
 
 /// The deepest indentation printed (deeper calls print at this depth).
@@ -124,23 +102,4 @@ pub(super) fn pt_call_trace(
     })?;
     crate::view_input::say_notes("script", &sum);
     Ok(sum.intel_pt)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::push_time;
-
-    #[test]
-    fn times_print_as_seconds_and_nine_digits_of_nanoseconds() {
-        for (t, want) in [
-            (0, "0.000000000"),
-            (1_000_000_007, "1.000000007"),
-            (1_234_567_890_123, "1234.567890123"),
-            (u64::MAX, "18446744073.709551615"),
-        ] {
-            let mut v = Vec::new();
-            push_time(&mut v, t);
-            assert_eq!(String::from_utf8(v).unwrap(), want);
-        }
-    }
 }
