@@ -54,6 +54,8 @@ pub(crate) struct Thread {
 impl Drop for Thread {
     /// Thread exit: the open calls end (innermost first), then the event.
     fn drop(&mut self) {
+        // From here the hooks reach `THREAD`, which refuses them.
+        current::set(std::ptr::null());
         let stack = self.stack.get_mut();
         // Frames still hijacked keep their return addresses here: a thread that exits with
         // them open never returns through them (exit, pthread_exit).
@@ -83,6 +85,112 @@ thread_local! {
     /// nothing: the fork handler looks here before it touches THREAD, whose first use registers
     /// a destructor (glibc allocates then), which a fork from a signal handler must not do.
     static STARTED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// This thread's [`Thread`], reached from the hooks without the thread-local machinery:
+/// a word of static TLS read in two instructions (initial-exec model: the runtime is
+/// preloaded, so its TLS block is in the static area at a fixed offset from the thread
+/// pointer), where `THREAD` costs a TLS-descriptor call and its destructor's state check at
+/// every hook. Null until the thread's first hook, and from the start of `Thread`'s drop on:
+/// then [`with`] takes `THREAD` itself, which registers the destructor, or refuses once it
+/// ran, as before.
+#[cfg(target_arch = "x86_64")]
+mod current {
+    use super::Thread;
+
+    std::arch::global_asm!(
+        ".pushsection .tbss,\"awT\",@nobits",
+        ".p2align 3",
+        ".globl perfaux_runtime_current_thread",
+        ".hidden perfaux_runtime_current_thread",
+        ".type perfaux_runtime_current_thread,@object",
+        ".size perfaux_runtime_current_thread,8",
+        "perfaux_runtime_current_thread:",
+        ".zero 8",
+        ".popsection",
+    );
+
+    /// The word's value on this thread.
+    #[inline(always)]
+    pub(super) fn get() -> *const Thread {
+        let p: *const Thread;
+        // SAFETY: reads this thread's own word of static TLS (its offset from the GOT, the
+        // word at that offset from fs): no other memory, no stack, no flags.
+        unsafe {
+            std::arch::asm!(
+                "mov {p}, qword ptr [rip + perfaux_runtime_current_thread@GOTTPOFF]",
+                "mov {p}, qword ptr fs:[{p}]",
+                p = out(reg) p,
+                options(nostack, readonly, preserves_flags, pure),
+            );
+        }
+        p
+    }
+
+    /// Sets the word on this thread.
+    pub(super) fn set(t: *const Thread) {
+        // SAFETY: writes this thread's own word of static TLS, which nothing else reads
+        // than this module's `get` on this thread.
+        unsafe {
+            std::arch::asm!(
+                "mov {o}, qword ptr [rip + perfaux_runtime_current_thread@GOTTPOFF]",
+                "mov qword ptr fs:[{o}], {t}",
+                o = out(reg) _,
+                t = in(reg) t,
+                options(nostack, preserves_flags),
+            );
+        }
+    }
+}
+
+/// [`current`] elsewhere: a thread-local with no destructor (no state check to read it).
+#[cfg(not(target_arch = "x86_64"))]
+mod current {
+    use super::Thread;
+    use std::cell::Cell;
+
+    thread_local! {
+        static CURRENT: Cell<*const Thread> = const { Cell::new(std::ptr::null()) };
+    }
+
+    #[inline(always)]
+    pub(super) fn get() -> *const Thread {
+        CURRENT.with(Cell::get)
+    }
+
+    pub(super) fn set(t: *const Thread) {
+        CURRENT.with(|c| c.set(t));
+    }
+}
+
+/// `f` on this thread's [`Thread`]; `None` once its destructor ran (as `THREAD.try_with`).
+/// `f` is called at one place, so that it stays inline in the hooks.
+#[inline(always)]
+pub(crate) fn with<R>(f: impl FnOnce(&Thread) -> R) -> Option<R> {
+    let mut p = current::get();
+    if p.is_null() {
+        p = first();
+        if p.is_null() {
+            return None;
+        }
+    }
+    // SAFETY: set by `first` from THREAD's own reference on this thread, cleared at the
+    // start of its drop: the thread's `Thread` is alive and not yet dropping.
+    Some(f(unsafe { &*p }))
+}
+
+/// [`with`]'s `Thread` through `THREAD` (the thread's first hook, or after its destructor
+/// started: null then), kept for the next hooks while its destructor has not run.
+#[cold]
+#[inline(never)]
+fn first() -> *const Thread {
+    THREAD
+        .try_with(|t| {
+            let p: *const Thread = t;
+            current::set(p);
+            p
+        })
+        .unwrap_or(std::ptr::null())
 }
 
 impl Thread {
@@ -548,14 +656,13 @@ fn push_frame(
 /// Opens this thread's events if no hook did yet (for a uevent before the first traced call);
 /// whether the thread is traced.
 pub(crate) fn ensure_traced() -> bool {
-    THREAD
-        .try_with(|t| {
-            if t.begin_hook() {
-                t.end_hook(t.state.get() == TRACING);
-            }
-            t.state.get() == TRACING
-        })
-        .unwrap_or(false)
+    with(|t| {
+        if t.begin_hook() {
+            t.end_hook(t.state.get() == TRACING);
+        }
+        t.state.get() == TRACING
+    })
+    .unwrap_or(false)
 }
 
 /// Ends this thread's trace transaction (its event disabled: PERF_RECORD_AUX written and
