@@ -198,15 +198,21 @@ impl Thread {
     /// interrupted one); opens the thread's events on its first hook. Each hook's body follows
     /// inline (`#[inline(always)]` functions: a closure passed in was kept out of line, a
     /// call and six saved registers more on each entry and return).
+    /// `None` if this thread is inside a hook already, else whether it traces (one test of
+    /// the state when it does).
     #[inline(always)]
-    fn begin_hook(&self) -> bool {
+    fn begin_hook(&self) -> Option<bool> {
         if self.busy.replace(true) {
-            return false;
+            return None;
         }
-        if self.state.get() == UNTRIED {
+        let state = self.state.get();
+        if state == TRACING {
+            return Some(true);
+        }
+        if state == UNTRIED {
             self.start();
         }
-        true
+        Some(self.state.get() == TRACING)
     }
 
     /// A call entered while this thread was inside a hook already: a signal handler that
@@ -350,10 +356,9 @@ impl Thread {
     /// through [`Thread::enter_forwarded`]); nothing past the depth bound, whose calls are
     /// counted, not traced.
     pub(crate) fn tag_innermost(&self, value: u64) {
-        if !self.begin_hook() {
+        let Some(tracing) = self.begin_hook() else {
             return;
-        }
-        let tracing = self.state.get() == TRACING;
+        };
         if tracing
             && self.overflow.get() == 0
             && let Some(f) = self.stack.borrow().last()
@@ -366,11 +371,10 @@ impl Thread {
     /// Entry into the function at `addr`, ended by the exit of `key`.
     #[inline(always)]
     fn enter_as(&self, addr: usize, key: usize, slot: usize) -> bool {
-        if !self.begin_hook() {
+        let Some(tracing) = self.begin_hook() else {
             self.missed_inside_hook();
             return false;
-        }
-        let tracing = self.state.get() == TRACING;
+        };
         let taken = tracing && self.enter_traced(addr, key, slot);
         self.end_hook(tracing);
         taken
@@ -380,7 +384,9 @@ impl Thread {
     #[inline(always)]
     fn enter_traced(&self, addr: usize, key: usize, slot: usize) -> bool {
         let mut st = self.stack.borrow_mut();
-        if slot != 0 && self.overflow.get() == 0 {
+        // Read once (the atomics between would make the compiler read it again).
+        let overflow = self.overflow.get();
+        if slot != 0 && overflow == 0 {
             while st.last().is_some_and(|f| f.slot != 0 && f.slot <= slot) {
                 drop(st.pop());
             }
@@ -388,8 +394,8 @@ impl Thread {
         let Some(p) = crate::intern::probe_for(addr) else {
             return false;
         };
-        if st.len() >= STACK_DEPTH || self.overflow.get() > 0 {
-            self.overflow.set(self.overflow.get() + 1);
+        if st.len() >= STACK_DEPTH || overflow > 0 {
+            self.overflow.set(overflow + 1);
             self.missed_past_depth();
             return true;
         }
@@ -411,11 +417,10 @@ impl Thread {
         parent_loc: *mut usize,
         trampoline: usize,
     ) {
-        if !self.begin_hook() {
+        let Some(tracing) = self.begin_hook() else {
             self.missed_inside_hook();
             return;
-        }
-        let tracing = self.state.get() == TRACING;
+        };
         if tracing {
             // SAFETY: the caller's contract.
             unsafe { self.enter_hijack_traced(addr, parent_loc, trampoline) };
@@ -581,10 +586,9 @@ impl Thread {
     /// open call and every call opened after it (frames a longjmp skipped).
     #[inline(always)]
     pub(crate) fn exit(&self, addr: usize) {
-        if !self.begin_hook() {
+        let Some(tracing) = self.begin_hook() else {
             return;
-        }
-        let tracing = self.state.get() == TRACING;
+        };
         if tracing {
             self.exit_traced(addr);
         }
@@ -657,8 +661,8 @@ fn push_frame(
 /// whether the thread is traced.
 pub(crate) fn ensure_traced() -> bool {
     with(|t| {
-        if t.begin_hook() {
-            t.end_hook(t.state.get() == TRACING);
+        if let Some(tracing) = t.begin_hook() {
+            t.end_hook(tracing);
         }
         t.state.get() == TRACING
     })
