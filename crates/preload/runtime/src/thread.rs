@@ -5,7 +5,7 @@
 //! trampoline's address, so that this module imports none of the modules that call it.
 
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use perfaux_swtrace::{Lane, Probe, ProbeGuard};
 
@@ -40,12 +40,6 @@ pub(crate) struct Thread {
     overflow: Cell<usize>,
     stack: RefCell<Vec<Frame>>,
     traced: RefCell<Option<Traced>>,
-    /// The writer's head word (swtrace's `aux_head_word`) and the slot's WRITER_HEAD word,
-    /// both null until the thread traces: the mirror after every hook is these two pointers,
-    /// not a thread-local lookup, a RefCell and a control-area index (a third of the hook
-    /// path's cost when they were).
-    head_src: Cell<*const AtomicU64>,
-    head_dst: Cell<*const AtomicU64>,
     /// The thread's writer state, once it traces: the hooks enter and end calls through it
     /// (swtrace's thread-local reads done once here).
     lane: Cell<Option<Lane>>,
@@ -62,8 +56,9 @@ impl Drop for Thread {
         while let Some(f) = stack.pop() {
             drop(f.guard);
         }
-        self.mirror_head();
-        self.head_src.set(std::ptr::null());
+        // The slot's head word is the recorder's from here (the slot goes to another thread).
+        // SAFETY: null: nothing is stored anywhere.
+        unsafe { perfaux_swtrace::writer::set_head_mirror(std::ptr::null()) };
         drop(self.traced.get_mut().take());
     }
 }
@@ -76,8 +71,6 @@ thread_local! {
             overflow: Cell::new(0),
             stack: RefCell::new(Vec::new()),
             traced: RefCell::new(None),
-            head_src: Cell::new(std::ptr::null()),
-            head_dst: Cell::new(std::ptr::null()),
             lane: Cell::new(None),
         }
     };
@@ -243,12 +236,10 @@ impl Thread {
         }
     }
 
-    /// A hook's end: the head mirrored if the thread traced, the section left.
+    /// A hook's end: the section left. (The slot's head word needs no copy here: the writer
+    /// stores its head there after every packet, `start_mirror`.)
     #[inline(always)]
-    fn end_hook(&self, tracing: bool) {
-        if tracing {
-            self.mirror_head();
-        }
+    fn end_hook(&self) {
         self.busy.set(false);
     }
 
@@ -294,8 +285,6 @@ impl Thread {
                 f.guard.forget_call();
             }
         }
-        self.head_src.set(std::ptr::null());
-        self.head_dst.set(std::ptr::null());
         self.lane.set(None);
         match self.traced.try_borrow_mut() {
             Ok(mut t) => {
@@ -308,30 +297,18 @@ impl Thread {
         }
     }
 
-    /// Mirrors the writer's head into the slot (after the packets it covers: Release).
-    #[inline(always)]
-    fn mirror_head(&self) {
-        let (src, dst) = (self.head_src.get(), self.head_dst.get());
-        if !src.is_null() {
-            // SAFETY: set together in `start_mirror` while the thread traces: `src` is this
-            // thread's writer head, which lives until the thread's exit (swtrace's
-            // aux_head_word contract) and is cleared with `traced` before that; `dst` is a word
-            // of the control mapping, which is never unmapped. Both are only read or stored
-            // atomically. (The leaked state of a forked child's parent stays mapped too.)
-            let head = unsafe { (*src).load(Ordering::Relaxed) };
-            // SAFETY: as above.
-            unsafe { (*dst).store(head, Ordering::Release) };
-        }
-    }
-
-    /// Points the mirror at the writer's head and the slot's word (once the event is enabled
-    /// and the writer's state exists).
+    /// Has the writer store its head into the slot's WRITER_HEAD word after every packet
+    /// (once the event is enabled and the writer's state exists), which the recorder reads
+    /// (after a SIGKILL too): where the hooks copied it after each call before (loads of two
+    /// pointers, a test and a copy a hook).
     fn start_mirror(&self) {
-        let src = perfaux_swtrace::writer::aux_head_word();
         let slot = self.traced.borrow().as_ref().map(Traced::slot);
-        if let (false, Some(ctl), Some(i)) = (src.is_null(), crate::control(), slot) {
-            self.head_dst.set(&ctl.slot(i).writer_head);
-            self.head_src.set(src);
+        if let (Some(ctl), Some(i)) = (crate::control(), slot) {
+            // SAFETY: a word of the control mapping, which is never unmapped, stored into
+            // atomically and by this thread's writer only (its slot's); the mirror is cleared
+            // before the slot is released (`Thread`'s drop). A forked child's writer state
+            // (with its mirror) is forgotten, not used.
+            unsafe { perfaux_swtrace::writer::set_head_mirror(&ctl.slot(i).writer_head) };
         }
     }
 
@@ -365,7 +342,7 @@ impl Thread {
         {
             f.guard.tag(value);
         }
-        self.end_hook(tracing);
+        self.end_hook();
     }
 
     /// Entry into the function at `addr`, ended by the exit of `key`.
@@ -376,7 +353,7 @@ impl Thread {
             return false;
         };
         let taken = tracing && self.enter_traced(addr, key, slot);
-        self.end_hook(tracing);
+        self.end_hook();
         taken
     }
 
@@ -425,7 +402,7 @@ impl Thread {
             // SAFETY: the caller's contract.
             unsafe { self.enter_hijack_traced(addr, parent_loc, trampoline) };
         }
-        self.end_hook(tracing);
+        self.end_hook();
     }
 
     /// [`Thread::enter_hijack`] inside the hook section of a tracing thread.
@@ -517,7 +494,6 @@ impl Thread {
             }
         }
         self.busy.set(false);
-        self.mirror_head();
     }
 
     /// The return trampoline's exit: `sp` is the stack pointer after the hijacked return
@@ -557,10 +533,6 @@ impl Thread {
             // drop is skipped (popping it copied the whole frame out first).
             unsafe { st.set_len(len) };
         }
-        if !busy {
-            drop(st);
-            self.mirror_head();
-        }
         ret
     }
 
@@ -592,7 +564,7 @@ impl Thread {
         if tracing {
             self.exit_traced(addr);
         }
-        self.end_hook(tracing);
+        self.end_hook();
     }
 
     /// [`Thread::exit`] inside the hook section of a tracing thread.
@@ -661,8 +633,8 @@ fn push_frame(
 /// whether the thread is traced.
 pub(crate) fn ensure_traced() -> bool {
     with(|t| {
-        if let Some(tracing) = t.begin_hook() {
-            t.end_hook(tracing);
+        if t.begin_hook().is_some() {
+            t.end_hook();
         }
         t.state.get() == TRACING
     })

@@ -333,6 +333,30 @@ pub fn aux_head_word() -> *const std::sync::atomic::AtomicU64 {
     existing().map_or(std::ptr::null(), |t| &t.head as *const _)
 }
 
+/// Has the calling thread's writer store its head into `word` too, after every packet as
+/// into its own head (after the packet's bytes, Release), from now on; null stops it. For a
+/// caller whose reader sees only that word (the preload runtime's recorder, which reads it
+/// after a SIGKILL): the word equals the head without a copy after every probe. The head is
+/// stored into a new word at once. False if the thread has no writer state (nothing set).
+///
+/// # Safety
+/// Until the mirror is cleared on this thread (or the thread's writer state is freed),
+/// `word` is valid for atomic stores, and nothing stores into it that could be mistaken for
+/// the head.
+pub unsafe fn set_head_mirror(word: *const std::sync::atomic::AtomicU64) -> bool {
+    let Some(t) = existing() else {
+        return false;
+    };
+    if word.is_null() {
+        t.mirror_to_self();
+        return true;
+    }
+    t.head_mirror.store(word.cast_mut(), Relaxed);
+    // SAFETY: the caller's contract.
+    unsafe { (*word).store(t.head.load(Relaxed), Release) };
+    true
+}
+
 /// The calling thread's writer counters.
 pub fn status() -> Option<WriterStatus> {
     existing()

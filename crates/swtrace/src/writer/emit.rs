@@ -241,11 +241,18 @@ impl ThreadTrace {
         self.publish(head + n as u64);
     }
 
-    /// Stores the head after the packet's bytes (see the module doc).
+    /// Stores the head after the packet's bytes (see the module doc), and into the head's
+    /// mirror if there is one ([`super::set_head_mirror`]).
     #[inline(always)]
     pub(super) fn publish(&self, head: u64) {
         compiler_fence(Release);
         self.head.store(head, Release);
+        // No test: without a mirror the pointer is this head's own (`mirror_to_self`).
+        let mirror = self.head_mirror.load(Relaxed);
+        // SAFETY: this state's own head (it never moves: `thread_trace` maps it), or the word
+        // `set_head_mirror`'s contract keeps valid for atomic stores until this thread
+        // clears the mirror.
+        unsafe { (*mirror).store(head, Release) };
     }
 
     #[inline(always)]
