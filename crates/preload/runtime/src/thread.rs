@@ -576,9 +576,19 @@ impl Thread {
         }
         let mut st = self.stack.borrow_mut();
         let ends = |f: &Frame| f.addr == addr && f.parent_loc == 0;
-        // The innermost call, nearly always; else a search (frames a longjmp skipped).
-        let top = st.len().checked_sub(1).filter(|&i| ends(&st[i]));
-        if let Some(pos) = top.or_else(|| st.iter().rposition(ends)) {
+        // The innermost call, nearly always: ended with no search and no frame above it.
+        if let Some((top, rest)) = st.split_last_mut()
+            && ends(top)
+        {
+            self.end_call(&mut top.guard);
+            let pos = rest.len();
+            // SAFETY: shrinking by the frame just ended, left out undropped: that skips only
+            // its guard's drop, a no-op for an inert guard.
+            unsafe { st.set_len(pos) };
+            return;
+        }
+        // Else a search (frames a longjmp skipped).
+        if let Some(pos) = st.iter().rposition(ends) {
             // Innermost first; the call itself ends in place (popping it copied the frame out
             // first), its guard inert.
             while st.len() > pos + 1 {
