@@ -196,16 +196,21 @@ impl ThreadTrace {
     /// always means untimed (format module doc, "Sparse timing").
     #[inline(always)]
     pub(super) fn event_ticks(&self, id: u32) -> u64 {
-        let timing = self.timing.load(Relaxed);
         let left = self.ts_countdown.load(Relaxed);
         let last = self.last_ticks.load(Relaxed);
-        if left == 0 && (id != 0 || timing & TIMING_UNTIMED_EXITS == 0) {
+        // Counting down (the sparse modes' common case): one test and one store.
+        if left != 0 {
+            self.ts_countdown.store(left - 1, Relaxed);
+            return last;
+        }
+        let timing = self.timing.load(Relaxed);
+        if id != 0 || timing & TIMING_UNTIMED_EXITS == 0 {
             self.ts_countdown
                 .store(self.ts_every.load(Relaxed) - 1, Relaxed);
             self.now()
                 .max(last.saturating_add(u64::from(timing / TIMING_SPARSE)))
         } else {
-            self.ts_countdown.store(left.saturating_sub(1), Relaxed);
+            // An untimed EXIT at the end of the countdown: it stays at 0 for the next ENTER.
             last
         }
     }
