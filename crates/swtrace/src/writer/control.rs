@@ -323,9 +323,10 @@ pub fn aux_head() -> Option<u64> {
     t.installed.load(Relaxed).then(|| t.head.load(Relaxed))
 }
 
-/// Where the calling thread's writer keeps its head, for a caller that mirrors it on every
-/// call cheaper than [`aux_head`] can (two loads instead of a thread-local lookup and a
-/// check): the preload runtime copies it into memory its recorder reads after a SIGKILL.
+/// Where the calling thread's writer keeps its head, for a caller that reads it on every
+/// call cheaper than [`aux_head`] can (a load instead of a thread-local lookup and a check).
+/// A caller that copies it elsewhere after every call has the writer do it instead with
+/// [`set_head_mirror`] (the preload runtime, into memory its recorder reads after a SIGKILL).
 /// Null until the thread's writer state exists. The word is read-only to the caller and lives
 /// until the thread's exit (the pthread key destructor that frees it runs after the thread's
 /// Rust thread-local destructors); between installs it holds the last head.
