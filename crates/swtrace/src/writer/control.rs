@@ -348,13 +348,11 @@ pub unsafe fn set_head_mirror(word: *const std::sync::atomic::AtomicU64) -> bool
     let Some(t) = existing() else {
         return false;
     };
-    if word.is_null() {
-        t.mirror_to_self();
-        return true;
-    }
     t.head_mirror.store(word.cast_mut(), Relaxed);
-    // SAFETY: the caller's contract.
-    unsafe { (*word).store(t.head.load(Relaxed), Release) };
+    if !word.is_null() {
+        // SAFETY: the caller's contract.
+        unsafe { (*word).store(t.head.load(Relaxed), Release) };
+    }
     true
 }
 

@@ -117,8 +117,6 @@ fn make() -> Option<&'static ThreadTrace> {
     let p = p.cast::<ThreadTrace>();
     // SAFETY: `p` is a fresh, page-aligned (so 64-byte aligned) mapping of LEN bytes, ours.
     unsafe { p.write(ThreadTrace::new()) };
-    // SAFETY: written just above; it stays at `p` until `free`.
-    unsafe { (*p).mirror_to_self() };
     // SAFETY: a key from pthread_key_create; the value is ours to hand to its destructor.
     if unsafe { libc::pthread_setspecific(key, p.cast()) } != 0 {
         // SAFETY: `p` was never shared: drop and unmap it.

@@ -97,10 +97,8 @@ pub(crate) struct ThreadTrace {
     pub(super) reported_nested: AtomicU64,
     pub(super) reported_full: AtomicU64,
     pub(super) syncs: AtomicU64,
-    /// A word the head is also stored into after every packet, for a caller whose reader sees
-    /// that word only ([`super::set_head_mirror`]); without one, `head` itself
-    /// ([`ThreadTrace::mirror_to_self`], once the state is where it stays), so that the
-    /// store needs no test.
+    /// A word the head is also stored into after every packet (null: none), for a caller
+    /// whose reader sees that word only ([`super::set_head_mirror`]).
     pub(super) head_mirror: AtomicPtr<AtomicU64>,
 }
 
@@ -111,13 +109,6 @@ fn gettid() -> u32 {
 }
 
 impl ThreadTrace {
-    /// No mirror of the head: `publish` stores it into `head` again. Called on the state where
-    /// it stays (its mapping) before any packet.
-    pub(super) fn mirror_to_self(&self) {
-        self.head_mirror
-            .store(ptr::from_ref(&self.head).cast_mut(), Relaxed);
-    }
-
     pub(super) fn new() -> ThreadTrace {
         ThreadTrace {
             mode: AtomicU8::new(SHADOW_ONLY),
