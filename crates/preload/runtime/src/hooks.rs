@@ -3,7 +3,7 @@
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::thread::THREAD;
+use crate::thread::with as with_thread;
 
 /// `-finstrument-functions`: entry into `func`, called from `site` (the return address into
 /// its caller). Passes on the stack pointer the instrumented function had when it called the
@@ -72,14 +72,14 @@ extern "C" fn cyg_enter(func: *mut c_void, site: *mut c_void, sp: *const usize) 
         return;
     }
     let slot = slot_of(func as usize, site as usize, sp);
-    let _ = THREAD.try_with(|t| t.enter(func as usize, slot));
+    let _ = with_thread(|t| t.enter(func as usize, slot));
 }
 
 /// `-finstrument-functions`: exit from `func`.
 #[unsafe(no_mangle)]
 pub extern "C" fn __cyg_profile_func_exit(func: *mut c_void, _site: *mut c_void) {
     if crate::ACTIVE.load(Ordering::Relaxed) {
-        let _ = THREAD.try_with(|t| t.exit(func as usize));
+        let _ = with_thread(|t| t.exit(func as usize));
     }
 }
 
@@ -92,9 +92,7 @@ pub extern "C" fn perfaux_preload_probe_enter(key: usize, ip: usize) -> bool {
     if !crate::ACTIVE.load(Ordering::Relaxed) {
         return false;
     }
-    THREAD
-        .try_with(|t| t.enter_forwarded(ip, key))
-        .unwrap_or(false)
+    with_thread(|t| t.enter_forwarded(ip, key)).unwrap_or(false)
 }
 
 /// Tags the calling thread's innermost traced call with `value` (a `tracing` span's id, right
@@ -102,7 +100,7 @@ pub extern "C" fn perfaux_preload_probe_enter(key: usize, ip: usize) -> bool {
 #[unsafe(no_mangle)]
 pub extern "C" fn perfaux_preload_probe_tag(value: u64) {
     if crate::ACTIVE.load(Ordering::Relaxed) {
-        let _ = THREAD.try_with(|t| t.tag_innermost(value));
+        let _ = with_thread(|t| t.tag_innermost(value));
     }
 }
 
@@ -150,7 +148,7 @@ pub extern "C" fn perfaux_preload_active() -> bool {
 #[unsafe(no_mangle)]
 pub extern "C" fn perfaux_preload_probe_exit(key: usize) {
     if crate::ACTIVE.load(Ordering::Relaxed) {
-        let _ = THREAD.try_with(|t| t.exit(key));
+        let _ = with_thread(|t| t.exit(key));
     }
 }
 

@@ -25,11 +25,13 @@ fn hash(addr: usize) -> usize {
 
 /// The probe of the function at `addr` (`None` if the table is full or another thread is
 /// making it right now). Inline for the common case, a function already made and first in
-/// its probe sequence (two loads); the search and the making out of line.
+/// its probe sequence (two loads); the search and the making out of line. (No test of
+/// `addr` against 0 here: a free slot's key is 0 but its probe is null, which leaves for the
+/// search, which refuses 0.)
 #[inline(always)]
 pub(crate) fn probe_for(addr: usize) -> Option<&'static Probe> {
     let i = hash(addr);
-    if KEYS[i].load(Ordering::Acquire) == addr && addr != 0 {
+    if KEYS[i].load(Ordering::Acquire) == addr {
         let p = PROBES[i].load(Ordering::Acquire);
         if !p.is_null() {
             // SAFETY: published pointers come from Box::leak in `make` and are never freed.

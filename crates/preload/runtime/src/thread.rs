@@ -5,7 +5,7 @@
 //! trampoline's address, so that this module imports none of the modules that call it.
 
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use perfaux_swtrace::{Lane, Probe, ProbeGuard};
 
@@ -40,12 +40,6 @@ pub(crate) struct Thread {
     overflow: Cell<usize>,
     stack: RefCell<Vec<Frame>>,
     traced: RefCell<Option<Traced>>,
-    /// The writer's head word (swtrace's `aux_head_word`) and the slot's WRITER_HEAD word,
-    /// both null until the thread traces: the mirror after every hook is these two pointers,
-    /// not a thread-local lookup, a RefCell and a control-area index (a third of the hook
-    /// path's cost when they were).
-    head_src: Cell<*const AtomicU64>,
-    head_dst: Cell<*const AtomicU64>,
     /// The thread's writer state, once it traces: the hooks enter and end calls through it
     /// (swtrace's thread-local reads done once here).
     lane: Cell<Option<Lane>>,
@@ -54,14 +48,17 @@ pub(crate) struct Thread {
 impl Drop for Thread {
     /// Thread exit: the open calls end (innermost first), then the event.
     fn drop(&mut self) {
+        // From here the hooks reach `THREAD`, which refuses them.
+        current::set(std::ptr::null());
         let stack = self.stack.get_mut();
         // Frames still hijacked keep their return addresses here: a thread that exits with
         // them open never returns through them (exit, pthread_exit).
         while let Some(f) = stack.pop() {
             drop(f.guard);
         }
-        self.mirror_head();
-        self.head_src.set(std::ptr::null());
+        // The slot's head word is the recorder's from here (the slot goes to another thread).
+        // SAFETY: null: nothing is stored anywhere.
+        unsafe { perfaux_swtrace::writer::set_head_mirror(std::ptr::null()) };
         drop(self.traced.get_mut().take());
     }
 }
@@ -74,8 +71,6 @@ thread_local! {
             overflow: Cell::new(0),
             stack: RefCell::new(Vec::new()),
             traced: RefCell::new(None),
-            head_src: Cell::new(std::ptr::null()),
-            head_dst: Cell::new(std::ptr::null()),
             lane: Cell::new(None),
         }
     };
@@ -85,20 +80,132 @@ thread_local! {
     static STARTED: Cell<bool> = const { Cell::new(false) };
 }
 
+/// This thread's [`Thread`], reached from the hooks without the thread-local machinery:
+/// a word of static TLS read in two instructions (initial-exec model: the runtime is
+/// preloaded, so its TLS block is in the static area at a fixed offset from the thread
+/// pointer), where `THREAD` costs a TLS-descriptor call and its destructor's state check at
+/// every hook. Null until the thread's first hook, and from the start of `Thread`'s drop on:
+/// then [`with`] takes `THREAD` itself, which registers the destructor, or refuses once it
+/// ran, as before.
+#[cfg(target_arch = "x86_64")]
+mod current {
+    use super::Thread;
+
+    std::arch::global_asm!(
+        ".pushsection .tbss,\"awT\",@nobits",
+        ".p2align 3",
+        ".globl perfaux_runtime_current_thread",
+        ".hidden perfaux_runtime_current_thread",
+        ".type perfaux_runtime_current_thread,@object",
+        ".size perfaux_runtime_current_thread,8",
+        "perfaux_runtime_current_thread:",
+        ".zero 8",
+        ".popsection",
+    );
+
+    /// The word's value on this thread.
+    #[inline(always)]
+    pub(super) fn get() -> *const Thread {
+        let p: *const Thread;
+        // SAFETY: reads this thread's own word of static TLS (its offset from the GOT, the
+        // word at that offset from fs): no other memory, no stack, no flags.
+        unsafe {
+            std::arch::asm!(
+                "mov {p}, qword ptr [rip + perfaux_runtime_current_thread@GOTTPOFF]",
+                "mov {p}, qword ptr fs:[{p}]",
+                p = out(reg) p,
+                options(nostack, readonly, preserves_flags, pure),
+            );
+        }
+        p
+    }
+
+    /// Sets the word on this thread.
+    pub(super) fn set(t: *const Thread) {
+        // SAFETY: writes this thread's own word of static TLS, which nothing else reads
+        // than this module's `get` on this thread.
+        unsafe {
+            std::arch::asm!(
+                "mov {o}, qword ptr [rip + perfaux_runtime_current_thread@GOTTPOFF]",
+                "mov qword ptr fs:[{o}], {t}",
+                o = out(reg) _,
+                t = in(reg) t,
+                options(nostack, preserves_flags),
+            );
+        }
+    }
+}
+
+/// [`current`] elsewhere: a thread-local with no destructor (no state check to read it).
+#[cfg(not(target_arch = "x86_64"))]
+mod current {
+    use super::Thread;
+    use std::cell::Cell;
+
+    thread_local! {
+        static CURRENT: Cell<*const Thread> = const { Cell::new(std::ptr::null()) };
+    }
+
+    #[inline(always)]
+    pub(super) fn get() -> *const Thread {
+        CURRENT.with(Cell::get)
+    }
+
+    pub(super) fn set(t: *const Thread) {
+        CURRENT.with(|c| c.set(t));
+    }
+}
+
+/// `f` on this thread's [`Thread`]; `None` once its destructor ran (as `THREAD.try_with`).
+/// `f` is called at one place, so that it stays inline in the hooks.
+#[inline(always)]
+pub(crate) fn with<R>(f: impl FnOnce(&Thread) -> R) -> Option<R> {
+    let mut p = current::get();
+    if p.is_null() {
+        p = first();
+        if p.is_null() {
+            return None;
+        }
+    }
+    // SAFETY: set by `first` from THREAD's own reference on this thread, cleared at the
+    // start of its drop: the thread's `Thread` is alive and not yet dropping.
+    Some(f(unsafe { &*p }))
+}
+
+/// [`with`]'s `Thread` through `THREAD` (the thread's first hook, or after its destructor
+/// started: null then), kept for the next hooks while its destructor has not run.
+#[cold]
+#[inline(never)]
+fn first() -> *const Thread {
+    THREAD
+        .try_with(|t| {
+            let p: *const Thread = t;
+            current::set(p);
+            p
+        })
+        .unwrap_or(std::ptr::null())
+}
+
 impl Thread {
     /// A hook's start: false if this thread is inside a hook already (a signal handler that
     /// interrupted one); opens the thread's events on its first hook. Each hook's body follows
     /// inline (`#[inline(always)]` functions: a closure passed in was kept out of line, a
     /// call and six saved registers more on each entry and return).
+    /// `None` if this thread is inside a hook already, else whether it traces (one test of
+    /// the state when it does).
     #[inline(always)]
-    fn begin_hook(&self) -> bool {
+    fn begin_hook(&self) -> Option<bool> {
         if self.busy.replace(true) {
-            return false;
+            return None;
         }
-        if self.state.get() == UNTRIED {
+        let state = self.state.get();
+        if state == TRACING {
+            return Some(true);
+        }
+        if state == UNTRIED {
             self.start();
         }
-        true
+        Some(self.state.get() == TRACING)
     }
 
     /// A call entered while this thread was inside a hook already: a signal handler that
@@ -129,12 +236,10 @@ impl Thread {
         }
     }
 
-    /// A hook's end: the head mirrored if the thread traced, the section left.
+    /// A hook's end: the section left. (The slot's head word needs no copy here: the writer
+    /// stores its head there after every packet, `start_mirror`.)
     #[inline(always)]
-    fn end_hook(&self, tracing: bool) {
-        if tracing {
-            self.mirror_head();
-        }
+    fn end_hook(&self) {
         self.busy.set(false);
     }
 
@@ -180,8 +285,6 @@ impl Thread {
                 f.guard.forget_call();
             }
         }
-        self.head_src.set(std::ptr::null());
-        self.head_dst.set(std::ptr::null());
         self.lane.set(None);
         match self.traced.try_borrow_mut() {
             Ok(mut t) => {
@@ -194,30 +297,18 @@ impl Thread {
         }
     }
 
-    /// Mirrors the writer's head into the slot (after the packets it covers: Release).
-    #[inline(always)]
-    fn mirror_head(&self) {
-        let (src, dst) = (self.head_src.get(), self.head_dst.get());
-        if !src.is_null() {
-            // SAFETY: set together in `start_mirror` while the thread traces: `src` is this
-            // thread's writer head, which lives until the thread's exit (swtrace's
-            // aux_head_word contract) and is cleared with `traced` before that; `dst` is a word
-            // of the control mapping, which is never unmapped. Both are only read or stored
-            // atomically. (The leaked state of a forked child's parent stays mapped too.)
-            let head = unsafe { (*src).load(Ordering::Relaxed) };
-            // SAFETY: as above.
-            unsafe { (*dst).store(head, Ordering::Release) };
-        }
-    }
-
-    /// Points the mirror at the writer's head and the slot's word (once the event is enabled
-    /// and the writer's state exists).
+    /// Has the writer store its head into the slot's WRITER_HEAD word after every packet
+    /// (once the event is enabled and the writer's state exists), which the recorder reads
+    /// (after a SIGKILL too): where the hooks copied it after each call before (loads of two
+    /// pointers, a test and a copy a hook).
     fn start_mirror(&self) {
-        let src = perfaux_swtrace::writer::aux_head_word();
         let slot = self.traced.borrow().as_ref().map(Traced::slot);
-        if let (false, Some(ctl), Some(i)) = (src.is_null(), crate::control(), slot) {
-            self.head_dst.set(&ctl.slot(i).writer_head);
-            self.head_src.set(src);
+        if let (Some(ctl), Some(i)) = (crate::control(), slot) {
+            // SAFETY: a word of the control mapping, which is never unmapped, stored into
+            // atomically and by this thread's writer only (its slot's); the mirror is cleared
+            // before the slot is released (`Thread`'s drop). A forked child's writer state
+            // (with its mirror) is forgotten, not used.
+            unsafe { perfaux_swtrace::writer::set_head_mirror(&ctl.slot(i).writer_head) };
         }
     }
 
@@ -242,29 +333,27 @@ impl Thread {
     /// through [`Thread::enter_forwarded`]); nothing past the depth bound, whose calls are
     /// counted, not traced.
     pub(crate) fn tag_innermost(&self, value: u64) {
-        if !self.begin_hook() {
+        let Some(tracing) = self.begin_hook() else {
             return;
-        }
-        let tracing = self.state.get() == TRACING;
+        };
         if tracing
             && self.overflow.get() == 0
             && let Some(f) = self.stack.borrow().last()
         {
             f.guard.tag(value);
         }
-        self.end_hook(tracing);
+        self.end_hook();
     }
 
     /// Entry into the function at `addr`, ended by the exit of `key`.
     #[inline(always)]
     fn enter_as(&self, addr: usize, key: usize, slot: usize) -> bool {
-        if !self.begin_hook() {
+        let Some(tracing) = self.begin_hook() else {
             self.missed_inside_hook();
             return false;
-        }
-        let tracing = self.state.get() == TRACING;
+        };
         let taken = tracing && self.enter_traced(addr, key, slot);
-        self.end_hook(tracing);
+        self.end_hook();
         taken
     }
 
@@ -272,7 +361,9 @@ impl Thread {
     #[inline(always)]
     fn enter_traced(&self, addr: usize, key: usize, slot: usize) -> bool {
         let mut st = self.stack.borrow_mut();
-        if slot != 0 && self.overflow.get() == 0 {
+        // Read once (the atomics between would make the compiler read it again).
+        let overflow = self.overflow.get();
+        if slot != 0 && overflow == 0 {
             while st.last().is_some_and(|f| f.slot != 0 && f.slot <= slot) {
                 drop(st.pop());
             }
@@ -280,8 +371,8 @@ impl Thread {
         let Some(p) = crate::intern::probe_for(addr) else {
             return false;
         };
-        if st.len() >= STACK_DEPTH || self.overflow.get() > 0 {
-            self.overflow.set(self.overflow.get() + 1);
+        if st.len() >= STACK_DEPTH || overflow > 0 {
+            self.overflow.set(overflow + 1);
             self.missed_past_depth();
             return true;
         }
@@ -303,16 +394,15 @@ impl Thread {
         parent_loc: *mut usize,
         trampoline: usize,
     ) {
-        if !self.begin_hook() {
+        let Some(tracing) = self.begin_hook() else {
             self.missed_inside_hook();
             return;
-        }
-        let tracing = self.state.get() == TRACING;
+        };
         if tracing {
             // SAFETY: the caller's contract.
             unsafe { self.enter_hijack_traced(addr, parent_loc, trampoline) };
         }
-        self.end_hook(tracing);
+        self.end_hook();
     }
 
     /// [`Thread::enter_hijack`] inside the hook section of a tracing thread.
@@ -404,7 +494,6 @@ impl Thread {
             }
         }
         self.busy.set(false);
-        self.mirror_head();
     }
 
     /// The return trampoline's exit: `sp` is the stack pointer after the hijacked return
@@ -444,10 +533,6 @@ impl Thread {
             // drop is skipped (popping it copied the whole frame out first).
             unsafe { st.set_len(len) };
         }
-        if !busy {
-            drop(st);
-            self.mirror_head();
-        }
         ret
     }
 
@@ -473,14 +558,13 @@ impl Thread {
     /// open call and every call opened after it (frames a longjmp skipped).
     #[inline(always)]
     pub(crate) fn exit(&self, addr: usize) {
-        if !self.begin_hook() {
+        let Some(tracing) = self.begin_hook() else {
             return;
-        }
-        let tracing = self.state.get() == TRACING;
+        };
         if tracing {
             self.exit_traced(addr);
         }
-        self.end_hook(tracing);
+        self.end_hook();
     }
 
     /// [`Thread::exit`] inside the hook section of a tracing thread.
@@ -492,9 +576,19 @@ impl Thread {
         }
         let mut st = self.stack.borrow_mut();
         let ends = |f: &Frame| f.addr == addr && f.parent_loc == 0;
-        // The innermost call, nearly always; else a search (frames a longjmp skipped).
-        let top = st.len().checked_sub(1).filter(|&i| ends(&st[i]));
-        if let Some(pos) = top.or_else(|| st.iter().rposition(ends)) {
+        // The innermost call, nearly always: ended with no search and no frame above it.
+        if let Some((top, rest)) = st.split_last_mut()
+            && ends(top)
+        {
+            self.end_call(&mut top.guard);
+            let pos = rest.len();
+            // SAFETY: shrinking by the frame just ended, left out undropped: that skips only
+            // its guard's drop, a no-op for an inert guard.
+            unsafe { st.set_len(pos) };
+            return;
+        }
+        // Else a search (frames a longjmp skipped).
+        if let Some(pos) = st.iter().rposition(ends) {
             // Innermost first; the call itself ends in place (popping it copied the frame out
             // first), its guard inert.
             while st.len() > pos + 1 {
@@ -548,14 +642,13 @@ fn push_frame(
 /// Opens this thread's events if no hook did yet (for a uevent before the first traced call);
 /// whether the thread is traced.
 pub(crate) fn ensure_traced() -> bool {
-    THREAD
-        .try_with(|t| {
-            if t.begin_hook() {
-                t.end_hook(t.state.get() == TRACING);
-            }
-            t.state.get() == TRACING
-        })
-        .unwrap_or(false)
+    with(|t| {
+        if t.begin_hook().is_some() {
+            t.end_hook();
+        }
+        t.state.get() == TRACING
+    })
+    .unwrap_or(false)
 }
 
 /// Ends this thread's trace transaction (its event disabled: PERF_RECORD_AUX written and

@@ -15,7 +15,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::thread::THREAD;
+use crate::thread::with as with_thread;
 
 /// Saves the argument registers: 7 pushes (56 bytes) and 128 bytes, 184 in all (the callers
 /// keep the call that follows 16-aligned).
@@ -387,14 +387,13 @@ extern "C" fn hook_entry(parent_loc: *mut usize, child: usize) {
         return;
     }
     // SAFETY: the assembly hands the function's live return-address slot (see above).
-    let _ =
-        THREAD.try_with(|t| unsafe { t.enter_hijack(child, parent_loc, return_trampoline_addr()) });
+    let _ = with_thread(|t| unsafe { t.enter_hijack(child, parent_loc, return_trampoline_addr()) });
 }
 
 /// Called by the return trampoline; returns where the function really returns to.
 extern "C" fn hook_exit(sp: usize) -> usize {
-    match THREAD.try_with(|t| t.exit_hijacked(sp)) {
-        Ok(Some(ret)) => ret,
+    match with_thread(|t| t.exit_hijacked(sp)) {
+        Some(Some(ret)) => ret,
         _ => {
             // No way back: the return address is lost. Say so and stop, as uftrace does.
             let msg = b"perfaux-preload: a traced function returned through the trampoline but its return address is not on this thread's return stack\n";

@@ -30,7 +30,7 @@
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::thread::THREAD;
+use crate::thread::with as with_thread;
 use crate::wrapped::{next, real};
 
 static RAISE: AtomicUsize = AtomicUsize::new(0);
@@ -51,7 +51,7 @@ pub(crate) fn resolve() {
 }
 
 fn restore() {
-    let _ = THREAD.try_with(|t| t.restore_for_unwind(crate::trampoline::return_trampoline_addr()));
+    let _ = with_thread(|t| t.restore_for_unwind(crate::trampoline::return_trampoline_addr()));
 }
 
 /// libgcc's `_Unwind_RaiseException`, after the thread's return addresses are restored.
@@ -106,8 +106,8 @@ pub unsafe extern "C" fn __cxa_begin_catch(exc: *mut c_void) -> *mut c_void {
     let r = unsafe { f(exc) };
     let here = 0u8;
     let sp = std::ptr::addr_of!(here) as usize;
-    let _ = THREAD
-        .try_with(|t| t.rehijack_after_catch(sp, crate::trampoline::return_trampoline_addr()));
+    let _ =
+        with_thread(|t| t.rehijack_after_catch(sp, crate::trampoline::return_trampoline_addr()));
     r
 }
 

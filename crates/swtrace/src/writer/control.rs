@@ -323,14 +323,37 @@ pub fn aux_head() -> Option<u64> {
     t.installed.load(Relaxed).then(|| t.head.load(Relaxed))
 }
 
-/// Where the calling thread's writer keeps its head, for a caller that mirrors it on every
-/// call cheaper than [`aux_head`] can (two loads instead of a thread-local lookup and a
-/// check): the preload runtime copies it into memory its recorder reads after a SIGKILL.
+/// Where the calling thread's writer keeps its head, for a caller that reads it on every
+/// call cheaper than [`aux_head`] can (a load instead of a thread-local lookup and a check).
+/// A caller that copies it elsewhere after every call has the writer do it instead with
+/// [`set_head_mirror`] (the preload runtime, into memory its recorder reads after a SIGKILL).
 /// Null until the thread's writer state exists. The word is read-only to the caller and lives
 /// until the thread's exit (the pthread key destructor that frees it runs after the thread's
 /// Rust thread-local destructors); between installs it holds the last head.
 pub fn aux_head_word() -> *const std::sync::atomic::AtomicU64 {
     existing().map_or(std::ptr::null(), |t| &t.head as *const _)
+}
+
+/// Has the calling thread's writer store its head into `word` too, after every packet as
+/// into its own head (after the packet's bytes, Release), from now on; null stops it. For a
+/// caller whose reader sees only that word (the preload runtime's recorder, which reads it
+/// after a SIGKILL): the word equals the head without a copy after every probe. The head is
+/// stored into a new word at once. False if the thread has no writer state (nothing set).
+///
+/// # Safety
+/// Until the mirror is cleared on this thread (or the thread's writer state is freed),
+/// `word` is valid for atomic stores, and nothing stores into it that could be mistaken for
+/// the head.
+pub unsafe fn set_head_mirror(word: *const std::sync::atomic::AtomicU64) -> bool {
+    let Some(t) = existing() else {
+        return false;
+    };
+    t.head_mirror.store(word.cast_mut(), Relaxed);
+    if !word.is_null() {
+        // SAFETY: the caller's contract.
+        unsafe { (*word).store(t.head.load(Relaxed), Release) };
+    }
+    true
 }
 
 /// The calling thread's writer counters.

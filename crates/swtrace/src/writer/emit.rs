@@ -196,16 +196,21 @@ impl ThreadTrace {
     /// always means untimed (format module doc, "Sparse timing").
     #[inline(always)]
     pub(super) fn event_ticks(&self, id: u32) -> u64 {
-        let timing = self.timing.load(Relaxed);
         let left = self.ts_countdown.load(Relaxed);
         let last = self.last_ticks.load(Relaxed);
-        if left == 0 && (id != 0 || timing & TIMING_UNTIMED_EXITS == 0) {
+        // Counting down (the sparse modes' common case): one test and one store.
+        if left != 0 {
+            self.ts_countdown.store(left - 1, Relaxed);
+            return last;
+        }
+        let timing = self.timing.load(Relaxed);
+        if id != 0 || timing & TIMING_UNTIMED_EXITS == 0 {
             self.ts_countdown
                 .store(self.ts_every.load(Relaxed) - 1, Relaxed);
             self.now()
                 .max(last.saturating_add(u64::from(timing / TIMING_SPARSE)))
         } else {
-            self.ts_countdown.store(left.saturating_sub(1), Relaxed);
+            // An untimed EXIT at the end of the countdown: it stays at 0 for the next ENTER.
             last
         }
     }
@@ -241,11 +246,20 @@ impl ThreadTrace {
         self.publish(head + n as u64);
     }
 
-    /// Stores the head after the packet's bytes (see the module doc).
+    /// Stores the head after the packet's bytes (see the module doc), and into the head's
+    /// mirror if there is one ([`super::set_head_mirror`]).
     #[inline(always)]
     pub(super) fn publish(&self, head: u64) {
         compiler_fence(Release);
         self.head.store(head, Release);
+        // A test, not a second store into `head` when there is no mirror: that store cost
+        // a probe of the periodic mode 0.4 ns (examples/hotpath, AMD EPYC).
+        let mirror = self.head_mirror.load(Relaxed);
+        if !mirror.is_null() {
+            // SAFETY: the word `set_head_mirror`'s contract keeps valid for atomic stores
+            // until this thread clears the mirror.
+            unsafe { (*mirror).store(head, Release) };
+        }
     }
 
     #[inline(always)]

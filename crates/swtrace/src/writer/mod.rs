@@ -117,7 +117,7 @@ pub use config::{
 };
 pub use control::{
     SHADOW_DEPTH, aux_head, aux_head_word, callchain, disable_shadow_stack, enable_shadow_stack,
-    install, park, pause, resume, set_limit, status, uninstall,
+    install, park, pause, resume, set_head_mirror, set_limit, status, uninstall,
 };
 pub use lifetime::{forget_after_fork, prepare, set_exit_hook};
 pub(crate) use lifetime::{slot, thread_trace_ptr};

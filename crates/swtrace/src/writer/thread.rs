@@ -97,6 +97,9 @@ pub(crate) struct ThreadTrace {
     pub(super) reported_nested: AtomicU64,
     pub(super) reported_full: AtomicU64,
     pub(super) syncs: AtomicU64,
+    /// A word the head is also stored into after every packet (null: none), for a caller
+    /// whose reader sees that word only ([`super::set_head_mirror`]).
+    pub(super) head_mirror: AtomicPtr<AtomicU64>,
 }
 
 fn gettid() -> u32 {
@@ -145,6 +148,7 @@ impl ThreadTrace {
             reported_nested: AtomicU64::new(0),
             reported_full: AtomicU64::new(0),
             syncs: AtomicU64::new(0),
+            head_mirror: AtomicPtr::new(ptr::null_mut()),
         }
     }
 
