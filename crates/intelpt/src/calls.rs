@@ -9,6 +9,8 @@
 //! shows after it, so direct and indirect calls are told the same way; a call or return
 //! after which tracing stopped goes where the disable says, or nowhere known.
 
+use std::ops::ControlFlow;
+
 use crate::events::{Event, Kind};
 use crate::flow::{Block, Config, Error, Flow, Status};
 use crate::image::Image;
@@ -79,15 +81,22 @@ struct Walker<'f, F> {
     f: &'f mut F,
     /// The code to decode from now on, as the caller asked after an event.
     switch: Option<Image>,
+    /// The caller asked to stop (its output failed).
+    stopped: bool,
     tsc: Option<u64>,
     pending: Option<(Pending, Option<u64>)>,
     walked: Walked,
 }
 
-impl<F: FnMut(&CallEvent) -> Option<Image>> Walker<'_, F> {
+impl<F: FnMut(&CallEvent) -> ControlFlow<(), Option<Image>>> Walker<'_, F> {
     fn emit(&mut self, kind: CallKind, tsc: Option<u64>) {
-        if let Some(im) = (self.f)(&CallEvent { kind, tsc }) {
-            self.switch = Some(im);
+        if self.stopped {
+            return;
+        }
+        match (self.f)(&CallEvent { kind, tsc }) {
+            ControlFlow::Continue(Some(im)) => self.switch = Some(im),
+            ControlFlow::Continue(None) => {}
+            ControlFlow::Break(()) => self.stopped = true,
         }
     }
 
@@ -193,12 +202,13 @@ impl<F: FnMut(&CallEvent) -> Option<Image>> Walker<'_, F> {
 
 /// Walks `trace` over the code of `image`, handing each call, return and interruption to
 /// `f` in trace order. Where `f` gives an image (at an enable: another thread of another
-/// process runs from there), the code is that image's from then on.
+/// process runs from there), the code is that image's from then on; where it breaks, the
+/// walk ends there.
 pub fn walk_calls(
     trace: &[u8],
     image: &Image,
     setup: &Setup,
-    mut f: impl FnMut(&CallEvent) -> Option<Image>,
+    mut f: impl FnMut(&CallEvent) -> ControlFlow<(), Option<Image>>,
 ) -> Walked {
     let mut flow = Flow::new(trace, image);
     flow.config = Config {
@@ -210,6 +220,7 @@ pub fn walk_calls(
     let mut w = Walker {
         f: &mut f,
         switch: None,
+        stopped: false,
         tsc: None,
         pending: None,
         walked: Walked::default(),
@@ -231,14 +242,17 @@ pub fn walk_calls(
                 }
                 break;
             }
-            Err(_) => {
-                // No PSB to sync to that reads: the rest is lost.
-                w.gap(
-                    lost_at.map_or(before, |l| l.0),
-                    trace.len(),
-                    lost_at.and_then(|l| l.1),
-                );
-                break;
+            Err(e) => {
+                let from = lost_at.map_or(before, |l| l.0);
+                // A PSB whose header does not read: go on at the next (as ptxed does), the
+                // bytes from where the flow was lost counted as one gap; the rest is lost only
+                // where the search stands still.
+                if flow.offset() <= before {
+                    w.gap(from, trace.len(), Some(e));
+                    break;
+                }
+                lost_at = Some((from, Some(e)));
+                continue;
             }
         };
         // The PSB the sync found (the flow stands past its header).
@@ -295,6 +309,9 @@ pub fn walk_calls(
             }
             if st.eos {
                 w.land(0);
+                return w.walked;
+            }
+            if w.stopped {
                 return w.walked;
             }
             let r = flow.next(&mut block);
@@ -381,7 +398,7 @@ mod tests {
         let mut got = Vec::new();
         let walked = walk_calls(&t, &image(&code, base), &Setup::default(), |e| {
             got.push(e.kind);
-            None
+            ControlFlow::Continue(None)
         });
         assert_eq!(
             got,
@@ -429,7 +446,7 @@ mod tests {
         let mut got = Vec::new();
         let walked = walk_calls(&t, &image(&code, 0x1000), &Setup::default(), |e| {
             got.push(e.kind);
-            None
+            ControlFlow::Continue(None)
         });
         assert_eq!(
             got,
@@ -467,7 +484,7 @@ mod tests {
         let mut got = Vec::new();
         walk_calls(&t, &image(&code, 0x1000), &Setup::default(), |e| {
             got.push(e.kind);
-            None
+            ControlFlow::Continue(None)
         });
         assert!(
             got.contains(&CallKind::Call {
@@ -494,7 +511,7 @@ mod tests {
         let mut got = Vec::new();
         let walked = walk_calls(&t, &image(&code, 0x1000), &Setup::default(), |e| {
             got.push(e.kind);
-            None
+            ControlFlow::Continue(None)
         });
         assert_eq!(walked.gaps, 1, "{got:?}");
         let gap = got
@@ -508,6 +525,29 @@ mod tests {
         assert!(got.contains(&CallKind::Enabled { ip: 0x1000 }), "{got:?}");
     }
 
+    /// A PSB whose header does not read is passed over: the decode goes on at the next PSB
+    /// (as ptxed does), not giving up on the rest of the buffer.
+    #[test]
+    fn a_psb_header_that_does_not_read_is_passed_over() {
+        let mut code = vec![0x90u8; 0x20];
+        code[..5].copy_from_slice(&[0xe8, 0x0b, 0, 0, 0]);
+        code[0x10..0x12].copy_from_slice(&[0xff, 0xe0]);
+        let mut t = psb();
+        // In the header: an opcode no packet has.
+        t.truncate(16);
+        t.extend_from_slice(&[0x02, 0x00, 0x02, 0x00]);
+        t.extend(psb());
+        t.extend(enable(0x1000));
+        t.push(PGD);
+        let mut got = Vec::new();
+        let walked = walk_calls(&t, &image(&code, 0x1000), &Setup::default(), |e| {
+            got.push(e.kind);
+            ControlFlow::Continue(None)
+        });
+        assert_eq!(walked.calls, 1, "{got:?}");
+        assert_eq!(walked.gaps, 1, "{got:?}");
+    }
+
     /// Bytes that are no trace at all give one gap over all of them, never a panic.
     #[test]
     fn a_buffer_without_a_psb_is_one_gap() {
@@ -515,7 +555,7 @@ mod tests {
         let mut got = Vec::new();
         let walked = walk_calls(&junk, &Image::default(), &Setup::default(), |e| {
             got.push(e.kind);
-            None
+            ControlFlow::Continue(None)
         });
         assert_eq!(walked.gap_bytes, 100, "{got:?}");
     }

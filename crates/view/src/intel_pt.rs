@@ -20,6 +20,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use perfaux_abi::user::{AuxtraceInfoRecord, AuxtraceRecord, TimeConvRecord};
+use std::ops::ControlFlow;
+
 use perfaux_intelpt::calls::{CallEvent, CallKind, Setup, walk_calls};
 use perfaux_intelpt::image::Image;
 use perfaux_intelpt::overlap::{Overlap, find_overlap};
@@ -82,6 +84,11 @@ struct Queue {
     /// Its trace as stretches that follow on from each other; a snapshot that shares no
     /// bytes with the one before begins a new stretch (the trace between them was lost).
     segments: Vec<Vec<u8>>,
+    /// Where the last buffer added begins in the last stretch: the next snapshot is compared
+    /// with that one (the buffer before it), not with the whole stretch.
+    last_start: usize,
+    /// How many buffers (snapshots) each stretch holds.
+    taken: Vec<u64>,
 }
 
 /// The most zero bytes that pad a copy of the AUX area to 8 (perf's MAX_PADDING).
@@ -144,6 +151,8 @@ impl PtTrace {
             tid,
             cpu,
             segments: Vec::new(),
+            last_start: 0,
+            taken: Vec::new(),
         });
         // A snapshot is the last bytes of the AUX area: what it shares with the one before
         // is decoded once (perf's intel_pt_find_overlap); a full trace's buffers follow on.
@@ -162,10 +171,13 @@ impl PtTrace {
                     .take_while(|&&b| b == 0)
                     .count();
                 let kept = prev.len() - pad;
-                match find_overlap(&prev[..kept], payload) {
+                let from = q.last_start.min(kept);
+                match find_overlap(&prev[from..kept], payload) {
                     Overlap::ContinuesAt(k) => {
                         prev.truncate(kept);
                         self.held -= pad;
+                        // This buffer's first byte in the stretch.
+                        q.last_start = kept.saturating_sub(k);
                         (&payload[k..], false)
                     }
                     Overlap::Disjoint => (payload, true),
@@ -176,6 +188,13 @@ impl PtTrace {
         let n = payload.len().min(room);
         if new_segment {
             q.segments.push(Vec::new());
+            q.taken.push(0);
+            q.last_start = 0;
+        } else if !snapshots {
+            q.last_start = q.segments.last().map_or(0, Vec::len);
+        }
+        if let Some(t) = q.taken.last_mut() {
+            *t += 1;
         }
         if let Some(seg) = q.segments.last_mut() {
             seg.extend_from_slice(&payload[..n]);
@@ -253,6 +272,11 @@ impl PtTrace {
         self.word(0)
     }
 
+    /// Whether the trace is recorded per CPU (perf's default), not `--per-thread`.
+    pub(crate) fn cpu_wide(&self) -> bool {
+        self.word(info::PER_CPU_MMAPS) != 0
+    }
+
     /// Whether the recording is Intel PT's.
     pub(crate) fn is_intel_pt(&self) -> bool {
         self.info.is_some()
@@ -280,8 +304,14 @@ struct Stack {
     tid: u32,
     /// (function, return address), outermost first.
     frames: Vec<(FuncId, u64)>,
+    /// Calls past [`MAX_DEPTH`] still open: counted, not kept.
+    past_depth: u64,
     last: u64,
 }
+
+/// The most open calls a thread's stack keeps (as swtrace's readers: deeper ones are counted
+/// as [`LostKind::CallsPastDepth`]); memory stays bounded whatever the trace.
+const MAX_DEPTH: usize = 1 << 16;
 
 impl Stack {
     fn exit<S: Sink>(&mut self, names: &Names, sink: &mut S, closed: bool) -> std::io::Result<()> {
@@ -306,7 +336,169 @@ impl Stack {
     }
 }
 
-/// Decodes every thread's trace and hands its calls to the sink.
+/// Who ran on a queue from when: (time, pid, tid) of each switch in.
+type Timeline = Vec<(u64, u32, u32)>;
+
+/// One event of the trace placed on its thread, on the perf clock (0: no time known).
+#[derive(Debug, Clone, Copy)]
+struct Placed {
+    time: u64,
+    pid: u32,
+    tid: u32,
+    kind: CallKind,
+}
+
+/// What a queue's decode hands on: its events, and the end of each stretch (its bytes).
+enum Msg {
+    Ev(Placed),
+    StretchEnd(u64),
+}
+
+/// How one queue is decoded: who ran from when (a CPU-wide buffer's switches, or its one
+/// thread), and the code of each process.
+struct QueueWalk<'a> {
+    timeline: Timeline,
+    cpu_wide: bool,
+    setup: Setup,
+    conv: Option<TscConversion>,
+    images: &'a HashMap<u32, Image>,
+}
+
+impl QueueWalk<'_> {
+    /// Decodes the queue's stretches in order, handing on what each holds; `put` false: stop.
+    fn run(&self, segments: &[Vec<u8>], put: &mut dyn FnMut(Msg) -> bool) {
+        let mut next = 0;
+        // The thread running, and the process whose code the decode reads.
+        let mut cur: Option<(u32, u32)> = None;
+        let mut last = 0u64;
+        for seg in segments {
+            let mut decoding: Option<u32> = None;
+            let mut stopped = false;
+            walk_calls(seg, &Image::default(), &self.setup, |e: &CallEvent| {
+                if let (Some(tsc), Some(c)) = (e.tsc, self.conv) {
+                    // Times never go back (a TSC estimate may).
+                    last = last.max(c.perf_time(tsc));
+                }
+                // Without times a CPU-wide buffer's switches cannot be placed: no thread.
+                while let Some(&(t, pid, tid)) = self.timeline.get(next)
+                    && (!self.cpu_wide || (self.conv.is_some() && t <= last))
+                {
+                    cur = Some((pid, tid));
+                    next += 1;
+                }
+                // Before the first switch on its CPU the thread is not known: not shown.
+                let Some((pid, tid)) = cur else {
+                    return ControlFlow::Continue(None);
+                };
+                let image = (decoding != Some(pid)).then(|| {
+                    decoding = Some(pid);
+                    self.images.get(&pid).cloned().unwrap_or_default()
+                });
+                let ev = Placed {
+                    time: last,
+                    pid,
+                    tid,
+                    kind: e.kind,
+                };
+                if put(Msg::Ev(ev)) {
+                    ControlFlow::Continue(image)
+                } else {
+                    stopped = true;
+                    ControlFlow::Break(())
+                }
+            });
+            if stopped || !put(Msg::StretchEnd(seg.len() as u64)) {
+                return;
+            }
+        }
+    }
+}
+
+/// Where the events go: each thread's open calls (one stack a thread, whichever CPU's buffer
+/// its events come from), and the stretches' spans for the snapshots.
+struct Apply<'c, S> {
+    sym: &'c mut Symbolizer,
+    names: &'c mut Names,
+    sink: &'c mut S,
+    keep: &'c mut dyn FnMut(u32) -> bool,
+    saw: &'c mut dyn FnMut(u64),
+    stacks: HashMap<u32, Stack>,
+    /// Per queue: each thread's first and last time in the current stretch.
+    spans: Vec<BTreeMap<u32, (u64, u64)>>,
+    snapshots: bool,
+}
+
+impl<S: Sink> Apply<'_, S> {
+    fn ev(&mut self, q: usize, p: Placed) -> std::io::Result<()> {
+        if p.time != 0 {
+            (self.saw)(p.time);
+        }
+        if !(self.keep)(p.tid) {
+            return Ok(());
+        }
+        let st = self.stacks.entry(p.tid).or_insert_with(|| Stack {
+            pid: p.pid,
+            tid: p.tid,
+            frames: Vec::new(),
+            past_depth: 0,
+            last: 0,
+        });
+        st.pid = p.pid;
+        st.last = st.last.max(p.time);
+        // A stretch's span opens at its first sync point: the bytes skipped before it (a
+        // snapshot begins mid-packet) have no time of their own.
+        let spans = &mut self.spans[q];
+        if let Some(span) = spans.get_mut(&p.tid) {
+            span.1 = st.last;
+        } else if !matches!(p.kind, CallKind::Gap { .. }) {
+            spans.insert(p.tid, (st.last, st.last));
+        }
+        on_call(p.kind, st, self.sym, self.names, self.sink)
+    }
+
+    /// A stretch of queue `q` ended: a snapshot's open calls end with it; it is said.
+    fn stretch_end(&mut self, q: usize, bytes: u64, begins: bool) -> std::io::Result<()> {
+        let spans = std::mem::take(&mut self.spans[q]);
+        if !self.snapshots {
+            return Ok(());
+        }
+        let mut begins = begins;
+        let mut bytes = bytes;
+        for (&tid, &(begin, end)) in &spans {
+            if let Some(st) = self.stacks.get_mut(&tid) {
+                st.close_all(self.names, self.sink)?;
+            }
+            self.sink.event(
+                self.names,
+                &ViewEvent::Snapshot {
+                    tid,
+                    begin,
+                    end,
+                    bytes,
+                    begins,
+                },
+            )?;
+            // Counted once: the stretch's bytes and its taking with its first thread.
+            begins = false;
+            bytes = 0;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> std::io::Result<()> {
+        let mut open: Vec<_> = self.stacks.values_mut().collect();
+        open.sort_by_key(|s| s.tid);
+        for st in open {
+            st.close_all(self.names, self.sink)?;
+        }
+        Ok(())
+    }
+}
+
+/// Decodes every thread's trace and hands its calls to the sink. A `--per-thread`
+/// recording's buffers are each one thread's, decoded one after the other; a CPU-wide
+/// recording's are decoded side by side and merged by time, so that a thread that moves
+/// between CPUs keeps its open calls, its events in time order.
 pub(crate) fn emit_calls<S: Sink>(trace: PtTrace, cx: PtContext<'_, S>) -> std::io::Result<()> {
     let conv = trace.conversion();
     let setup = Setup {
@@ -314,6 +506,7 @@ pub(crate) fn emit_calls<S: Sink>(trace: PtTrace, cx: PtContext<'_, S>) -> std::
         ..Setup::default()
     };
     let per_cpu = trace.word(info::PER_CPU_MMAPS) != 0;
+    let snapshots = trace.word(info::SNAPSHOT_MODE) != 0;
     let PtContext {
         sym,
         names,
@@ -323,8 +516,6 @@ pub(crate) fn emit_calls<S: Sink>(trace: PtTrace, cx: PtContext<'_, S>) -> std::
         saw,
         ..
     } = cx;
-    let mut files: HashMap<String, Option<Arc<[u8]>>> = HashMap::new();
-    let mut images: HashMap<u32, Image> = HashMap::new();
     if trace.dropped > 0 {
         sink.event(
             names,
@@ -336,104 +527,140 @@ pub(crate) fn emit_calls<S: Sink>(trace: PtTrace, cx: PtContext<'_, S>) -> std::
             },
         )?;
     }
-    let snapshots = trace.word(info::SNAPSHOT_MODE) != 0;
-    let mut first_queue = true;
     let PtTrace {
-        queues,
-        mut switches,
-        ..
+        queues, switches, ..
     } = trace;
-    for q in queues.into_values() {
-        // A CPU-wide buffer holds every thread that ran there, told apart by the context
-        // switches (and ITRACE_STARTs) on its CPU: who ran from when.
-        let cpu_wide = per_cpu || q.tid == u32::MAX;
-        let timeline = if cpu_wide {
-            let mut t = switches.remove(&q.cpu).unwrap_or_default();
-            t.sort_by_key(|s| s.0);
-            t
-        } else {
-            vec![(0, pid_of(q.tid), q.tid)]
-        };
-        let mut next = 0;
-        // The thread running, and the process whose code the decode reads.
-        let mut cur: Option<(u32, u32)> = None;
-        let mut last = 0u64;
-        for seg in &q.segments {
-            let mut decoding: Option<u32> = None;
-            let mut stacks: HashMap<u32, Stack> = HashMap::new();
-            // Each thread's first and last time in this stretch.
-            let mut spans: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
-            let mut result = Ok(());
-            walk_calls(seg, &Image::default(), &setup, |e: &CallEvent| {
-                if result.is_err() {
-                    return None;
-                }
-                if let Some(tsc) = e.tsc {
-                    // Times never go back (a TSC estimate may).
-                    last = last.max(conv.map_or(tsc, |c| c.perf_time(tsc)));
-                    saw(last);
-                }
-                while let Some(&(t, pid, tid)) = timeline.get(next)
-                    && (t <= last || !cpu_wide)
-                {
-                    cur = Some((pid, tid));
-                    next += 1;
-                }
-                // Before the first switch on its CPU the thread is not known: not shown.
-                let (pid, tid) = cur?;
-                let image = (decoding != Some(pid)).then(|| {
-                    decoding = Some(pid);
-                    images
-                        .entry(pid)
-                        .or_insert_with(|| process_image(sym, pid, &mut files))
-                        .clone()
-                });
-                if keep(tid) {
-                    let st = stacks.entry(tid).or_insert_with(|| Stack {
-                        pid,
-                        tid,
-                        frames: Vec::new(),
-                        last: 0,
-                    });
-                    st.last = st.last.max(last);
-                    // The stretch's span opens at its first sync point: the bytes skipped
-                    // before it (a snapshot begins mid-packet) have no time of their own, only
-                    // the time the decode had reached (0, or the stretch before's end).
-                    if let Some(span) = spans.get_mut(&tid) {
-                        span.1 = st.last;
-                    } else if !matches!(e.kind, CallKind::Gap { .. }) {
-                        spans.insert(tid, (st.last, st.last));
-                    }
-                    result = on_call(e.kind, st, sym, names, sink);
-                }
-                image
-            });
-            result?;
-            let mut open: Vec<_> = stacks.into_values().collect();
-            open.sort_by_key(|s| s.tid);
-            for mut st in open {
-                st.close_all(names, sink)?;
+    let queues: Vec<Queue> = queues.into_values().collect();
+    // Who ran on each queue from when; every process's code, made once.
+    let timelines: Vec<(bool, Timeline)> = queues
+        .iter()
+        .map(|q| {
+            let cpu_wide = per_cpu || q.tid == u32::MAX;
+            if cpu_wide {
+                let mut t = switches.get(&q.cpu).cloned().unwrap_or_default();
+                t.sort_by_key(|s| s.0);
+                (true, t)
+            } else {
+                (false, vec![(0, pid_of(q.tid), q.tid)])
             }
-            if snapshots {
-                let mut begins = first_queue;
-                for (tid, (begin, end)) in spans {
-                    sink.event(
-                        names,
-                        &ViewEvent::Snapshot {
-                            tid,
-                            begin,
-                            end,
-                            bytes: seg.len() as u64,
-                            begins,
-                        },
-                    )?;
-                    begins = false;
-                }
+        })
+        .collect();
+    if conv.is_none() && timelines.iter().any(|t| t.0) {
+        sym.files().note(
+            "[intel_pt time]",
+            "Intel PT: the recording has no TSC conversion (cap_user_time_zero): a CPU-wide \
+             buffer's threads cannot be told apart by time, so its calls are not shown"
+                .to_owned(),
+        );
+    }
+    let mut files: HashMap<String, Option<Arc<[u8]>>> = HashMap::new();
+    let mut images: HashMap<u32, Image> = HashMap::new();
+    for (_, t) in &timelines {
+        for &(_, pid, _) in t {
+            if let std::collections::hash_map::Entry::Vacant(e) = images.entry(pid) {
+                e.insert(process_image(sym, pid, &mut files));
             }
         }
-        first_queue = false;
     }
-    Ok(())
+    drop(files);
+    let mut apply = Apply {
+        sym,
+        names,
+        sink,
+        keep,
+        saw,
+        stacks: HashMap::new(),
+        spans: vec![BTreeMap::new(); queues.len()],
+        snapshots,
+    };
+    let walk = |i: usize| QueueWalk {
+        timeline: timelines[i].1.clone(),
+        cpu_wide: timelines[i].0,
+        setup,
+        conv,
+        images: &images,
+    };
+    // The per-thread buffers, one at a time.
+    let mut first = true;
+    for (i, q) in queues.iter().enumerate().filter(|(i, _)| !timelines[*i].0) {
+        let mut result = Ok(());
+        walk(i).run(&q.segments, &mut |m| {
+            result = match m {
+                Msg::Ev(p) => apply.ev(i, p),
+                Msg::StretchEnd(b) => apply.stretch_end(i, b, first),
+            };
+            result.is_ok()
+        });
+        result?;
+        apply.finish()?;
+        apply.stacks.clear();
+        first = false;
+    }
+    // The CPU-wide buffers, side by side, merged by time.
+    let wide: Vec<usize> = (0..queues.len()).filter(|&i| timelines[i].0).collect();
+    if !wide.is_empty() {
+        merge_by_time(&wide, &queues, &walk, &mut apply, first)?;
+    }
+    apply.finish()
+}
+
+/// Events a CPU-wide buffer's decode may run ahead of the merge.
+const MERGE_AHEAD: usize = 1024;
+
+/// Decodes the queues `wide` each on its own thread and applies their events in time order.
+fn merge_by_time<'i, S: Sink>(
+    wide: &[usize],
+    queues: &[Queue],
+    walk: &(dyn Fn(usize) -> QueueWalk<'i> + Sync),
+    apply: &mut Apply<'_, S>,
+    first: bool,
+) -> std::io::Result<()> {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    use std::sync::mpsc::sync_channel;
+    std::thread::scope(|scope| {
+        let mut rx = Vec::new();
+        for &i in wide {
+            let (tx, r) = sync_channel::<Msg>(MERGE_AHEAD);
+            rx.push((i, r));
+            let segments = &queues[i].segments;
+            scope.spawn(move || walk(i).run(segments, &mut |m| tx.send(m).is_ok()));
+        }
+        // Each queue's next message, keyed by its time (a stretch's end: its last event's).
+        let mut heads: Vec<Option<Msg>> = rx.iter().map(|(_, r)| r.recv().ok()).collect();
+        let mut last = vec![0u64; rx.len()];
+        let mut heap = BinaryHeap::new();
+        let key = |m: &Msg, last: u64| match m {
+            Msg::Ev(p) => p.time.max(last),
+            Msg::StretchEnd(_) => last,
+        };
+        for (k, h) in heads.iter().enumerate() {
+            if let Some(m) = h {
+                heap.push(Reverse((key(m, 0), k)));
+            }
+        }
+        // A snapshot is taken of every CPU's area at once: counted with the first CPU's.
+        let begins: Vec<bool> = (0..rx.len()).map(|k| first && k == 0).collect();
+        let result = (|| {
+            while let Some(Reverse((t, k))) = heap.pop() {
+                let Some(m) = heads[k].take() else { continue };
+                last[k] = t;
+                let q = rx[k].0;
+                match m {
+                    Msg::Ev(p) => apply.ev(q, Placed { time: t, ..p })?,
+                    Msg::StretchEnd(b) => apply.stretch_end(q, b, begins[k])?,
+                }
+                heads[k] = rx[k].1.recv().ok();
+                if let Some(m) = &heads[k] {
+                    heap.push(Reverse((key(m, last[k]), k)));
+                }
+            }
+            Ok(())
+        })();
+        // On an error the receivers go: each decode stops at its next event.
+        drop(rx);
+        result
+    })
 }
 
 fn on_call<S: Sink>(
@@ -444,6 +671,22 @@ fn on_call<S: Sink>(
     sink: &mut S,
 ) -> std::io::Result<()> {
     match kind {
+        CallKind::Call { .. } if st.frames.len() >= MAX_DEPTH => {
+            st.past_depth += 1;
+            sink.event(
+                names,
+                &ViewEvent::Lost {
+                    tid: st.tid,
+                    time: st.last,
+                    kind: LostKind::CallsPastDepth,
+                    count: 1,
+                },
+            )
+        }
+        CallKind::Return { .. } if st.past_depth > 0 => {
+            st.past_depth -= 1;
+            Ok(())
+        }
         CallKind::Call { ret, to, .. } => {
             let func = if to == 0 {
                 names.intern(UNKNOWN, UNKNOWN)
@@ -476,6 +719,7 @@ fn on_call<S: Sink>(
         CallKind::Gap {
             offset, resumed, ..
         } => {
+            st.past_depth = 0;
             st.close_all(names, sink)?;
             let bytes = resumed.saturating_sub(offset) as u64;
             if bytes > 0 {
@@ -560,5 +804,114 @@ mod tests {
         };
         assert_eq!(short.perf_time(0x2_0000_0010), 0x2_0000_0010);
         assert_eq!(short.perf_time(0x0000_0010), 0x2_0000_0010);
+    }
+}
+
+#[cfg(test)]
+mod migration_tests {
+    use super::*;
+
+    /// The calls and returns a sink sees, as text.
+    #[derive(Default)]
+    struct Seen(Vec<String>);
+
+    impl Sink for Seen {
+        fn event(&mut self, _: &Names, ev: &ViewEvent<'_>) -> std::io::Result<()> {
+            if let ViewEvent::Lost { kind, count, .. } = ev {
+                self.0.push(format!("lost {} {count}", kind.name()));
+            }
+            Ok(())
+        }
+        fn enter(&mut self, _: &Names, c: Call) -> std::io::Result<()> {
+            self.0
+                .push(format!("enter {} {} {}", c.tid, c.time, c.depth));
+            Ok(())
+        }
+        fn exit(&mut self, _: &Names, c: Call, closed: bool) -> std::io::Result<()> {
+            self.0
+                .push(format!("exit {} {} {} {closed}", c.tid, c.time, c.depth));
+            Ok(())
+        }
+    }
+
+    fn psb_tsc(tsc: u64) -> Vec<u8> {
+        let mut v = [0x02u8, 0x82].repeat(8);
+        v.push(0x19);
+        v.extend_from_slice(&tsc.to_le_bytes()[..7]);
+        v.extend_from_slice(&[0x02, 0x23]);
+        v
+    }
+
+    /// MODE.Exec 64-bit and TIP.PGE to `ip` (six IP bytes, sign-extended).
+    fn enable(ip: u64) -> Vec<u8> {
+        let mut v = vec![0x99, 0x01, 0x71];
+        v.extend_from_slice(&ip.to_le_bytes()[..6]);
+        v
+    }
+
+    /// A thread calls on CPU 0, is moved to CPU 1 and returns there: the return ends the
+    /// call made on CPU 0 (one stack a thread, the CPUs' buffers merged by time), not a call
+    /// left open on CPU 0's buffer while CPU 1's return finds none.
+    #[test]
+    fn a_call_made_on_one_cpu_returns_on_another() {
+        // 0x1000: call 0x1010; 0x1005: jmp *%rax (tracing stops)
+        // 0x1010: jmp *%rax (preempted: tracing stops); 0x1012: ret
+        let mut code = vec![0x90u8; 0x1000];
+        code[..5].copy_from_slice(&[0xe8, 0x0b, 0, 0, 0]);
+        code[5..7].copy_from_slice(&[0xff, 0xe0]);
+        code[0x10..0x12].copy_from_slice(&[0xff, 0xe0]);
+        code[0x12] = 0xc3;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("code");
+        std::fs::write(&file, &code).unwrap();
+        let (pid, tid) = (7, 8);
+        let mut sym = Symbolizer::default();
+        sym.mmap(pid, 0x1000, 0x1000, 0, file.to_str().unwrap());
+
+        let mut pt = PtTrace::default();
+        // pmu type, time shift 0, mult 1, zero 0, cap_user_time_zero, ..., per-CPU buffers.
+        let mut words = vec![0u64; 17];
+        words[info::TIME_MULT] = 1;
+        words[info::CAP_USER_TIME_ZERO] = 1;
+        words[info::PER_CPU_MMAPS] = 1;
+        pt.info(&AuxtraceInfoRecord {
+            type_: PERF_AUXTRACE_INTEL_PT,
+            reserved: 0,
+            priv_: words,
+        });
+        let mut cpu0 = psb_tsc(100);
+        cpu0.extend(enable(0x1000));
+        cpu0.push(0x01); // TIP.PGD at 0x1010's jmp
+        let mut cpu1 = psb_tsc(300);
+        cpu1.extend(enable(0x1012));
+        cpu1.push(0x6d); // TIP 0x1005: the return
+        cpu1.extend_from_slice(&0x1005u64.to_le_bytes()[..6]);
+        cpu1.push(0x01); // TIP.PGD at 0x1005's jmp
+        for (cpu, bytes) in [(0u32, &cpu0), (1, &cpu1)] {
+            let rec = AuxtraceRecord::for_payload(bytes.len(), 0, 0, cpu, u32::MAX, cpu);
+            pt.auxtrace(&rec, bytes);
+        }
+        pt.switch_in(0, 50, pid, tid);
+        pt.switch_in(1, 200, pid, tid);
+
+        let mut names = Names::default();
+        let mut seen = Seen::default();
+        let pid_of = |_| pid;
+        let mut keep = |_| true;
+        let mut saw = |_| {};
+        emit_calls(
+            pt,
+            PtContext {
+                sym: &mut sym,
+                names: &mut names,
+                sink: &mut seen,
+                pid_of: &pid_of,
+                keep: &mut keep,
+                config: 0,
+                saw: &mut saw,
+            },
+        )
+        .unwrap();
+        assert_eq!(seen.0, vec!["enter 8 100 0", "exit 8 300 0 false"]);
     }
 }

@@ -43,6 +43,27 @@ fn own_vdso() -> Option<Vec<u8>> {
     Some(bytes.to_vec())
 }
 
+/// The largest file read: an object file is far smaller; a map of something else (a device,
+/// a huge data file mapped executable) is not read.
+pub const MAX_OBJECT_FILE: u64 = 1 << 30;
+
+/// A regular file's bytes, if it is one and not larger than [`MAX_OBJECT_FILE`]: a recording
+/// may name `/dev/zero` or a FIFO, which would read without end.
+fn read_regular(path: &std::path::Path) -> Option<Vec<u8>> {
+    let meta = std::fs::metadata(path).ok()?;
+    if !meta.is_file() || meta.len() > MAX_OBJECT_FILE {
+        return None;
+    }
+    use std::io::Read;
+    let mut data = Vec::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(MAX_OBJECT_FILE)
+        .read_to_end(&mut data)
+        .ok()?;
+    Some(data)
+}
+
 fn hex(id: &[u8]) -> String {
     id.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -72,7 +93,8 @@ impl ObjectFiles {
         &self.notes
     }
 
-    fn note(&mut self, name: &str, what: String) {
+    /// Says `what` once for `name` (with the files' own notes).
+    pub fn note(&mut self, name: &str, what: String) {
         if self.noted.insert(name.to_owned()) {
             self.notes.push(what);
         }
@@ -90,7 +112,7 @@ impl ObjectFiles {
             .join(&h[..split])
             .join(&h[split..])
             .join(file);
-        let d = std::fs::read(p).ok()?;
+        let d = read_regular(&p)?;
         (elf_build_id(&d).as_deref() == Some(id)).then_some(d)
     }
 
@@ -137,7 +159,7 @@ impl ObjectFiles {
             return self.read_vdso();
         }
         let path = self.path(name);
-        let data = std::fs::read(&path).ok();
+        let data = read_regular(&path);
         let Some(want) = self.build_ids.get(name).cloned() else {
             return data;
         };
@@ -226,6 +248,19 @@ mod tests {
             "{:?}",
             f.notes()
         );
+    }
+
+    /// A map of a device or a FIFO is not read (it would not end).
+    #[test]
+    fn what_is_no_regular_file_is_not_read() {
+        let mut f = ObjectFiles::default();
+        assert!(f.read("/dev/zero").is_none());
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path; mkfifo reads it only.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert!(f.read(fifo.to_str().unwrap()).is_none());
     }
 
     #[test]

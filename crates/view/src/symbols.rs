@@ -20,6 +20,8 @@ struct Map {
     end: u64,
     pgoff: u64,
     dso: usize,
+    /// The order the records came in: of maps that overlap, the later is the one in place.
+    seq: u64,
 }
 
 /// An ELF file's loadable segments and its function symbols.
@@ -46,6 +48,8 @@ pub struct Symbolizer {
     dso_index: HashMap<String, usize>,
     /// The files the maps name, as the recording saw them.
     files: ObjectFiles,
+    /// The maps made so far.
+    map_seq: u64,
 }
 
 /// The DSO name of addresses that no map covers.
@@ -80,12 +84,14 @@ impl Symbolizer {
                 self.dsos.len() - 1
             }
         };
+        self.map_seq += 1;
         self.maps.entry(pid).or_default().insert(
             addr,
             Map {
                 end: addr.saturating_add(len),
                 pgoff,
                 dso,
+                seq: self.map_seq,
             },
         );
     }
@@ -95,12 +101,18 @@ impl Symbolizer {
         &mut self.files
     }
 
-    /// Process `pid`'s maps: (start, end, file offset, file name), by address.
+    /// Process `pid`'s maps: (start, end, file offset, file name), in the order the
+    /// recording made them (a later one over an earlier hides it).
     pub fn maps_of(&self, pid: u32) -> impl Iterator<Item = (u64, u64, u64, &str)> + '_ {
-        self.maps.get(&pid).into_iter().flat_map(move |m| {
-            m.iter()
-                .map(move |(&start, map)| (start, map.end, map.pgoff, &*self.dsos[map.dso].name))
-        })
+        let mut v: Vec<(u64, &Map)> = self
+            .maps
+            .get(&pid)
+            .into_iter()
+            .flat_map(|m| m.iter().map(|(&start, map)| (start, map)))
+            .collect();
+        v.sort_by_key(|(_, m)| m.seq);
+        v.into_iter()
+            .map(move |(start, map)| (start, map.end, map.pgoff, &*self.dsos[map.dso].name))
     }
 
     fn find_map(&self, pid: u32, addr: u64) -> Option<(u64, Map)> {

@@ -342,8 +342,9 @@ struct RecordPass<'a> {
     /// Each event's aux-action (v6.13): its samples pause or resume the AUX event's trace.
     aux_actions: Vec<AuxAction>,
     starts_paused: bool,
-    /// Each thread's Intel PT trace paused (true) or on, after the samples so far.
-    pt_paused: HashMap<u32, bool>,
+    /// Each AUX event's Intel PT trace (a thread's, or a CPU's) paused (true) or on, after
+    /// the samples so far.
+    pt_paused: HashMap<u64, bool>,
     unwinder: StackUnwinder,
     /// A sample's unwound addresses, and its registers and stack copy (reused buffers).
     frames: Vec<u64>,
@@ -409,7 +410,17 @@ impl RecordPass<'_> {
                 .unwrap_or_default();
             if self.pt.is_intel_pt() && action.intersects(AuxAction::PAUSE | AuxAction::RESUME) {
                 let pause = action.contains(AuxAction::PAUSE);
-                let was = self.pt_paused.entry(tid).or_insert(self.starts_paused);
+                // The state is the AUX event's: a thread's own (`--per-thread`), or its CPU's.
+                let cpu = self
+                    .pt
+                    .cpu_wide()
+                    .then(|| SampleRecord::parse(0, body, &info, r.endian).ok()?.cpu)
+                    .flatten();
+                let key = match cpu {
+                    Some(c) => (1 << 32) | u64::from(c.cpu),
+                    None => u64::from(tid),
+                };
+                let was = self.pt_paused.entry(key).or_insert(self.starts_paused);
                 let dropped = *was == pause;
                 *was = pause;
                 sink.event(

@@ -1,10 +1,11 @@
 //! `perfaux script --call-trace` of an Intel PT recording: the calls perfaux-view decodes
 //! from its trace (crates/view's `intel_pt`), one line each as the software trace's call trace
-//! prints them (perf's `--call-trace` columns: `comm tid [cpu] sec.nsec:`, four spaces a
-//! level, the function).
+//! prints them (perf's `--call-trace` columns but the CPU, which a thread's calls do not
+//! carry here: `comm tid sec.nsec:`, four spaces a level, the function).
 //!
-//! The lines come a thread at a time, each thread's in time order: the decode holds one
-//! thread's trace at a time, so merging threads by time would hold every line.
+//! Each thread's lines are in time order. A `--per-thread` recording's come a thread at a
+//! time (merging them by time would hold every line); a CPU-wide recording's are merged by
+//! time, as its buffers are decoded side by side.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -18,7 +19,7 @@ use crate::error::CliError;
 struct Lines<'o, W> {
     out: &'o mut W,
     comms: HashMap<u32, String>,
-    /// `comm tid [cpu] ` of each thread, made once (a line's columns are written as bytes:
+    /// `comm tid ` of each thread, made once (a line's columns are written as bytes:
     /// through `write!` its padding went a character at a time, most of the command's time).
     heads: HashMap<u32, Vec<u8>>,
     line: Vec<u8>,
@@ -29,7 +30,7 @@ impl<W: Write> Lines<'_, W> {
         let comms = &self.comms;
         let head = self.heads.entry(tid).or_insert_with(|| {
             let comm = comms.get(&tid).map_or("perfaux", String::as_str);
-            format!("{comm:>16} {tid:>6} [000] ").into_bytes()
+            format!("{comm:>16} {tid:>6} ").into_bytes()
         });
         self.line.clear();
         self.line.extend_from_slice(head);
