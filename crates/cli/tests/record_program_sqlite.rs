@@ -31,7 +31,7 @@ fn sqlite_sources() -> Option<PathBuf> {
 }
 
 /// gcc building sqlite_rounds with SQLite into `prog` with `flag` (-O0: the whole amalgamation
-/// builds in 3 s, against a minute at -O2, which the benchmarks use).
+/// builds in 3 s, against 16 s at -O2, which the benchmarks use).
 fn gcc(src: &Path, flag: &str, prog: &Path) -> Child {
     let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("../preload/tests/c/sqlite_rounds.c");
     Command::new("gcc")
