@@ -6,6 +6,7 @@
 //! output reads as ptxed's.
 
 use std::collections::VecDeque;
+use std::rc::Rc;
 
 use crate::events::{self, Event, Events, Kind};
 use crate::image::Image;
@@ -178,7 +179,9 @@ pub struct Flow<'a> {
 /// that needs trace, or that ends a block by the configuration. The same every time from
 /// there (the image and the configuration it was made under stay; a new image clears them).
 struct Run {
-    insns: Box<[Insn]>,
+    /// Shared with the blocks that hand them out: a block refers to its run, it does not
+    /// copy it.
+    insns: Rc<[Insn]>,
     /// Whether it holds a call (the return stack takes its return address).
     calls: bool,
     /// The configuration's `end_on_call` and `end_on_jump` it was made under.
@@ -193,11 +196,65 @@ const RUN_MAX: usize = 4096;
 /// whatever the code and the trace (runs from every address of a long stretch overlap).
 const RUNS_INSNS_MAX: usize = 1 << 20;
 
-/// The instructions one call of [`Flow::next`] walked.
+/// The instructions one call of [`Flow::next`] walked: those walked one at a time, or a kept
+/// run of them (not copied), walked once or, for a loop whose TNT bits all lead back to the
+/// run's start, several times over: a pass each, a block each, as libipt's block decoder
+/// hands them out one at a time.
 #[derive(Debug, Default, Clone)]
 pub struct Block {
-    pub insns: Vec<Insn>,
+    /// The instructions walked one at a time (empty when `run` is set).
+    insns: Vec<Insn>,
+    /// Or a kept run's instructions, walked `passes` times.
+    run: Option<Rc<[Insn]>>,
+    passes: u32,
     pub speculative: bool,
+}
+
+impl Block {
+    /// The blocks this one stands for, each its instructions in order: one, or a loop's
+    /// passes (the same instructions each).
+    pub fn blocks(&self) -> std::iter::RepeatN<&[Insn]> {
+        match &self.run {
+            Some(run) => std::iter::repeat_n(&run[..], self.passes as usize),
+            None => std::iter::repeat_n(&self.insns[..], 1),
+        }
+    }
+
+    /// All the instructions, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &Insn> {
+        self.blocks().flatten()
+    }
+
+    /// How many instructions.
+    pub fn len(&self) -> u64 {
+        match &self.run {
+            Some(run) => run.len() as u64 * u64::from(self.passes),
+            None => self.insns.len() as u64,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The last instruction.
+    pub fn last(&self) -> Option<&Insn> {
+        match &self.run {
+            Some(run) => run.last(),
+            None => self.insns.last(),
+        }
+    }
+
+    fn clear(&mut self) {
+        self.insns.clear();
+        self.run = None;
+        self.passes = 0;
+    }
+
+    fn push(&mut self, insn: Insn) {
+        debug_assert!(self.run.is_none(), "a block of a run takes no more");
+        self.insns.push(insn);
+    }
 }
 
 impl<'a> Flow<'a> {
@@ -491,7 +548,8 @@ impl<'a> Flow<'a> {
         }
     }
 
-    /// Walks the run from the current IP ([`Run`]) into `block`, as the loop of `step`s in
+    /// Hands out the run from the current IP ([`Run`]) in `block` (once, or a loop's passes:
+    /// [`Flow::loop_passes`]), as the loop of `step`s in
     /// [`Flow::next`] would, and moves past its last instruction (taking trace if it needs
     /// some). `false`: nothing walked, the loop is to walk it (a run not made: the code is not
     /// there or does not decode, which the loop reports where it fails; a run too long or one
@@ -518,26 +576,20 @@ impl<'a> Flow<'a> {
             return Ok(false);
         }
         let calls = run.calls;
-        // Read from the run, not from the block just written: a copy read back from the
-        // stores that made it stalls on their forwarding.
         let last = run.insns[n - 1];
-        let start = block.insns.len();
-        // Most runs are a few instructions: pushed, not a call of memmove each.
-        if n <= 4 {
-            for &insn in run.insns.iter() {
-                block.insns.push(insn);
-            }
-        } else {
-            block.insns.extend_from_slice(&run.insns);
-        }
-        self.walked += n;
-        if let Some(c) = &mut self.icnt {
-            *c += n as u64;
-        }
+        let insns = Rc::clone(&run.insns);
         if calls {
-            for insn in &block.insns[start..] {
+            for insn in insns.iter() {
                 self.push_call(insn);
             }
+        }
+        let passes = if calls { 1 } else { self.loop_passes(&last, n) };
+        block.run = Some(insns);
+        block.passes = passes;
+        let walked = n * passes as usize;
+        self.walked += walked;
+        if let Some(c) = &mut self.icnt {
+            *c += walked as u64;
         }
         // Where the loop would stand: on the last instruction (an error there is said there).
         self.ip = last.ip;
@@ -546,6 +598,53 @@ impl<'a> Flow<'a> {
             None => self.resolve(&last)?,
         }
         Ok(true)
+    }
+
+    /// How many passes of a run of `n` instructions from the current IP, ending in `last`,
+    /// the current TNT takes at once: while its bits lead back to the run's start, and
+    /// bits stay for after each pass, each pass is what [`Flow::next`] would walk again
+    /// (the same run, nothing due between: [`Flow::trailing`]'s first case). Takes the bits
+    /// of all the passes but the last (whose bit the caller takes, as for one pass): at
+    /// least 1.
+    fn loop_passes(&mut self, last: &Insn, n: usize) -> u32 {
+        let Class::CondJump { target } = last.class else {
+            return 1;
+        };
+        if self.config.ticks || self.p.is_some() || self.status.is_some() {
+            return 1;
+        }
+        let start = self.ip;
+        let fall = last.ip.wrapping_add(u64::from(last.len));
+        // The outcome that leads back, if one does (either, a branch to its fall-through).
+        let back = match (target == start, fall == start) {
+            (true, true) => None,
+            (true, false) => Some(true),
+            (false, true) => Some(false),
+            (false, false) => return 1,
+        };
+        let Some(Event {
+            kind: Kind::Tnt { bits, count },
+            ..
+        }) = &mut self.e
+        else {
+            return 1;
+        };
+        let c = u32::from(*count);
+        if c < 2 {
+            return 1;
+        }
+        // The bits left, the oldest first, in the top bits.
+        let top = *bits << (64 - c);
+        let same = match back {
+            None => c,
+            Some(true) => top.leading_ones(),
+            Some(false) => top.leading_zeros(),
+        };
+        // The walk's bound, as a pass at a time checks it (the first pass is within it).
+        let room = ((WALK_MAX - self.walked) / n).max(1);
+        let passes = (same + 1).min(c).min(room as u32);
+        *count -= (passes - 1) as u8;
+        passes
     }
 
     /// Makes the run from `ip` in `mode` and keeps it (one longer than [`RUN_MAX`] kept as
@@ -574,7 +673,7 @@ impl<'a> Flow<'a> {
             .iter()
             .any(|i| matches!(i.class, Class::Call { .. } | Class::IndirectCall));
         self.runs.push(Run {
-            insns: insns.into_boxed_slice(),
+            insns: insns.into(),
             calls,
             ends: (self.config.end_on_call, self.config.end_on_jump),
         });
@@ -597,7 +696,7 @@ impl<'a> Flow<'a> {
         }
         self.walked += 1;
         let insn = self.decode_at(self.ip)?;
-        block.insns.push(insn);
+        block.push(insn);
         self.push_call(&insn);
         if let Some(n) = &mut self.icnt {
             *n += 1;
@@ -607,7 +706,7 @@ impl<'a> Flow<'a> {
 
     /// The next instructions, up to the next branch that needs trace or the next event.
     pub fn next(&mut self, block: &mut Block) -> Result<Status, Error> {
-        block.insns.clear();
+        block.clear();
         block.speculative = self.speculative;
         if let Some(s) = self.status {
             if s != events::Error::Eos {
@@ -643,7 +742,7 @@ impl<'a> Flow<'a> {
                         }
                     }
                 }
-                self.last_class = block.insns.last().map(|i| i.class);
+                self.last_class = block.last().map(|i| i.class);
                 self.last_was_branch = self
                     .last_class
                     .is_some_and(|c| !matches!(c, Class::Other | Class::Ptwrite));
