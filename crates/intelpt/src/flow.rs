@@ -124,6 +124,10 @@ pub struct Config {
     /// The address filters the trace was recorded with (IA32_RTIT_CTL.ADDRn_CFG and the
     /// ranges): 1 a FilterEn range, 2 a TraceStop range; SKL014 needs them.
     pub filters: [(u8, u64, u64); 4],
+    /// Hand out a pass of a run at a time: no loop's passes taken at once, no runs chained
+    /// (what tests compare the flow with).
+    #[doc(hidden)]
+    pub pass_at_a_time: bool,
 }
 
 impl Config {
@@ -196,28 +200,29 @@ const RUN_MAX: usize = 4096;
 /// whatever the code and the trace (runs from every address of a long stretch overlap).
 const RUNS_INSNS_MAX: usize = 1 << 20;
 
-/// The instructions one call of [`Flow::next`] walked: those walked one at a time, or a kept
-/// run of them (not copied), walked once or, for a loop whose TNT bits all lead back to the
-/// run's start, several times over: a pass each, a block each, as libipt's block decoder
-/// hands them out one at a time.
+/// The instructions one call of [`Flow::next`] walked: those walked one at a time, or kept
+/// runs of them (not copied) as the TNT's bits lead from one to the next while nothing else
+/// is due, each once or, for a loop whose bits lead back to its run's start, several times
+/// over: a block each time, as libipt's block decoder hands them out one at a time.
 #[derive(Debug, Default, Clone)]
 pub struct Block {
-    /// The instructions walked one at a time (empty when `run` is set).
+    /// The instructions walked one at a time (empty when `runs` is not).
     insns: Vec<Insn>,
-    /// Or a kept run's instructions, walked `passes` times.
-    run: Option<Rc<[Insn]>>,
-    passes: u32,
+    /// Or kept runs' instructions, each walked its count of times in a row.
+    runs: Vec<(Rc<[Insn]>, u32)>,
     pub speculative: bool,
 }
 
 impl Block {
-    /// The blocks this one stands for, each its instructions in order: one, or a loop's
-    /// passes (the same instructions each).
-    pub fn blocks(&self) -> std::iter::RepeatN<&[Insn]> {
-        match &self.run {
-            Some(run) => std::iter::repeat_n(&run[..], self.passes as usize),
-            None => std::iter::repeat_n(&self.insns[..], 1),
-        }
+    /// The blocks this one stands for, each its instructions in order: one, or the passes
+    /// of runs.
+    pub fn blocks(&self) -> impl Iterator<Item = &[Insn]> {
+        let single = self.runs.is_empty().then_some(&self.insns[..]);
+        single.into_iter().chain(
+            self.runs
+                .iter()
+                .flat_map(|(run, n)| std::iter::repeat_n(&run[..], *n as usize)),
+        )
     }
 
     /// All the instructions, in order.
@@ -227,10 +232,12 @@ impl Block {
 
     /// How many instructions.
     pub fn len(&self) -> u64 {
-        match &self.run {
-            Some(run) => run.len() as u64 * u64::from(self.passes),
-            None => self.insns.len() as u64,
-        }
+        let runs: u64 = self
+            .runs
+            .iter()
+            .map(|(run, n)| run.len() as u64 * u64::from(*n))
+            .sum();
+        self.insns.len() as u64 + runs
     }
 
     pub fn is_empty(&self) -> bool {
@@ -239,21 +246,32 @@ impl Block {
 
     /// The last instruction.
     pub fn last(&self) -> Option<&Insn> {
-        match &self.run {
-            Some(run) => run.last(),
+        match self.runs.last() {
+            Some((run, _)) => run.last(),
             None => self.insns.last(),
         }
     }
 
     fn clear(&mut self) {
         self.insns.clear();
-        self.run = None;
-        self.passes = 0;
+        self.runs.clear();
     }
 
     fn push(&mut self, insn: Insn) {
-        debug_assert!(self.run.is_none(), "a block of a run takes no more");
+        debug_assert!(self.runs.is_empty(), "a block of runs takes no more");
         self.insns.push(insn);
+    }
+
+    /// Adds `passes` passes of `run`.
+    fn push_run(&mut self, run: &Rc<[Insn]>, passes: u32) {
+        debug_assert!(
+            self.insns.is_empty(),
+            "a block of instructions takes no runs"
+        );
+        match self.runs.last_mut() {
+            Some((last, n)) if Rc::ptr_eq(last, run) => *n += passes,
+            _ => self.runs.push((Rc::clone(run), passes)),
+        }
     }
 }
 
@@ -577,15 +595,14 @@ impl<'a> Flow<'a> {
         }
         let calls = run.calls;
         let last = run.insns[n - 1];
-        let insns = Rc::clone(&run.insns);
         if calls {
+            let insns = Rc::clone(&run.insns);
             for insn in insns.iter() {
                 self.push_call(insn);
             }
         }
         let passes = if calls { 1 } else { self.loop_passes(&last, n) };
-        block.run = Some(insns);
-        block.passes = passes;
+        block.push_run(&self.runs[index].insns, passes);
         let walked = n * passes as usize;
         self.walked += walked;
         if let Some(c) = &mut self.icnt {
@@ -610,7 +627,11 @@ impl<'a> Flow<'a> {
         let Class::CondJump { target } = last.class else {
             return 1;
         };
-        if self.config.ticks || self.p.is_some() || self.status.is_some() {
+        if self.config.ticks
+            || self.config.pass_at_a_time
+            || self.p.is_some()
+            || self.status.is_some()
+        {
             return 1;
         }
         let start = self.ip;
@@ -725,7 +746,15 @@ impl<'a> Flow<'a> {
                 if !self.enabled {
                     return Err(Error::NoEnable);
                 }
-                if !self.walk_run(block)? {
+                if self.walk_run(block)? {
+                    // On to the next run while the TNT has bits for it and nothing else is
+                    // due ([`Flow::trailing`]'s first case): what the next call would walk,
+                    // a block of its own in the caller's hands.
+                    while !self.config.pass_at_a_time
+                        && self.nothing_due()
+                        && self.walk_run(block)?
+                    {}
+                } else {
                     loop {
                         let insn = self.step(block)?;
                         match Self::next_ip(&insn) {
@@ -855,16 +884,21 @@ impl<'a> Flow<'a> {
         Ok(())
     }
 
+    /// The case of [`Flow::trailing`] a block ends in most: a TNT with bits left for the
+    /// next, nothing else pending.
+    fn nothing_due(&self) -> bool {
+        self.status.is_none()
+            && self.p.is_none()
+            && !self.config.ticks
+            && matches!(self.e, Some(Event { kind: Kind::Tnt { count, .. }, .. }) if count > 0)
+    }
+
     /// Whether the current event is due at the current position (after a block, an event
     /// or a sync).
     fn trailing(&mut self, after_block: bool) -> Result<Status, Error> {
         // Most blocks end in a branch whose TNT has bits left for the next: nothing is due
         // (what the loop below says of it, without copying the event out).
-        if self.status.is_none()
-            && self.p.is_none()
-            && !self.config.ticks
-            && matches!(self.e, Some(Event { kind: Kind::Tnt { count, .. }, .. }) if count > 0)
-        {
+        if self.nothing_due() {
             return Ok(self.flags(false));
         }
         loop {

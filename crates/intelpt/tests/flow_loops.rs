@@ -130,3 +130,102 @@ proptest! {
         check(&outcomes, &sizes, psb_every)?;
     }
 }
+
+/// Pieces of a trace that keep the flow going: TNTs most, TIPs, a PSB+ now and then, a
+/// disable and an enable.
+fn branchy_trace() -> impl Strategy<Value = Vec<u8>> {
+    let piece = prop_oneof![
+        8 => any::<u8>().prop_map(|b| vec![(b | 0x80) & !1]),
+        8 => any::<[u8; 6]>().prop_map(|b| {
+            let mut v = vec![0x02, 0xa3];
+            v.extend_from_slice(&b[..5]);
+            v.push(b[5] | 0x80);
+            v
+        }),
+        2 => any::<u8>().prop_map(|b| vec![0x0d, b & 0x7f, 0x10, 0, 0, 0, 0]),
+        1 => Just({
+            let mut v = perfaux_intelpt::decode::PSB.to_vec();
+            v.extend_from_slice(&[0x99, 0x01, 0x7d, 0x00, 0x10, 0, 0, 0, 0, 0x02, 0x23]);
+            v
+        }),
+        1 => Just(vec![0x01]),
+        1 => any::<u8>().prop_map(|b| vec![0x11, b & 0x7f, 0x10]),
+        1 => any::<u8>().prop_map(|b| vec![0x31, b & 0x7f, 0x10]),
+    ];
+    prop::collection::vec(piece, 0..150).prop_map(|v| {
+        let mut t = perfaux_intelpt::decode::PSB.to_vec();
+        t.extend_from_slice(&[0x99, 0x01, 0x02, 0x23, 0x71, 0x00, 0x10, 0, 0, 0, 0]);
+        t.extend(v.concat());
+        t
+    })
+}
+
+/// Code of loops: conditional branches back and forth, calls, returns, indirect branches.
+fn loopy_code() -> impl Strategy<Value = Vec<u8>> {
+    let insn = prop_oneof![
+        4 => Just(vec![0x90]),
+        2 => Just(vec![0xff, 0xc9]),
+        6 => (-40i8..8).prop_map(|d| vec![0x75, d as u8]),
+        2 => (-40i8..8).prop_map(|d| vec![0x74, d as u8]),
+        1 => (-40i8..8).prop_map(|d| vec![0xeb, d as u8]),
+        1 => (-40i32..40).prop_map(|d| {
+            let mut v = vec![0xe8];
+            v.extend_from_slice(&d.to_le_bytes());
+            v
+        }),
+        1 => Just(vec![0xc3]),
+        1 => Just(vec![0xff, 0xe0]),
+        1 => Just(vec![0xff, 0xd0]),
+    ];
+    prop::collection::vec(insn, 1..40).prop_map(|v| v.concat())
+}
+
+fn ptxed_with(
+    trace: Vec<u8>,
+    code: Vec<u8>,
+    pass_at_a_time: bool,
+    opts: (bool, bool, bool),
+) -> String {
+    let mut image = Image::default();
+    image.add(Section {
+        base: BASE,
+        bytes: code,
+        name: "code".into(),
+    });
+    let (end_on_call, end_on_jump, resync) = opts;
+    let mut options = ptxed::Options {
+        show_blocks: true,
+        stat: true,
+        resync_on_error: resync,
+        ..ptxed::Options::default()
+    };
+    options.flow.end_on_call = end_on_call;
+    options.flow.end_on_jump = end_on_jump;
+    options.flow.pass_at_a_time = pass_at_a_time;
+    let setup = ptxed::Setup {
+        options,
+        image,
+        trace,
+        sideband: Default::default(),
+    };
+    let mut out = Vec::new();
+    ptxed::run(&setup, &mut out).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1000))]
+
+    /// Whatever the code and the trace, the flow that takes passes and runs at once prints
+    /// what the flow that takes a pass at a time prints (errors and all).
+    #[test]
+    fn runs_taken_at_once_print_as_a_pass_at_a_time(
+        trace in branchy_trace(),
+        code in loopy_code(),
+        opts in any::<(bool, bool, bool)>(),
+    ) {
+        let want = ptxed_with(trace.clone(), code.clone(), true, opts);
+        let got = ptxed_with(trace, code, false, opts);
+        prop_assert_eq!(got, want);
+    }
+}
