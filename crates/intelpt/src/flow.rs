@@ -190,7 +190,13 @@ struct Run {
     calls: bool,
     /// The configuration's `end_on_call` and `end_on_jump` it was made under.
     ends: (bool, bool),
+    /// Where the flow went after it (an address, in the same mode, and the run from there):
+    /// a conditional branch's two ways, or the last two of an indirect branch's.
+    next: [(u64, u32); 2],
 }
+
+/// No run: a [`Run::next`] not known yet.
+const NO_RUN: u32 = u32::MAX;
 
 /// The longest run kept (a longer one is walked an instruction at a time, and remembered as
 /// too long: an empty run).
@@ -575,17 +581,41 @@ impl<'a> Flow<'a> {
     fn walk_run(&mut self, block: &mut Block) -> Result<bool, Error> {
         let mode = self.mode.unwrap_or_default();
         let ends = (self.config.end_on_call, self.config.end_on_jump);
-        let found = match self.last_run {
+        let prev = self.last_run;
+        // Whether the last run is known to lead here (nothing to record).
+        let mut known = true;
+        let found = match prev {
             Some((ip, m, i)) if ip == self.ip && m == mode => Some(i),
+            // Where the last run led before: a table lookup, not a hash.
+            Some((_, m, i)) if m == mode => match self.runs[i as usize].next {
+                [(ip, n), _] | [_, (ip, n)] if ip == self.ip && n != NO_RUN => Some(n),
+                _ => {
+                    known = false;
+                    self.run_at.get(&(self.ip, mode)).copied()
+                }
+            },
             _ => self.run_at.get(&(self.ip, mode)).copied(),
         };
         let index = match found {
             Some(i) if self.runs[i as usize].ends == ends => i as usize,
-            _ => match self.make_run(self.ip, mode) {
-                Some(i) => i,
-                None => return Ok(false),
-            },
+            _ => {
+                known = false;
+                match self.make_run(self.ip, mode) {
+                    Some(i) => i,
+                    None => return Ok(false),
+                }
+            }
         };
+        // The last run leads here (unless the runs were made again since).
+        if !known
+            && let Some((_, m, i)) = prev
+            && m == mode
+            && self.last_run == prev
+        {
+            let next = &mut self.runs[i as usize].next;
+            let slot = usize::from(next[0].1 != NO_RUN && next[0].0 != self.ip);
+            next[slot] = (self.ip, index as u32);
+        }
         self.last_run = Some((self.ip, mode, index as u32));
         let run = &self.runs[index];
         let n = run.insns.len();
@@ -697,6 +727,7 @@ impl<'a> Flow<'a> {
             insns: insns.into(),
             calls,
             ends: (self.config.end_on_call, self.config.end_on_jump),
+            next: [(0, NO_RUN); 2],
         });
         let index = self.runs.len() - 1;
         self.run_at.insert((ip, mode), index as u32);
