@@ -698,6 +698,61 @@ impl<'a> Flow<'a> {
         passes
     }
 
+    /// Follows the runs the TNT's bits lead to, as [`Flow::walk_run`] would walk them a pass
+    /// at a time, while each is known to follow the last ([`Run::next`]), ends in a
+    /// conditional branch and needs nothing else (no call, within the walk's bound); not a
+    /// run's passes again (`walk_run` takes them at once). Whether it followed any.
+    fn follow_runs(&mut self, block: &mut Block) -> bool {
+        let Some((mut at, mode, mut i)) = self.last_run else {
+            return false;
+        };
+        if Some(mode) != self.mode.or(Some(ExecMode::default())) {
+            return false;
+        }
+        let ends = (self.config.end_on_call, self.config.end_on_jump);
+        let Some(Event {
+            kind: Kind::Tnt { bits, count },
+            ..
+        }) = &mut self.e
+        else {
+            return false;
+        };
+        let mut any = false;
+        while *count > 0 && self.ip != at {
+            let j = match self.runs[i as usize].next {
+                [(ip, n), _] | [_, (ip, n)] if ip == self.ip && n != NO_RUN => n,
+                _ => break,
+            };
+            let run = &self.runs[j as usize];
+            let n = run.insns.len();
+            if run.ends != ends || run.calls || n == 0 || self.walked + n > WALK_MAX {
+                break;
+            }
+            let last = run.insns[n - 1];
+            let Class::CondJump { target } = last.class else {
+                break;
+            };
+            *count -= 1;
+            let taken = *bits >> *count & 1 == 1;
+            block.push_run(&run.insns, 1);
+            self.walked += n;
+            if let Some(c) = &mut self.icnt {
+                *c += n as u64;
+            }
+            (at, i) = (self.ip, j);
+            self.ip = if taken {
+                target
+            } else {
+                last.ip.wrapping_add(u64::from(last.len))
+            };
+            any = true;
+        }
+        if any {
+            self.last_run = Some((at, mode, i));
+        }
+        any
+    }
+
     /// Makes the run from `ip` in `mode` and keeps it (one longer than [`RUN_MAX`] kept as
     /// too long: no instructions); its index, or `None` if it cannot be made whole
     /// (undecodable code on the way, which the loop reports where it is).
@@ -783,7 +838,7 @@ impl<'a> Flow<'a> {
                     // a block of its own in the caller's hands.
                     while !self.config.pass_at_a_time
                         && self.nothing_due()
-                        && self.walk_run(block)?
+                        && (self.follow_runs(block) || self.walk_run(block)?)
                     {}
                 } else {
                     loop {
