@@ -193,6 +193,8 @@ struct Run {
     /// Where the flow went after it (an address, in the same mode, and the run from there):
     /// a conditional branch's two ways, or the last two of an indirect branch's.
     next: [(u64, u32); 2],
+    /// Its last instruction, at hand (a dummy when it has none).
+    last: Insn,
 }
 
 /// No run: a [`Run::next`] not known yet.
@@ -214,8 +216,10 @@ const RUNS_INSNS_MAX: usize = 1 << 20;
 pub struct Block {
     /// The instructions walked one at a time (empty when `runs` is not).
     insns: Vec<Insn>,
-    /// Or kept runs' instructions, each walked its count of times in a row.
-    runs: Vec<(Rc<[Insn]>, u32)>,
+    /// Or kept runs' instructions, each walked its count of times in a row: an index into
+    /// `distinct` (a loop's few runs are held once each, not a refcount each pass).
+    runs: Vec<(u32, u32)>,
+    distinct: Vec<Rc<[Insn]>>,
     pub speculative: bool,
 }
 
@@ -224,11 +228,11 @@ impl Block {
     /// of runs.
     pub fn blocks(&self) -> impl Iterator<Item = &[Insn]> {
         let single = self.runs.is_empty().then_some(&self.insns[..]);
-        single.into_iter().chain(
-            self.runs
-                .iter()
-                .flat_map(|(run, n)| std::iter::repeat_n(&run[..], *n as usize)),
-        )
+        single
+            .into_iter()
+            .chain(self.runs.iter().flat_map(|&(run, n)| {
+                std::iter::repeat_n(&self.distinct[run as usize][..], n as usize)
+            }))
     }
 
     /// All the instructions, in order.
@@ -241,7 +245,7 @@ impl Block {
         let runs: u64 = self
             .runs
             .iter()
-            .map(|(run, n)| run.len() as u64 * u64::from(*n))
+            .map(|&(run, n)| self.distinct[run as usize].len() as u64 * u64::from(n))
             .sum();
         self.insns.len() as u64 + runs
     }
@@ -253,7 +257,7 @@ impl Block {
     /// The last instruction.
     pub fn last(&self) -> Option<&Insn> {
         match self.runs.last() {
-            Some((run, _)) => run.last(),
+            Some(&(run, _)) => self.distinct[run as usize].last(),
             None => self.insns.last(),
         }
     }
@@ -261,6 +265,7 @@ impl Block {
     fn clear(&mut self) {
         self.insns.clear();
         self.runs.clear();
+        self.distinct.clear();
     }
 
     fn push(&mut self, insn: Insn) {
@@ -274,9 +279,19 @@ impl Block {
             self.insns.is_empty(),
             "a block of instructions takes no runs"
         );
+        let d = self.distinct.len();
+        // One of the last two runs held (a loop of one or two runs), or a new one.
+        let index = if d > 0 && Rc::ptr_eq(&self.distinct[d - 1], run) {
+            d - 1
+        } else if d > 1 && Rc::ptr_eq(&self.distinct[d - 2], run) {
+            d - 2
+        } else {
+            self.distinct.push(Rc::clone(run));
+            d
+        } as u32;
         match self.runs.last_mut() {
-            Some((last, n)) if Rc::ptr_eq(last, run) => *n += passes,
-            _ => self.runs.push((Rc::clone(run), passes)),
+            Some((last, n)) if *last == index => *n += passes,
+            _ => self.runs.push((index, passes)),
         }
     }
 }
@@ -624,7 +639,7 @@ impl<'a> Flow<'a> {
             return Ok(false);
         }
         let calls = run.calls;
-        let last = run.insns[n - 1];
+        let last = run.last;
         if calls {
             let insns = Rc::clone(&run.insns);
             for insn in insns.iter() {
@@ -728,7 +743,7 @@ impl<'a> Flow<'a> {
             if run.ends != ends || run.calls || n == 0 || self.walked + n > WALK_MAX {
                 break;
             }
-            let last = run.insns[n - 1];
+            let last = run.last;
             let Class::CondJump { target } = last.class else {
                 break;
             };
@@ -779,6 +794,11 @@ impl<'a> Flow<'a> {
             .iter()
             .any(|i| matches!(i.class, Class::Call { .. } | Class::IndirectCall));
         self.runs.push(Run {
+            last: insns.last().copied().unwrap_or(Insn {
+                ip: 0,
+                len: 0,
+                class: Class::Other,
+            }),
             insns: insns.into(),
             calls,
             ends: (self.config.end_on_call, self.config.end_on_jump),
