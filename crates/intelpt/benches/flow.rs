@@ -9,6 +9,11 @@
 //! 1.6 MB of trace. Before timing, the bench checks that every decoder counts the same
 //! instructions.
 //!
+//! The second trace (`*_two_runs`) is the same loop with a `jmp` back after it, its outcomes
+//! alternating (not taken, taken, ...): the flow goes from one run of instructions to the
+//! other at every outcome (`dec; jnz` from the head, `jmp; dec; jnz` after it), so no pass
+//! repeats the one before. 23.6 M instructions.
+//!
 //! cargo bench -p perfaux-intelpt --bench flow
 
 #[path = "common/libipt.rs"]
@@ -22,44 +27,67 @@ use perfaux_intelpt::ptxed;
 
 /// Where the loop's code is.
 const BASE: u64 = 0x1000;
-/// `dec ecx; jnz BASE`.
-const CODE: [u8; 4] = [0xff, 0xc9, 0x75, 0xfc];
+/// `dec ecx; jnz BASE` (`jmp BASE` after it, for the second trace).
+const CODE: [u8; 6] = [0xff, 0xc9, 0x75, 0xfc, 0xeb, 0xfa];
+/// The loop's two runs: from its head, and from the `jmp` after it.
+const HEAD_RUN: u64 = 2;
+const JMP_RUN: u64 = 3;
 /// Long TNTs in the trace, and between two PSB+.
 const TNTS: usize = 200_000;
 const PSB_EVERY: usize = 512;
 /// A long TNT's outcomes.
 const PER_TNT: u64 = 47;
 
-/// PSB+ with the loop's head as the IP (`fup`: when tracing is on), 64-bit mode.
-fn psb_plus(out: &mut Vec<u8>, fup: bool) {
+/// PSB+ with `fup` as the IP (when tracing is on), 64-bit mode.
+fn psb_plus(out: &mut Vec<u8>, fup: Option<u64>) {
     for _ in 0..8 {
         out.extend_from_slice(&[0x02, 0x82]);
     }
     // MODE.Exec: CS.L, 64-bit code.
     out.extend_from_slice(&[0x99, 0x01]);
-    if fup {
+    if let Some(ip) = fup {
         // FUP, IPBytes 011: a 6-byte sign-extended IP.
         out.push(0x7d);
-        out.extend_from_slice(&BASE.to_le_bytes()[..6]);
+        out.extend_from_slice(&ip.to_le_bytes()[..6]);
     }
     out.extend_from_slice(&[0x02, 0x23]);
 }
 
-fn loop_trace() -> Vec<u8> {
+/// Every long TNT's payload (47 outcomes under the stop bit), and where the flow stands after
+/// each (its PSB+'s IP).
+fn loop_trace(payload: u64, after: u64) -> Vec<u8> {
     let mut t = Vec::with_capacity(TNTS * 8 + TNTS / PSB_EVERY * 32 + 64);
-    psb_plus(&mut t, false);
+    psb_plus(&mut t, None);
     // TIP.PGE to the loop's head, IPBytes 011.
     t.push(0x71);
     t.extend_from_slice(&BASE.to_le_bytes()[..6]);
     for i in 0..TNTS {
         if i > 0 && i % PSB_EVERY == 0 {
-            psb_plus(&mut t, true);
+            psb_plus(&mut t, Some(after));
         }
-        // Long TNT: 47 taken outcomes under the stop bit, 6 payload bytes.
+        // Long TNT: 6 payload bytes.
         t.extend_from_slice(&[0x02, 0xa3]);
-        t.extend_from_slice(&((1u64 << 48) - 1).to_le_bytes()[..6]);
+        t.extend_from_slice(&payload.to_le_bytes()[..6]);
     }
     t
+}
+
+/// All 47 outcomes taken.
+const ALL_TAKEN: u64 = (1 << 48) - 1;
+/// Not taken, taken, ..., not taken (the oldest in bit 46).
+const ALTERNATING: u64 = (1 << 47) | 0x2aaa_aaaa_aaaa;
+
+/// The instructions the flow walks over [`loop_trace`]`(ALTERNATING, ..)`: a run at each
+/// outcome, from the head or from the `jmp`.
+fn alternating_insns() -> u64 {
+    let (mut at_head, mut n) = (true, 0);
+    for _ in 0..TNTS {
+        for i in (0..PER_TNT).rev() {
+            n += if at_head { HEAD_RUN } else { JMP_RUN };
+            at_head = ALTERNATING >> i & 1 == 1;
+        }
+    }
+    n
 }
 
 /// perfaux's ptxed on `pt` and `code`, `--quiet`, with its decoder (`--insn-decoder` or the
@@ -136,14 +164,21 @@ fn libipt_insns<const BLOCKS: bool>(lib: &libipt::Libipt, trace: &[u8], code: &P
 fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let (pt, code) = (dir.path().join("loop.pt"), dir.path().join("loop.bin"));
-    let trace = loop_trace();
+    let trace = loop_trace(ALL_TAKEN, BASE);
     std::fs::write(&pt, &trace).unwrap();
+    let pt2 = dir.path().join("two_runs.pt");
+    let trace2 = loop_trace(ALTERNATING, BASE + 4);
+    std::fs::write(&pt2, &trace2).unwrap();
     std::fs::write(&code, CODE).unwrap();
     let want = TNTS as u64 * PER_TNT * 2;
     let block = perfaux_setup(&pt, &code, false);
     let insn = perfaux_setup(&pt, &code, true);
     let counts = [perfaux_insns(&block), perfaux_insns(&insn)];
     eprintln!("instructions: perfaux block, insn {counts:?}");
+    let block2 = perfaux_setup(&pt2, &code, false);
+    let counts2 = [perfaux_insns(&block2)];
+    eprintln!("instructions, two runs: perfaux block {counts2:?}");
+    assert_eq!(counts2, [alternating_insns()]);
     let lib = libipt::Libipt::load()
         .inspect_err(|e| eprintln!("skipped: the libipt peer: {e}"))
         .ok();
@@ -157,6 +192,9 @@ fn bench(c: &mut Criterion) {
             theirs, counts,
             "libipt and perfaux decode the same instructions"
         );
+        let theirs2 = [libipt_insns::<true>(lib, &trace2, &code)];
+        eprintln!("instructions, two runs: libipt block {theirs2:?}");
+        assert_eq!(theirs2, counts2, "the same, two runs");
     }
     // The last TNT's outcomes leave the loop's head where the trace ends: every outcome is a
     // `jnz`, each after a `dec`; the decoders may count the `dec` after the last one too.
@@ -172,7 +210,13 @@ fn bench(c: &mut Criterion) {
     g.bench_function("perfaux_insn", |b| {
         b.iter(|| ptxed::run(black_box(&insn), std::io::sink()).unwrap())
     });
+    g.bench_function("perfaux_block_two_runs", |b| {
+        b.iter(|| ptxed::run(black_box(&block2), std::io::sink()).unwrap())
+    });
     if let Some(lib) = &lib {
+        g.bench_function("libipt_2_0_5_block_two_runs", |b| {
+            b.iter(|| libipt_insns::<true>(lib, black_box(&trace2), &code))
+        });
         g.bench_function("libipt_2_0_5_block", |b| {
             b.iter(|| libipt_insns::<true>(lib, black_box(&trace), &code))
         });

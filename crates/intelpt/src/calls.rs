@@ -315,7 +315,9 @@ pub fn walk_calls(
                 return w.walked;
             }
             let r = flow.next(&mut block);
-            w.insns(&block.insns);
+            for part in block.blocks() {
+                w.insns(part);
+            }
             match r {
                 Ok(s) => st = s,
                 Err(e) => break e,

@@ -6,6 +6,7 @@
 //! output reads as ptxed's.
 
 use std::collections::VecDeque;
+use std::rc::Rc;
 
 use crate::events::{self, Event, Events, Kind};
 use crate::image::Image;
@@ -123,6 +124,10 @@ pub struct Config {
     /// The address filters the trace was recorded with (IA32_RTIT_CTL.ADDRn_CFG and the
     /// ranges): 1 a FilterEn range, 2 a TraceStop range; SKL014 needs them.
     pub filters: [(u8, u64, u64); 4],
+    /// Hand out a pass of a run at a time: no loop's passes taken at once, no runs chained
+    /// (what tests compare the flow with).
+    #[doc(hidden)]
+    pub pass_at_a_time: bool,
 }
 
 impl Config {
@@ -178,12 +183,22 @@ pub struct Flow<'a> {
 /// that needs trace, or that ends a block by the configuration. The same every time from
 /// there (the image and the configuration it was made under stay; a new image clears them).
 struct Run {
-    insns: Box<[Insn]>,
+    /// Shared with the blocks that hand them out: a block refers to its run, it does not
+    /// copy it.
+    insns: Rc<[Insn]>,
     /// Whether it holds a call (the return stack takes its return address).
     calls: bool,
     /// The configuration's `end_on_call` and `end_on_jump` it was made under.
     ends: (bool, bool),
+    /// Where the flow went after it (an address, in the same mode, and the run from there):
+    /// a conditional branch's two ways, or the last two of an indirect branch's.
+    next: [(u64, u32); 2],
+    /// Its last instruction, at hand (a dummy when it has none).
+    last: Insn,
 }
+
+/// No run: a [`Run::next`] not known yet.
+const NO_RUN: u32 = u32::MAX;
 
 /// The longest run kept (a longer one is walked an instruction at a time, and remembered as
 /// too long: an empty run).
@@ -193,11 +208,92 @@ const RUN_MAX: usize = 4096;
 /// whatever the code and the trace (runs from every address of a long stretch overlap).
 const RUNS_INSNS_MAX: usize = 1 << 20;
 
-/// The instructions one call of [`Flow::next`] walked.
+/// The instructions one call of [`Flow::next`] walked: those walked one at a time, or kept
+/// runs of them (not copied) as the TNT's bits lead from one to the next while nothing else
+/// is due, each once or, for a loop whose bits lead back to its run's start, several times
+/// over: a block each time, as libipt's block decoder hands them out one at a time.
 #[derive(Debug, Default, Clone)]
 pub struct Block {
-    pub insns: Vec<Insn>,
+    /// The instructions walked one at a time (empty when `runs` is not).
+    insns: Vec<Insn>,
+    /// Or kept runs' instructions, each walked its count of times in a row: an index into
+    /// `distinct` (a loop's few runs are held once each, not a refcount each pass).
+    runs: Vec<(u32, u32)>,
+    distinct: Vec<Rc<[Insn]>>,
     pub speculative: bool,
+}
+
+impl Block {
+    /// The blocks this one stands for, each its instructions in order: one, or the passes
+    /// of runs.
+    pub fn blocks(&self) -> impl Iterator<Item = &[Insn]> {
+        let single = self.runs.is_empty().then_some(&self.insns[..]);
+        single
+            .into_iter()
+            .chain(self.runs.iter().flat_map(|&(run, n)| {
+                std::iter::repeat_n(&self.distinct[run as usize][..], n as usize)
+            }))
+    }
+
+    /// All the instructions, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &Insn> {
+        self.blocks().flatten()
+    }
+
+    /// How many instructions.
+    pub fn len(&self) -> u64 {
+        let runs: u64 = self
+            .runs
+            .iter()
+            .map(|&(run, n)| self.distinct[run as usize].len() as u64 * u64::from(n))
+            .sum();
+        self.insns.len() as u64 + runs
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The last instruction.
+    pub fn last(&self) -> Option<&Insn> {
+        match self.runs.last() {
+            Some(&(run, _)) => self.distinct[run as usize].last(),
+            None => self.insns.last(),
+        }
+    }
+
+    fn clear(&mut self) {
+        self.insns.clear();
+        self.runs.clear();
+        self.distinct.clear();
+    }
+
+    fn push(&mut self, insn: Insn) {
+        debug_assert!(self.runs.is_empty(), "a block of runs takes no more");
+        self.insns.push(insn);
+    }
+
+    /// Adds `passes` passes of `run`.
+    fn push_run(&mut self, run: &Rc<[Insn]>, passes: u32) {
+        debug_assert!(
+            self.insns.is_empty(),
+            "a block of instructions takes no runs"
+        );
+        let d = self.distinct.len();
+        // One of the last two runs held (a loop of one or two runs), or a new one.
+        let index = if d > 0 && Rc::ptr_eq(&self.distinct[d - 1], run) {
+            d - 1
+        } else if d > 1 && Rc::ptr_eq(&self.distinct[d - 2], run) {
+            d - 2
+        } else {
+            self.distinct.push(Rc::clone(run));
+            d
+        } as u32;
+        match self.runs.last_mut() {
+            Some((last, n)) if *last == index => *n += passes,
+            _ => self.runs.push((index, passes)),
+        }
+    }
 }
 
 impl<'a> Flow<'a> {
@@ -491,7 +587,8 @@ impl<'a> Flow<'a> {
         }
     }
 
-    /// Walks the run from the current IP ([`Run`]) into `block`, as the loop of `step`s in
+    /// Hands out the run from the current IP ([`Run`]) in `block` (once, or a loop's passes:
+    /// [`Flow::loop_passes`]), as the loop of `step`s in
     /// [`Flow::next`] would, and moves past its last instruction (taking trace if it needs
     /// some). `false`: nothing walked, the loop is to walk it (a run not made: the code is not
     /// there or does not decode, which the loop reports where it fails; a run too long or one
@@ -499,17 +596,41 @@ impl<'a> Flow<'a> {
     fn walk_run(&mut self, block: &mut Block) -> Result<bool, Error> {
         let mode = self.mode.unwrap_or_default();
         let ends = (self.config.end_on_call, self.config.end_on_jump);
-        let found = match self.last_run {
+        let prev = self.last_run;
+        // Whether the last run is known to lead here (nothing to record).
+        let mut known = true;
+        let found = match prev {
             Some((ip, m, i)) if ip == self.ip && m == mode => Some(i),
+            // Where the last run led before: a table lookup, not a hash.
+            Some((_, m, i)) if m == mode => match self.runs[i as usize].next {
+                [(ip, n), _] | [_, (ip, n)] if ip == self.ip && n != NO_RUN => Some(n),
+                _ => {
+                    known = false;
+                    self.run_at.get(&(self.ip, mode)).copied()
+                }
+            },
             _ => self.run_at.get(&(self.ip, mode)).copied(),
         };
         let index = match found {
             Some(i) if self.runs[i as usize].ends == ends => i as usize,
-            _ => match self.make_run(self.ip, mode) {
-                Some(i) => i,
-                None => return Ok(false),
-            },
+            _ => {
+                known = false;
+                match self.make_run(self.ip, mode) {
+                    Some(i) => i,
+                    None => return Ok(false),
+                }
+            }
         };
+        // The last run leads here (unless the runs were made again since).
+        if !known
+            && let Some((_, m, i)) = prev
+            && m == mode
+            && self.last_run == prev
+        {
+            let next = &mut self.runs[i as usize].next;
+            let slot = usize::from(next[0].1 != NO_RUN && next[0].0 != self.ip);
+            next[slot] = (self.ip, index as u32);
+        }
         self.last_run = Some((self.ip, mode, index as u32));
         let run = &self.runs[index];
         let n = run.insns.len();
@@ -518,26 +639,19 @@ impl<'a> Flow<'a> {
             return Ok(false);
         }
         let calls = run.calls;
-        // Read from the run, not from the block just written: a copy read back from the
-        // stores that made it stalls on their forwarding.
-        let last = run.insns[n - 1];
-        let start = block.insns.len();
-        // Most runs are a few instructions: pushed, not a call of memmove each.
-        if n <= 4 {
-            for &insn in run.insns.iter() {
-                block.insns.push(insn);
-            }
-        } else {
-            block.insns.extend_from_slice(&run.insns);
-        }
-        self.walked += n;
-        if let Some(c) = &mut self.icnt {
-            *c += n as u64;
-        }
+        let last = run.last;
         if calls {
-            for insn in &block.insns[start..] {
+            let insns = Rc::clone(&run.insns);
+            for insn in insns.iter() {
                 self.push_call(insn);
             }
+        }
+        let passes = if calls { 1 } else { self.loop_passes(&last, n) };
+        block.push_run(&self.runs[index].insns, passes);
+        let walked = n * passes as usize;
+        self.walked += walked;
+        if let Some(c) = &mut self.icnt {
+            *c += walked as u64;
         }
         // Where the loop would stand: on the last instruction (an error there is said there).
         self.ip = last.ip;
@@ -546,6 +660,112 @@ impl<'a> Flow<'a> {
             None => self.resolve(&last)?,
         }
         Ok(true)
+    }
+
+    /// How many passes of a run of `n` instructions from the current IP, ending in `last`,
+    /// the current TNT takes at once: while its bits lead back to the run's start, and
+    /// bits stay for after each pass, each pass is what [`Flow::next`] would walk again
+    /// (the same run, nothing due between: [`Flow::trailing`]'s first case). Takes the bits
+    /// of all the passes but the last (whose bit the caller takes, as for one pass): at
+    /// least 1.
+    fn loop_passes(&mut self, last: &Insn, n: usize) -> u32 {
+        let Class::CondJump { target } = last.class else {
+            return 1;
+        };
+        if self.config.ticks
+            || self.config.pass_at_a_time
+            || self.p.is_some()
+            || self.status.is_some()
+        {
+            return 1;
+        }
+        let start = self.ip;
+        let fall = last.ip.wrapping_add(u64::from(last.len));
+        // The outcome that leads back, if one does (either, a branch to its fall-through).
+        let back = match (target == start, fall == start) {
+            (true, true) => None,
+            (true, false) => Some(true),
+            (false, true) => Some(false),
+            (false, false) => return 1,
+        };
+        let Some(Event {
+            kind: Kind::Tnt { bits, count },
+            ..
+        }) = &mut self.e
+        else {
+            return 1;
+        };
+        let c = u32::from(*count);
+        if c < 2 {
+            return 1;
+        }
+        // The bits left, the oldest first, in the top bits.
+        let top = *bits << (64 - c);
+        let same = match back {
+            None => c,
+            Some(true) => top.leading_ones(),
+            Some(false) => top.leading_zeros(),
+        };
+        // The walk's bound, as a pass at a time checks it (the first pass is within it).
+        let room = ((WALK_MAX - self.walked) / n).max(1);
+        let passes = (same + 1).min(c).min(room as u32);
+        *count -= (passes - 1) as u8;
+        passes
+    }
+
+    /// Follows the runs the TNT's bits lead to, as [`Flow::walk_run`] would walk them a pass
+    /// at a time, while each is known to follow the last ([`Run::next`]), ends in a
+    /// conditional branch and needs nothing else (no call, within the walk's bound); not a
+    /// run's passes again (`walk_run` takes them at once). Whether it followed any.
+    fn follow_runs(&mut self, block: &mut Block) -> bool {
+        let Some((mut at, mode, mut i)) = self.last_run else {
+            return false;
+        };
+        if Some(mode) != self.mode.or(Some(ExecMode::default())) {
+            return false;
+        }
+        let ends = (self.config.end_on_call, self.config.end_on_jump);
+        let Some(Event {
+            kind: Kind::Tnt { bits, count },
+            ..
+        }) = &mut self.e
+        else {
+            return false;
+        };
+        let mut any = false;
+        while *count > 0 && self.ip != at {
+            let j = match self.runs[i as usize].next {
+                [(ip, n), _] | [_, (ip, n)] if ip == self.ip && n != NO_RUN => n,
+                _ => break,
+            };
+            let run = &self.runs[j as usize];
+            let n = run.insns.len();
+            if run.ends != ends || run.calls || n == 0 || self.walked + n > WALK_MAX {
+                break;
+            }
+            let last = run.last;
+            let Class::CondJump { target } = last.class else {
+                break;
+            };
+            *count -= 1;
+            let taken = *bits >> *count & 1 == 1;
+            block.push_run(&run.insns, 1);
+            self.walked += n;
+            if let Some(c) = &mut self.icnt {
+                *c += n as u64;
+            }
+            (at, i) = (self.ip, j);
+            self.ip = if taken {
+                target
+            } else {
+                last.ip.wrapping_add(u64::from(last.len))
+            };
+            any = true;
+        }
+        if any {
+            self.last_run = Some((at, mode, i));
+        }
+        any
     }
 
     /// Makes the run from `ip` in `mode` and keeps it (one longer than [`RUN_MAX`] kept as
@@ -574,9 +794,15 @@ impl<'a> Flow<'a> {
             .iter()
             .any(|i| matches!(i.class, Class::Call { .. } | Class::IndirectCall));
         self.runs.push(Run {
-            insns: insns.into_boxed_slice(),
+            last: insns.last().copied().unwrap_or(Insn {
+                ip: 0,
+                len: 0,
+                class: Class::Other,
+            }),
+            insns: insns.into(),
             calls,
             ends: (self.config.end_on_call, self.config.end_on_jump),
+            next: [(0, NO_RUN); 2],
         });
         let index = self.runs.len() - 1;
         self.run_at.insert((ip, mode), index as u32);
@@ -597,7 +823,7 @@ impl<'a> Flow<'a> {
         }
         self.walked += 1;
         let insn = self.decode_at(self.ip)?;
-        block.insns.push(insn);
+        block.push(insn);
         self.push_call(&insn);
         if let Some(n) = &mut self.icnt {
             *n += 1;
@@ -607,7 +833,7 @@ impl<'a> Flow<'a> {
 
     /// The next instructions, up to the next branch that needs trace or the next event.
     pub fn next(&mut self, block: &mut Block) -> Result<Status, Error> {
-        block.insns.clear();
+        block.clear();
         block.speculative = self.speculative;
         if let Some(s) = self.status {
             if s != events::Error::Eos {
@@ -626,7 +852,15 @@ impl<'a> Flow<'a> {
                 if !self.enabled {
                     return Err(Error::NoEnable);
                 }
-                if !self.walk_run(block)? {
+                if self.walk_run(block)? {
+                    // On to the next run while the TNT has bits for it and nothing else is
+                    // due ([`Flow::trailing`]'s first case): what the next call would walk,
+                    // a block of its own in the caller's hands.
+                    while !self.config.pass_at_a_time
+                        && self.nothing_due()
+                        && (self.follow_runs(block) || self.walk_run(block)?)
+                    {}
+                } else {
                     loop {
                         let insn = self.step(block)?;
                         match Self::next_ip(&insn) {
@@ -643,7 +877,7 @@ impl<'a> Flow<'a> {
                         }
                     }
                 }
-                self.last_class = block.insns.last().map(|i| i.class);
+                self.last_class = block.last().map(|i| i.class);
                 self.last_was_branch = self
                     .last_class
                     .is_some_and(|c| !matches!(c, Class::Other | Class::Ptwrite));
@@ -756,16 +990,21 @@ impl<'a> Flow<'a> {
         Ok(())
     }
 
+    /// The case of [`Flow::trailing`] a block ends in most: a TNT with bits left for the
+    /// next, nothing else pending.
+    fn nothing_due(&self) -> bool {
+        self.status.is_none()
+            && self.p.is_none()
+            && !self.config.ticks
+            && matches!(self.e, Some(Event { kind: Kind::Tnt { count, .. }, .. }) if count > 0)
+    }
+
     /// Whether the current event is due at the current position (after a block, an event
     /// or a sync).
     fn trailing(&mut self, after_block: bool) -> Result<Status, Error> {
         // Most blocks end in a branch whose TNT has bits left for the next: nothing is due
         // (what the loop below says of it, without copying the event out).
-        if self.status.is_none()
-            && self.p.is_none()
-            && !self.config.ticks
-            && matches!(self.e, Some(Event { kind: Kind::Tnt { count, .. }, .. }) if count > 0)
-        {
+        if self.nothing_due() {
             return Ok(self.flags(false));
         }
         loop {

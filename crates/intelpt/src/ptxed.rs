@@ -453,24 +453,29 @@ pub fn run(setup: &Setup, mut out: impl Write) -> io::Result<()> {
             }
             let start = flow.ip();
             let r = flow.next(&mut block);
-            blocks += 1;
-            if o.show_blocks && !o.insn_decoder && !o.quiet {
-                writeln!(out, "[block]")?;
-            }
-            for i in &block.insns {
-                insns += 1;
-                if !o.quiet {
+            // A loop's passes taken at once are a block each, as libipt's are.
+            for part in block.blocks() {
+                blocks += 1;
+                if o.quiet {
+                    insns += part.len() as u64;
+                    continue;
+                }
+                if o.show_blocks && !o.insn_decoder {
+                    writeln!(out, "[block]")?;
+                }
+                for i in part {
+                    insns += 1;
                     if block.speculative {
                         write!(out, "? ")?;
                     }
                     writeln!(out, "{:016x}", i.ip)?;
                 }
             }
-            err_ip = block.insns.last().map_or(start, after);
+            err_ip = block.last().map_or(start, after);
             match r {
                 Ok(s) => st = s,
                 Err(e) => {
-                    let ip = match (e, block.insns.last()) {
+                    let ip = match (e, block.last()) {
                         (Error::BadQuery, Some(i)) => i.ip,
                         (Error::BadQuery, None) => start,
                         (_, Some(i)) => after(i),
