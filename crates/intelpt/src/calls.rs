@@ -315,7 +315,11 @@ pub fn walk_calls(
                 return w.walked;
             }
             let r = flow.next(&mut block);
+            // A block may hold a loop's passes: none counted past a stop.
             for part in block.blocks() {
+                if w.stopped {
+                    return w.walked;
+                }
                 w.insns(part);
             }
             match r {
