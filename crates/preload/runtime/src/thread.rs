@@ -168,7 +168,8 @@ pub(crate) fn with<R>(f: impl FnOnce(&Thread) -> R) -> Option<R> {
         }
     }
     // SAFETY: set by `first` from THREAD's own reference on this thread, cleared at the
-    // start of its drop: the thread's `Thread` is alive and not yet dropping.
+    // start of its drop: the thread's `Thread` is alive (a signal handler's hook between
+    // std marking THREAD destroyed and that drop's start still finds it whole).
     Some(f(unsafe { &*p }))
 }
 
@@ -306,8 +307,8 @@ impl Thread {
         if let (Some(ctl), Some(i)) = (crate::control(), slot) {
             // SAFETY: a word of the control mapping, which is never unmapped, stored into
             // atomically and by this thread's writer only (its slot's); the mirror is cleared
-            // before the slot is released (`Thread`'s drop). A forked child's writer state
-            // (with its mirror) is forgotten, not used.
+            // before the slot is released (`Thread`'s drop). A forked child's copy of the
+            // writer state has its mirror cleared (`forget_after_fork`).
             unsafe { perfaux_swtrace::writer::set_head_mirror(&ctl.slot(i).writer_head) };
         }
     }

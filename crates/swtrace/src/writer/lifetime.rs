@@ -25,7 +25,7 @@
 
 use std::cell::Cell;
 use std::ptr;
-use std::sync::atomic::Ordering::{AcqRel, Acquire, Release, SeqCst};
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
 use std::sync::atomic::{AtomicUsize, compiler_fence};
 
 #[cfg(test)]
@@ -158,6 +158,12 @@ fn key() -> Option<libc::pthread_key_t> {
 /// may still be read by a guard made before the fork, which [`crate::ProbeGuard::forget_call`]
 /// makes inert). Takes no lock and allocates nothing.
 pub fn forget_after_fork() {
+    // A hook the fork interrupted (from a signal handler) may still publish through this
+    // copy of the writer's state: not into the parent's mirror word, which is shared memory.
+    // The copy is the child's own (a private mapping).
+    if let Some(t) = existing() {
+        t.head_mirror.store(ptr::null_mut(), Relaxed);
+    }
     SLOT.with(|s| s.set(ptr::null()));
     TRACE.with(|t| t.set(ptr::null()));
     MAKING.with(|m| m.set(false));

@@ -197,3 +197,36 @@ fn a_tag_belongs_to_the_call_just_entered() {
         );
     }
 }
+
+static MIRRORED: Probe = Probe::new("writer_mirrored");
+
+/// A head mirror holds the head after every packet; cleared, it is left as it was.
+#[test]
+fn the_head_mirror_follows_every_packet_until_cleared() {
+    use std::sync::atomic::AtomicU64;
+    use std::sync::atomic::Ordering::Relaxed;
+    MIRRORED.id().unwrap();
+    let mut aux = vec![0u8; 1 << 16];
+    // SAFETY: `aux` outlives the writer, uninstalled below.
+    let region = unsafe { AuxRegion::new(aux.as_mut_ptr(), aux.len()) }.unwrap();
+    install(WriterConfig::full_trace(region, None)).unwrap();
+    let word = Box::new(AtomicU64::new(u64::MAX));
+    // SAFETY: `word` lives until the mirror is cleared below.
+    assert!(unsafe { set_head_mirror(&*word) });
+    let head = || existing().unwrap().head.load(Relaxed);
+    assert_eq!(word.load(Relaxed), head(), "stored at once");
+    for _ in 0..5 {
+        let _g = MIRRORED.enter();
+        assert_eq!(word.load(Relaxed), head());
+    }
+    assert_eq!(word.load(Relaxed), head());
+    // SAFETY: null stops the mirror.
+    assert!(unsafe { set_head_mirror(std::ptr::null()) });
+    let at = word.load(Relaxed);
+    {
+        let _g = MIRRORED.enter();
+    }
+    assert!(head() > at);
+    assert_eq!(word.load(Relaxed), at, "cleared: no more stores");
+    uninstall().unwrap();
+}

@@ -98,7 +98,9 @@ pub(crate) struct ThreadTrace {
     pub(super) reported_full: AtomicU64,
     pub(super) syncs: AtomicU64,
     /// A word the head is also stored into after every packet (null: none), for a caller
-    /// whose reader sees that word only ([`super::set_head_mirror`]).
+    /// whose reader sees that word only ([`super::set_head_mirror`]). Read by every packet's
+    /// publish, yet past the first line, which the fast path's fields fill: one more line per
+    /// packet (measured within noise on a direct probe, 6.25-6.48 ns against 6.11-6.39).
     pub(super) head_mirror: AtomicPtr<AtomicU64>,
 }
 
