@@ -111,19 +111,7 @@ fn patched_calls_equal_uftraces_in_pie_and_non_pie_builds_with_and_without_libra
 
 /// zstd's library sources, as the zstd-sys crate (a dependency of the workspace) bundles them.
 fn zstd_sources() -> Option<PathBuf> {
-    let out = Command::new(env!("CARGO"))
-        .args(["metadata", "--format-version", "1"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .ok()?;
-    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
-    let manifest = meta["packages"]
-        .as_array()?
-        .iter()
-        .find(|p| p["name"] == "zstd-sys")?["manifest_path"]
-        .as_str()?
-        .to_owned();
-    let lib = Path::new(&manifest).parent()?.join("zstd/lib");
+    let lib = package_dir("zstd-sys")?.join("zstd/lib");
     lib.join("zstd.h").is_file().then_some(lib)
 }
 

@@ -14,19 +14,7 @@ use calls::*;
 
 /// The directory of `sqlite3.c` and `sqlite3.h` in libsqlite3-sys's package.
 fn sqlite_sources() -> Option<PathBuf> {
-    let out = Command::new(env!("CARGO"))
-        .args(["metadata", "--format-version", "1"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .ok()?;
-    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
-    let manifest = meta["packages"]
-        .as_array()?
-        .iter()
-        .find(|p| p["name"] == "libsqlite3-sys")?["manifest_path"]
-        .as_str()?
-        .to_owned();
-    let dir = Path::new(&manifest).parent()?.join("sqlite3");
+    let dir = package_dir("libsqlite3-sys")?.join("sqlite3");
     dir.join("sqlite3.c").is_file().then_some(dir)
 }
 

@@ -286,3 +286,21 @@ pub fn perf_task_events(data: &Path) -> String {
     assert_eq!(r.code, 0, "{}", r.stderr);
     r.stdout
 }
+
+/// The directory of package `name` (a dependency of the workspace: its bundled C sources),
+/// from `cargo metadata`.
+pub fn package_dir(name: &str) -> Option<PathBuf> {
+    let out = Command::new(env!("CARGO"))
+        .args(["metadata", "--format-version", "1"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()?;
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+    let manifest = meta["packages"]
+        .as_array()?
+        .iter()
+        .find(|p| p["name"] == name)?["manifest_path"]
+        .as_str()?
+        .to_owned();
+    Path::new(&manifest).parent().map(Path::to_path_buf)
+}
