@@ -342,6 +342,16 @@ mod tests {
     use super::*;
     use crate::image::Section;
 
+    /// What a walk of `trace` over `image` hands out, and its totals.
+    fn walked(trace: &[u8], image: &Image) -> (Vec<CallKind>, Walked) {
+        let mut got = Vec::new();
+        let walked = walk_calls(trace, image, &Setup::default(), |e| {
+            got.push(e.kind);
+            ControlFlow::Continue(None)
+        });
+        (got, walked)
+    }
+
     /// PSB, PSBEND.
     fn psb() -> Vec<u8> {
         let mut v = Vec::new();
@@ -401,11 +411,7 @@ mod tests {
         t.extend(tip(0x1020)); // call *%rax
         t.extend(tip(0x1007)); // f2's ret
         t.push(PGD);
-        let mut got = Vec::new();
-        let walked = walk_calls(&t, &image(&code, base), &Setup::default(), |e| {
-            got.push(e.kind);
-            ControlFlow::Continue(None)
-        });
+        let (got, walked) = walked(&t, &image(&code, base));
         assert_eq!(
             got,
             vec![
@@ -449,11 +455,7 @@ mod tests {
         t.push(0x7d);
         t.extend_from_slice(&0x1010u64.to_le_bytes()[..6]);
         t.push(PGD);
-        let mut got = Vec::new();
-        let walked = walk_calls(&t, &image(&code, 0x1000), &Setup::default(), |e| {
-            got.push(e.kind);
-            ControlFlow::Continue(None)
-        });
+        let (got, walked) = walked(&t, &image(&code, 0x1000));
         assert_eq!(
             got,
             vec![
@@ -487,11 +489,7 @@ mod tests {
         t.extend_from_slice(&0x1010u64.to_le_bytes()[..6]);
         t.extend(tip(0x1020));
         t.push(PGD);
-        let mut got = Vec::new();
-        walk_calls(&t, &image(&code, 0x1000), &Setup::default(), |e| {
-            got.push(e.kind);
-            ControlFlow::Continue(None)
-        });
+        let (got, _) = walked(&t, &image(&code, 0x1000));
         assert!(
             got.contains(&CallKind::Call {
                 at: 0x1000,
@@ -514,11 +512,7 @@ mod tests {
         t.extend(psb());
         t.extend(enable(0x1000));
         t.push(PGD);
-        let mut got = Vec::new();
-        let walked = walk_calls(&t, &image(&code, 0x1000), &Setup::default(), |e| {
-            got.push(e.kind);
-            ControlFlow::Continue(None)
-        });
+        let (got, walked) = walked(&t, &image(&code, 0x1000));
         assert_eq!(walked.gaps, 1, "{got:?}");
         let gap = got
             .iter()
@@ -545,11 +539,7 @@ mod tests {
         t.extend(psb());
         t.extend(enable(0x1000));
         t.push(PGD);
-        let mut got = Vec::new();
-        let walked = walk_calls(&t, &image(&code, 0x1000), &Setup::default(), |e| {
-            got.push(e.kind);
-            ControlFlow::Continue(None)
-        });
+        let (got, walked) = walked(&t, &image(&code, 0x1000));
         assert_eq!(walked.calls, 1, "{got:?}");
         assert_eq!(walked.gaps, 1, "{got:?}");
     }
@@ -558,11 +548,7 @@ mod tests {
     #[test]
     fn a_buffer_without_a_psb_is_one_gap() {
         let junk = vec![0xffu8; 100];
-        let mut got = Vec::new();
-        let walked = walk_calls(&junk, &Image::default(), &Setup::default(), |e| {
-            got.push(e.kind);
-            ControlFlow::Continue(None)
-        });
+        let (got, walked) = walked(&junk, &Image::default());
         assert_eq!(walked.gap_bytes, 100, "{got:?}");
     }
 }
