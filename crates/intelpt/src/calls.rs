@@ -376,6 +376,13 @@ mod tests {
         v
     }
 
+    /// FUP at `ip` (IPBytes 3).
+    fn fup(ip: u64) -> Vec<u8> {
+        let mut v = vec![0x7d];
+        v.extend_from_slice(&ip.to_le_bytes()[..6]);
+        v
+    }
+
     /// TIP.PGD, IP suppressed.
     const PGD: u8 = 0x01;
 
@@ -451,9 +458,8 @@ mod tests {
         code[..5].copy_from_slice(&[0xe8, 0x0b, 0, 0, 0]);
         let mut t = psb();
         t.extend(enable(0x1000));
-        // FUP 0x1010 (IPBytes 3), TIP.PGD without IP.
-        t.push(0x7d);
-        t.extend_from_slice(&0x1010u64.to_le_bytes()[..6]);
+        // FUP 0x1010, TIP.PGD without IP.
+        t.extend(fup(0x1010));
         t.push(PGD);
         let (got, walked) = walked(&t, &image(&code, 0x1000));
         assert_eq!(
@@ -485,8 +491,7 @@ mod tests {
         code[0x20..0x22].copy_from_slice(&[0xff, 0xe0]);
         let mut t = psb();
         t.extend(enable(0x1000));
-        t.push(0x7d);
-        t.extend_from_slice(&0x1010u64.to_le_bytes()[..6]);
+        t.extend(fup(0x1010));
         t.extend(tip(0x1020));
         t.push(PGD);
         let (got, _) = walked(&t, &image(&code, 0x1000));

@@ -87,8 +87,6 @@ struct Queue {
     /// Where the last buffer added begins in the last stretch: the next snapshot is compared
     /// with that one (the buffer before it), not with the whole stretch.
     last_start: usize,
-    /// How many buffers (snapshots) each stretch holds.
-    taken: Vec<u64>,
 }
 
 /// The most zero bytes that pad a copy of the AUX area to 8 (perf's MAX_PADDING).
@@ -152,7 +150,6 @@ impl PtTrace {
             cpu,
             segments: Vec::new(),
             last_start: 0,
-            taken: Vec::new(),
         });
         // A snapshot is the last bytes of the AUX area: what it shares with the one before
         // is decoded once (perf's intel_pt_find_overlap); a full trace's buffers follow on.
@@ -188,13 +185,7 @@ impl PtTrace {
         let n = payload.len().min(room);
         if new_segment {
             q.segments.push(Vec::new());
-            q.taken.push(0);
             q.last_start = 0;
-        } else if !snapshots {
-            q.last_start = q.segments.last().map_or(0, Vec::len);
-        }
-        if let Some(t) = q.taken.last_mut() {
-            *t += 1;
         }
         if let Some(seg) = q.segments.last_mut() {
             seg.extend_from_slice(&payload[..n]);
