@@ -2,13 +2,17 @@
 //!
 //! While no [`crate::Recording`] is on, a span's entry does nothing past one relaxed load (is
 //! any recording on?) and its exit nothing past one thread-local load (does this thread hold
-//! an open call?), before any lookup. One swtrace [`Probe`] per span callsite, made at `register_callsite` and never freed (a
-//! program has a fixed set of callsites), named `target::name`. A span keeps its callsite's
-//! probe in its registry extensions; a span whose callsite declares no field (nothing to send)
-//! finds it by its static metadata in a per-thread cache instead, skipping the extensions'
-//! lock. So an entry is the registry's lookup, that cache or one extension read, and the
-//! probe's entry; the guard the entry returns waits on a per-thread stack for the exit.
+//! an open call?), before any lookup.
 //!
+//! One swtrace [`Probe`] per span callsite, made at `register_callsite` and never freed (a
+//! program has a fixed set of callsites), named `target::name`. A span keeps its callsite's
+//! probe in its registry extensions, and the layer keeps it by span id in a table of its own
+//! ([`crate::span_table`]), written when the span is made: an entry reads the table and enters
+//! the probe, without the registry's lookup of the span (two locked compare-and-swaps on its
+//! slot). A span whose slot another took, or whose fields are still to send, takes the
+//! registry's way: a per-thread cache by callsite where the callsite declares no field, else
+//! the extensions. The guard the entry returns waits on a per-thread stack for the exit.
+
 //! Spans are normally left in the reverse order of entry on a thread. One left out of order
 //! (an exit for a span below the top) closes the spans entered above it as well, as a
 //! function's return ends the calls it made: the trace is a call tree.
@@ -16,7 +20,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{OnceLock, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use perfaux_swtrace::{Probe, ProbeGuard};
@@ -29,12 +33,14 @@ use tracing_subscriber::registry::LookupSpan;
 
 use crate::fields::{KeyValues, payload};
 use crate::recording;
+use crate::span_table::{self, SpanTable};
 use crate::{EVENT, SPAN_FIELDS, UEVENT_TYPES};
 
 /// The layer ([`layer`]).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct PerfauxLayer {
-    _private: (),
+    /// Its spans' probes by span id (ids are a registry's own: one table a layer).
+    spans: Arc<SpanTable>,
 }
 
 impl Default for PerfauxLayer {
@@ -52,7 +58,9 @@ pub fn layer() -> PerfauxLayer {
     // Under `perfaux record`: the layer records from now (its entries ask one flag).
     recording::note_recorder();
     recording::triggers_from_recorder();
-    PerfauxLayer { _private: () }
+    PerfauxLayer {
+        spans: Arc::new(SpanTable::new(span_table::SLOTS)),
+    }
 }
 
 /// What a span keeps in its extensions.
@@ -105,6 +113,11 @@ fn probe_of(meta: &'static Metadata<'static>) -> &'static Probe {
     })
 }
 
+/// What [`SpanTable`] keeps for `probe`.
+fn probe_addr(probe: &'static Probe) -> usize {
+    probe as *const Probe as usize
+}
+
 /// Enters `probe` for span `id` on this thread: the call, tagged with the span's id, kept
 /// open until the span's exit.
 fn enter_call(probe: &'static Probe, id: &Id) {
@@ -117,13 +130,37 @@ fn enter_call(probe: &'static Probe, id: &Id) {
     // is not kept open: it ends here, as its guard drops.
     let _ = OPEN.try_with(|o| {
         let mut open = o.borrow_mut();
-        open.push(Open {
-            id: id.into_u64(),
-            _call: call,
-            since,
-        });
+        push_open(&mut open, id.into_u64(), call, since);
         let _ = OPEN_COUNT.try_with(|n| n.set(open.len()));
     });
+}
+
+/// Pushes an [`Open`] written field by field straight into the stack's spare room:
+/// `Vec::push` built it on the machine stack and copied it with 16-byte loads spanning the
+/// narrower stores that had just built it, a store-forwarding stall that was a third of the
+/// entry's own time (perf, 2026-11-29). The room is reserved ahead.
+#[inline(always)]
+fn push_open(open: &mut Vec<Open>, id: u64, call: ProbeGuard, since: Option<Instant>) {
+    if open.len() == open.capacity() {
+        open.reserve(open.len().max(16));
+    }
+    let len = open.len();
+    let dst = open.spare_capacity_mut().as_mut_ptr().cast::<Open>();
+    // SAFETY: `dst` is the first spare element, room reserved above: a projection in bounds
+    // of the allocation, aligned, unaliased (as are the two below).
+    let p_id = unsafe { &raw mut (*dst).id };
+    // SAFETY: as above.
+    let p_call = unsafe { &raw mut (*dst)._call };
+    // SAFETY: as above.
+    let p_since = unsafe { &raw mut (*dst).since };
+    // SAFETY: each field of the spare element written once, before `set_len` counts it.
+    unsafe { p_id.write(id) };
+    // SAFETY: as above.
+    unsafe { p_call.write(call) };
+    // SAFETY: as above.
+    unsafe { p_since.write(since) };
+    // SAFETY: the element at `len` (the first spare one) was just written whole.
+    unsafe { open.set_len(len + 1) };
 }
 
 /// Slots of the thread's callsite cache ([`callsite_probe`]).
@@ -178,8 +215,14 @@ where
         }
         // `replace`, not `insert` (which panics on a second): the layer twice in one stack
         // must not abort the program.
+        let probe = probe_of(meta);
+        // Nothing to send at its entries: they find the probe in the table (until another
+        // span takes the slot). Written before the span can be entered.
+        if fields.is_empty() {
+            self.spans.put(id.into_u64(), probe_addr(probe));
+        }
         span.extensions_mut().replace(SpanProbe {
-            probe: probe_of(meta),
+            probe,
             fields,
             sent: AtomicBool::new(false),
             busy_ns: AtomicU64::new(0),
@@ -201,8 +244,11 @@ where
                 sp.fields.push_str(span.name());
             }
             values.record(&mut KeyValues(&mut sp.fields));
-            // Fields recorded after the first entry go out at the next one.
+            // Fields recorded after the first entry go out at the next one, which must take
+            // the way that sends them (the extensions' lock, held here, orders this against
+            // an entry that sends and writes the pair under it).
             sp.sent.store(false, Ordering::Relaxed);
+            self.spans.forget(id.into_u64());
         }
     }
 
@@ -235,12 +281,20 @@ impl PerfauxLayer {
     where
         S: Subscriber + for<'a> LookupSpan<'a>,
     {
+        if let Some(addr) = self.spans.get(id.into_u64()) {
+            // SAFETY: the table holds only `probe_addr` values of probes, which are leaked
+            // (`probe_of`): a live `&'static Probe`.
+            enter_call(unsafe { &*(addr as *const Probe) }, id);
+            return;
+        }
         let Some(span) = ctx.span(id) else { return };
         let meta = span.metadata();
         if meta.fields().is_empty() {
             // No field to send, ever: the probe is the callsite's, found by its (static)
             // metadata in the thread's cache, without the span's extensions and their lock.
-            enter_call(callsite_probe(meta), id);
+            let probe = callsite_probe(meta);
+            enter_call(probe, id);
+            self.spans.put(id.into_u64(), probe_addr(probe));
             return;
         }
         let ext = span.extensions();
@@ -250,6 +304,11 @@ impl PerfauxLayer {
         enter_call(sp.probe, id);
         if !sp.fields.is_empty() && recording::active() && !sp.sent.swap(true, Ordering::Relaxed) {
             send(SPAN_FIELDS, &sp.fields);
+        }
+        // Sent (or none): the next entries may skip the lookup. Under the extensions' read
+        // lock, which `on_record`'s clearing of the pair waits for.
+        if sp.fields.is_empty() || sp.sent.load(Ordering::Relaxed) {
+            self.spans.put(id.into_u64(), probe_addr(sp.probe));
         }
     }
 

@@ -58,6 +58,7 @@
 mod fields;
 mod layer;
 mod recording;
+mod span_table;
 
 pub use layer::{PerfauxLayer, layer};
 pub use perfaux_swtrace::Timing;

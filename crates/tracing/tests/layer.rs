@@ -29,17 +29,44 @@ fn serve(worker: u64, req: u64) {
     }
 }
 
-#[test]
-fn every_span_and_event_of_four_threads_is_recorded_as_a_counting_layer_saw_it() {
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+/// A recording into `name` in a temporary directory, and a dispatch with perfaux's layer
+/// and a counting layer beside it.
+struct Counted {
+    dir: tempfile::TempDir,
+    file: std::path::PathBuf,
+    counting: Counting,
+    dispatch: tracing::Dispatch,
+    rec: Recording,
+}
+
+fn counted(name: &str) -> Counted {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("layer.data");
+    let file = dir.path().join(name);
     let counting = Counting::default();
-    let dispatch: tracing::Dispatch = tracing_subscriber::registry()
+    let dispatch = tracing_subscriber::registry()
         .with(perfaux_tracing::layer())
         .with(counting.clone())
         .into();
     let rec = Recording::start(&file, RecordingOptions::default()).unwrap();
+    Counted {
+        dir,
+        file,
+        counting,
+        dispatch,
+        rec,
+    }
+}
+
+#[test]
+fn every_span_and_event_of_four_threads_is_recorded_as_a_counting_layer_saw_it() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Counted {
+        dir,
+        file,
+        counting,
+        dispatch,
+        rec,
+    } = counted("layer.data");
     let dispatch = Arc::new(dispatch);
     let workers: Vec<_> = (0..THREADS)
         .map(|w| {
@@ -128,5 +155,75 @@ fn with_no_recording_the_layer_records_nothing_and_the_program_runs() {
     assert_eq!(
         counting.enters.lock().unwrap().get("layer::request"),
         Some(&10)
+    );
+}
+
+/// Many spans alive at once from several callsites, more than the layer's table of span ids
+/// holds, entered twice each, some closed and made again between (the registry reuses their
+/// slots): every entry is recorded under its own span's name. An entry that took another
+/// span's probe from the table (a slot shared, an id reused) shows as a count off.
+#[test]
+fn spans_sharing_the_layers_table_each_record_under_their_own_name() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Counted {
+        dir: _dir,
+        file,
+        counting,
+        dispatch,
+        rec,
+    } = counted("many.data");
+    tracing::dispatcher::with_default(&dispatch, || {
+        for round in 0..3 {
+            let spans: Vec<_> = (0..3000u32)
+                .map(|i| match (i + round) % 3 {
+                    0 => info_span!("alpha"),
+                    1 => info_span!("beta"),
+                    _ => debug_span!("gamma"),
+                })
+                .collect();
+            for _ in 0..2 {
+                for s in &spans {
+                    let _in = s.enter();
+                }
+            }
+        }
+    });
+    let summary = rec.finish().unwrap();
+    assert_eq!(summary.lost, 0, "{summary:?}");
+    let seen = common::read(&file);
+    let counted = counting.enters.lock().unwrap().clone();
+    for name in ["layer::alpha", "layer::beta", "layer::gamma"] {
+        assert_eq!(counted.get(name), Some(&6000), "{name}");
+    }
+    assert_eq!(seen.enters, counted, "calls entered");
+    assert_eq!(seen.exits, counted, "calls returned");
+}
+
+/// A span's fields go out at its first entry, and its later entries take the layer's quick
+/// way (no lookup of the span); a field recorded after that still goes out, at the next
+/// entry, once.
+#[test]
+fn a_field_recorded_after_an_entry_goes_out_at_the_next_entry() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("late.data");
+    let dispatch: tracing::Dispatch = tracing_subscriber::registry()
+        .with(perfaux_tracing::layer())
+        .into();
+    let rec = Recording::start(&file, RecordingOptions::default()).unwrap();
+    tracing::dispatcher::with_default(&dispatch, || {
+        let span = info_span!("conn", bytes = tracing::field::Empty);
+        drop(span.enter());
+        drop(span.enter());
+        span.record("bytes", 42u64);
+        drop(span.enter());
+        drop(span.enter());
+    });
+    rec.finish().unwrap();
+    let seen = common::read(&file);
+    assert_eq!(seen.enters.get("layer::conn"), Some(&4));
+    assert_eq!(
+        seen.payloads(SPAN_FIELDS),
+        ["span=conn", "span=conn bytes=42"]
     );
 }
