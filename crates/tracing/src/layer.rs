@@ -20,7 +20,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use perfaux_swtrace::{Probe, ProbeGuard};
@@ -37,10 +37,21 @@ use crate::span_table::{self, SpanTable};
 use crate::{EVENT, SPAN_FIELDS, UEVENT_TYPES};
 
 /// The layer ([`layer`]).
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct PerfauxLayer {
-    /// Its spans' probes by span id (ids are a registry's own: one table a layer).
-    spans: Arc<SpanTable>,
+    /// Its spans' probes by span id. Ids are a registry's own, so each layer value has a
+    /// table of its own (a clone too: it may go into another subscriber).
+    spans: Box<SpanTable>,
+}
+
+impl Clone for PerfauxLayer {
+    /// A layer with a table of its own: a clone in a second subscriber sees that
+    /// registry's ids, which the first's table would confuse with its own.
+    fn clone(&self) -> Self {
+        PerfauxLayer {
+            spans: Box::new(SpanTable::new(span_table::SLOTS)),
+        }
+    }
 }
 
 impl Default for PerfauxLayer {
@@ -59,7 +70,7 @@ pub fn layer() -> PerfauxLayer {
     recording::note_recorder();
     recording::triggers_from_recorder();
     PerfauxLayer {
-        spans: Arc::new(SpanTable::new(span_table::SLOTS)),
+        spans: Box::new(SpanTable::new(span_table::SLOTS)),
     }
 }
 

@@ -227,3 +227,39 @@ fn a_field_recorded_after_an_entry_goes_out_at_the_next_entry() {
         ["span=conn", "span=conn bytes=42"]
     );
 }
+
+/// One layer value cloned into two subscribers: each registry numbers its spans from the
+/// same first id, and each span's entries are recorded under its own name.
+#[test]
+fn a_layer_cloned_into_two_subscribers_names_each_ones_spans() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("two.data");
+    let layer = perfaux_tracing::layer();
+    let first: tracing::Dispatch = tracing_subscriber::registry().with(layer.clone()).into();
+    let second: tracing::Dispatch = tracing_subscriber::registry().with(layer).into();
+    let rec = Recording::start(&file, RecordingOptions::default()).unwrap();
+    let a = tracing::dispatcher::with_default(&first, || info_span!("alpha"));
+    let b = tracing::dispatcher::with_default(&second, || info_span!("beta"));
+    assert_eq!(
+        a.id(),
+        b.id(),
+        "each registry's first span has the first id"
+    );
+    tracing::dispatcher::with_default(&first, || drop(a.enter()));
+    tracing::dispatcher::with_default(&second, || drop(b.enter()));
+    rec.finish().unwrap();
+    let seen = common::read(&file);
+    assert_eq!(
+        seen.enters.get("layer::alpha"),
+        Some(&1),
+        "{:?}",
+        seen.enters
+    );
+    assert_eq!(
+        seen.enters.get("layer::beta"),
+        Some(&1),
+        "{:?}",
+        seen.enters
+    );
+}
