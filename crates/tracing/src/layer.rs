@@ -12,7 +12,7 @@
 //! slot). A span whose slot another took, or whose fields are still to send, takes the
 //! registry's way: a per-thread cache by callsite where the callsite declares no field, else
 //! the extensions. The guard the entry returns waits on a per-thread stack for the exit.
-
+//!
 //! Spans are normally left in the reverse order of entry on a thread. One left out of order
 //! (an exit for a span below the top) closes the spans entered above it as well, as a
 //! function's return ends the calls it made: the trace is a call tree.
@@ -228,10 +228,15 @@ where
         // must not abort the program.
         let probe = probe_of(meta);
         // Nothing to send at its entries: they find the probe in the table (until another
-        // span takes the slot). Written before the span can be entered.
-        if fields.is_empty() {
-            self.spans.put(id.into_u64(), probe_addr(probe));
-        }
+        // span takes the slot). Written before the span can be entered, and written in any
+        // case: the registry gives a closed span's id again (after 8191 reuses of its slot),
+        // and a pair left for the span that had it would be taken for this one's.
+        let quick = if fields.is_empty() {
+            probe_addr(probe)
+        } else {
+            0
+        };
+        self.spans.put(id.into_u64(), quick);
         span.extensions_mut().replace(SpanProbe {
             probe,
             fields,
@@ -305,7 +310,7 @@ impl PerfauxLayer {
             // metadata in the thread's cache, without the span's extensions and their lock.
             let probe = callsite_probe(meta);
             enter_call(probe, id);
-            self.spans.put(id.into_u64(), probe_addr(probe));
+            self.spans.try_put(id.into_u64(), probe_addr(probe));
             return;
         }
         let ext = span.extensions();
@@ -319,7 +324,7 @@ impl PerfauxLayer {
         // Sent (or none): the next entries may skip the lookup. Under the extensions' read
         // lock, which `on_record`'s clearing of the pair waits for.
         if sp.fields.is_empty() || sp.sent.load(Ordering::Relaxed) {
-            self.spans.put(id.into_u64(), probe_addr(sp.probe));
+            self.spans.try_put(id.into_u64(), probe_addr(sp.probe));
         }
     }
 

@@ -7,34 +7,39 @@
 //! entry; what is not here (another span in the same slot, a writer in the slot, fields
 //! still to send) takes the registry's way.
 //!
-//! Direct-mapped by id, one sequence word a slot (a seqlock): a writer makes the word odd,
-//! stores the id and the value, and makes it even again; a reader takes the pair only if the
-//! word was even and unchanged across its loads. Writers spin on an odd word (three stores
-//! long); readers never wait.
+//! Direct-mapped by a hash of the id (the registry's ids hold the thread's shard above the
+//! slot's index in it, so their low bits alone would put every thread's first spans in the
+//! same slots), one sequence word a slot (a seqlock): a writer makes the word odd, stores the
+//! id and the value, and makes it even again; a reader takes the pair only if the word was
+//! even and unchanged across its loads. Readers never wait. A span's creation writes its
+//! slot whatever is there ([`SpanTable::put`], spinning on a writer in it, three stores
+//! long); later writes of the same pair may be dropped ([`SpanTable::try_put`]).
 //!
 //! Why the table cannot hand out a stale value: a live span's id is unique (the registry
-//! reuses an id only after the span closed), each span's creation writes its slot before
-//! anything can enter it, and every later writer of a slot writes a live span's pair. So a
-//! slot that holds a live span's id holds the value written for that span. What may clear a
-//! pair (fields recorded after an entry) clears it under the span's extensions' lock, which
-//! the writer of the pair holds as well (see `layer.rs`).
+//! gives an id again only after the span closed), each span's creation writes its slot
+//! (its pair, or clears a pair left there under its id) before anything can enter it, and
+//! every later writer of a slot writes a live span's pair. So a slot that holds a live
+//! span's id holds the value written for that span. What may clear a pair (fields recorded
+//! after an entry) clears it under the span's extensions' lock, which the writer of the pair
+//! holds as well (see `layer.rs`).
 //!
 //! Written here, not taken from a crate: the concurrent maps (dashmap, papaya, flurry) hash
 //! and lock or pin an epoch per read, which is the cost this table exists to avoid; a cache
 //! that may forget is enough.
 
 #[cfg(perfaux_tracing_loom)]
-use loom::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
+use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering, fence};
 #[cfg(not(perfaux_tracing_loom))]
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering, fence};
 
 /// Slots of a table: a service's spans open at once are mostly fewer; more share slots and
 /// take the registry's way.
 pub(crate) const SLOTS: usize = 1024;
 
 struct Slot {
-    /// Even: `id` and `value` are a pair; odd: a writer is in the slot.
-    seq: AtomicU32,
+    /// Even: `id` and `value` are a pair; odd: a writer is in the slot. 64 bits: no count
+    /// of writes during a reader's three loads brings it back to the value it read.
+    seq: AtomicU64,
     id: AtomicU64,
     value: AtomicUsize,
 }
@@ -59,7 +64,7 @@ impl SpanTable {
         SpanTable {
             slots: (0..slots)
                 .map(|_| Slot {
-                    seq: AtomicU32::new(0),
+                    seq: AtomicU64::new(0),
                     id: AtomicU64::new(0),
                     value: AtomicUsize::new(0),
                 })
@@ -69,8 +74,10 @@ impl SpanTable {
 
     #[inline(always)]
     fn slot(&self, id: u64) -> &Slot {
-        // The registry's ids count up from the slab's slot index in the low bits.
-        &self.slots[id as usize & (self.slots.len() - 1)]
+        // Fibonacci hashing: the high bits of the product mix all of the id's.
+        let bits = self.slots.len().trailing_zeros();
+        let i = id.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - bits).min(63);
+        &self.slots[i as usize & (self.slots.len() - 1)]
     }
 
     /// The value written for `id`, if its slot holds it and no writer is in the slot.
@@ -87,16 +94,21 @@ impl SpanTable {
         (seq & 1 == 0 && seq == again && got == id && value != 0).then_some(value)
     }
 
-    /// Writes `id`'s pair (`value` 0: clears the slot if it holds `id`).
+    /// Writes `id`'s pair (`value` 0: clears the slot if it holds `id`), waiting for a
+    /// writer in the slot.
     pub(crate) fn put(&self, id: u64, value: usize) {
         let s = self.slot(id);
         let seq = lock(s);
-        if value != 0 || s.id.load(Ordering::Relaxed) == id {
-            s.id.store(id, Ordering::Relaxed);
-            s.value.store(value, Ordering::Relaxed);
+        write(s, seq, id, value);
+    }
+
+    /// [`SpanTable::put`] of a pair, unless a writer is in the slot (then nothing: the table
+    /// is a cache, and the pair's span was written at its creation).
+    pub(crate) fn try_put(&self, id: u64, value: usize) {
+        let s = self.slot(id);
+        if let Some(seq) = try_lock(s) {
+            write(s, seq, id, value);
         }
-        // Publishes the pair with the even word: a reader that sees it sees them.
-        s.seq.store(seq.wrapping_add(2), Ordering::Release);
     }
 
     /// Clears `id`'s pair, if its slot holds it.
@@ -105,19 +117,38 @@ impl SpanTable {
     }
 }
 
-/// Makes the slot's word odd (this writer's); the even value it had.
-fn lock(s: &Slot) -> u32 {
+/// Stores the pair into the slot this writer holds (its word `seq`, odd from [`lock`]), and
+/// gives the slot back.
+fn write(s: &Slot, seq: u64, id: u64, value: usize) {
+    if value != 0 || s.id.load(Ordering::Relaxed) == id {
+        s.id.store(id, Ordering::Relaxed);
+        s.value.store(value, Ordering::Relaxed);
+    }
+    // Publishes the pair with the even word: a reader that sees it sees them.
+    s.seq.store(seq.wrapping_add(2), Ordering::Release);
+}
+
+/// Makes the slot's word odd (this writer's), if no writer has it; the even value it had.
+fn try_lock(s: &Slot) -> Option<u64> {
+    let seq = s.seq.load(Ordering::Relaxed);
+    if seq & 1 == 0
+        && s.seq
+            .compare_exchange(seq, seq | 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    {
+        // The odd word is visible before the stores that follow it (a reader that sees any
+        // of them sees the word changed at its second read).
+        fence(Ordering::Release);
+        return Some(seq);
+    }
+    None
+}
+
+/// [`try_lock`] until it takes the slot.
+fn lock(s: &Slot) -> u64 {
     let mut spins = 0u32;
     loop {
-        let seq = s.seq.load(Ordering::Relaxed);
-        if seq & 1 == 0
-            && s.seq
-                .compare_exchange_weak(seq, seq | 1, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
-        {
-            // The odd word is visible before the stores that follow it (a reader that sees
-            // any of them sees the word changed at its second read).
-            fence(Ordering::Release);
+        if let Some(seq) = try_lock(s) {
             return seq;
         }
         spins += 1;
@@ -151,6 +182,14 @@ fn spin_loop() {
 mod tests {
     use super::*;
     use std::sync::Arc;
+    use std::sync::atomic::AtomicU32;
+
+    /// An id that shares `id`'s slot in `t`.
+    fn colliding(t: &SpanTable, id: u64) -> u64 {
+        (id + 1..)
+            .find(|&o| std::ptr::eq(t.slot(o), t.slot(id)))
+            .unwrap()
+    }
 
     #[test]
     fn a_pair_reads_back_and_a_colliding_id_evicts_it() {
@@ -158,15 +197,32 @@ mod tests {
         assert_eq!(t.get(3), None);
         t.put(3, 30);
         assert_eq!(t.get(3), Some(30));
-        // 11 shares 3's slot: 3 is gone, 11 is there.
-        t.put(11, 110);
+        let other = colliding(&t, 3);
+        t.put(other, 110);
         assert_eq!(t.get(3), None);
-        assert_eq!(t.get(11), Some(110));
-        // Forgetting an id its slot does not hold leaves the slot alone.
+        assert_eq!(t.get(other), Some(110));
+        // Clearing an id its slot does not hold leaves the slot alone.
         t.forget(3);
-        assert_eq!(t.get(11), Some(110));
-        t.forget(11);
-        assert_eq!(t.get(11), None);
+        assert_eq!(t.get(other), Some(110));
+        t.forget(other);
+        assert_eq!(t.get(other), None);
+        // try_put writes into a free slot.
+        t.try_put(3, 31);
+        assert_eq!(t.get(3), Some(31));
+    }
+
+    /// The registry's ids of one thread's first spans differ in their low bits only, and
+    /// those of another thread's in bits 38 and up: neither crowds into a few slots.
+    #[test]
+    fn ids_that_differ_in_low_or_high_bits_spread_over_the_slots() {
+        let t = SpanTable::new(SLOTS);
+        let slots = |ids: &mut dyn Iterator<Item = u64>| {
+            ids.map(|id| t.slot(id) as *const Slot as usize)
+                .collect::<std::collections::HashSet<_>>()
+                .len()
+        };
+        assert!(slots(&mut (1..=64)) >= 56);
+        assert!(slots(&mut (0..64).map(|shard| (shard << 38) + 1)) >= 56);
     }
 
     /// Writers on three threads fill the same few slots with pairs whose value is a function
@@ -224,7 +280,7 @@ mod tests {
 ///     cargo test -p perfaux-tracing --release --lib span_table
 /// ```
 ///
-/// (a second). It fails with the reader's fence or its second read of the word left out, or
+/// (a few seconds). It fails with the reader's fence or its second read of the word left out, or
 /// the writer's fence after its compare-and-swap (each tried by hand).
 #[cfg(all(test, perfaux_tracing_loom))]
 mod loom_tests {
@@ -239,7 +295,12 @@ mod loom_tests {
                 .into_iter()
                 .map(|id| {
                     let t = t.clone();
-                    loom::thread::spawn(move || t.put(id, id as usize * 10))
+                    loom::thread::spawn(move || {
+                        t.put(id, id as usize * 10);
+                        if id == 2 {
+                            t.forget(2);
+                        }
+                    })
                 })
                 .collect();
             for id in [1u64, 2] {
@@ -249,6 +310,12 @@ mod loom_tests {
             }
             for w in writers {
                 w.join().unwrap();
+            }
+            // Both writers done: the slot holds 1's pair (written after 2's clearing, or
+            // before 2's pair and not cleared by it) or nothing.
+            assert_eq!(t.get(2), None);
+            if let Some(v) = t.get(1) {
+                assert_eq!(v, 10);
             }
         });
     }
