@@ -810,3 +810,72 @@ fn paused_and_resumed_traces_hold_the_calls_made_while_on() {
         );
     }
 }
+
+/// A trace of the kernel too (`perf record -e intel_pt//` without `u`, no `--kcore`): the
+/// kernel's code is not in the recording. perf reports an error at each system call and
+/// goes on where the flow comes back to the program; perfaux passes over the same passages
+/// (before, it lost the flow to the next PSB: 346 calls of 1,224), says so once, and shows
+/// the calls perf shows, the same as in the user-only trace of the same run.
+#[test]
+fn a_trace_through_the_kernel_without_its_code_keeps_the_programs_calls() {
+    perfaux_testutil::require_oracle!("perf");
+    perfaux_testutil::require_oracle!("gcc");
+    let dir = tempdir();
+    let prog = build(dir.path());
+    let user = dir.path().join("user.data");
+    perfaux_ptgen::record(&prog, &["h"], &user).expect("single-stepped recording");
+    let data = dir.path().join("kernel.data");
+    let opts = perfaux_ptgen::Options {
+        kernel: true,
+        ..Default::default()
+    };
+    let rec =
+        perfaux_ptgen::record_with(&prog, &["h"], &data, &opts).expect("single-stepped recording");
+    let (fibs, leaves) = own_counts(&rec.stdout);
+
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let decoded = perf(&["script", "-i", path_str(&data), "--itrace=ce"], &home);
+    assert_eq!(decoded.code, 0, "{}", decoded.stderr);
+    let errors = decoded
+        .stdout
+        .lines()
+        .filter(|l| l.contains("instruction trace error"))
+        .count() as u64;
+    assert_eq!(
+        errors, rec.syscalls,
+        "perf: an error a passage through the kernel"
+    );
+    let theirs = perf_calls(&decoded.stdout, "/calls");
+    assert_eq!(theirs.get("fib"), Some(&fibs), "{theirs:?}");
+    assert_eq!(theirs.get("leaf"), Some(&leaves), "{theirs:?}");
+
+    let ours = perfaux(&["script", "--call-trace", "-i", path_str(&data)]);
+    assert_eq!(ours.code, 0, "{}", ours.stderr);
+    assert!(
+        !ours.stdout.contains("skipped"),
+        "no trace lost: {}",
+        ours.stdout
+    );
+    assert_eq!(
+        ours.stderr.matches("passes through the kernel").count(),
+        1,
+        "said once: {}",
+        ours.stderr
+    );
+    let ours_all = perfaux_calls(&ours.stdout);
+    assert_perfs_calls_are_ours(&theirs, &ours_all);
+    // The same calls at the same depths as in the user-only trace of the same run (no
+    // time, no thread id: the lines after the time's `: `): the calls open across each
+    // system call stay open.
+    let user_only = perfaux(&["script", "--call-trace", "-i", path_str(&user)]);
+    assert_eq!(user_only.code, 0, "{}", user_only.stderr);
+    let tree = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter_map(|l| l.split_once(": ").map(|(_, call)| call.to_owned()))
+            .collect()
+    };
+    let (ours_tree, user_tree) = (tree(&ours.stdout), tree(&user_only.stdout));
+    assert_eq!(ours_tree.len(), user_tree.len());
+    assert!(ours_tree == user_tree, "the call trees differ");
+}

@@ -12,7 +12,7 @@
 use std::ops::ControlFlow;
 
 use crate::events::{Event, Kind};
-use crate::flow::{Block, Config, Error, Flow, Status};
+use crate::flow::{Block, Config, Error, Flow, Resync, Status};
 use crate::image::Image;
 use crate::insn::{Class, Insn};
 use crate::timing::ClockConfig;
@@ -32,6 +32,11 @@ pub enum CallKind {
     Synced { ip: u64 },
     /// Tracing turned off: the flow goes on where the trace does not follow it.
     Disabled,
+    /// The flow went to `ip` in the kernel, traced but its code not at hand (a recording
+    /// without `--kcore`): the trace is passed over to where the flow comes back to code at
+    /// hand (an [`CallKind::Enabled`] there), the calls open before staying open, as around
+    /// a system call in a user-only trace.
+    KernelPassed { ip: u64 },
     /// The address space changed (PIP: CR3 loaded): another process's code from here.
     Paging { cr3: u64 },
     /// The trace could not be followed from `offset` (an error, or an overflow: the
@@ -68,6 +73,8 @@ pub struct Walked {
     /// Stretches that could not be decoded, and the trace bytes they held.
     pub gaps: u64,
     pub gap_bytes: u64,
+    /// Passages through kernel code not at hand, passed over ([`CallKind::KernelPassed`]).
+    pub kernel_passes: u64,
 }
 
 /// A call or return waiting for the instruction it went to.
@@ -200,6 +207,44 @@ impl<F: FnMut(&CallEvent) -> ControlFlow<(), Option<Image>>> Walker<'_, F> {
     }
 }
 
+/// Whether `ip` is in the upper half of the address space: the kernel's.
+fn is_kernel(ip: u64) -> bool {
+    ip >> 63 == 1
+}
+
+/// Most resyncs in a row inside kernel code before the flow is back in code at hand: past
+/// it, the flow is lost (the next PSB).
+const MAX_KERNEL_RESYNCS: usize = 1 << 16;
+
+/// After the flow went into kernel code that is not at hand: resyncs at the next IP the
+/// trace gives until one is code at hand (or tracing is off); the status there, or `None`
+/// (the trace ended, or it never came back within [`MAX_KERNEL_RESYNCS`] resyncs).
+fn pass_kernel(flow: &mut Flow<'_>) -> Option<Status> {
+    let mut last = (flow.offset(), flow.ip());
+    for _ in 0..MAX_KERNEL_RESYNCS {
+        let st = match flow.resync() {
+            Ok(Resync::Status(st)) => st,
+            // A PTWRITE without IP: nothing of the program's; the resync goes on.
+            Ok(Resync::EventIgnored) => {
+                flow.event().ok()?;
+                continue;
+            }
+            Err(_) => return None,
+        };
+        if st.suppressed || !is_kernel(flow.ip()) {
+            return Some(st);
+        }
+        // Still in the kernel: decoding there fails again, which this resync passes over;
+        // a resync that stands still would come back here for ever.
+        let here = (flow.offset(), flow.ip());
+        if here == last {
+            return None;
+        }
+        last = here;
+    }
+    None
+}
+
 /// Walks `trace` over the code of `image`, handing each call, return and interruption to
 /// `f` in trace order. Where `f` gives an image (at an enable: another thread of another
 /// process runs from there), the code is that image's from then on; where it breaks, the
@@ -267,65 +312,84 @@ pub fn walk_calls(
         }
         first = false;
         let mut synced = true;
-        let failed = loop {
-            let mut err = None;
-            while st.pending {
-                match flow.event() {
-                    Ok((e, _, s)) => {
-                        if e.kind == Kind::Overflow {
-                            // The processor lost trace: the calls open are not known.
-                            let at = flow.offset();
-                            w.gap(at, at, None);
-                        }
-                        if !e.status_update {
-                            if synced {
-                                synced = false;
-                                w.synced(if st.suppressed { 0 } else { flow.ip() });
+        let failed = 'decode: loop {
+            let failed = loop {
+                let mut err = None;
+                while st.pending {
+                    match flow.event() {
+                        Ok((e, _, s)) => {
+                            if e.kind == Kind::Overflow {
+                                // The processor lost trace: the calls open are not known.
+                                let at = flow.offset();
+                                w.gap(at, at, None);
                             }
-                            w.event(&e);
-                        } else if e.tsc.is_some() {
-                            w.tsc = e.tsc;
+                            if !e.status_update {
+                                if synced {
+                                    synced = false;
+                                    w.synced(if st.suppressed { 0 } else { flow.ip() });
+                                }
+                                w.event(&e);
+                            } else if e.tsc.is_some() {
+                                w.tsc = e.tsc;
+                            }
+                            if let Some(im) = w.switch.take() {
+                                flow.set_image(im);
+                            }
+                            st = s;
                         }
-                        if let Some(im) = w.switch.take() {
-                            flow.set_image(im);
+                        Err(e) => {
+                            err = Some(e);
+                            break;
                         }
-                        st = s;
-                    }
-                    Err(e) => {
-                        err = Some(e);
-                        break;
                     }
                 }
-            }
-            if let Some(e) = err {
-                break e;
-            }
-            if synced {
-                synced = false;
-                w.synced(if st.suppressed { 0 } else { flow.ip() });
-                if let Some(im) = w.switch.take() {
-                    flow.set_image(im);
+                if let Some(e) = err {
+                    break e;
                 }
-            }
-            if st.eos {
-                w.land(0);
-                return w.walked;
-            }
-            if w.stopped {
-                return w.walked;
-            }
-            let r = flow.next(&mut block);
-            // A block may hold a loop's passes: none counted past a stop.
-            for part in block.blocks() {
+                if synced {
+                    synced = false;
+                    w.synced(if st.suppressed { 0 } else { flow.ip() });
+                    if let Some(im) = w.switch.take() {
+                        flow.set_image(im);
+                    }
+                }
+                if st.eos {
+                    w.land(0);
+                    return w.walked;
+                }
                 if w.stopped {
                     return w.walked;
                 }
-                w.insns(part);
+                let r = flow.next(&mut block);
+                // A block may hold a loop's passes: none counted past a stop.
+                for part in block.blocks() {
+                    if w.stopped {
+                        return w.walked;
+                    }
+                    w.insns(part);
+                }
+                match r {
+                    Ok(s) => st = s,
+                    Err(e) => break e,
+                }
+            };
+            // The flow went into the kernel, whose code is not at hand: go on where it comes
+            // back (the next IP the trace gives that is code at hand), as perf does; the calls
+            // open stay open. Else, and if that fails, the next PSB.
+            if failed == Error::Nomap && is_kernel(flow.ip()) {
+                let at = flow.ip();
+                if let Some(s) = pass_kernel(&mut flow) {
+                    w.pending = None;
+                    w.walked.kernel_passes += 1;
+                    w.emit(CallKind::KernelPassed { ip: at }, w.tsc);
+                    if !s.suppressed {
+                        w.emit(CallKind::Enabled { ip: flow.ip() }, w.tsc);
+                    }
+                    st = s;
+                    continue 'decode;
+                }
             }
-            match r {
-                Ok(s) => st = s,
-                Err(e) => break e,
-            }
+            break failed;
         };
         if failed == Error::Event(crate::events::Error::Eos) {
             w.land(0);

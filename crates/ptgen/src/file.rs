@@ -255,6 +255,8 @@ pub(crate) struct Sideband {
     pub(crate) aux_sample: Option<AuxSamplePlan>,
     /// Pausing and resuming ([`crate::PausePlan`]): whether the trace starts paused.
     pub(crate) pauses: Option<bool>,
+    /// The kernel traced too ([`crate::Options::kernel`]).
+    pub(crate) kernel: bool,
     comm: String,
     /// Whole records.
     records: Vec<Vec<u8>>,
@@ -275,6 +277,7 @@ impl Sideband {
             snapshot: false,
             aux_sample: None,
             pauses: None,
+            kernel: false,
             comm,
             records: Vec::new(),
             files: Vec::new(),
@@ -524,7 +527,11 @@ pub(crate) fn write(
     if side.snapshot {
         cmdline.push("--snapshot=e".into());
     }
-    let pt_event = pt_name(side.pauses);
+    // The kernel traced: the event without its `u` modifier.
+    let pt_event = match pt_name(side.pauses) {
+        name if side.kernel => name.trim_end_matches('u'),
+        name => name,
+    };
     // The group the intel_pt event leads, if any: its name and its members'.
     let group: Option<(String, u32)> = match (&side.aux_sample, side.pauses) {
         (Some(plan), _) => {
@@ -546,6 +553,9 @@ pub(crate) fn write(
     host.cmdline = cmdline;
     let cpu_wide = side.cpu_wide;
     let mut pt = pt_attr(cpu_wide);
+    if side.kernel {
+        pt.flags.remove(AttrFlags::EXCLUDE_KERNEL);
+    }
     if side.pauses == Some(true) {
         pt.aux_action = AuxAction::START_PAUSED;
     }

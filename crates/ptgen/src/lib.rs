@@ -21,7 +21,9 @@
 //! - nothing for direct jumps and calls;
 //! - per `syscall`: TIP.PGD with the IP suppressed (the target is in the kernel, which is
 //!   filtered out), then on the return TSC, MODE.Exec, TIP.PGE(the next instruction); the
-//!   `syscall` that ends the program (exit_group) ends the trace with its TIP.PGD;
+//!   `syscall` that ends the program (exit_group) ends the trace with its TIP.PGD; with
+//!   [`Options::kernel`] (the kernel traced too), a TIP into the kernel and branches there
+//!   ([`KERNEL_EXCURSION`]), and on the return TSC and a TIP back (the sysret), no PGD/PGE;
 //! - a PSB+ (PSB, MODE.Exec, FUP(next IP), TSC, PSBEND) once 4 KiB of packets have been
 //!   written since the last one.
 //!
@@ -254,7 +256,31 @@ pub struct Options {
     /// intel_pt/aux-action=start-paused/u -e task-clock/aux-action=resume/u -e
     /// task-clock/aux-action=pause/u`, Linux 6.13): see [`PausePlan`].
     pub pauses: Option<PausePlan>,
+    /// The kernel traced too (`intel_pt/.../` without `u`, no `--kcore`): at each system
+    /// call the trace follows the CPU into the kernel (a TIP to [`KERNEL_ENTRY`], a few
+    /// branches there: [`KERNEL_EXCURSION`]) and back (a TIP to the next user instruction),
+    /// where a user-only trace has TIP.PGD and TIP.PGE. The kernel's code is in no file of
+    /// the recording, so a decoder cannot follow it: what it makes of the user code between
+    /// is the test.
+    pub kernel: bool,
 }
+
+/// Where the system calls of a [`Options::kernel`] trace enter the kernel: an address in
+/// the vmalloc area, where no map of the recording's (or of perf's own kernel maps) has
+/// code.
+pub const KERNEL_ENTRY: u64 = 0xffff_c900_0010_0000;
+
+/// The branches a [`Options::kernel`] trace takes in the kernel at each system call, in
+/// order: conditional branches' outcomes (`Some`) and one indirect branch (`None`, a TIP
+/// to [`KERNEL_ENTRY`] + 0x100).
+pub const KERNEL_EXCURSION: &[Option<bool>] = &[
+    Some(true),
+    Some(false),
+    Some(true),
+    None,
+    Some(false),
+    Some(true),
+];
 
 /// What an aux-action event's sample asks of the trace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -355,6 +381,10 @@ pub fn record_with(
     side.snapshot = opts.snapshot.is_some();
     side.aux_sample = opts.aux_sample;
     side.pauses = opts.pauses.as_ref().map(|p| p.start_paused);
+    side.kernel = opts.kernel;
+    if opts.kernel && opts.pauses.is_some() {
+        return Err("ptgen's kernel trace has no pause plan".into());
+    }
     if opts.pauses.is_some() && (opts.snapshot.is_some() || opts.aux_sample.is_some()) {
         return Err(
             "ptgen's pause plan is for a full trace: no snapshot mode or AUX sampling with it"
@@ -468,13 +498,28 @@ pub fn record_with(
             rec.instructions += 1;
             rec.ips.push(ip);
             rec.tsc_range.1 = tsc;
-            // The far branch into the kernel: its target is filtered out, so PGD without IP.
+            // The far branch into the kernel: its target is filtered out, so PGD without IP;
+            // or, the kernel traced, its way there.
             if tracing {
-                enc.tip_pgd_noip();
+                if opts.kernel {
+                    enc.tip(KERNEL_ENTRY);
+                    for b in KERNEL_EXCURSION {
+                        match b {
+                            Some(taken) => enc.tnt(*taken),
+                            None => enc.tip(KERNEL_ENTRY + 0x100),
+                        }
+                    }
+                } else {
+                    enc.tip_pgd_noip();
+                }
             }
             match t.step()? {
                 Stop::Exited(code) => {
                     tsc += TICKS_PER_SYSCALL / 2;
+                    // The event disabled as the task exits, in the kernel.
+                    if tracing && opts.kernel {
+                        enc.tip_pgd_noip();
+                    }
                     break code;
                 }
                 Stop::Stepped(r) => regs = r,
@@ -493,7 +538,11 @@ pub fn record_with(
             }
             tsc += TICKS_PER_SYSCALL / 2;
             // Back in user space (at `next`, or elsewhere after rt_sigreturn): tracing resumes.
-            if tracing {
+            if tracing && opts.kernel {
+                // sysret: a far branch to user space, its target in a TIP.
+                enc.tsc(tsc);
+                enc.tip(regs.rip);
+            } else if tracing {
                 enc.tsc(tsc);
                 enc.mode_exec_64();
                 enc.tip_pge(regs.rip);

@@ -726,6 +726,16 @@ fn on_call<S: Sink>(
             }
             Ok(())
         }
+        CallKind::KernelPassed { .. } => {
+            sym.files().note(
+                "[kernel]",
+                "the trace passes through the kernel, whose code is not in the recording \
+                 (perf record --kcore keeps it): those passages are passed over, the calls on \
+                 either side kept"
+                    .into(),
+            );
+            Ok(())
+        }
         CallKind::Enabled { .. }
         | CallKind::Synced { .. }
         | CallKind::Disabled
