@@ -133,9 +133,9 @@ fn perf_record(data: &Path, opts: &[&str], prog: &Path, home: &Path) {
 
 /// An untraced program sampled by `perfaux record -F 999 -g` and by `perf record -e
 /// cpu-clock:u -F 999 -g` in the same run: every function with 5% of the samples or more has
-/// as many samples in both within 10%, perf report reads perfaux's file with the same top
-/// functions (heavy, medium, light by weight), and the chains of heavy's samples name work
-/// and main as perf's do.
+/// the same share of the samples in both (within a tenth of it, and a point), perf report
+/// reads perfaux's file with the same top functions (heavy, medium, light by weight), and
+/// the chains of heavy's samples name work and main as perf's do.
 #[test]
 fn kernel_clock_samples_agree_with_perf_record_per_function() {
     perfaux_testutil::require_oracle!("perf");
@@ -160,11 +160,20 @@ fn kernel_clock_samples_agree_with_perf_record_per_function() {
     let top_b = top(&b, 0.05);
     assert_eq!(top(&a, 0.05), top_b, "perfaux {a:?}\nperf {b:?}");
     assert_eq!(top_b[..3], ["heavy", "medium", "light"], "perf {b:?}");
+    // Each function's share of the samples, not their counts: the two runs take turns on a
+    // shared machine, where a run's CPU time (and so its count at 999 Hz) grows with what
+    // else runs (medium with 153 samples against perf's 120 was seen on a loaded machine).
+    let (sum_a, sum_b) = (
+        a.values().sum::<u64>() as f64,
+        b.values().sum::<u64>() as f64,
+    );
     for f in &top_b {
-        let (x, y) = (a[f] as f64, b[f] as f64);
+        let (x, y) = (a[f] as f64 / sum_a, b[f] as f64 / sum_b);
         assert!(
-            (x - y).abs() <= 0.10 * y,
-            "{f}: perfaux {x} samples, perf {y}\nperfaux {a:?}\nperf {b:?}"
+            (x - y).abs() <= 0.10 * y + 0.01,
+            "{f}: perfaux {:.1} % of the samples, perf {:.1} %\nperfaux {a:?}\nperf {b:?}",
+            x * 100.0,
+            y * 100.0
         );
     }
     // perfaux script names each sample's function as perf script does from the same file.
