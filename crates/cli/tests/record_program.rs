@@ -292,6 +292,22 @@ fn an_exec_renames_the_thread_and_perf_sees_one_exit() {
     assert_eq!(exits, 1, "the main thread's exits in:\n{text}");
 }
 
+/// `prog args` recorded in `dir`: `perfaux script --call-trace` of its recording.
+fn recorded_call_trace(dir: &Path, prog: &Path, args: &[&str]) -> String {
+    let (out, data) = record(dir, prog, args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = Command::new(PERFAUX)
+        .args(["script", "--call-trace", "-i"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&text.stdout).into_owned()
+}
+
 /// After a longjmp out of five dive() frames, the next call (leaf, from jumpy) is at jumpy's
 /// callees' depth, as the first dive was, with every flavour of hooks.
 #[test]
@@ -304,18 +320,7 @@ fn longjmp_frames_end_where_the_jump_lands() {
         (&["-pg", "-mfentry"][..], "jmp_fentry"),
     ] {
         let prog = build_calls(dir.path(), flags, name);
-        let (out, data) = record(dir.path(), &prog, &["0", "3"]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let text = Command::new(PERFAUX)
-            .args(["script", "--call-trace", "-i"])
-            .arg(&data)
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&text.stdout).into_owned();
+        let text = recorded_call_trace(dir.path(), &prog, &["0", "3"]);
         // (indent of the name, name) per call line.
         let calls: Vec<(usize, &str)> = text
             .lines()
@@ -355,6 +360,70 @@ fn longjmp_frames_end_where_the_jump_lands() {
             "{name}: on_the_way at jumpy's depth"
         );
     }
+}
+
+/// gcc calls the hooks of a function inlined into another (lanes.c's now_ns() in slow() at
+/// -O2) from the container's frame, naming the container's call site: the inlined calls are
+/// the container's callees, and the container's call lasts until its own return (300 us
+/// here), not until the first inlined entry, which took the shared return-address slot for
+/// a frame a longjmp had left.
+#[test]
+fn inlined_functions_are_their_containers_callees() {
+    perfaux_testutil::require_oracle!("gcc");
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build_c(
+        dir.path(),
+        "lanes.c",
+        &["-O2", "-finstrument-functions"],
+        "lanes",
+    );
+    let text = recorded_call_trace(dir.path(), &prog, &[]);
+    let data = dir.path().join("lanes.data");
+    // Per thread (the second column), the indent of each call's name.
+    let mut last_slow: std::collections::HashMap<String, usize> = Default::default();
+    let (mut inlined, mut slows) = (0, 0);
+    for l in text.lines() {
+        let Some((head, rest)) = l.split_once(": ") else {
+            continue;
+        };
+        let tid = head.split_whitespace().nth(1).unwrap_or("").to_owned();
+        let name = rest.trim_start();
+        let indent = rest.len() - name.len();
+        match name {
+            "slow" => {
+                slows += 1;
+                last_slow.insert(tid, indent);
+            }
+            "now_ns" => {
+                let container = last_slow.get(&tid).copied();
+                assert_eq!(
+                    container.map(|c| c + 4),
+                    Some(indent),
+                    "now_ns one level under slow: {l}"
+                );
+                inlined += 1;
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(slows, 10);
+    assert!(inlined > 20, "{inlined} inlined calls");
+    let report = Command::new(PERFAUX)
+        .args(["report", "-i"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&report.stdout).into_owned();
+    let slow = report
+        .lines()
+        .find(|l| l.split_whitespace().last() == Some("slow"))
+        .unwrap_or_else(|| panic!("slow in the report:\n{report}"));
+    // Total time first: 10 calls of at least 300 us.
+    let total = slow.split_whitespace().take(2).collect::<Vec<_>>();
+    assert!(
+        total[1] == "ms" && total[0].parse::<f64>().unwrap() >= 3.0,
+        "slow's total: {slow}"
+    );
 }
 
 /// `-a` cannot be had (perfaux sees the programs it starts, and a process's kernel events with

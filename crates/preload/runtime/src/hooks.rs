@@ -72,7 +72,7 @@ extern "C" fn cyg_enter(func: *mut c_void, site: *mut c_void, sp: *const usize) 
         return;
     }
     let slot = slot_of(func as usize, site as usize, sp);
-    let _ = with_thread(|t| t.enter(func as usize, slot));
+    let _ = with_thread(|t| t.enter(func as usize, site as usize, slot));
 }
 
 /// `-finstrument-functions`: exit from `func`.

@@ -26,6 +26,9 @@ struct Frame {
     parent_loc: usize,
     /// The original return address.
     ret: usize,
+    /// -finstrument-functions: the call site the entry hook named (the return address
+    /// found at `slot`); 0 otherwise. An inlined function's hooks name its container's.
+    site: usize,
 }
 
 /// States of [`Thread::state`].
@@ -313,12 +316,15 @@ impl Thread {
         }
     }
 
-    /// -finstrument-functions entry into the function at `addr` whose return address is at
-    /// `slot` (0: not found). Frames whose slot is at or below it are gone (a longjmp left
-    /// them) and end first.
+    /// -finstrument-functions entry into the function at `addr`, called from `site`, whose
+    /// return address is at `slot` (0: not found). Frames a longjmp left end first: those
+    /// whose slot is below it, and one whose slot is it but whose call was another's (another
+    /// site, or this function again). A frame with the same slot and site is the container of
+    /// a function inlined into it (gcc calls the inlined function's hooks from its container,
+    /// with the container's call site): it stays open.
     #[inline(always)]
-    pub(crate) fn enter(&self, addr: usize, slot: usize) {
-        let _ = self.enter_as(addr, addr, slot);
+    pub(crate) fn enter(&self, addr: usize, site: usize, slot: usize) {
+        let _ = self.enter_as(addr, addr, site, slot);
     }
 
     /// A Rust probe's entry (swtrace's `forward`): the call of the function containing `ip`,
@@ -327,7 +333,7 @@ impl Thread {
     /// stack's depth), so that its return is to come here: an entry not taken must not send
     /// its return, which would end an older open call of the same probe (recursion).
     pub(crate) fn enter_forwarded(&self, ip: usize, key: usize) -> bool {
-        self.enter_as(ip, key, 0)
+        self.enter_as(ip, key, 0, 0)
     }
 
     /// Tags the innermost traced call (perfaux-tracing's span id, after the span's entry came
@@ -348,24 +354,28 @@ impl Thread {
 
     /// Entry into the function at `addr`, ended by the exit of `key`.
     #[inline(always)]
-    fn enter_as(&self, addr: usize, key: usize, slot: usize) -> bool {
+    fn enter_as(&self, addr: usize, key: usize, site: usize, slot: usize) -> bool {
         let Some(tracing) = self.begin_hook() else {
             self.missed_inside_hook();
             return false;
         };
-        let taken = tracing && self.enter_traced(addr, key, slot);
+        let taken = tracing && self.enter_traced(addr, key, site, slot);
         self.end_hook();
         taken
     }
 
     /// [`Thread::enter_as`] inside the hook section of a tracing thread.
     #[inline(always)]
-    fn enter_traced(&self, addr: usize, key: usize, slot: usize) -> bool {
+    fn enter_traced(&self, addr: usize, key: usize, site: usize, slot: usize) -> bool {
         let mut st = self.stack.borrow_mut();
         // Read once (the atomics between would make the compiler read it again).
         let overflow = self.overflow.get();
         if slot != 0 && overflow == 0 {
-            while st.last().is_some_and(|f| f.slot != 0 && f.slot <= slot) {
+            let gone = |f: &Frame| {
+                f.slot != 0
+                    && (f.slot < slot || (f.slot == slot && (f.site != site || f.addr == addr)))
+            };
+            while st.last().is_some_and(gone) {
                 drop(st.pop());
             }
         }
@@ -377,7 +387,7 @@ impl Thread {
             self.missed_past_depth();
             return true;
         }
-        push_frame(&mut st, key, self.enter_probe(p), slot, 0, 0);
+        push_frame(&mut st, key, self.enter_probe(p), slot, 0, 0, site);
         true
     }
 
@@ -438,7 +448,7 @@ impl Thread {
             unsafe { parent_loc.write(ret) };
             return;
         };
-        push_frame(&mut st, addr, self.enter_probe(p), loc, loc, ret);
+        push_frame(&mut st, addr, self.enter_probe(p), loc, loc, ret, 0);
         // SAFETY: as above.
         unsafe { parent_loc.write(trampoline) };
     }
@@ -617,6 +627,7 @@ fn push_frame(
     slot: usize,
     parent_loc: usize,
     ret: usize,
+    site: usize,
 ) {
     let Some(dst) = st.spare_capacity_mut().first_mut() else {
         st.push(Frame {
@@ -625,6 +636,7 @@ fn push_frame(
             slot,
             parent_loc,
             ret,
+            site,
         });
         return;
     };
@@ -634,6 +646,7 @@ fn push_frame(
         slot,
         parent_loc,
         ret,
+        site,
     });
     let len = st.len();
     // SAFETY: the element at `len` (the first spare one) was just written whole.
