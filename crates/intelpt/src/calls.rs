@@ -212,16 +212,14 @@ fn is_kernel(ip: u64) -> bool {
     ip >> 63 == 1
 }
 
-/// Most resyncs in a row inside kernel code before the flow is back in code at hand: past
-/// it, the flow is lost (the next PSB).
-const MAX_KERNEL_RESYNCS: usize = 1 << 16;
-
 /// After the flow went into kernel code that is not at hand: resyncs at the next IP the
 /// trace gives until one is code at hand (or tracing is off); the status there, or `None`
-/// (the trace ended, or it never came back within [`MAX_KERNEL_RESYNCS`] resyncs).
+/// (the trace ended, or a resync did not move on). However long the passage (a system call
+/// may branch through the kernel for megabytes of trace), each resync moves past at least
+/// one packet, so the trace bounds the loop.
 fn pass_kernel(flow: &mut Flow<'_>) -> Option<Status> {
-    let mut last = (flow.offset(), flow.ip());
-    for _ in 0..MAX_KERNEL_RESYNCS {
+    let mut last = flow.offset();
+    loop {
         let st = match flow.resync() {
             Ok(Resync::Status(st)) => st,
             // A PTWRITE without IP: nothing of the program's; the resync goes on.
@@ -235,14 +233,12 @@ fn pass_kernel(flow: &mut Flow<'_>) -> Option<Status> {
             return Some(st);
         }
         // Still in the kernel: decoding there fails again, which this resync passes over;
-        // a resync that stands still would come back here for ever.
-        let here = (flow.offset(), flow.ip());
-        if here == last {
+        // one that stands still would come back here for ever.
+        if flow.offset() <= last {
             return None;
         }
-        last = here;
+        last = flow.offset();
     }
-    None
 }
 
 /// Walks `trace` over the code of `image`, handing each call, return and interruption to
