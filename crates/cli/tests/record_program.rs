@@ -377,6 +377,7 @@ fn inlined_functions_are_their_containers_callees() {
         &["-O2", "-finstrument-functions"],
         "lanes",
     );
+    assert_inlined(&prog, "now_ns");
     let text = recorded_call_trace(dir.path(), &prog, &[]);
     let data = dir.path().join("lanes.data");
     // Per thread (the second column), the indent of each call's name.
@@ -424,6 +425,56 @@ fn inlined_functions_are_their_containers_callees() {
         total[1] == "ms" && total[0].parse::<f64>().unwrap() >= 3.0,
         "slow's total: {slow}"
     );
+}
+
+/// gcc inlined `func` into its callers in `prog`: no call of it is left (else the tests of
+/// inlined functions would test nothing).
+fn assert_inlined(prog: &Path, func: &str) {
+    let dis = Command::new("objdump")
+        .arg("-d")
+        .arg(prog)
+        .output()
+        .unwrap();
+    assert!(dis.status.success(), "objdump -d");
+    let text = String::from_utf8_lossy(&dis.stdout);
+    let called = format!("<{func}>");
+    assert!(
+        !text
+            .lines()
+            .any(|l| l.contains("call") && l.ends_with(&called)),
+        "{func} is still called in {}",
+        prog.display()
+    );
+}
+
+/// A setjmp loop whose work() leaves by longjmp through a helper inlined into it (inline_jmp.c
+/// at -O2): every work() is main's callee, however many longjmps came before. The frames the
+/// jump left (work, and check inlined in it, at one return-address slot) end at the next
+/// work(), as the same function again at that slot, with the inlined frame above it.
+#[test]
+fn a_longjmp_out_of_an_inlined_function_ends_its_container_too() {
+    perfaux_testutil::require_oracle!("gcc");
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build_c(
+        dir.path(),
+        "inline_jmp.c",
+        &["-O2", "-finstrument-functions"],
+        "inline_jmp",
+    );
+    assert_inlined(&prog, "check");
+    let text = recorded_call_trace(dir.path(), &prog, &[]);
+    let depth = |name: &str| -> Vec<usize> {
+        text.lines()
+            .filter_map(|l| l.split_once(": "))
+            .filter(|(_, call)| call.trim_start() == name)
+            .map(|(_, call)| call.len() - call.trim_start().len())
+            .collect()
+    };
+    let (works, checks) = (depth("work"), depth("check"));
+    assert_eq!(works.len(), 200);
+    assert_eq!(checks.len(), 200);
+    assert!(works.iter().all(|&d| d == 4), "work's depths: {works:?}");
+    assert!(checks.iter().all(|&d| d == 8), "check's depths: {checks:?}");
 }
 
 /// `-a` cannot be had (perfaux sees the programs it starts, and a process's kernel events with

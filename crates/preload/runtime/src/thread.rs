@@ -318,10 +318,12 @@ impl Thread {
 
     /// -finstrument-functions entry into the function at `addr`, called from `site`, whose
     /// return address is at `slot` (0: not found). Frames a longjmp left end first: those
-    /// whose slot is below it, and one whose slot is it but whose call was another's (another
-    /// site, or this function again). A frame with the same slot and site is the container of
-    /// a function inlined into it (gcc calls the inlined function's hooks from its container,
-    /// with the container's call site): it stays open.
+    /// whose slot is below it, and at its slot the outermost whose call was another's
+    /// (another site, or this function again) and all above it. A frame with the same slot
+    /// and site is the container of a function inlined into it (gcc calls the inlined
+    /// function's hooks from its container, with the container's call site): it stays open.
+    /// Not told apart: another function called from the same site after a longjmp out of
+    /// the one before, which stays open under it until its caller returns.
     #[inline(always)]
     pub(crate) fn enter(&self, addr: usize, site: usize, slot: usize) {
         let _ = self.enter_as(addr, addr, site, slot);
@@ -371,12 +373,21 @@ impl Thread {
         // Read once (the atomics between would make the compiler read it again).
         let overflow = self.overflow.get();
         if slot != 0 && overflow == 0 {
-            let gone = |f: &Frame| {
-                f.slot != 0
-                    && (f.slot < slot || (f.slot == slot && (f.site != site || f.addr == addr)))
-            };
-            while st.last().is_some_and(gone) {
+            while st.last().is_some_and(|f| f.slot != 0 && f.slot < slot) {
                 drop(st.pop());
+            }
+            // The frames at this slot: containers of inlined functions stay open, unless one
+            // of them is gone (another call site, or this function again): then it and
+            // everything above it.
+            let run = st.iter().rev().take_while(|f| f.slot == slot).count();
+            let first = st.len() - run;
+            if let Some(k) = st[first..]
+                .iter()
+                .position(|f| f.site != site || f.addr == addr)
+            {
+                while st.len() > first + k {
+                    drop(st.pop());
+                }
             }
         }
         let Some(p) = crate::intern::probe_for(addr) else {
