@@ -212,30 +212,53 @@ fn is_kernel(ip: u64) -> bool {
     ip >> 63 == 1
 }
 
+/// How a passage through kernel code not at hand ended ([`pass_kernel`]).
+enum Passage {
+    /// Back in code at hand, or tracing off: the status there.
+    Back(Status),
+    /// The trace ended in the kernel.
+    Ended,
+    /// The flow could not be followed out (an overflow, a resync that did not move on).
+    Lost,
+}
+
 /// After the flow went into kernel code that is not at hand: resyncs at the next IP the
-/// trace gives until one is code at hand (or tracing is off); the status there, or `None`
-/// (the trace ended, or a resync did not move on). However long the passage (a system call
-/// may branch through the kernel for megabytes of trace), each resync moves past at least
-/// one packet, so the trace bounds the loop.
-fn pass_kernel(flow: &mut Flow<'_>) -> Option<Status> {
+/// trace gives, and takes the events pending there (an interrupt's FUP and TIP within the
+/// kernel, a mode or paging change), until the IP is code at hand or tracing is off.
+/// However long the passage (a system call may branch through the kernel for megabytes of
+/// trace), each resync moves past at least one packet and each event is taken once, so
+/// the trace bounds the loop.
+fn pass_kernel(flow: &mut Flow<'_>) -> Passage {
     let mut last = flow.offset();
     loop {
-        let st = match flow.resync() {
+        let mut st = match flow.resync() {
             Ok(Resync::Status(st)) => st,
             // A PTWRITE without IP: nothing of the program's; the resync goes on.
-            Ok(Resync::EventIgnored) => {
-                flow.event().ok()?;
-                continue;
-            }
-            Err(_) => return None,
+            Ok(Resync::EventIgnored) => match flow.event() {
+                Ok(_) => continue,
+                Err(Error::Event(crate::events::Error::Eos)) => return Passage::Ended,
+                Err(_) => return Passage::Lost,
+            },
+            Err(Error::Event(crate::events::Error::Eos)) => return Passage::Ended,
+            Err(_) => return Passage::Lost,
         };
+        // The events where the resync stands, taken while the flow stays in the kernel (an
+        // asynchronous branch moves it to its target).
+        while st.pending && !st.suppressed && is_kernel(flow.ip()) {
+            match flow.event() {
+                Ok((e, _, _)) if e.kind == Kind::Overflow => return Passage::Lost,
+                Ok((_, _, s)) => st = s,
+                Err(Error::Event(crate::events::Error::Eos)) => return Passage::Ended,
+                Err(_) => return Passage::Lost,
+            }
+        }
         if st.suppressed || !is_kernel(flow.ip()) {
-            return Some(st);
+            return Passage::Back(st);
         }
         // Still in the kernel: decoding there fails again, which this resync passes over;
         // one that stands still would come back here for ever.
         if flow.offset() <= last {
-            return None;
+            return Passage::Lost;
         }
         last = flow.offset();
     }
@@ -374,15 +397,29 @@ pub fn walk_calls(
             // open stay open. Else, and if that fails, the next PSB.
             if failed == Error::Nomap && is_kernel(flow.ip()) {
                 let at = flow.ip();
-                if let Some(s) = pass_kernel(&mut flow) {
+                let passage = pass_kernel(&mut flow);
+                if !matches!(passage, Passage::Lost) {
                     w.pending = None;
                     w.walked.kernel_passes += 1;
                     w.emit(CallKind::KernelPassed { ip: at }, w.tsc);
-                    if !s.suppressed {
-                        w.emit(CallKind::Enabled { ip: flow.ip() }, w.tsc);
+                }
+                match passage {
+                    Passage::Back(s) => {
+                        // The way back (a sysret's TIP, an iret's) may carry the time: the kernel's
+                        // time is the passage's, not the calls' after it.
+                        w.tsc = flow.last_tsc().or(w.tsc);
+                        if !s.suppressed {
+                            w.emit(CallKind::Enabled { ip: flow.ip() }, w.tsc);
+                        }
+                        // Another thread's code from here (a switch inside the kernel).
+                        if let Some(im) = w.switch.take() {
+                            flow.set_image(im);
+                        }
+                        st = s;
+                        continue 'decode;
                     }
-                    st = s;
-                    continue 'decode;
+                    Passage::Ended => break Error::Event(crate::events::Error::Eos),
+                    Passage::Lost => {}
                 }
             }
             break failed;

@@ -348,6 +348,11 @@ impl<'a> Flow<'a> {
     }
 
     /// The trace offset the decoder stands on.
+    /// The last TSC the trace gave (with the packet the decode last took), if any.
+    pub fn last_tsc(&self) -> Option<u64> {
+        self.last_tsc
+    }
+
     pub fn offset(&self) -> usize {
         self.ev.offset()
     }

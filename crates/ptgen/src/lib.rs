@@ -270,16 +270,29 @@ pub struct Options {
 /// code.
 pub const KERNEL_ENTRY: u64 = 0xffff_c900_0010_0000;
 
+/// A branch a [`Options::kernel`] trace takes in the kernel ([`KERNEL_EXCURSION`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelBranch {
+    /// A conditional branch, taken or not: a TNT bit.
+    Conditional(bool),
+    /// An indirect branch to [`KERNEL_ENTRY`] + the offset: a TIP.
+    Indirect(u64),
+    /// An interrupt in the kernel at [`KERNEL_ENTRY`] + the first offset into its handler
+    /// at [`KERNEL_ENTRY`] + the second: FUP and TIP.
+    Interrupt(u64, u64),
+}
+
 /// The branches a [`Options::kernel`] trace takes in the kernel at each system call, in
-/// order: conditional branches' outcomes (`Some`) and one indirect branch (`None`, a TIP
-/// to [`KERNEL_ENTRY`] + 0x100).
-pub const KERNEL_EXCURSION: &[Option<bool>] = &[
-    Some(true),
-    Some(false),
-    Some(true),
-    None,
-    Some(false),
-    Some(true),
+/// order.
+pub const KERNEL_EXCURSION: &[KernelBranch] = &[
+    KernelBranch::Conditional(true),
+    KernelBranch::Conditional(false),
+    KernelBranch::Indirect(0x100),
+    KernelBranch::Conditional(true),
+    KernelBranch::Interrupt(0x140, 0x2000),
+    KernelBranch::Conditional(false),
+    KernelBranch::Indirect(0x180),
+    KernelBranch::Conditional(true),
 ];
 
 /// What an aux-action event's sample asks of the trace.
@@ -504,9 +517,13 @@ pub fn record_with(
                 if opts.kernel {
                     enc.tip(KERNEL_ENTRY);
                     for b in KERNEL_EXCURSION {
-                        match b {
-                            Some(taken) => enc.tnt(*taken),
-                            None => enc.tip(KERNEL_ENTRY + 0x100),
+                        match *b {
+                            KernelBranch::Conditional(taken) => enc.tnt(taken),
+                            KernelBranch::Indirect(to) => enc.tip(KERNEL_ENTRY + to),
+                            KernelBranch::Interrupt(at, to) => {
+                                enc.fup(KERNEL_ENTRY + at);
+                                enc.tip(KERNEL_ENTRY + to);
+                            }
                         }
                     }
                 } else {
