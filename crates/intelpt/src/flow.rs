@@ -229,7 +229,8 @@ const EMPTY_KEY: u64 = u64::MAX;
 const CHAIN_SLOTS_LOG2: u8 = 12;
 
 /// The most TNT bits (runs) a chain is recorded for: enough bits that a long TNT's 47 take
-/// few lookups, few enough that a loop's paths repeat.
+/// few lookups, few enough that a loop's paths repeat. Chains of half as many are kept too,
+/// for paths that repeat only a byte at a time (random outcomes).
 const CHAIN_BITS: u8 = 16;
 
 /// The instructions [`Flow::next`] walks from one address without trace: up to the first
@@ -816,10 +817,10 @@ impl<'a> Flow<'a> {
     /// Follows the runs the TNT's bits lead to, as [`Flow::walk_run`] would walk them a pass
     /// at a time, while each is known to follow the last ([`Run::next`]), ends in a
     /// conditional branch and needs nothing else (no call, within the walk's bound); not a
-    /// run's passes again at first (`walk_run` takes them at once). Up to [`CHAIN_BITS`]
-    /// bits at a time: a [`Chain`] of runs the same bits led through from the same run
-    /// before is handed out whole, and one seen once is recorded as it is walked. Whether
-    /// it followed any.
+    /// run's passes again (`walk_run` takes them at once) unless a chain holds them. Up to
+    /// [`CHAIN_BITS`] bits at a time, else a byte's: a [`Chain`] of runs the same bits led
+    /// through from the same run before is handed out whole, and one seen once is recorded
+    /// as it is walked. Whether it followed any.
     fn follow_runs(&mut self, block: &mut Block) -> bool {
         let Some((mut at, mode, mut i)) = self.last_run else {
             return false;
@@ -850,39 +851,58 @@ impl<'a> Flow<'a> {
         }
         let shift = 64 - self.chains.len().trailing_zeros();
         let mut any = false;
-        'chunks: while count > 0 && self.ip != at {
-            let Some(mut j) = self.runs[i as usize].successor(self.ip) else {
+        'chunks: while count > 0 {
+            // A loop's passes are walk_run's to take at once, unless a chain has them.
+            let looped = self.ip == at;
+            // A run's own start is its successor ([`Run::next`] keeps only others).
+            let Some(mut j) = (if looped {
+                Some(i)
+            } else {
+                self.runs[i as usize].successor(self.ip)
+            }) else {
                 break;
             };
-            let k = count.min(CHAIN_BITS);
-            let path = bits >> (count - k) & ((1 << k) - 1);
-            let key = u64::from(j) << 32 | u64::from(k) << 24 | path;
-            let slot = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> shift) as usize;
-            let s = &mut self.chains[slot];
-            let recording = if s.key != key {
-                *s = ChainSlot { key, chain: None };
-                false
-            } else if let Some(c) = &s.chain {
-                let n = c.insns as usize;
-                if c.ends == ends && self.walked + n <= WALK_MAX {
-                    block.push_chain(c);
-                    count -= k;
-                    self.walked += n;
-                    if let Some(ic) = &mut self.icnt {
-                        *ic += n as u64;
-                    }
-                    (at, i, self.ip) = (c.at, c.run, c.ip);
-                    any = true;
-                    continue;
+            // The longest chain first, then a byte's: paths that seldom repeat whole still
+            // repeat a byte at a time. A key seen once before is recorded this time (its
+            // slot and bits).
+            let long = count.min(CHAIN_BITS);
+            let mut record = [None; 2];
+            for (n, k) in [long, count.min(CHAIN_BITS / 2)].into_iter().enumerate() {
+                if n == 1 && k == long {
+                    break;
                 }
-                false
-            } else {
-                true
-            };
+                let path = bits >> (count - k) & ((1 << k) - 1);
+                let key = u64::from(j) << 32 | u64::from(k) << 24 | path;
+                let slot = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> shift) as usize;
+                let s = &mut self.chains[slot];
+                if s.key != key {
+                    *s = ChainSlot { key, chain: None };
+                } else if let Some(c) = &s.chain {
+                    let insns = c.insns as usize;
+                    // A longer path to record comes first.
+                    if record[0].is_none() && c.ends == ends && self.walked + insns <= WALK_MAX {
+                        block.push_chain(c);
+                        count -= k;
+                        self.walked += insns;
+                        if let Some(ic) = &mut self.icnt {
+                            *ic += insns as u64;
+                        }
+                        (at, i, self.ip) = (c.at, c.run, c.ip);
+                        any = true;
+                        continue 'chunks;
+                    }
+                } else {
+                    record[n] = Some((slot, key, k));
+                }
+            }
+            let recording = record.iter().any(Option::is_some);
+            if looped && !recording {
+                break;
+            }
             // A run at a time; recorded as a chain when it was seen before and all its
             // bits lead through runs that take nothing else.
             self.chain_scratch.clear();
-            let mut left = k;
+            let mut steps = 0;
             loop {
                 let run = &self.runs[j as usize];
                 let n = run.insns.len();
@@ -907,44 +927,30 @@ impl<'a> Flow<'a> {
                     last.ip.wrapping_add(u64::from(last.len))
                 };
                 any = true;
+                steps += 1;
                 if recording {
                     match self.chain_scratch.last_mut() {
                         Some((r, passes)) if *r == j => *passes += 1,
                         _ => self.chain_scratch.push((j, 1)),
                     }
+                    for &(slot, key, k) in record.iter().flatten() {
+                        // The slot still the key's (the other key may have taken it).
+                        if k == steps && self.chains[slot].key == key {
+                            let chain = self.make_chain(at, i, ends);
+                            self.chains[slot].chain = Some(chain);
+                        }
+                    }
                 }
-                left -= 1;
                 // A loop's passes are walk_run's to take at once, unless recorded here.
-                if left == 0 || (!recording && self.ip == at) {
+                if steps == long || (!recording && self.ip == at) {
                     break;
                 }
-                match self.runs[j as usize].successor(self.ip) {
-                    Some(next) => j = next,
-                    None => break 'chunks,
+                if self.ip != at {
+                    match self.runs[j as usize].successor(self.ip) {
+                        Some(next) => j = next,
+                        None => break 'chunks,
+                    }
                 }
-            }
-            if recording && left == 0 {
-                let (mut blocks, mut insns) = (0, 0);
-                let parts: Box<[_]> = self
-                    .chain_scratch
-                    .iter()
-                    .map(|&(r, passes)| {
-                        let run = &self.runs[r as usize].insns;
-                        blocks += u64::from(passes);
-                        insns += run.len() as u64 * u64::from(passes);
-                        (Rc::clone(run), passes)
-                    })
-                    .collect();
-                self.chains[slot].chain = Some(Rc::new(Chain {
-                    parts,
-                    blocks,
-                    insns,
-                    last: self.runs[i as usize].last,
-                    at,
-                    run: i,
-                    ip: self.ip,
-                    ends,
-                }));
             }
         }
         if let Some(Event {
@@ -958,6 +964,32 @@ impl<'a> Flow<'a> {
             self.last_run = Some((at, mode, i));
         }
         any
+    }
+
+    /// The chain of the runs recorded in `chain_scratch`, the last of them `i` (from `at`),
+    /// the flow now past it.
+    fn make_chain(&self, at: u64, i: u32, ends: (bool, bool)) -> Rc<Chain> {
+        let (mut blocks, mut insns) = (0, 0);
+        let parts = self
+            .chain_scratch
+            .iter()
+            .map(|&(r, passes)| {
+                let run = &self.runs[r as usize].insns;
+                blocks += u64::from(passes);
+                insns += run.len() as u64 * u64::from(passes);
+                (Rc::clone(run), passes)
+            })
+            .collect();
+        Rc::new(Chain {
+            parts,
+            blocks,
+            insns,
+            last: self.runs[i as usize].last,
+            at,
+            run: i,
+            ip: self.ip,
+            ends,
+        })
     }
 
     /// Makes the run from `ip` in `mode` and keeps it (one longer than [`RUN_MAX`] kept as
