@@ -14,6 +14,9 @@
 //! other at every outcome (`dec; jnz` from the head, `jmp; dec; jnz` after it), so no pass
 //! repeats the one before. 23.6 M instructions.
 //!
+//! The third (`*_random`) is the same code with random outcomes: paths that seldom come again
+//! (what chains of runs do not help), 23.5 M instructions.
+//!
 //! cargo bench -p perfaux-intelpt --bench flow
 
 #[path = "common/libipt.rs"]
@@ -53,21 +56,25 @@ fn psb_plus(out: &mut Vec<u8>, fup: Option<u64>) {
     out.extend_from_slice(&[0x02, 0x23]);
 }
 
-/// Every long TNT's payload (47 outcomes under the stop bit), and where the flow stands after
-/// each (its PSB+'s IP).
-fn loop_trace(payload: u64, after: u64) -> Vec<u8> {
+/// The long TNTs' payloads (47 outcomes under the stop bit), the `i`th by `payload(i)`; a
+/// PSB+ says where the flow stands after the last (at the head after a taken `jnz`, else at
+/// the `jmp`).
+fn loop_trace(payload: impl Fn(usize) -> u64) -> Vec<u8> {
     let mut t = Vec::with_capacity(TNTS * 8 + TNTS / PSB_EVERY * 32 + 64);
     psb_plus(&mut t, None);
     // TIP.PGE to the loop's head, IPBytes 011.
     t.push(0x71);
     t.extend_from_slice(&BASE.to_le_bytes()[..6]);
+    let mut after = BASE;
     for i in 0..TNTS {
         if i > 0 && i % PSB_EVERY == 0 {
             psb_plus(&mut t, Some(after));
         }
         // Long TNT: 6 payload bytes.
+        let p = payload(i);
         t.extend_from_slice(&[0x02, 0xa3]);
-        t.extend_from_slice(&payload.to_le_bytes()[..6]);
+        t.extend_from_slice(&p.to_le_bytes()[..6]);
+        after = if p & 1 == 1 { BASE } else { BASE + 4 };
     }
     t
 }
@@ -77,14 +84,24 @@ const ALL_TAKEN: u64 = (1 << 48) - 1;
 /// Not taken, taken, ..., not taken (the oldest in bit 46).
 const ALTERNATING: u64 = (1 << 47) | 0x2aaa_aaaa_aaaa;
 
-/// The instructions the flow walks over [`loop_trace`]`(ALTERNATING, ..)`: a run at each
-/// outcome, from the head or from the `jmp`.
-fn alternating_insns() -> u64 {
+/// Random payloads (xorshift, the same every run).
+fn random(i: usize) -> u64 {
+    let mut x = 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(i as u64 + 1);
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    (1 << 47) | (x & ((1 << 47) - 1))
+}
+
+/// The instructions the flow walks over [`loop_trace`]`(payload)`: a run at each outcome,
+/// from the head or from the `jmp`.
+fn loop_insns(payload: impl Fn(usize) -> u64) -> u64 {
     let (mut at_head, mut n) = (true, 0);
-    for _ in 0..TNTS {
+    for t in 0..TNTS {
+        let p = payload(t);
         for i in (0..PER_TNT).rev() {
             n += if at_head { HEAD_RUN } else { JMP_RUN };
-            at_head = ALTERNATING >> i & 1 == 1;
+            at_head = p >> i & 1 == 1;
         }
     }
     n
@@ -164,11 +181,14 @@ fn libipt_insns<const BLOCKS: bool>(lib: &libipt::Libipt, trace: &[u8], code: &P
 fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let (pt, code) = (dir.path().join("loop.pt"), dir.path().join("loop.bin"));
-    let trace = loop_trace(ALL_TAKEN, BASE);
+    let trace = loop_trace(|_| ALL_TAKEN);
     std::fs::write(&pt, &trace).unwrap();
     let pt2 = dir.path().join("two_runs.pt");
-    let trace2 = loop_trace(ALTERNATING, BASE + 4);
+    let trace2 = loop_trace(|_| ALTERNATING);
     std::fs::write(&pt2, &trace2).unwrap();
+    let pt3 = dir.path().join("random.pt");
+    let trace3 = loop_trace(random);
+    std::fs::write(&pt3, &trace3).unwrap();
     std::fs::write(&code, CODE).unwrap();
     let want = TNTS as u64 * PER_TNT * 2;
     let block = perfaux_setup(&pt, &code, false);
@@ -178,7 +198,11 @@ fn bench(c: &mut Criterion) {
     let block2 = perfaux_setup(&pt2, &code, false);
     let counts2 = [perfaux_insns(&block2)];
     eprintln!("instructions, two runs: perfaux block {counts2:?}");
-    assert_eq!(counts2, [alternating_insns()]);
+    assert_eq!(counts2, [loop_insns(|_| ALTERNATING)]);
+    let block3 = perfaux_setup(&pt3, &code, false);
+    let counts3 = [perfaux_insns(&block3)];
+    eprintln!("instructions, random: perfaux block {counts3:?}");
+    assert_eq!(counts3, [loop_insns(random)]);
     let lib = libipt::Libipt::load()
         .inspect_err(|e| eprintln!("skipped: the libipt peer: {e}"))
         .ok();
@@ -195,6 +219,9 @@ fn bench(c: &mut Criterion) {
         let theirs2 = [libipt_insns::<true>(lib, &trace2, &code)];
         eprintln!("instructions, two runs: libipt block {theirs2:?}");
         assert_eq!(theirs2, counts2, "the same, two runs");
+        let theirs3 = [libipt_insns::<true>(lib, &trace3, &code)];
+        eprintln!("instructions, random: libipt block {theirs3:?}");
+        assert_eq!(theirs3, counts3, "the same, random");
     }
     // The last TNT's outcomes leave the loop's head where the trace ends: every outcome is a
     // `jnz`, each after a `dec`; the decoders may count the `dec` after the last one too.
@@ -213,9 +240,15 @@ fn bench(c: &mut Criterion) {
     g.bench_function("perfaux_block_two_runs", |b| {
         b.iter(|| ptxed::run(black_box(&block2), std::io::sink()).unwrap())
     });
+    g.bench_function("perfaux_block_random", |b| {
+        b.iter(|| ptxed::run(black_box(&block3), std::io::sink()).unwrap())
+    });
     if let Some(lib) = &lib {
         g.bench_function("libipt_2_0_5_block_two_runs", |b| {
             b.iter(|| libipt_insns::<true>(lib, black_box(&trace2), &code))
+        });
+        g.bench_function("libipt_2_0_5_block_random", |b| {
+            b.iter(|| libipt_insns::<true>(lib, black_box(&trace3), &code))
         });
         g.bench_function("libipt_2_0_5_block", |b| {
             b.iter(|| libipt_insns::<true>(lib, black_box(&trace), &code))

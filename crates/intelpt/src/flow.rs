@@ -128,6 +128,10 @@ pub struct Config {
     /// (what tests compare the flow with).
     #[doc(hidden)]
     pub pass_at_a_time: bool,
+    /// The chain cache's slots, log2 (0: the default, 4096 slots): tests make it small so
+    /// that chains evict each other.
+    #[doc(hidden)]
+    pub chain_slots_log2: u8,
 }
 
 impl Config {
@@ -177,7 +181,57 @@ pub struct Flow<'a> {
     runs_insns: usize,
     /// The last run walked (its address, mode and index): a loop walks the same again.
     last_run: Option<(u64, ExecMode, u32)>,
+    /// Chains of runs ([`Chain`]) by their first run and the TNT bits that lead through
+    /// them, direct-mapped (empty until first used): a path the trace took before is one
+    /// lookup for up to [`CHAIN_BITS`] runs, and memory stays bounded by the slots whatever
+    /// the trace.
+    chains: Vec<ChainSlot>,
+    /// The runs of a chain being recorded and their passes.
+    chain_scratch: Vec<(u32, u32)>,
 }
+
+/// The runs a TNT's bits lead through from a run, each ending in a conditional branch
+/// (no call, nothing else taken from the trace): what [`Flow::follow_runs`] walks a run at
+/// a time, recorded the second time the same bits lead from the same run, then handed out
+/// whole. It depends only on the code (the runs it holds and their branches), so it stays
+/// as long as the runs do.
+#[derive(Debug)]
+struct Chain {
+    /// The runs and their passes in a row.
+    parts: Box<[(Rc<[Insn]>, u32)]>,
+    /// The passes (blocks) and instructions in all.
+    blocks: u64,
+    insns: u64,
+    /// Its last instruction.
+    last: Insn,
+    /// Its last run: where it starts and its index (what [`Flow::last_run`] becomes).
+    at: u64,
+    run: u32,
+    /// Where the flow goes after it.
+    ip: u64,
+    /// The configuration's block ends its runs were made under.
+    ends: (bool, bool),
+}
+
+/// A slot of the chain cache: a key (`EMPTY_KEY` for none) and its chain, or none when
+/// the key was seen once (recorded the next time it is seen: a path the trace never takes
+/// again costs no recording).
+#[derive(Clone, Default)]
+struct ChainSlot {
+    key: u64,
+    chain: Option<Rc<Chain>>,
+}
+
+/// A key no chain has: its first run would be [`NO_RUN`].
+const EMPTY_KEY: u64 = u64::MAX;
+
+/// The chain cache's slots by default, log2: 4096 chains of at most [`CHAIN_BITS`] runs.
+const CHAIN_SLOTS_LOG2: u8 = 12;
+
+/// The most TNT bits (runs) a chain is recorded for: enough bits that a long TNT's 47 take
+/// few lookups, few enough that a loop's paths repeat. Chains of half as many are kept too,
+/// for paths that repeat only a byte at a time (random outcomes).
+const CHAIN_BITS: u8 = 16;
 
 /// The instructions [`Flow::next`] walks from one address without trace: up to the first
 /// that needs trace, or that ends a block by the configuration. The same every time from
@@ -195,6 +249,16 @@ struct Run {
     next: [(u64, u32); 2],
     /// Its last instruction, at hand (a dummy when it has none).
     last: Insn,
+}
+
+impl Run {
+    /// The run the flow went to from this one at `ip`, if known.
+    fn successor(&self, ip: u64) -> Option<u32> {
+        match self.next {
+            [(at, n), _] | [_, (at, n)] if at == ip && n != NO_RUN => Some(n),
+            _ => None,
+        }
+    }
 }
 
 /// No run: a [`Run::next`] not known yet.
@@ -216,11 +280,21 @@ const RUNS_INSNS_MAX: usize = 1 << 20;
 pub struct Block {
     /// The instructions walked one at a time (empty when `runs` is not).
     insns: Vec<Insn>,
-    /// Or kept runs' instructions, each walked its count of times in a row: an index into
-    /// `distinct` (a loop's few runs are held once each, not a refcount each pass).
-    runs: Vec<(u32, u32)>,
+    /// Or kept runs and chains of them, in order.
+    runs: Vec<Piece>,
+    /// The runs `runs` holds (a loop's few runs are held once each, not a refcount each
+    /// pass).
     distinct: Vec<Rc<[Insn]>>,
     pub speculative: bool,
+}
+
+/// A part of a [`Block`] of runs.
+#[derive(Debug, Clone)]
+enum Piece {
+    /// A run (an index into `distinct`) walked its count of times in a row.
+    Run(u32, u32),
+    /// A chain of runs, shared with the cache it came from.
+    Chain(Rc<Chain>),
 }
 
 impl Block {
@@ -228,11 +302,31 @@ impl Block {
     /// of runs.
     pub fn blocks(&self) -> impl Iterator<Item = &[Insn]> {
         let single = self.runs.is_empty().then_some(&self.insns[..]);
+        let passes = self.runs.iter().flat_map(|p| {
+            let (run, chain) = match p {
+                Piece::Run(r, n) => (Some((&self.distinct[*r as usize][..], *n)), None),
+                Piece::Chain(c) => (None, Some(c.parts.iter().map(|(r, n)| (&r[..], *n)))),
+            };
+            run.into_iter().chain(chain.into_iter().flatten())
+        });
         single
             .into_iter()
-            .chain(self.runs.iter().flat_map(|&(run, n)| {
-                std::iter::repeat_n(&self.distinct[run as usize][..], n as usize)
-            }))
+            .chain(passes.flat_map(|(insns, n)| std::iter::repeat_n(insns, n as usize)))
+    }
+
+    /// How many blocks [`Block::blocks`] gives and their instructions in all, without
+    /// walking a chain's passes.
+    pub fn counts(&self) -> (u64, u64) {
+        if self.runs.is_empty() {
+            return (1, self.insns.len() as u64);
+        }
+        self.runs.iter().fold((0, 0), |(b, i), p| match p {
+            Piece::Run(r, n) => (
+                b + u64::from(*n),
+                i + self.distinct[*r as usize].len() as u64 * u64::from(*n),
+            ),
+            Piece::Chain(c) => (b + c.blocks, i + c.insns),
+        })
     }
 
     /// All the instructions, in order.
@@ -242,12 +336,7 @@ impl Block {
 
     /// How many instructions.
     pub fn len(&self) -> u64 {
-        let runs: u64 = self
-            .runs
-            .iter()
-            .map(|&(run, n)| self.distinct[run as usize].len() as u64 * u64::from(n))
-            .sum();
-        self.insns.len() as u64 + runs
+        self.counts().1
     }
 
     pub fn is_empty(&self) -> bool {
@@ -257,7 +346,8 @@ impl Block {
     /// The last instruction.
     pub fn last(&self) -> Option<&Insn> {
         match self.runs.last() {
-            Some(&(run, _)) => self.distinct[run as usize].last(),
+            Some(Piece::Run(run, _)) => self.distinct[*run as usize].last(),
+            Some(Piece::Chain(c)) => Some(&c.last),
             None => self.insns.last(),
         }
     }
@@ -290,9 +380,18 @@ impl Block {
             d
         } as u32;
         match self.runs.last_mut() {
-            Some((last, n)) if *last == index => *n += passes,
-            _ => self.runs.push((index, passes)),
+            Some(Piece::Run(last, n)) if *last == index => *n += passes,
+            _ => self.runs.push(Piece::Run(index, passes)),
         }
+    }
+
+    /// Adds a chain's passes.
+    fn push_chain(&mut self, chain: &Rc<Chain>) {
+        debug_assert!(
+            self.insns.is_empty(),
+            "a block of instructions takes no runs"
+        );
+        self.runs.push(Piece::Chain(Rc::clone(chain)));
     }
 }
 
@@ -320,6 +419,8 @@ impl<'a> Flow<'a> {
             runs: Vec::new(),
             runs_insns: 0,
             last_run: None,
+            chains: Vec::new(),
+            chain_scratch: Vec::new(),
         }
     }
 
@@ -721,7 +822,10 @@ impl<'a> Flow<'a> {
     /// Follows the runs the TNT's bits lead to, as [`Flow::walk_run`] would walk them a pass
     /// at a time, while each is known to follow the last ([`Run::next`]), ends in a
     /// conditional branch and needs nothing else (no call, within the walk's bound); not a
-    /// run's passes again (`walk_run` takes them at once). Whether it followed any.
+    /// run's passes again (`walk_run` takes them at once) unless a chain holds them. Up to
+    /// [`CHAIN_BITS`] bits at a time, else a byte's: a [`Chain`] of runs the same bits led
+    /// through from the same run before is handed out whole, and one seen once is recorded
+    /// as it is walked. Whether it followed any.
     fn follow_runs(&mut self, block: &mut Block) -> bool {
         let Some((mut at, mode, mut i)) = self.last_run else {
             return false;
@@ -730,47 +834,167 @@ impl<'a> Flow<'a> {
             return false;
         }
         let ends = (self.config.end_on_call, self.config.end_on_jump);
-        let Some(Event {
-            kind: Kind::Tnt { bits, count },
+        let (bits, mut count) = match self.e {
+            Some(Event {
+                kind: Kind::Tnt { bits, count },
+                ..
+            }) => (bits, count),
+            _ => return false,
+        };
+        if self.chains.is_empty() {
+            let log2 = match self.config.chain_slots_log2 {
+                0 => CHAIN_SLOTS_LOG2,
+                n => n.min(24),
+            };
+            self.chains.resize(
+                1 << log2,
+                ChainSlot {
+                    key: EMPTY_KEY,
+                    chain: None,
+                },
+            );
+        }
+        let shift = 64 - self.chains.len().trailing_zeros();
+        let mut any = false;
+        'chunks: while count > 0 {
+            // A loop's passes are walk_run's to take at once, unless a chain has them.
+            let looped = self.ip == at;
+            // A run's own start is its successor ([`Run::next`] keeps only others).
+            let Some(mut j) = (if looped {
+                Some(i)
+            } else {
+                self.runs[i as usize].successor(self.ip)
+            }) else {
+                break;
+            };
+            // The longest chain first, then a byte's: paths that seldom repeat whole still
+            // repeat a byte at a time. A key seen once before is recorded this time (its
+            // slot and bits).
+            let long = count.min(CHAIN_BITS);
+            let mut record = [None; 2];
+            for (n, k) in [long, count.min(CHAIN_BITS / 2)].into_iter().enumerate() {
+                if n == 1 && k == long {
+                    break;
+                }
+                let path = bits >> (count - k) & ((1 << k) - 1);
+                let key = u64::from(j) << 32 | u64::from(k) << 24 | path;
+                let slot = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> shift) as usize;
+                let s = &mut self.chains[slot];
+                if s.key != key {
+                    *s = ChainSlot { key, chain: None };
+                } else if let Some(c) = &s.chain {
+                    let insns = c.insns as usize;
+                    // A longer path to record comes first.
+                    if record[0].is_none() && c.ends == ends && self.walked + insns <= WALK_MAX {
+                        block.push_chain(c);
+                        count -= k;
+                        self.walked += insns;
+                        if let Some(ic) = &mut self.icnt {
+                            *ic += insns as u64;
+                        }
+                        (at, i, self.ip) = (c.at, c.run, c.ip);
+                        any = true;
+                        continue 'chunks;
+                    }
+                } else {
+                    record[n] = Some((slot, key, k));
+                }
+            }
+            let recording = record.iter().any(Option::is_some);
+            if looped && !recording {
+                break;
+            }
+            // A run at a time; recorded as a chain when it was seen before and all its
+            // bits lead through runs that take nothing else.
+            self.chain_scratch.clear();
+            let mut steps = 0;
+            loop {
+                let run = &self.runs[j as usize];
+                let n = run.insns.len();
+                if run.ends != ends || run.calls || n == 0 || self.walked + n > WALK_MAX {
+                    break 'chunks;
+                }
+                let last = run.last;
+                let Class::CondJump { target } = last.class else {
+                    break 'chunks;
+                };
+                count -= 1;
+                let taken = bits >> count & 1 == 1;
+                block.push_run(&run.insns, 1);
+                self.walked += n;
+                if let Some(c) = &mut self.icnt {
+                    *c += n as u64;
+                }
+                (at, i) = (self.ip, j);
+                self.ip = if taken {
+                    target
+                } else {
+                    last.ip.wrapping_add(u64::from(last.len))
+                };
+                any = true;
+                steps += 1;
+                if recording {
+                    match self.chain_scratch.last_mut() {
+                        Some((r, passes)) if *r == j => *passes += 1,
+                        _ => self.chain_scratch.push((j, 1)),
+                    }
+                    for &(slot, key, k) in record.iter().flatten() {
+                        // The slot still the key's (the other key may have taken it).
+                        if k == steps && self.chains[slot].key == key {
+                            let chain = self.make_chain(at, i, ends);
+                            self.chains[slot].chain = Some(chain);
+                        }
+                    }
+                }
+                // A loop's passes are walk_run's to take at once, unless recorded here.
+                if steps == long || (!recording && self.ip == at) {
+                    break;
+                }
+                if self.ip != at {
+                    match self.runs[j as usize].successor(self.ip) {
+                        Some(next) => j = next,
+                        None => break 'chunks,
+                    }
+                }
+            }
+        }
+        if let Some(Event {
+            kind: Kind::Tnt { count: c, .. },
             ..
         }) = &mut self.e
-        else {
-            return false;
-        };
-        let mut any = false;
-        while *count > 0 && self.ip != at {
-            let j = match self.runs[i as usize].next {
-                [(ip, n), _] | [_, (ip, n)] if ip == self.ip && n != NO_RUN => n,
-                _ => break,
-            };
-            let run = &self.runs[j as usize];
-            let n = run.insns.len();
-            if run.ends != ends || run.calls || n == 0 || self.walked + n > WALK_MAX {
-                break;
-            }
-            let last = run.last;
-            let Class::CondJump { target } = last.class else {
-                break;
-            };
-            *count -= 1;
-            let taken = *bits >> *count & 1 == 1;
-            block.push_run(&run.insns, 1);
-            self.walked += n;
-            if let Some(c) = &mut self.icnt {
-                *c += n as u64;
-            }
-            (at, i) = (self.ip, j);
-            self.ip = if taken {
-                target
-            } else {
-                last.ip.wrapping_add(u64::from(last.len))
-            };
-            any = true;
+        {
+            *c = count;
         }
         if any {
             self.last_run = Some((at, mode, i));
         }
         any
+    }
+
+    /// The chain of the runs recorded in `chain_scratch`, the last of them `i` (from `at`),
+    /// the flow now past it.
+    fn make_chain(&self, at: u64, i: u32, ends: (bool, bool)) -> Rc<Chain> {
+        let (mut blocks, mut insns) = (0, 0);
+        let parts = self
+            .chain_scratch
+            .iter()
+            .map(|&(r, passes)| {
+                let run = &self.runs[r as usize].insns;
+                blocks += u64::from(passes);
+                insns += run.len() as u64 * u64::from(passes);
+                (Rc::clone(run), passes)
+            })
+            .collect();
+        Rc::new(Chain {
+            parts,
+            blocks,
+            insns,
+            last: self.runs[i as usize].last,
+            at,
+            run: i,
+            ip: self.ip,
+            ends,
+        })
     }
 
     /// Makes the run from `ip` in `mode` and keeps it (one longer than [`RUN_MAX`] kept as
@@ -819,6 +1043,8 @@ impl<'a> Flow<'a> {
         self.runs.clear();
         self.runs_insns = 0;
         self.last_run = None;
+        // Chains name runs by index: they go with them (the capacity stays).
+        self.chains.clear();
     }
 
     /// Decodes the instruction at the current IP into the block.

@@ -453,22 +453,25 @@ pub fn run(setup: &Setup, mut out: impl Write) -> io::Result<()> {
             }
             let start = flow.ip();
             let r = flow.next(&mut block);
-            // A loop's passes taken at once are a block each, as libipt's are.
-            for part in block.blocks() {
-                blocks += 1;
-                if o.quiet {
-                    insns += part.len() as u64;
-                    continue;
-                }
-                if o.show_blocks && !o.insn_decoder {
-                    writeln!(out, "[block]")?;
-                }
-                for i in part {
-                    insns += 1;
-                    if block.speculative {
-                        write!(out, "? ")?;
+            // A loop's passes taken at once are a block each, as libipt's are; quiet, they
+            // are counted, not walked.
+            if o.quiet {
+                let (b, n) = block.counts();
+                blocks += b;
+                insns += n;
+            } else {
+                for part in block.blocks() {
+                    blocks += 1;
+                    if o.show_blocks && !o.insn_decoder {
+                        writeln!(out, "[block]")?;
                     }
-                    writeln!(out, "{:016x}", i.ip)?;
+                    for i in part {
+                        insns += 1;
+                        if block.speculative {
+                            write!(out, "? ")?;
+                        }
+                        writeln!(out, "{:016x}", i.ip)?;
+                    }
                 }
             }
             err_ip = block.last().map_or(start, after);
