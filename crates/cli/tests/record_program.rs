@@ -427,6 +427,111 @@ fn inlined_functions_are_their_containers_callees() {
     );
 }
 
+/// Each thread's calls, in order, as (depth, name), from uftrace's replay of `prog args`
+/// recorded with `--no-libcall` (lines `[ TID] | INDENT name() {` or `name();`; the threads
+/// in the order they first show).
+fn uftrace_trees(dir: &Path, prog: &Path, args: &[&str]) -> Vec<Vec<(usize, String)>> {
+    let d = dir.join("uftrace.tree");
+    let rec = Command::new("uftrace")
+        .args(["record", "--no-libcall", "-d"])
+        .arg(&d)
+        .arg(prog)
+        .args(args)
+        .output()
+        .expect("uftrace record");
+    assert!(
+        rec.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rec.stderr)
+    );
+    let rep = Command::new("uftrace")
+        .args(["replay", "--no-libcall", "-f", "tid", "-d"])
+        .arg(&d)
+        .output()
+        .expect("uftrace replay");
+    assert!(
+        rep.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rep.stderr)
+    );
+    let mut trees: Vec<(String, Vec<(usize, String)>)> = Vec::new();
+    for l in String::from_utf8_lossy(&rep.stdout).lines() {
+        let Some((tid, call)) = l.split_once("] | ") else {
+            continue;
+        };
+        let name = call.trim_start();
+        let Some(name) = name.strip_suffix("() {").or(name.strip_suffix("();")) else {
+            continue;
+        };
+        let depth = (call.len() - call.trim_start().len()) / 2;
+        let tid = tid.trim_start_matches([' ', '[']).to_owned();
+        match trees.iter_mut().find(|t| t.0 == tid) {
+            Some(t) => t.1.push((depth, name.to_owned())),
+            None => trees.push((tid, vec![(depth, name.to_owned())])),
+        }
+    }
+    trees.into_iter().map(|t| t.1).collect()
+}
+
+/// The same from perfaux's call trace (`COMM TID [CPU] TIME: INDENT name`, 4 columns a level).
+fn perfaux_trees(text: &str) -> Vec<Vec<(usize, String)>> {
+    let mut trees: Vec<(String, Vec<(usize, String)>)> = Vec::new();
+    for l in text.lines() {
+        let Some((head, call)) = l.split_once(": ") else {
+            continue;
+        };
+        let name = call.trim_start();
+        if name.starts_with("tr ") || name.starts_with('[') {
+            continue;
+        }
+        let depth = (call.len() - name.len()) / 4;
+        let tid = head.split_whitespace().nth(1).unwrap_or("").to_owned();
+        match trees.iter_mut().find(|t| t.0 == tid) {
+            Some(t) => t.1.push((depth, name.to_owned())),
+            None => trees.push((tid, vec![(depth, name.to_owned())])),
+        }
+    }
+    trees.into_iter().map(|t| t.1).collect()
+}
+
+/// Each thread's call tree (every call, its depth, in order; a call repeated at once counted
+/// once) is uftrace's, for programs built at -O2 with -finstrument-functions: calls.c's
+/// recursion, and lanes.c's two threads with now_ns() inlined into slow() (its hooks called
+/// from slow's frame).
+#[test]
+fn call_trees_at_o2_are_uftraces() {
+    perfaux_testutil::require_oracle!("gcc");
+    perfaux_testutil::require_oracle!("uftrace");
+    let dir = tempfile::tempdir().unwrap();
+    for (source, args) in [("calls.c", &["0", "10", "nojmp"][..]), ("lanes.c", &[][..])] {
+        let name = source.trim_end_matches(".c");
+        let prog = build_c(dir.path(), source, &["-O2", "-finstrument-functions"], name);
+        // A run of one call repeated (lanes.c's spin of now_ns() calls, as many as 300 us
+        // takes) counts once: the tree's shape, not the clock's.
+        let shape = |trees: Vec<Vec<(usize, String)>>| -> Vec<Vec<(usize, String)>> {
+            trees
+                .into_iter()
+                .map(|mut t| {
+                    t.dedup();
+                    t
+                })
+                .collect()
+        };
+        let ours = shape(perfaux_trees(&recorded_call_trace(dir.path(), &prog, args)));
+        let theirs = shape(uftrace_trees(dir.path(), &prog, args));
+        assert_eq!(ours.len(), theirs.len(), "{source}: threads");
+        // Threads in the order they first show; two started at once may show either way.
+        for t in &theirs {
+            assert!(
+                ours.contains(t),
+                "{source}: uftrace's thread of {} calls is none of perfaux's ({:?} calls)",
+                t.len(),
+                ours.iter().map(Vec::len).collect::<Vec<_>>()
+            );
+        }
+    }
+}
+
 /// gcc inlined `func` into its callers in `prog`: no call of it is left (else the tests of
 /// inlined functions would test nothing).
 fn assert_inlined(prog: &Path, func: &str) {
