@@ -431,19 +431,7 @@ fn inlined_functions_are_their_containers_callees() {
 /// recorded with `--no-libcall` (lines `[ TID] | INDENT name() {` or `name();`; the threads
 /// in the order they first show).
 fn uftrace_trees(dir: &Path, prog: &Path, args: &[&str]) -> Vec<Vec<(usize, String)>> {
-    let d = dir.join("uftrace.tree");
-    let rec = Command::new("uftrace")
-        .args(["record", "--no-libcall", "-d"])
-        .arg(&d)
-        .arg(prog)
-        .args(args)
-        .output()
-        .expect("uftrace record");
-    assert!(
-        rec.status.success(),
-        "{}",
-        String::from_utf8_lossy(&rec.stderr)
-    );
+    let d = uftrace_record(dir, prog, args, &["--no-libcall"], "uftrace.tree");
     let rep = Command::new("uftrace")
         .args(["replay", "--no-libcall", "-f", "tid", "-d"])
         .arg(&d)

@@ -219,16 +219,15 @@ pub fn uftrace_counts_of(
     uftrace_counts_with(dir, prog, args, &["--no-libcall"], keep)
 }
 
-/// [`uftrace_counts_of`] with the `uftrace record` options `opts` (library calls on unless
-/// they say `--no-libcall`).
-pub fn uftrace_counts_with(
+/// `uftrace record OPTS -d DIR/NAME PROG ARGS` (run in `dir`): the data directory.
+pub fn uftrace_record(
     dir: &Path,
     prog: &Path,
     args: &[&str],
     opts: &[&str],
-    keep: impl Fn(&str) -> bool,
-) -> BTreeMap<String, u64> {
-    let d = dir.join("uftrace.data");
+    name: &str,
+) -> PathBuf {
+    let d = dir.join(name);
     let st = Command::new("uftrace")
         .current_dir(dir)
         .arg("record")
@@ -244,6 +243,19 @@ pub fn uftrace_counts_with(
         "{}",
         String::from_utf8_lossy(&st.stderr)
     );
+    d
+}
+
+/// [`uftrace_counts_of`] with the `uftrace record` options `opts` (library calls on unless
+/// they say `--no-libcall`).
+pub fn uftrace_counts_with(
+    dir: &Path,
+    prog: &Path,
+    args: &[&str],
+    opts: &[&str],
+    keep: impl Fn(&str) -> bool,
+) -> BTreeMap<String, u64> {
+    let d = uftrace_record(dir, prog, args, opts, "uftrace.data");
     let rep = Command::new("uftrace")
         .args(["report", "-f", "call", "-d"])
         .arg(&d)
