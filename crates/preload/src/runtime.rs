@@ -96,9 +96,7 @@ impl Runtime {
                 if !mine || m.mode() & 0o022 != 0 || m.len() != RUNTIME.len() as u64 {
                     return Ok(false);
                 }
-                let mut bytes = Vec::with_capacity(RUNTIME.len());
-                std::io::Read::read_to_end(&mut f, &mut bytes)?;
-                Ok(bytes == RUNTIME)
+                same_bytes(&mut f, RUNTIME)
             })
             .unwrap_or(false);
         if same {
@@ -125,6 +123,28 @@ impl Runtime {
     }
 }
 
+/// Whether `f` from its start holds `want` exactly and ends there: read through one small
+/// buffer, since a recording's start checks the kept runtime (megabytes) each time, and a
+/// buffer of its whole size cost the recorder a page fault a page of it.
+fn same_bytes(f: &mut impl std::io::Read, want: &[u8]) -> std::io::Result<bool> {
+    let mut buf = vec![0u8; 64 << 10];
+    let mut at = 0;
+    loop {
+        let n = match f.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if n == 0 {
+            return Ok(at == want.len());
+        }
+        if want.get(at..at + n) != Some(&buf[..n]) {
+            return Ok(false);
+        }
+        at += n;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,6 +160,34 @@ mod tests {
             let r = Runtime::find().unwrap();
             assert_eq!(std::fs::read(&r.path).unwrap(), b);
         }
+    }
+
+    /// The kept copy's check: equal bytes only, whatever the reads' sizes, and a file longer
+    /// or shorter than the runtime is not it.
+    #[test]
+    fn the_kept_copys_bytes_are_compared_whole() {
+        let want: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        let mut same = &want[..];
+        assert!(same_bytes(&mut same, &want).unwrap());
+        let mut changed = want.clone();
+        changed[150_000] ^= 1;
+        assert!(!same_bytes(&mut &changed[..], &want).unwrap());
+        assert!(!same_bytes(&mut &want[..199_999], &want).unwrap());
+        let mut longer = want.clone();
+        longer.push(0);
+        assert!(!same_bytes(&mut &longer[..], &want).unwrap());
+        // Reads of any size: a reader that hands out a few bytes at a time.
+        struct Few<'a>(&'a [u8]);
+        impl std::io::Read for Few<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                let n = buf.len().min(7).min(self.0.len());
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        assert!(same_bytes(&mut Few(&want), &want).unwrap());
+        assert!(!same_bytes(&mut Few(&changed), &want).unwrap());
     }
 
     /// The kept copy is a file named by the carried bytes' hash, holding them; a damaged or
