@@ -43,10 +43,14 @@ use crate::sideband::{Recording, Sideband};
 use crate::slot_ring::SlotRing;
 use crate::symbols::Symbolizer;
 
-/// Slots whose rings are made before the program starts (inherited by it): a slot serves one
+/// Slots whose memfds are made before the program starts (inherited by it): a slot serves one
 /// thread at a time, and the recorder makes more as the program's threads take them
 /// ([`ProgramOptions::max_threads`]).
 pub const SLOTS: usize = 64;
+/// Of the [`SLOTS`], those whose rings are made before the program starts: its first thread's
+/// and the next one's. The others' rings are made in their memfds as the program's threads
+/// take slots (a thread that finds none free waits for the recorder's next pass).
+pub const RINGS_AT_START: usize = 2;
 /// The most threads traced at once unless the options say otherwise.
 pub const MAX_THREADS: usize = crate::shared::MAX_SLOTS;
 /// Each traced thread's data area unless the options say otherwise: it holds the thread's
@@ -387,7 +391,8 @@ impl TracedProgram {
         let runtime = Runtime::find().map_err(ProgramError::Runtime)?;
         let opts = Options {
             runtime: runtime.path.clone(),
-            slots: SLOTS,
+            slots: RINGS_AT_START,
+            inherited: SLOTS,
             max_slots: max_threads,
             data_pages: (data_size / page) as usize,
             aux_pages: (aux_size / page) as usize,
