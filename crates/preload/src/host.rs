@@ -987,6 +987,12 @@ impl ProgramSession {
             .collect()
     }
 
+    /// Probe ids the program's processes used so far ([`Self::take_probes`]): at least as
+    /// many as the probe table will list.
+    pub fn probe_ids(&self) -> usize {
+        self.probe_addrs.len()
+    }
+
     /// The uevent type names the program's processes gave (the last of a type wins); none
     /// once the area's magic or version was seen written over.
     pub fn uevent_type_names(&self) -> Vec<(u32, Vec<u8>)> {

@@ -57,6 +57,9 @@ pub const MAX_THREADS: usize = crate::shared::MAX_SLOTS;
 /// uevents, samples and AUX records until the recorder's next pass, so a burst of uevents
 /// needs room (perf's own default is 512 KiB a CPU).
 pub const DEFAULT_DATA_SIZE: u64 = 4 << 20;
+/// Room for one function in the probe table, kept beside the output for the recording's end
+/// ([`Recorder::set_probe_table_room`]): its entry's 20 bytes and a long name.
+const PROBE_TABLE_ROOM_EACH: u64 = 256;
 
 /// What to record of the program.
 #[derive(Debug, Clone)]
@@ -401,6 +404,8 @@ impl TracedProgram {
         };
         let mut session = ProgramSession::new(&opts).map_err(ProgramError::Session)?;
         let mut rec = Recorder::new(specs, rec_opts, &[], Output::File(output.clone()))?;
+        // The probe table grows with the functions the program calls (Self::step).
+        rec.set_probe_table_room(0);
         if let Some(t) = tracing_data {
             rec.set_tracing_data(t);
         }
@@ -575,6 +580,8 @@ impl TracedProgram {
             let mut session = lock(&self.session);
             session.grow();
             session.take_probes();
+            self.rec
+                .set_probe_table_room(session.probe_ids() as u64 * PROBE_TABLE_ROOM_EACH);
             let mut rec = RecorderRecording {
                 rec: &mut self.rec,
                 session: &self.session,
