@@ -326,11 +326,15 @@ impl TracedProgram {
         options: ProgramOptions,
         output: PathBuf,
     ) -> Result<TracedProgram, ProgramError> {
-        // The TSC rate, kept from an earlier recording of this boot (tsc_cache) or measured
-        // beside the setup and the program's start (10 ms, asleep on a thread of its own),
-        // handed to the program: no traced process calibrates its own before its first call.
-        let calibration =
-            cfg!(target_arch = "x86_64").then(|| std::thread::spawn(crate::tsc_cache::calibration));
+        // The TSC rate, kept from an earlier recording of this boot (tsc_cache: read here, a
+        // file and a clock pair) or measured beside the setup and the program's start (10 ms,
+        // asleep on a thread of its own), handed to the program: no traced process calibrates
+        // its own before its first call.
+        let kept_calibration = cfg!(target_arch = "x86_64")
+            .then(crate::tsc_cache::kept)
+            .flatten();
+        let calibration = (cfg!(target_arch = "x86_64") && kept_calibration.is_none())
+            .then(|| std::thread::spawn(crate::tsc_cache::measured));
         let ProgramOptions {
             events: mut specs,
             mut table,
@@ -412,6 +416,9 @@ impl TracedProgram {
         rec.set_window(window);
         // What the start has to tell, said at the first step.
         let mut notices = Vec::new();
+        if let Some(c) = kept_calibration {
+            session.set_tsc_calibration(c);
+        }
         if calibration.is_some() {
             session.tsc_calibration_pending();
         }
