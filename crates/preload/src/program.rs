@@ -761,9 +761,9 @@ impl TracedProgram {
             .ok();
         rec.set_probe_table(table.to_bytes());
         let summary = rec.finish()?;
-        if let Some(h) = unmapped {
-            let _ = h.join();
-        }
+        // Not waited for: what it frees is no part of the recording, and a process that ends
+        // now (perfaux record) has the kernel free it at its exit.
+        drop(unmapped);
         if without_slot > 0 {
             notices.push(Notice::ThreadsWithoutSlot {
                 threads: without_slot,
