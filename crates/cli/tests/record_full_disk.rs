@@ -1,8 +1,9 @@
 //! A disk that fills while `perfaux record -- ./prog` runs: the recording keeps everything
 //! written before, as a whole file that perfaux and perf 6.1 read, the previous output as
-//! `.old`, and says it is cut (exit status 1, how much trace was not written). The recorder holds 4 MiB beside the output from
-//! the start (`FULL_DISK_RESERVE`) and gives it back for the recording's end when the disk
-//! fills; the trace goes back to its last whole chunk.
+//! `.old`, and says it is cut (exit status 1, how much trace was not written). The recorder holds
+//! room beside the output from the start, as much as the recording's end needs (perfaux-recorder
+//! `END_ROOM` and what the records and the probe table add), and gives it back for the end when
+//! the disk fills; the trace goes back to its last whole chunk.
 
 mod calls;
 
@@ -48,11 +49,11 @@ fn a_disk_that_fills_keeps_the_recording_so_far() {
     let (whole, data) = record(dir.path(), &prog, &["0", "27", "nojmp"]);
     assert!(whole.status.success());
     let all = call_trace(&data).len();
-    let Some(_tmpfs) = Tmpfs::mount(&mnt, "8m") else {
+    let Some(_tmpfs) = Tmpfs::mount(&mnt, "4m") else {
         return;
     };
     std::fs::write(mnt.join("perf.data"), b"the previous recording").unwrap();
-    // fib(27): about 950 thousand calls, 5 MB of trace, past what 8 MiB less the reserve holds.
+    // fib(27): about 950 thousand calls, 5 MB of trace, past what 4 MiB holds.
     let out = Command::new(PERFAUX)
         .current_dir(dir.path())
         .args(["record", "-o"])

@@ -20,7 +20,7 @@ use crate::shared::{
     self, ATTR_MAX, Control, FUNC_MAX, MAX_EVENTS, MAX_PROBES, MAX_SLOTS, NAMED_PROBE, copy_in,
     copy_out, slot,
 };
-use crate::thread_rings::{SlotRings, os_err};
+use crate::thread_rings::{SlotMemfds, SlotRings, os_err};
 
 /// How to trace the program.
 #[derive(Debug, Clone)]
@@ -30,6 +30,11 @@ pub struct Options {
     /// Threads that can be traced at once before the program starts (one slot each, their
     /// rings inherited); more are made as the program needs them, up to `max_slots`.
     pub slots: usize,
+    /// Slots whose memfds the program inherits (at least `slots`; at most `max_slots`): the
+    /// rings of those past `slots` are made in them as the program needs them, so its
+    /// threads open them by the descriptors they hold, as a process that changed its user
+    /// can (the recorder's /proc/PID/fd, for slots past these, it cannot).
+    pub inherited: usize,
     /// The most threads traced at once (at most [`MAX_SLOTS`]).
     pub max_slots: usize,
     /// Data pages per thread (a power of two).
@@ -199,6 +204,9 @@ pub struct ProgramSession {
     ctl_map: MmapRaw,
     ctl_fd: OwnedFd,
     slots: Vec<SlotRings>,
+    /// The memfds of the slots after `slots` that the program inherited, in slot order: the
+    /// next slots' rings are made in them ([`Self::grow`]).
+    unmade: std::collections::VecDeque<SlotMemfds>,
     /// Each slot's ring pages, and the most slots made ([`Options::max_slots`], or fewer once
     /// a ring could not be made: `grow_error` says why).
     data_pages: usize,
@@ -263,6 +271,9 @@ impl ProgramSession {
         let slots = (0..nslots)
             .map(|_| SlotRings::new(opts.data_pages, opts.aux_pages))
             .collect::<std::io::Result<Vec<_>>>()?;
+        let unmade = (nslots..opts.inherited.min(max_slots))
+            .map(|_| SlotRings::memfds())
+            .collect::<std::io::Result<_>>()?;
         let s = ProgramSession {
             ctl_map,
             ctl_fd,
@@ -283,6 +294,7 @@ impl ProgramSession {
             object_stuck_since: None,
             aux_start: vec![0; slots.len()],
             slots,
+            unmade,
             child: None,
             overwrite: opts.overwrite,
             events: opts.events.len(),
@@ -335,7 +347,11 @@ impl ProgramSession {
             return;
         }
         for i in n..to {
-            let r = match SlotRings::new(self.data_pages, self.aux_pages) {
+            let r = match self.unmade.pop_front() {
+                Some(fds) => SlotRings::in_memfds(fds, self.data_pages, self.aux_pages),
+                None => SlotRings::new(self.data_pages, self.aux_pages),
+            };
+            let r = match r {
                 Ok(r) => r,
                 Err(e) => {
                     self.grow_error = Some(e.to_string());
@@ -527,6 +543,10 @@ impl ProgramSession {
         for r in &self.slots {
             fds.push(self.fd_of(&r.mems.0));
             fds.push(self.fd_of(&r.mems.1));
+        }
+        for (d, a) in &self.unmade {
+            fds.push(d.as_raw_fd());
+            fds.push(a.as_raw_fd());
         }
         let nofile = self.nofile;
         let ctl = self.control();
@@ -967,6 +987,12 @@ impl ProgramSession {
             .collect()
     }
 
+    /// Probe ids the program's processes used so far ([`Self::take_probes`]): at least as
+    /// many as the probe table will list.
+    pub fn probe_ids(&self) -> usize {
+        self.probe_addrs.len()
+    }
+
     /// The uevent type names the program's processes gave (the last of a type wins); none
     /// once the area's magic or version was seen written over.
     pub fn uevent_type_names(&self) -> Vec<(u32, Vec<u8>)> {
@@ -1085,6 +1111,7 @@ mod tests {
         ProgramSession::new(&Options {
             runtime: PathBuf::from("/nonexistent"),
             slots,
+            inherited: slots,
             max_slots: max,
             data_pages: 1,
             aux_pages: 1,
@@ -1153,6 +1180,59 @@ mod tests {
         s.grow();
         assert_eq!(s.ring_memory().peak_held, 60);
         assert_eq!(s.slot_count(), 60, "never past the most");
+    }
+
+    /// The slots past those made at the start get their rings in the memfds the program
+    /// inherited (the descriptors it holds, by number and inode), and past those in new ones;
+    /// none is made before a thread needs it.
+    #[test]
+    fn slots_grow_first_into_the_memfds_the_program_inherited() {
+        let mut s = ProgramSession::new(&Options {
+            runtime: PathBuf::from("/nonexistent"),
+            slots: 2,
+            inherited: 4,
+            max_slots: 60,
+            data_pages: 1,
+            aux_pages: 1,
+            overwrite: false,
+            events: Vec::new(),
+        })
+        .unwrap();
+        let inherited: Vec<(i32, u32)> = s
+            .unmade
+            .iter()
+            .flat_map(|(d, a)| [d, a])
+            .map(|f| (f.as_raw_fd(), rustix::fs::fstat(f).unwrap().st_ino as u32))
+            .collect();
+        assert_eq!(inherited.len(), 4);
+        let ctl = s.control();
+        let h = ctl.header();
+        h.magic.store(shared::MAGIC, Ordering::Release);
+        assert_eq!(h.nslots.load(Ordering::Acquire), 2);
+        assert_eq!(h.ring_fds[2].data.load(Ordering::Acquire), 0);
+        // One thread traced: the other slot is the next thread's, and nothing is made.
+        ctl.slot(0).state.store(slot::TRACING, Ordering::Release);
+        s.grow();
+        assert_eq!(s.slot_count(), 2);
+        for i in 0..4 {
+            ctl.slot(i).state.store(slot::TRACING, Ordering::Release);
+            s.grow();
+        }
+        let n = s.slot_count();
+        assert!(n > 4, "{n}");
+        let word = |i: usize| {
+            [&h.ring_fds[i].data, &h.ring_fds[i].aux]
+                .map(|w| shared::fd_word_parts(w.load(Ordering::Acquire)))
+        };
+        let grown: Vec<(i32, u32)> = (2..4).flat_map(word).collect();
+        assert_eq!(grown, inherited, "slots 2 and 3 in the inherited memfds");
+        for (fd, _) in (4..n).flat_map(word) {
+            assert!(
+                !inherited.iter().any(|&(f, _)| f == fd),
+                "slot past 3: fd {fd}"
+            );
+        }
+        assert!(s.unmade.is_empty());
     }
 
     /// The runtime's OPEN_ERROR word (shared::open_error_word) reads back as the thread, event,

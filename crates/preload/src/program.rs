@@ -43,16 +43,23 @@ use crate::sideband::{Recording, Sideband};
 use crate::slot_ring::SlotRing;
 use crate::symbols::Symbolizer;
 
-/// Slots whose rings are made before the program starts (inherited by it): a slot serves one
+/// Slots whose memfds are made before the program starts (inherited by it): a slot serves one
 /// thread at a time, and the recorder makes more as the program's threads take them
 /// ([`ProgramOptions::max_threads`]).
 pub const SLOTS: usize = 64;
+/// Of the [`SLOTS`], those whose rings are made before the program starts: its first thread's
+/// and the next one's. The others' rings are made in their memfds as the program's threads
+/// take slots (a thread that finds none free waits for the recorder's next pass).
+pub const RINGS_AT_START: usize = 2;
 /// The most threads traced at once unless the options say otherwise.
 pub const MAX_THREADS: usize = crate::shared::MAX_SLOTS;
 /// Each traced thread's data area unless the options say otherwise: it holds the thread's
 /// uevents, samples and AUX records until the recorder's next pass, so a burst of uevents
 /// needs room (perf's own default is 512 KiB a CPU).
 pub const DEFAULT_DATA_SIZE: u64 = 4 << 20;
+/// Room for one function in the probe table, kept beside the output for the recording's end
+/// ([`Recorder::set_probe_table_room`]): its entry's 20 bytes and a long name.
+const PROBE_TABLE_ROOM_EACH: u64 = 256;
 
 /// What to record of the program.
 #[derive(Debug, Clone)]
@@ -319,11 +326,15 @@ impl TracedProgram {
         options: ProgramOptions,
         output: PathBuf,
     ) -> Result<TracedProgram, ProgramError> {
-        // The TSC rate, kept from an earlier recording of this boot (tsc_cache) or measured
-        // beside the setup and the program's start (10 ms, asleep on a thread of its own),
-        // handed to the program: no traced process calibrates its own before its first call.
-        let calibration =
-            cfg!(target_arch = "x86_64").then(|| std::thread::spawn(crate::tsc_cache::calibration));
+        // The TSC rate, kept from an earlier recording of this boot (tsc_cache: read here, a
+        // file and a clock pair) or measured beside the setup and the program's start (10 ms,
+        // asleep on a thread of its own), handed to the program: no traced process calibrates
+        // its own before its first call.
+        let kept_calibration = cfg!(target_arch = "x86_64")
+            .then(crate::tsc_cache::kept)
+            .flatten();
+        let calibration = (cfg!(target_arch = "x86_64") && kept_calibration.is_none())
+            .then(|| std::thread::spawn(crate::tsc_cache::measured));
         let ProgramOptions {
             events: mut specs,
             mut table,
@@ -387,7 +398,8 @@ impl TracedProgram {
         let runtime = Runtime::find().map_err(ProgramError::Runtime)?;
         let opts = Options {
             runtime: runtime.path.clone(),
-            slots: SLOTS,
+            slots: RINGS_AT_START,
+            inherited: SLOTS,
             max_slots: max_threads,
             data_pages: (data_size / page) as usize,
             aux_pages: (aux_size / page) as usize,
@@ -396,12 +408,17 @@ impl TracedProgram {
         };
         let mut session = ProgramSession::new(&opts).map_err(ProgramError::Session)?;
         let mut rec = Recorder::new(specs, rec_opts, &[], Output::File(output.clone()))?;
+        // The probe table grows with the functions the program calls (Self::step).
+        rec.set_probe_table_room(0);
         if let Some(t) = tracing_data {
             rec.set_tracing_data(t);
         }
         rec.set_window(window);
         // What the start has to tell, said at the first step.
         let mut notices = Vec::new();
+        if let Some(c) = kept_calibration {
+            session.set_tsc_calibration(c);
+        }
         if calibration.is_some() {
             session.tsc_calibration_pending();
         }
@@ -570,6 +587,8 @@ impl TracedProgram {
             let mut session = lock(&self.session);
             session.grow();
             session.take_probes();
+            self.rec
+                .set_probe_table_room(session.probe_ids() as u64 * PROBE_TABLE_ROOM_EACH);
             let mut rec = RecorderRecording {
                 rec: &mut self.rec,
                 session: &self.session,
@@ -742,9 +761,9 @@ impl TracedProgram {
             .ok();
         rec.set_probe_table(table.to_bytes());
         let summary = rec.finish()?;
-        if let Some(h) = unmapped {
-            let _ = h.join();
-        }
+        // Not waited for: what it frees is no part of the recording, and a process that ends
+        // now (perfaux record) has the kernel free it at its exit.
+        drop(unmapped);
         if without_slot > 0 {
             notices.push(Notice::ThreadsWithoutSlot {
                 threads: without_slot,

@@ -35,20 +35,19 @@ const MAX_LEN: u64 = 512;
 /// apart; a suspend lasts far longer).
 const SUSPEND_NS: u64 = 1_000_000;
 
-/// The calibration for this recording: from the kept pair if there is a valid one, else
-/// measured (10 ms) and kept for the next recordings.
-pub fn calibration() -> TscCalibration {
-    let path = cache_path();
-    let boot = boot_id();
-    if let (Some(p), Some(b), Some(s)) = (&path, &boot, suspended_ns())
-        && let Some(c) = load(p, b, s, clock::read_pair())
-    {
-        return c;
-    }
+/// The calibration from the kept pair, if there is a valid one: a file read and a clock pair,
+/// no wait (a recording without one measures, [`measured`], on a thread of its own).
+pub fn kept() -> Option<TscCalibration> {
+    let (p, b, s) = (cache_path()?, boot_id()?, suspended_ns()?);
+    load(&p, &b, s, clock::read_pair())
+}
+
+/// The calibration measured now (10 ms), kept for the next recordings.
+pub fn measured() -> TscCalibration {
     let c = clock::tsc_calibration();
-    if let (Some(p), Some(b), Some(s)) = (&path, &boot, suspended_ns()) {
+    if let (Some(p), Some(b), Some(s)) = (cache_path(), boot_id(), suspended_ns()) {
         // Best effort: a recording does not fail for a cache it could not write.
-        let _ = save(p, b, s, &c);
+        let _ = save(&p, &b, s, &c);
     }
     c
 }

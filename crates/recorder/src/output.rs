@@ -502,13 +502,15 @@ pub(crate) fn copy_range(src: &File, from: u64, dst: &File, to: u64, len: u64) -
     copy_by_reads(src, dst, (from, to, left), len)
 }
 
+/// The pieces [`move_range`] copies at a time: a full disk needs room for one.
+pub(crate) const MOVE_PIECE: u64 = 1 << 20;
+
 /// [`copy_range`] a MiB at a time, each piece's blocks in `src` given back once copied (a
 /// hole punched: where the file system cannot, the copy goes on as [`copy_range`]'s).
 pub(crate) fn move_range(src: &File, from: u64, dst: &File, to: u64, len: u64) -> io::Result<()> {
-    const PIECE: u64 = 1 << 20;
     let mut done = 0;
     while done < len {
-        let n = PIECE.min(len - done);
+        let n = MOVE_PIECE.min(len - done);
         copy_range(src, from + done, dst, to + done, n)?;
         let _ = rustix::fs::fallocate(
             src,

@@ -116,9 +116,21 @@ fn late_features(
 }
 
 /// Room kept on the output's file system for the recording's end (the records move after the
-/// trace, the feature sections follow): an unnamed file of this size beside the output, held
-/// until the recording's end, when it is given back.
-pub const FULL_DISK_RESERVE: u64 = 4 << 20;
+/// trace, the feature sections follow), in an unnamed file beside the output, held until the
+/// recording's end, when it is given back: this much for the features and the file's head,
+/// and more as the end's need grows ([`Sink::end_room`]: the records' writer's buffer and the
+/// pieces they move in, the tracing data, the probe table). The need is small for a short
+/// recording: a fixed 4 MiB, allocated and zeroed on tmpfs at every start and freed at every
+/// end, was 3.6 ms of it (2026-11-29, AMD EPYC KVM guest).
+pub const END_ROOM: u64 = 256 << 10;
+/// The room kept for the probe table unless the caller says how large its table will be
+/// ([`Recorder::set_probe_table_room`]): this process's probes, which the end lists.
+pub const PROBE_TABLE_ROOM: u64 = 2 << 20;
+/// The records' writer's buffer: at the end, what a full disk left in it is written after
+/// the room is given back.
+const RECORDS_BUFFER: u64 = 1 << 20;
+/// The room's size grows in steps of this (a grown need costs one `fallocate` a step).
+const ROOM_STEP: u64 = 64 << 10;
 
 enum Writer {
     File(Box<PerfDataWriter<BufWriter<File>>>, FileOutput),
@@ -146,8 +158,15 @@ struct Sink {
     /// The chunk stream's (length, chunks, trace bytes) at the chunk boundaries not yet known
     /// to be in the file, the first one the newest that is: a full disk cuts it back there.
     boundaries: std::collections::VecDeque<(u64, u64, u64)>,
-    /// [`FULL_DISK_RESERVE`] bytes held beside the output, if the file system had them.
+    /// The room held beside the output for the end ([`END_ROOM`]), and its bytes; `None` once
+    /// the file system refused it its first bytes (or in pipe mode).
     reserve: Option<File>,
+    reserved: u64,
+    /// The file system refused the room more bytes: it stays as it is.
+    room_refused: bool,
+    /// What the end writes that the caller hands over: the probe table, the tracing data.
+    probe_table_room: u64,
+    tracing_data_room: u64,
     /// Inside [`Recorder::snapshot`]: whether the taking's first trace chunk was written.
     /// Outside it, a snapshot chunk (an ended thread's, from a drain) is a snapshot of its
     /// own.
@@ -190,7 +209,53 @@ impl Sink {
             },
             Writer::Pipe(w) => w.write_record(rec),
         };
-        r.map(|_| ()).map_err(self.write_err("writing a record"))
+        r.map_err(self.write_err("writing a record"))?;
+        self.keep_room();
+        Ok(())
+    }
+
+    /// What the recording's end writes, at most, when the disk is full, beyond what is in the
+    /// file then: the features and the head ([`END_ROOM`]), the probe table and the tracing
+    /// data, the records the writer's buffer holds (at most [`RECORDS_BUFFER`]) and the piece
+    /// they move in (`move_range`), each no more than the records written so far.
+    fn end_room(&self) -> u64 {
+        let records = match &self.writer {
+            Writer::File(w, _) => w.offset(),
+            Writer::Pipe(_) => 0,
+        };
+        END_ROOM
+            .saturating_add(self.probe_table_room)
+            .saturating_add(self.tracing_data_room)
+            .saturating_add(records.min(RECORDS_BUFFER))
+            .saturating_add(records.min(crate::output::MOVE_PIECE))
+    }
+
+    /// Grows the room held for the end to what it needs now ([`Self::end_room`]), in steps of
+    /// [`ROOM_STEP`]. A file system that refuses the first bytes leaves the recording none (as
+    /// one that is full at the start); one that refuses more leaves the room as it is, and
+    /// the disk that fills soon after finds it held. After a full disk, the room stays held
+    /// for the end.
+    fn keep_room(&mut self) {
+        if self.room_refused || self.summary.disk_full {
+            return;
+        }
+        let need = self.end_room();
+        if need <= self.reserved {
+            return;
+        }
+        let Some(f) = &self.reserve else {
+            return;
+        };
+        let to = need.next_multiple_of(ROOM_STEP);
+        match rustix::fs::fallocate(f, rustix::fs::FallocateFlags::empty(), 0, to) {
+            Ok(()) => self.reserved = to,
+            Err(_) => {
+                self.room_refused = true;
+                if self.reserved == 0 {
+                    self.reserve = None;
+                }
+            }
+        }
     }
 
     fn round(&mut self) -> Result<()> {
@@ -515,26 +580,22 @@ impl Recorder {
             Output::File(path) => {
                 let (out, file) = FileOutput::create(&path)?;
                 let records = out.scratch()?;
-                let w =
-                    PerfDataWriter::new(BufWriter::with_capacity(1 << 20, records), wevents, wopts)
-                        .map_err(|source| RecordError::PerfData {
-                            path: path.clone(),
-                            what: "beginning the file",
-                            source,
-                        })?;
+                let w = PerfDataWriter::new(
+                    BufWriter::with_capacity(RECORDS_BUFFER as usize, records),
+                    wevents,
+                    wopts,
+                )
+                .map_err(|source| RecordError::PerfData {
+                    path: path.clone(),
+                    what: "beginning the file",
+                    source,
+                })?;
                 // The trace section starts where the data would (the records move after it
                 // at the end), its chunks after the head that is filled in then.
                 let trace = InPlace::new(file, w.data_offset() + CHUNKS_FIRST_HEAD);
-                // Room for the end if the disk fills; none if it has not even that now.
-                let reserve = out.scratch().ok().filter(|f| {
-                    rustix::fs::fallocate(
-                        f,
-                        rustix::fs::FallocateFlags::empty(),
-                        0,
-                        FULL_DISK_RESERVE,
-                    )
-                    .is_ok()
-                });
+                // Room for the end if the disk fills: its bytes are taken below, and as the
+                // end's need grows.
+                let reserve = out.scratch().ok();
                 (Writer::File(Box::new(w), out), path, trace, reserve)
             }
             Output::Pipe(w) => {
@@ -578,6 +639,10 @@ impl Recorder {
             chunks_start,
             boundaries: std::collections::VecDeque::from([(0, 0, 0)]),
             reserve,
+            reserved: 0,
+            room_refused: false,
+            probe_table_room: PROBE_TABLE_ROOM,
+            tracing_data_room: 0,
             open_info: events
                 .iter()
                 .map(|e| RecordParseInfo::new(&e.open))
@@ -602,6 +667,8 @@ impl Recorder {
             snapshot_uevent: None,
             snapshot_asked: false,
         };
+        // The room's bytes are taken at the first record (the caller may first say how large
+        // its probe table is: Self::set_probe_table_room).
         Ok(Recorder {
             events,
             opts,
@@ -647,6 +714,14 @@ impl Recorder {
         self.probe_table = Some(table);
     }
 
+    /// Says how large the probe table that [`Self::set_probe_table`] will hand over is, about,
+    /// so far (a traced program's, which grows with the functions its threads call): the room
+    /// held for the recording's end follows it instead of [`PROBE_TABLE_ROOM`].
+    pub fn set_probe_table_room(&mut self, bytes: u64) {
+        self.sink.probe_table_room = bytes;
+        self.sink.keep_room();
+    }
+
     /// Bounds each snapshot by time as well as by size: it keeps the last `window` of each
     /// thread's trace, from its first packet in it, the state there said by a SYNC made for the
     /// cut ([`crate::snapshot_window`]); the AUX area's size stays the cap. `None`: all the area
@@ -664,7 +739,9 @@ impl Recorder {
     /// The HEADER_TRACING_DATA feature the file gets (the formats of the tracepoints it
     /// records, [`crate::tracefs::tracing_data`]): perf prints their fields from it.
     pub fn set_tracing_data(&mut self, data: Vec<u8>) {
+        self.sink.tracing_data_room = data.len() as u64;
         self.tracing_data = Some(data);
+        self.sink.keep_room();
     }
 
     /// Writes a FINISHED_ROUND: records before it are sorted by time.
@@ -1055,5 +1132,55 @@ impl Recorder {
             let _ = h.join();
         }
         Ok(summary)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use perfaux_perfdata::record_attrs::base_attr;
+    use std::os::unix::fs::MetadataExt;
+
+    /// The bytes the room beside the output holds on its file system.
+    fn held(rec: &Recorder) -> u64 {
+        let f = rec.sink.reserve.as_ref().expect("a room");
+        f.metadata().unwrap().blocks() * 512
+    }
+
+    /// A short recording holds little room for its end, not a fixed 4 MiB; the room grows as
+    /// the records and the caller's probe table do, always at least what the end needs, and
+    /// the recording ends as before.
+    #[test]
+    fn the_room_for_the_end_follows_what_the_end_needs() {
+        let d = tempfile::tempdir().unwrap();
+        let trace = EventSpec::new("swtrace//", base_attr(crate::pmus::SWTRACE_TYPE, 0), 0);
+        let opts = RecorderOptions {
+            data_size: 64 << 10,
+            aux_size: 64 << 10,
+            overwrite: false,
+        };
+        let out = d.path().join("room.data");
+        let mut rec = Recorder::new(vec![trace], opts, &[], Output::File(out.clone())).unwrap();
+        rec.set_probe_table_room(0);
+        let first = rec.sink.reserved;
+        assert!(first >= rec.sink.end_room(), "{first}");
+        assert!(first < END_ROOM + 2 * ROOM_STEP, "{first}");
+        assert!(held(&rec) >= first, "{} held of {first}", held(&rec));
+        // 160 KB of records: the end may have them in the writer's buffer, and moves them.
+        for _ in 0..20_000 {
+            rec.finish_round().unwrap();
+        }
+        assert!(
+            rec.sink.reserved >= END_ROOM + 2 * 160_000,
+            "{}",
+            rec.sink.reserved
+        );
+        assert!(rec.sink.reserved >= rec.sink.end_room());
+        rec.set_probe_table_room(3 << 20);
+        assert!(rec.sink.reserved >= END_ROOM + (3 << 20) + 2 * 160_000);
+        assert!(held(&rec) >= rec.sink.reserved);
+        let summary = rec.finish().unwrap();
+        assert_eq!(summary.records, 20_000);
+        assert!(std::fs::metadata(&out).unwrap().len() > 160_000);
     }
 }

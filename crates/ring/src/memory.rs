@@ -112,13 +112,29 @@ impl RingMemory {
     /// written into its user page. Hand [`RingMemory::shared_fd`] to the
     /// reader process, which calls [`RingMemory::open_shared`].
     pub fn shared(layout: RingLayout) -> Result<Self, RingError> {
-        use rustix::fs::{MemfdFlags, SealFlags};
         layout.validate()?;
-        let fd = rustix::fs::memfd_create(
+        Self::shared_in(Self::memfd()?, layout)
+    }
+
+    /// An empty memfd that [`RingMemory::shared_in`] makes a ring of later (close-on-exec,
+    /// sealable): a descriptor to hand a reader process before the ring is wanted, which
+    /// costs its creator no pages and no mapping until then.
+    pub fn memfd() -> Result<OwnedFd, RingError> {
+        use rustix::fs::MemfdFlags;
+        rustix::fs::memfd_create(
             "perfaux-ring",
             MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING,
         )
-        .map_err(|e| RingError::os("memfd_create", e))?;
+        .map_err(|e| RingError::os("memfd_create", e))
+    }
+
+    /// [`RingMemory::shared`] in `fd`, a memfd from [`RingMemory::memfd`]: emptied (a reader
+    /// that held it may have written into it), sized, sealed, mapped and its layout written.
+    pub fn shared_in(fd: OwnedFd, layout: RingLayout) -> Result<Self, RingError> {
+        use rustix::fs::SealFlags;
+        layout.validate()?;
+        rustix::fs::ftruncate(&fd, 0)
+            .map_err(|e| RingError::os("ftruncate of the ring memfd", e))?;
         rustix::fs::ftruncate(&fd, layout.total_len() as u64)
             .map_err(|e| RingError::os("ftruncate of the ring memfd", e))?;
         rustix::fs::fcntl_add_seals(&fd, SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL)

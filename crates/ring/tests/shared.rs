@@ -2,7 +2,7 @@
 //! process and a reader process that maps the same file and validates the
 //! layout it finds in the user page.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -196,4 +196,37 @@ fn a_restored_layout_opens_again_as_created() {
         again.user_word(offsets::DATA_HEAD).load(Ordering::Relaxed),
         4096
     );
+}
+
+/// A memfd handed out before its ring is made (`RingMemory::memfd`, then `shared_in`): the
+/// ring starts empty whatever a holder wrote into the file before, and a reader opens it as
+/// one `shared` made.
+#[test]
+fn a_ring_made_in_a_memfd_handed_out_before_starts_empty() {
+    let fd = RingMemory::memfd().unwrap();
+    let holder = dup(fd.as_fd());
+    // What a holder may do with it meanwhile: size it and write over its first page.
+    rustix::fs::ftruncate(&holder, 8 * 4096).unwrap();
+    std::os::unix::fs::FileExt::write_all_at(
+        &std::fs::File::from(dup(holder.as_fd())),
+        &[0xffu8; 4096],
+        0,
+    )
+    .unwrap();
+    let layout = RingLayout::new(2, 4).unwrap();
+    let mem = RingMemory::shared_in(fd, layout).unwrap();
+    let st = rustix::fs::fstat(mem.shared_fd().unwrap()).unwrap();
+    assert_eq!(st.st_size as usize, layout.total_len());
+    for off in [
+        offsets::DATA_HEAD,
+        offsets::DATA_TAIL,
+        offsets::AUX_HEAD,
+        offsets::AUX_TAIL,
+    ] {
+        assert_eq!(mem.user_word(off).load(Ordering::Relaxed), 0, "word {off}");
+    }
+    let reader = RingMemory::open_shared(dup(mem.shared_fd().unwrap())).unwrap();
+    assert_eq!(*reader.layout(), layout);
+    // Sealed as `shared` seals: the holder can no longer change its size.
+    assert!(rustix::fs::ftruncate(&holder, 4096).is_err());
 }
