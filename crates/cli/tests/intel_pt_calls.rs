@@ -68,6 +68,16 @@ fn build_with(dir: &Path, flags: &[&str]) -> PathBuf {
     out
 }
 
+/// The program run with `p` (fib(15) at its end) recorded plainly in `dir`, and its own count
+/// of fib's calls.
+fn plain_fib15(dir: &Path, prog: &Path) -> (perfaux_ptgen::Recorded, u64) {
+    let plain = perfaux_ptgen::record(prog, &["p"], &dir.join("plain.data"))
+        .expect("single-stepped recording");
+    let (fibs, _) = own_counts(&plain.stdout);
+    assert_eq!(fibs, 1973, "fib(15) makes 1973 calls");
+    (plain, fibs)
+}
+
 /// The program's own counts: (fib calls, leaf calls).
 fn own_counts(stdout: &[u8]) -> (u64, u64) {
     let s = String::from_utf8_lossy(stdout);
@@ -509,10 +519,7 @@ fn snapshots_are_decoded_once_where_they_overlap() {
     let dir = tempdir();
     let prog = build(dir.path());
     // A plain recording first: how many instructions the run takes (fib(15) at its end).
-    let plain = perfaux_ptgen::record(&prog, &["p"], &dir.path().join("plain.data"))
-        .expect("single-stepped recording");
-    let (fibs, _) = own_counts(&plain.stdout);
-    assert_eq!(fibs, 1973, "fib(15) makes 1973 calls");
+    let (plain, fibs) = plain_fib15(dir.path(), &prog);
     let n = plain.instructions;
     // Points some less and some more than the 8 KiB area apart in trace (checked below).
     let aux_size = 8192;
@@ -709,10 +716,7 @@ fn paused_and_resumed_traces_hold_the_calls_made_while_on() {
     let dir = tempdir();
     let prog = build(dir.path());
     // A plain run first: where fib's calls lie in it (fib(15) near the end).
-    let plain = perfaux_ptgen::record(&prog, &["p"], &dir.path().join("plain.data"))
-        .expect("single-stepped recording");
-    let (fibs, _) = own_counts(&plain.stdout);
-    assert_eq!(fibs, 1973, "fib(15) makes 1973 calls");
+    let (plain, fibs) = plain_fib15(dir.path(), &prog);
     let calls = calls_of(&plain, fib_address(&plain, fibs));
     let (first, last) = (calls[0], calls[calls.len() - 1]);
     let at = |percent: u64| first + (last - first) * percent / 100;
