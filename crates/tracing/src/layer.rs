@@ -224,8 +224,6 @@ where
             fields.push_str(meta.name());
             attrs.record(&mut KeyValues(&mut fields));
         }
-        // `replace`, not `insert` (which panics on a second): the layer twice in one stack
-        // must not abort the program.
         let probe = probe_of(meta);
         // Nothing to send at its entries: they find the probe in the table (until another
         // span takes the slot). Written before the span can be entered, and written in any
@@ -237,6 +235,8 @@ where
             0
         };
         self.spans.put(id.into_u64(), quick);
+        // `replace`, not `insert` (which panics on a second): the layer twice in one stack
+        // must not abort the program.
         span.extensions_mut().replace(SpanProbe {
             probe,
             fields,
