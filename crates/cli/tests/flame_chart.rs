@@ -108,7 +108,11 @@ fn threads_share_one_clock_and_each_call_is_a_bar() {
         assert_eq!(mine.len(), 5, "{lane:?}: {mine:?}");
         mine.sort_by(|p, q| p.x.total_cmp(&q.x));
         for pair in mine.windows(2) {
-            assert!(pair[0].x + pair[0].w <= pair[1].x + 0.01, "{pair:?}");
+            // The SVG gives x and width to 0.01 (each off by up to 0.005): back-to-back bars
+            // may meet 0.015 past each other, and their sum carries float error on top (a
+            // loaded machine's longer recording had 1175.21 + 4.9 against 1180.1 fail at
+            // 0.01 with no overlap).
+            assert!(pair[0].x + pair[0].w <= pair[1].x + 0.02, "{pair:?}");
             assert!(pair[0].dur >= 300_000, "{pair:?}");
         }
     }
