@@ -73,8 +73,6 @@ pub struct Walked {
     /// Stretches that could not be decoded, and the trace bytes they held.
     pub gaps: u64,
     pub gap_bytes: u64,
-    /// Passages through kernel code not at hand, passed over ([`CallKind::KernelPassed`]).
-    pub kernel_passes: u64,
 }
 
 /// A call or return waiting for the instruction it went to.
@@ -400,7 +398,6 @@ pub fn walk_calls(
                 let passage = pass_kernel(&mut flow);
                 if !matches!(passage, Passage::Lost) {
                     w.pending = None;
-                    w.walked.kernel_passes += 1;
                     w.emit(CallKind::KernelPassed { ip: at }, w.tsc);
                 }
                 match passage {

@@ -206,12 +206,14 @@ fn spans_sharing_the_layers_table_each_record_under_their_own_name() {
 #[test]
 fn a_field_recorded_after_an_entry_goes_out_at_the_next_entry() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("late.data");
-    let dispatch: tracing::Dispatch = tracing_subscriber::registry()
-        .with(perfaux_tracing::layer())
-        .into();
-    let rec = Recording::start(&file, RecordingOptions::default()).unwrap();
+    // (The counting layer beside it is not consulted.)
+    let Counted {
+        dir: _dir,
+        file,
+        dispatch,
+        rec,
+        ..
+    } = counted("late.data");
     tracing::dispatcher::with_default(&dispatch, || {
         let span = info_span!("conn", bytes = tracing::field::Empty);
         drop(span.enter());
@@ -271,12 +273,14 @@ fn a_layer_cloned_into_two_subscribers_names_each_ones_spans() {
 #[test]
 fn a_span_made_with_a_closed_spans_id_is_recorded_as_itself() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("reused.data");
-    let dispatch: tracing::Dispatch = tracing_subscriber::registry()
-        .with(perfaux_tracing::layer())
-        .into();
-    let rec = Recording::start(&file, RecordingOptions::default()).unwrap();
+    // (The counting layer beside it is not consulted.)
+    let Counted {
+        dir: _dir,
+        file,
+        dispatch,
+        rec,
+        ..
+    } = counted("reused.data");
     tracing::dispatcher::with_default(&dispatch, || {
         let first = info_span!("first");
         let id = first.id().unwrap();
